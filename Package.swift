@@ -1,0 +1,37 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// StreamRelay: a resumable SSE relay for LLM responses, its Swift client kit and tools.
+/// C libraries come from Debian through system-library targets (see README "Requirements").
+let package = Package(
+    name: "StreamRelay",
+    platforms: [.macOS(.v13), .iOS(.v16)],
+    products: [
+        .executable(name: "stream-relay", targets: ["stream-relay"]),
+        .library(name: "RelayClient", targets: ["RelayClient"]),
+        .library(name: "RelayCore", targets: ["RelayCore"]),
+    ],
+    targets: [
+        // C modules: module maps and tiny shims only.
+        .systemLibrary(name: "CLibevent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+
+        // Pure Swift: events, SSE framing and parsing, protocol types, configuration.
+        .target(name: "RelayCore"),
+        // One libevent event_base per worker thread, timers.
+        .target(name: "RelayLoop", dependencies: ["CLibevent", "RelayCore"]),
+        // hiredis async connections on the worker loop: commands, scripts, pub/sub, event log.
+        .target(name: "RelayRedis", dependencies: ["CHiredis", "CLibevent", "RelayLoop", "RelayCore"]),
+        // Upstream adapters (simulated, and later OpenAI / Anthropic).
+        .target(name: "RelayUpstream", dependencies: ["RelayLoop", "RelayCore"]),
+        // Workers, HTTP routes, generations, subscriptions.
+        .target(name: "RelayServer", dependencies: ["CLibevent", "RelayLoop", "RelayRedis", "RelayUpstream", "RelayCore"]),
+        // Client kit: Foundation only, no C anywhere in its graph (builds for iOS).
+        .target(name: "RelayClient", dependencies: ["RelayCore"]),
+        .executableTarget(name: "stream-relay", dependencies: ["RelayServer", "RelayClient", "RelayCore"]),
+
+        .target(name: "RelayTestSupport", dependencies: ["RelayCore"], path: "Tests/RelayTestSupport"),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore"]),
+        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayTestSupport", "RelayCore", "stream-relay"]),
+    ]
+)
