@@ -15,6 +15,7 @@ let package = Package(
         // C modules: module maps and tiny shims only.
         .systemLibrary(name: "CLibevent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        .systemLibrary(name: "CJWT", pkgConfig: "libjwt", providers: [.apt(["libjwt-dev"])]),
 
         // Pure Swift: events, SSE framing and parsing, protocol types, configuration.
         .target(name: "RelayCore"),
@@ -24,14 +25,19 @@ let package = Package(
         .target(name: "RelayRedis", dependencies: ["CHiredis", "CLibevent", "RelayLoop", "RelayCore"]),
         // Upstream adapters (simulated, and later OpenAI / Anthropic).
         .target(name: "RelayUpstream", dependencies: ["RelayLoop", "RelayCore"]),
+        // JWT verification and minting (libjwt), claims, budgets by tier.
+        .target(name: "RelayAuth", dependencies: ["CJWT", "RelayCore"]),
         // Workers, HTTP routes, generations, subscriptions.
-        .target(name: "RelayServer", dependencies: ["CLibevent", "RelayLoop", "RelayRedis", "RelayUpstream", "RelayCore"]),
+        .target(name: "RelayServer", dependencies: ["CLibevent", "RelayLoop", "RelayRedis", "RelayUpstream", "RelayAuth", "RelayCore"]),
         // Client kit: Foundation only, no C anywhere in its graph (builds for iOS).
         .target(name: "RelayClient", dependencies: ["RelayCore"]),
         .executableTarget(name: "stream-relay", dependencies: ["RelayServer", "RelayClient", "RelayCore"]),
 
         .target(name: "RelayTestSupport", dependencies: ["RelayCore"], path: "Tests/RelayTestSupport"),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore"]),
+        .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayCore"]),
+        .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore"]),
+        .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore"]),
         .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayTestSupport", "RelayCore", "stream-relay"]),
     ]
 )

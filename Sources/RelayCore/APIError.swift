@@ -1,0 +1,50 @@
+/// An error answered as plain HTTP before the first byte of a stream:
+/// body `{"error":{"code":"…","message":"…"}}` (DESIGN §2). Once a stream has begun,
+/// the same code travels as an `error` event instead (`asEvent`).
+public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// HTTP status code (RFC 9110 §15).
+    public var status: Int
+    /// Machine-readable code, one of DESIGN §2's (`invalid_request`, `stream_not_found`, …).
+    public var code: String
+    /// Human-readable explanation; never contains user content or tokens.
+    public var message: String
+
+    public init(status: Int, code: String, message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    /// The JSON body: `{"error":{"code":"…","message":"…"}}`.
+    public var body: String {
+        "{\"error\":{\"code\":\(JSONText.quoted(code)),\"message\":\(JSONText.quoted(message))}}"
+    }
+
+    /// The same error as a stream `error` event.
+    public var asEvent: StreamEvent { .error(status: status, code: code, message: message) }
+
+    public var description: String { "\(status) \(code): \(message)" }
+
+    /// 400 `invalid_request`.
+    public static func invalidRequest(_ m: String) -> APIError { .init(status: 400, code: "invalid_request", message: m) }
+    /// 400 `invalid_json`.
+    public static func invalidJSON(_ m: String) -> APIError { .init(status: 400, code: "invalid_json", message: m) }
+    /// 400 `invalid_last_event_id`.
+    public static func invalidLastEventID(_ m: String) -> APIError { .init(status: 400, code: "invalid_last_event_id", message: m) }
+    /// 401 `unauthorized`.
+    public static func unauthorized(_ m: String) -> APIError { .init(status: 401, code: "unauthorized", message: m) }
+    /// 404 `stream_not_found`: unknown, expired, or another user's stream (never 403).
+    public static let streamNotFound = APIError(status: 404, code: "stream_not_found", message: "no such stream (unknown, expired, or not yours)")
+    /// 404 `not_found`: no such route.
+    public static let routeNotFound = APIError(status: 404, code: "not_found", message: "no such route")
+    /// 405 `method_not_allowed`.
+    public static func methodNotAllowed(_ allowed: String) -> APIError { .init(status: 405, code: "method_not_allowed", message: "allowed: \(allowed)") }
+    /// 409 `resume_gap`: `Last-Event-ID` is older than the retained window.
+    public static func resumeGap(_ m: String) -> APIError { .init(status: 409, code: "resume_gap", message: m) }
+    /// 413 `body_too_large`.
+    public static func bodyTooLarge(limit: Int) -> APIError { .init(status: 413, code: "body_too_large", message: "request body exceeds \(limit) bytes") }
+    /// 503 `not_ready`.
+    public static func notReady(_ m: String) -> APIError { .init(status: 503, code: "not_ready", message: m) }
+    /// 500 `internal_error`.
+    public static func internalError(_ m: String) -> APIError { .init(status: 500, code: "internal_error", message: m) }
+}

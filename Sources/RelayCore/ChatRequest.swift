@@ -1,0 +1,111 @@
+import Foundation
+
+/// One chat message of a request: `{"role":"user","content":"…"}`.
+public struct ChatMessage: Sendable, Equatable {
+    /// `system`, `user` or `assistant`.
+    public var role: String
+    /// The message text.
+    public var content: String
+
+    public init(role: String, content: String) {
+        self.role = role
+        self.content = content
+    }
+}
+
+/// The body of `POST /api/chat/stream` (DESIGN §2):
+/// `{"messages":[{"role":"user","content":"…"}], "model"?: str, "max_tokens"?: int, "mode"?: "full"|"summary"}`.
+public struct ChatRequest: Sendable, Equatable {
+    /// `full` (default) or `summary` (shorter answer, capped `max_tokens`).
+    public enum Mode: String, Sendable { case full, summary }
+
+    /// The conversation, at least one message.
+    public var messages: [ChatMessage]
+    /// Model name; `nil` lets the upstream adapter choose.
+    public var model: String?
+    /// Maximum tokens to generate, 1…1,000,000; `nil` for the upstream's default.
+    public var maxTokens: Int?
+    /// Answer mode.
+    public var mode: Mode
+
+    public init(messages: [ChatMessage], model: String? = nil, maxTokens: Int? = nil, mode: Mode = .full) {
+        self.messages = messages
+        self.model = model
+        self.maxTokens = maxTokens
+        self.mode = mode
+    }
+
+    static let roles: Set<String> = ["system", "user", "assistant"]
+    static let fields: Set<String> = ["messages", "model", "max_tokens", "mode"]
+
+    /// Parses and validates a request body.
+    /// - Throws: `APIError` 400 `invalid_json` when `body` is not a JSON object;
+    ///   400 `invalid_request` for a missing or empty `messages`, a message that is not
+    ///   `{role, content}` with a known role, an unknown field, or an out-of-range value.
+    public static func parse(_ body: Data) throws -> ChatRequest {
+        let any: Any
+        do {
+            any = try JSONSerialization.jsonObject(with: body, options: [])
+        } catch {
+            throw APIError.invalidJSON("body is not valid JSON")
+        }
+        guard let obj = any as? [String: Any] else { throw APIError.invalidJSON("body must be a JSON object") }
+        if let unknown = obj.keys.sorted().first(where: { !fields.contains($0) }) {
+            throw APIError.invalidRequest("unknown field \"\(unknown)\"")
+        }
+        guard let rawMessages = obj["messages"] else { throw APIError.invalidRequest("\"messages\" is required") }
+        guard let list = rawMessages as? [Any] else { throw APIError.invalidRequest("\"messages\" must be an array") }
+        guard !list.isEmpty else { throw APIError.invalidRequest("\"messages\" must not be empty") }
+        guard list.count <= 1000 else { throw APIError.invalidRequest("at most 1000 messages") }
+        var messages: [ChatMessage] = []
+        messages.reserveCapacity(list.count)
+        for (i, item) in list.enumerated() {
+            guard let m = item as? [String: Any],
+                  let role = m["role"] as? String,
+                  let content = m["content"] as? String else {
+                throw APIError.invalidRequest("messages[\(i)] must be {\"role\": string, \"content\": string}")
+            }
+            guard roles.contains(role) else { throw APIError.invalidRequest("messages[\(i)].role must be system, user or assistant") }
+            if m.keys.contains(where: { $0 != "role" && $0 != "content" }) {
+                throw APIError.invalidRequest("messages[\(i)] has an unknown field")
+            }
+            messages.append(ChatMessage(role: role, content: content))
+        }
+        var req = ChatRequest(messages: messages)
+        if let model = obj["model"], !(model is NSNull) {
+            guard let s = model as? String, !s.isEmpty, s.utf8.count <= 200 else {
+                throw APIError.invalidRequest("\"model\" must be a non-empty string of at most 200 bytes")
+            }
+            req.model = s
+        }
+        if let mt = obj["max_tokens"], !(mt is NSNull) {
+            guard let n = mt as? NSNumber, !Self.isBoolean(n), n.doubleValue == n.doubleValue.rounded(),
+                  n.doubleValue >= 1, n.doubleValue <= 1_000_000 else {
+                throw APIError.invalidRequest("\"max_tokens\" must be an integer from 1 to 1000000")
+            }
+            req.maxTokens = n.intValue
+        }
+        if let mode = obj["mode"], !(mode is NSNull) {
+            guard let s = mode as? String, let m = Mode(rawValue: s) else {
+                throw APIError.invalidRequest("\"mode\" must be \"full\" or \"summary\"")
+            }
+            req.mode = m
+        }
+        return req
+    }
+
+    /// `true` for JSON `true`/`false`, which Foundation also hands back as `NSNumber`.
+    static func isBoolean(_ n: NSNumber) -> Bool {
+        let t = String(cString: n.objCType)
+        return t == "c" || t == "B"
+    }
+
+    /// The request as a JSON body (the inverse of `parse`), for clients.
+    public var jsonBody: Data {
+        var obj: [String: Any] = ["messages": messages.map { ["role": $0.role, "content": $0.content] }]
+        if let model { obj["model"] = model }
+        if let maxTokens { obj["max_tokens"] = maxTokens }
+        if mode != .full { obj["mode"] = mode.rawValue }
+        return (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys])) ?? Data()
+    }
+}

@@ -1,0 +1,229 @@
+/// Where the relay finds Redis: `redis://host:port[/db]` or `unix:///path[?db=N]`.
+public enum RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
+    case tcp(host: String, port: Int, db: Int)
+    case unix(path: String, db: Int)
+
+    /// Parses a `REDIS_URL`.
+    /// - Throws: `ConfigError` for another scheme, a missing host or path, a port outside
+    ///   1…65535 or a database index that is not a small non-negative integer.
+    public static func parse(_ url: String) throws -> RedisEndpoint {
+        if url.hasPrefix("unix://") {
+            var rest = String(url.dropFirst("unix://".count))
+            var db = 0
+            if let q = rest.firstIndex(of: "?") {
+                let query = rest[rest.index(after: q)...]
+                rest = String(rest[..<q])
+                for part in query.split(separator: "&") where part.hasPrefix("db=") {
+                    guard let d = Int(part.dropFirst(3)), d >= 0, d < 1024 else { throw ConfigError("REDIS_URL: bad db in \(url)") }
+                    db = d
+                }
+            }
+            guard rest.hasPrefix("/"), rest.count > 1 else { throw ConfigError("REDIS_URL: unix:// needs an absolute socket path, got \(url)") }
+            return .unix(path: rest, db: db)
+        }
+        guard url.hasPrefix("redis://") else { throw ConfigError("REDIS_URL must start with redis:// or unix://, got \(url)") }
+        var rest = Substring(url.dropFirst("redis://".count))
+        if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] } // credentials unsupported: ignored host part
+        var db = 0
+        if let slash = rest.firstIndex(of: "/") {
+            let d = rest[rest.index(after: slash)...]
+            if !d.isEmpty {
+                guard let v = Int(d), v >= 0, v < 1024 else { throw ConfigError("REDIS_URL: bad db in \(url)") }
+                db = v
+            }
+            rest = rest[..<slash]
+        }
+        var host = String(rest)
+        var port = 6379
+        if let colon = rest.lastIndex(of: ":") {
+            host = String(rest[..<colon])
+            guard let p = Int(rest[rest.index(after: colon)...]), (1...65535).contains(p) else {
+                throw ConfigError("REDIS_URL: bad port in \(url)")
+            }
+            port = p
+        }
+        guard !host.isEmpty else { throw ConfigError("REDIS_URL: missing host in \(url)") }
+        return .tcp(host: host, port: port, db: db)
+    }
+
+    public var description: String {
+        switch self {
+        case .tcp(let h, let p, let db): return "redis://\(h):\(p)/\(db)"
+        case .unix(let path, let db): return db == 0 ? "unix://\(path)" : "unix://\(path)?db=\(db)"
+        }
+    }
+}
+
+/// A configuration value that could not be used; the message names the variable.
+public struct ConfigError: Error, CustomStringConvertible, Equatable {
+    public let description: String
+    public init(_ d: String) { description = d }
+}
+
+/// The relay's configuration (DESIGN §6). Every field comes from an environment
+/// variable with a matching `--flag` (flags win); `RelayConfig.options` lists them
+/// for `stream-relay serve --help`.
+public struct RelayConfig: Sendable, Equatable {
+    /// Listen address `host:port`; default `127.0.0.1:8080`.
+    public var listenHost = "127.0.0.1"
+    public var listenPort = 8080
+    /// Worker threads; default: number of cores.
+    public var workers = 1
+    /// `nil`: start a private `redis-server` on a Unix socket.
+    public var redis: RedisEndpoint?
+    /// Entries kept per stream (`XADD MAXLEN`), default 200.
+    public var bufferEvents = 200
+    /// TTL of a stream's keys after its last append, ms; default 300,000 (5 min).
+    public var bufferTTLms = 300_000
+    /// Heartbeat comment interval, ms; default 15,000.
+    public var heartbeatMs = 15_000
+    /// Upstream adapter: `simulated` (default), `openai`, `anthropic`.
+    public var upstream = "simulated"
+    /// Simulated upstream rate, tokens per second; default 50.
+    public var simulatedTokensPerSecond = 50.0
+    /// Largest accepted request body, bytes; default 1 MiB.
+    public var maxBodyBytes = 1 << 20
+    /// Name of this instance, stored as a stream's `instance` (default: hostname-pid).
+    public var instanceName = ""
+    /// Lossless resume beyond the retained window (issue 8); default on.
+    public var losslessResume = true
+
+    public init() {}
+
+    /// One configuration knob: environment variable, flag, help text.
+    public struct Option: Sendable {
+        public let env: String
+        public let flag: String
+        public let help: String
+        let apply: @Sendable (inout RelayConfig, String) throws -> Void
+    }
+
+    /// Every knob, in `--help` order.
+    public static let options: [Option] = [
+        Option(env: "RELAY_LISTEN", flag: "--listen", help: "host:port to listen on (default 127.0.0.1:8080)") { c, v in
+            guard let colon = v.lastIndex(of: ":"), let p = Int(v[v.index(after: colon)...]), (0...65535).contains(p) else {
+                throw ConfigError("RELAY_LISTEN must be host:port, got \"\(v)\"")
+            }
+            let h = String(v[..<colon])
+            c.listenHost = h.isEmpty ? "0.0.0.0" : h.trimmingCharacters(in: "[]")
+            c.listenPort = p
+        },
+        Option(env: "RELAY_WORKERS", flag: "--workers", help: "worker threads, each with its own event loop (default: cores)") { c, v in
+            c.workers = try int(v, "RELAY_WORKERS", 1...256)
+        },
+        Option(env: "REDIS_URL", flag: "--redis-url", help: "redis://host:port[/db] or unix:///path; unset: start a private redis-server") { c, v in
+            c.redis = try RedisEndpoint.parse(v)
+        },
+        Option(env: "RELAY_BUFFER_EVENTS", flag: "--buffer-events", help: "events kept per stream, XADD MAXLEN (default 200)") { c, v in
+            c.bufferEvents = try int(v, "RELAY_BUFFER_EVENTS", 1...1_000_000)
+        },
+        Option(env: "RELAY_BUFFER_TTL", flag: "--buffer-ttl", help: "stream TTL after the last append: 300, 300s, 5m, 1500ms (default 300s)") { c, v in
+            c.bufferTTLms = try duration(v, "RELAY_BUFFER_TTL", 1...86_400_000)
+        },
+        Option(env: "RELAY_HEARTBEAT", flag: "--heartbeat", help: "': ping' comment interval on idle streams (default 15s)") { c, v in
+            c.heartbeatMs = try duration(v, "RELAY_HEARTBEAT", 10...3_600_000)
+        },
+        Option(env: "RELAY_UPSTREAM", flag: "--upstream", help: "upstream adapter: simulated (default)") { c, v in
+            guard ["simulated"].contains(v) else { throw ConfigError("RELAY_UPSTREAM must be simulated, got \"\(v)\"") }
+            c.upstream = v
+        },
+        Option(env: "RELAY_SIMULATED_TOKENS_PER_SECOND", flag: "--simulated-tokens-per-second", help: "simulated upstream rate in tokens/s (default 50)") { c, v in
+            guard let d = Double(v), d > 0, d <= 1_000_000 else {
+                throw ConfigError("RELAY_SIMULATED_TOKENS_PER_SECOND must be a number in (0, 1000000], got \"\(v)\"")
+            }
+            c.simulatedTokensPerSecond = d
+        },
+        Option(env: "RELAY_MAX_BODY_BYTES", flag: "--max-body-bytes", help: "largest request body in bytes (default 1048576)") { c, v in
+            c.maxBodyBytes = try int(v, "RELAY_MAX_BODY_BYTES", 1024...(64 << 20))
+        },
+        Option(env: "RELAY_INSTANCE", flag: "--instance", help: "instance name stored with each stream (default hostname-pid)") { c, v in
+            guard !v.isEmpty, v.utf8.count <= 128 else { throw ConfigError("RELAY_INSTANCE must be 1-128 bytes") }
+            c.instanceName = v
+        },
+        Option(env: "RELAY_LOSSLESS_RESUME", flag: "--lossless-resume", help: "keep the full text for resumes beyond the window: on/off (default on)") { c, v in
+            c.losslessResume = try bool(v, "RELAY_LOSSLESS_RESUME")
+        },
+    ]
+
+    /// Builds a configuration from `environment` then `arguments` (`--flag value` or
+    /// `--flag=value`; flags win).
+    /// - Throws: `ConfigError` naming the variable for a bad value or an unknown flag.
+    public static func load(environment: [String: String], arguments: [String], defaultWorkers: Int) throws -> RelayConfig {
+        var c = RelayConfig()
+        c.workers = max(1, defaultWorkers)
+        for o in options {
+            if let v = environment[o.env] { try o.apply(&c, v) }
+        }
+        var i = 0
+        while i < arguments.count {
+            let a = arguments[i]
+            var name = a
+            var value: String?
+            if let eq = a.firstIndex(of: "=") {
+                name = String(a[..<eq])
+                value = String(a[a.index(after: eq)...])
+            }
+            guard let o = options.first(where: { $0.flag == name }) else { throw ConfigError("unknown option \(a) (see --help)") }
+            if value == nil {
+                i += 1
+                guard i < arguments.count else { throw ConfigError("\(name) needs a value") }
+                value = arguments[i]
+            }
+            try o.apply(&c, value!)
+            i += 1
+        }
+        return c
+    }
+
+    /// The `--help` text of the options.
+    public static var helpText: String {
+        options.map { o in
+            let left = "  \(o.flag) / \(o.env)"
+            return left.padding(toLength: max(left.count + 2, 52), withPad: " ", startingAt: 0) + o.help
+        }.joined(separator: "\n")
+    }
+
+    static func int(_ v: String, _ name: String, _ range: ClosedRange<Int>) throws -> Int {
+        guard let n = Int(v), range.contains(n) else {
+            throw ConfigError("\(name) must be an integer from \(range.lowerBound) to \(range.upperBound), got \"\(v)\"")
+        }
+        return n
+    }
+
+    static func bool(_ v: String, _ name: String) throws -> Bool {
+        switch v.lowercased() {
+        case "1", "true", "on", "yes": return true
+        case "0", "false", "off", "no": return false
+        default: throw ConfigError("\(name) must be on or off, got \"\(v)\"")
+        }
+    }
+
+    /// Parses `300`, `300s`, `5m`, `1500ms`, `1h` into milliseconds.
+    public static func duration(_ v: String, _ name: String, _ range: ClosedRange<Int>) throws -> Int {
+        let units: [(String, Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
+        var number = Substring(v)
+        var scale = 1000.0
+        for (suffix, s) in units where v.hasSuffix(suffix) {
+            number = v.dropLast(suffix.count)
+            scale = s
+            break
+        }
+        guard let d = Double(number), d.isFinite, d >= 0 else {
+            throw ConfigError("\(name) must be a duration such as 15, 15s, 500ms or 5m, got \"\(v)\"")
+        }
+        let ms = Int((d * scale).rounded())
+        guard range.contains(ms) else {
+            throw ConfigError("\(name) must be between \(range.lowerBound) ms and \(range.upperBound) ms, got \"\(v)\"")
+        }
+        return ms
+    }
+}
+
+extension String {
+    func trimmingCharacters(in set: String) -> String {
+        var s = Substring(self)
+        while let f = s.first, set.contains(f) { s.removeFirst() }
+        while let l = s.last, set.contains(l) { s.removeLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+
+/// Token counts of one generation, as reported by the upstream (or counted by the
+/// simulated upstream). Units: tokens.
+public struct Usage: Sendable, Equatable, Codable {
+    /// Tokens of the prompt (the request's messages).
+    public var promptTokens: Int
+    /// Tokens generated.
+    public var completionTokens: Int
+    /// `promptTokens + completionTokens` unless the upstream says otherwise.
+    public var totalTokens: Int
+
+    public init(promptTokens: Int, completionTokens: Int, totalTokens: Int? = nil) {
+        self.promptTokens = promptTokens
+        self.completionTokens = completionTokens
+        self.totalTokens = totalTokens ?? (promptTokens + completionTokens)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case promptTokens = "prompt_tokens"
+        case completionTokens = "completion_tokens"
+        case totalTokens = "total_tokens"
+    }
+}
+
+/// One event of a chat stream, as carried in an SSE `data:` line (DESIGN §2).
+///
+/// JSON shapes:
+/// * `{"type":"delta","content":"…"}`
+/// * `{"type":"done","finish_reason":"stop","usage":{"prompt_tokens":…,"completion_tokens":…,"total_tokens":…}}`
+/// * `{"type":"error","status":401,"code":"session_revoked","message":"…"}`
+public enum StreamEvent: Sendable, Equatable {
+    /// A piece of generated text.
+    case delta(String)
+    /// The generation finished; `finishReason` is `stop`, `length`, `cancelled`, …
+    case done(finishReason: String, usage: Usage)
+    /// The stream failed; `status` is the HTTP-like status (401, 502, 503, …).
+    case error(status: Int, code: String, message: String)
+
+    /// `true` for `done` and `error`: the relay ends the response after it.
+    public var isTerminal: Bool {
+        if case .delta = self { return false }
+        return true
+    }
+
+    /// The event's JSON text: one line, no newlines (they are escaped).
+    public var json: String {
+        switch self {
+        case .delta(let content):
+            var s = "{\"type\":\"delta\",\"content\":\""
+            s.reserveCapacity(content.utf8.count + 32)
+            JSONText.appendEscaped(content, to: &s)
+            s.append("\"}")
+            return s
+        case .done(let reason, let u):
+            return "{\"type\":\"done\",\"finish_reason\":\(JSONText.quoted(reason)),\"usage\":{\"prompt_tokens\":\(u.promptTokens),\"completion_tokens\":\(u.completionTokens),\"total_tokens\":\(u.totalTokens)}}"
+        case .error(let status, let code, let message):
+            return "{\"type\":\"error\",\"status\":\(status),\"code\":\(JSONText.quoted(code)),\"message\":\(JSONText.quoted(message))}"
+        }
+    }
+
+    /// Decodes an event from its JSON text.
+    /// - Throws: `StreamEventDecodingError` when the text is not JSON, not an object,
+    ///   or lacks the fields its `type` requires.
+    public init(json: String) throws {
+        try self.init(jsonData: Data(json.utf8))
+    }
+
+    /// Decodes an event from UTF-8 JSON bytes. See `init(json:)`.
+    public init(jsonData: Data) throws {
+        guard let obj = (try? JSONSerialization.jsonObject(with: jsonData)) as? [String: Any],
+              let type = obj["type"] as? String else {
+            throw StreamEventDecodingError.malformed
+        }
+        switch type {
+        case "delta":
+            guard let c = obj["content"] as? String else { throw StreamEventDecodingError.malformed }
+            self = .delta(c)
+        case "done":
+            let reason = obj["finish_reason"] as? String ?? "stop"
+            let u = obj["usage"] as? [String: Any] ?? [:]
+            let p = (u["prompt_tokens"] as? NSNumber)?.intValue ?? 0
+            let c = (u["completion_tokens"] as? NSNumber)?.intValue ?? 0
+            let t = (u["total_tokens"] as? NSNumber)?.intValue ?? (p + c)
+            self = .done(finishReason: reason, usage: Usage(promptTokens: p, completionTokens: c, totalTokens: t))
+        case "error":
+            self = .error(status: (obj["status"] as? NSNumber)?.intValue ?? 500,
+                          code: obj["code"] as? String ?? "error",
+                          message: obj["message"] as? String ?? "")
+        default:
+            throw StreamEventDecodingError.unknownType(type)
+        }
+    }
+}
+
+/// Why an event's JSON could not be decoded.
+public enum StreamEventDecodingError: Error, Equatable {
+    /// Not a JSON object with a string `type` and the fields that type requires.
+    case malformed
+    /// A `type` other than `delta`, `done`, `error`.
+    case unknownType(String)
+}
+
+/// A stream event with its position in the stream: `seq` counts from 1 within a
+/// request, +1 per event, no gaps (DESIGN §2). It is the SSE `id` and the Redis
+/// stream entry ID `<seq>-0`.
+public struct SequencedEvent: Sendable, Equatable {
+    /// Position in the stream, from 1.
+    public var seq: UInt64
+    /// The event's JSON text (as stored in Redis and sent on the wire).
+    public var json: String
+
+    public init(seq: UInt64, json: String) {
+        self.seq = seq
+        self.json = json
+    }
+
+    /// `true` when the JSON is a `done` or `error` event (checked by its prefix, which
+    /// the relay itself writes: `{"type":"done"` / `{"type":"error"`).
+    public var isTerminal: Bool {
+        json.hasPrefix("{\"type\":\"done\"") || json.hasPrefix("{\"type\":\"error\"")
+    }
+}

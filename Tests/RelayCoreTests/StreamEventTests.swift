@@ -1,0 +1,32 @@
+import XCTest
+@testable import RelayCore
+
+final class StreamEventTests: XCTestCase {
+    func testDeltaRoundTripsWithEscapes() throws {
+        let text = "Line \"1\"\n\tعربي 😀 \\ \u{01}"
+        let e = StreamEvent.delta(text)
+        XCTAssertFalse(e.json.contains("\n"))
+        XCTAssertEqual(try StreamEvent(json: e.json), e)
+    }
+
+    func testDoneShape() throws {
+        let e = StreamEvent.done(finishReason: "stop", usage: Usage(promptTokens: 35, completionTokens: 410))
+        XCTAssertEqual(e.json, #"{"type":"done","finish_reason":"stop","usage":{"prompt_tokens":35,"completion_tokens":410,"total_tokens":445}}"#)
+        XCTAssertEqual(try StreamEvent(json: e.json), e)
+        XCTAssertTrue(SequencedEvent(seq: 1, json: e.json).isTerminal)
+    }
+
+    func testErrorShape() throws {
+        let e = StreamEvent.error(status: 401, code: "session_revoked", message: "revoked")
+        XCTAssertEqual(e.json, #"{"type":"error","status":401,"code":"session_revoked","message":"revoked"}"#)
+        XCTAssertTrue(SequencedEvent(seq: 1, json: e.json).isTerminal)
+        XCTAssertFalse(SequencedEvent(seq: 1, json: StreamEvent.delta("x").json).isTerminal)
+    }
+
+    func testSSEFrame() {
+        XCTAssertEqual(SSEFrame.event(seq: 7, json: #"{"type":"delta","content":"Clause 3"}"#),
+                       "id: 7\ndata: {\"type\":\"delta\",\"content\":\"Clause 3\"}\n\n")
+        XCTAssertEqual(SSEFrame.retry(milliseconds: 1000), "retry: 1000\n\n")
+        XCTAssertEqual(SSEFrame.ping, ": ping\n\n")
+    }
+}
