@@ -9,7 +9,8 @@ import Foundation
 ///   (`" Clause"`, `" 3"`, `" —"`); longer space runs keep all but their last
 ///   space as a token of their own;
 /// * letter runs (letters plus their combining marks) of up to 8 characters are
-///   one token; longer ones are cut into near-equal pieces of 4–8 characters;
+///   one token; longer ones are cut into near-equal pieces of 4–6 letters
+///   (the first piece also carries the leading space, if any);
 /// * digit runs are cut into groups of at most 3 digits (ASCII or Arabic-Indic);
 /// * short contractions after a letter (`'s`, `'t`, `'ll`) are one token;
 /// * ASCII punctuation runs of up to 3 characters (`**`, `---`, `.**`) are one
