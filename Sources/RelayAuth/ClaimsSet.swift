@@ -44,7 +44,7 @@ struct ClaimsSet: Decodable {
     private static func numericDate(_ c: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) throws -> Int64? {
         guard c.contains(key), try !c.decodeNil(forKey: key) else { return nil }
         if let i = try? c.decode(Int64.self, forKey: key) {
-            guard abs(i) <= 1 << 53 else { throw AuthError(.invalidClaims, "\(key.rawValue) out of range") }
+            guard i.magnitude <= 1 << 53 else { throw AuthError(.invalidClaims, "\(key.rawValue) out of range") }
             return i
         }
         let d: Double

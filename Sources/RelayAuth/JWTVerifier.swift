@@ -13,10 +13,10 @@ import CJWT
 /// 3. header is a JSON object whose `alg` equals the configured name exactly (so `none`,
 ///    another algorithm, or `hs256` are refused before libjwt, which trusts the header),
 ///    and no `crit` (RFC 7515 §4.1.11: we understand no extensions);
-/// 4. libjwt verifies the signature with the configured key and must report the same alg;
-/// 5. the payload is a JSON object with typed claims; `exp`, `sub`, `sid` required;
-/// 6. time checks with leeway; issuer and audience when configured.
-public struct JWTVerifier: Sendable {
+/// 4. the payload is a JSON object whose registered claims have their types;
+/// 5. libjwt verifies the signature with the configured key and must report the same alg;
+/// 6. `exp`, `sub`, `sid` present; time checks with leeway; issuer and audience when configured.
+public struct JWTVerifier: Sendable, CustomStringConvertible, CustomReflectable {
     /// Longest accepted token in bytes (8 KiB); longer ones are refused unparsed.
     public static let maxTokenBytes = 8 * 1024
 
@@ -103,13 +103,15 @@ public struct JWTVerifier: Sendable {
         guard header["crit"] == nil else {
             throw AuthError(.algorithmNotAllowed, "crit header parameter not supported")
         }
+        // Shape before signature: libjwt's own JSON failures would otherwise look like bad signatures.
+        let claims = try ClaimsSet.decode(jws.payload)
         guard let used = LibJWT.verifiedAlgorithm(token: token, key: key) else {
             throw AuthError(.badSignature, "signature does not verify")
         }
         guard used == libjwtAlg else {
             throw AuthError(.algorithmNotAllowed, "libjwt verified with an unexpected algorithm")
         }
-        return try checkClaims(ClaimsSet.decode(jws.payload), now: now)
+        return try checkClaims(claims, now: now)
     }
 
     private func checkClaims(_ c: ClaimsSet, now: Int64) throws -> SessionClaims {
@@ -133,6 +135,13 @@ public struct JWTVerifier: Sendable {
         }
         return SessionClaims(sub: sub, sid: sid, tier: c.tier, exp: exp, issuedAt: c.iat)
     }
+
+    /// `JWTVerifier(HS256, issuer: …, audience: …, leeway: 30 s)`; never shows key material.
+    public var description: String {
+        "JWTVerifier(\(algorithm.name), issuer: \(issuer ?? "-"), audience: \(audience ?? "-"), leeway: \(leewaySeconds) s)"
+    }
+
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
 
     /// A header `alg` value safe for a log line: at most 16 chars of `[A-Za-z0-9]`.
     private static func printable(_ s: String) -> String {
