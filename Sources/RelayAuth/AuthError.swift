@@ -37,6 +37,7 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Explanation for logs; never contains the token or any secret.
     public var reason: String
 
+    /// Creates an error of `kind`; `reason` must not contain the token or a secret.
     public init(_ kind: Kind, _ reason: String) {
         self.kind = kind
         self.reason = reason
@@ -73,6 +74,7 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
 public struct AuthConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What is wrong, naming the setting where known.
     public var message: String
+    /// Creates the error; `message` must not contain a secret.
     public init(_ message: String) { self.message = message }
     public var description: String { message }
 }

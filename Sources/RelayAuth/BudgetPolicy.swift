@@ -112,6 +112,7 @@ public struct BudgetPolicyError: Error, Sendable, Equatable, CustomStringConvert
     public var variable: String
     /// The full message, starting with the variable name.
     public var message: String
+    /// `message` becomes `"<variable>: <detail>"`.
     public init(variable: String, _ detail: String) {
         self.variable = variable
         self.message = "\(variable): \(detail)"

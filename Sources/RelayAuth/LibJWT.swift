@@ -10,6 +10,9 @@ import CJWT
 /// * `jwt_str_alg` is case-insensitive (`"hs256"` → HS256), unlike RFC 7515.
 /// * `jwt_decode` accepts a non-object payload (`[1]`) and more than three segments.
 /// * `jwt_get_grant_int` returns 0 with errno 0 for a string or fractional value.
+/// * `alg: none` with a key given is refused by 1.10.2 (EINVAL), but only by libjwt's
+///   own logic; the verifier refuses it before libjwt anyway.
+/// * HMAC comparison used `strcmp` before Debian's 1.10.2-1+deb12u1 (CVE-2024-25189).
 enum LibJWT {
     /// Verifies `token`'s signature with `key` (secret bytes or PEM text) and returns the
     /// algorithm libjwt used, or nil when libjwt rejects the token.

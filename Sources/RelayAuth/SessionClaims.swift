@@ -11,6 +11,7 @@ public struct SessionClaims: Sendable, Equatable {
     /// `iat`: issued-at, unix seconds, when present (informational, not checked).
     public var issuedAt: Int64?
 
+    /// Memberwise; the verifier guarantees non-empty `sub` and `sid`.
     public init(sub: String, sid: String, tier: String?, exp: Int64, issuedAt: Int64?) {
         self.sub = sub
         self.sid = sid
