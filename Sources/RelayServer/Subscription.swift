@@ -1,4 +1,5 @@
 import RelayCore
+import RelayLoop
 import RelayRedis
 
 /// One client connection reading a stream (DESIGN §1 "Subscription"): subscribed to
@@ -25,6 +26,7 @@ final class Subscription {
     /// Token `exp` of the connection (unix seconds), for expiry mid-stream.
     let tokenExpiry: Int64?
     private var replaying = false
+    private var stallTimer: LoopTimer?
     private var replayAgain = false
     private var pending: [SequencedEvent] = []
     private(set) var ended = false
@@ -45,7 +47,19 @@ final class Subscription {
     /// Subscribes to the live channel; the replay starts once Redis confirms it.
     func start() {
         exchange.onClose = { [weak self] in self?.clientClosed() }
-        worker.pubsub.subscribe(StreamKeys(id).live) { [weak self] in self?.replay() }
+        let stall = UInt64(worker.config.debugReplayDelayMs)
+        worker.pubsub.subscribe(StreamKeys(id).live) { [weak self] in
+            guard let self else { return }
+            guard stall > 0 else { return self.replay() }
+            // Test fault injection: live events keep arriving (and wait in `pending`)
+            // while the replay is held back.
+            self.replaying = true
+            self.stallTimer = LoopTimer(loop: self.worker.loop) { [weak self] in
+                self?.replaying = false
+                self?.replay()
+            }
+            self.stallTimer?.schedule(afterMs: stall)
+        }
     }
 
     /// A live event from the pub/sub channel.
