@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "RelayServer", dependencies: ["CLibevent", "RelayLoop", "RelayRedis", "RelayUpstream", "RelayAuth", "RelayCore"]),
         // Client kit: Foundation only, no C anywhere in its graph (builds for iOS).
         .target(name: "RelayClient", dependencies: ["RelayCore"]),
-        .executableTarget(name: "stream-relay", dependencies: ["RelayServer", "RelayClient", "RelayCore"]),
+        .executableTarget(name: "stream-relay", dependencies: ["RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayCore"]),
 
         .target(name: "RelayTestSupport", dependencies: ["RelayCore", "RelayAuth"], path: "Tests/RelayTestSupport"),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore"]),

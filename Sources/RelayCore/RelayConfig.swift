@@ -125,6 +125,9 @@ public struct RelayConfig: Sendable, Equatable {
     public var upstreamIdleTimeoutMs = 60_000
     /// `max_tokens` cap in summary mode; default 400.
     public var summaryMaxTokens = 400
+    /// How long a revocation marker lives, ms (should cover the longest token
+    /// lifetime); default 24 h.
+    public var revocationTTLms = 86_400_000
     /// Fault injection for tests: delay between the live-channel subscription and the
     /// replay, ms; default 0.
     public var debugReplayDelayMs = 0
@@ -233,6 +236,9 @@ public struct RelayConfig: Sendable, Equatable {
         },
         Option(env: "RELAY_SUMMARY_MAX_TOKENS", flag: "--summary-max-tokens", help: "max_tokens cap in summary mode (default 400)") { c, v in
             c.summaryMaxTokens = try int(v, "RELAY_SUMMARY_MAX_TOKENS", 1...1_000_000)
+        },
+        Option(env: "RELAY_REVOCATION_TTL", flag: "--revocation-ttl", help: "how long a session revocation lasts; cover the longest token lifetime (default 24h)") { c, v in
+            c.revocationTTLms = try duration(v, "RELAY_REVOCATION_TTL", 1000...(400 * 86_400_000))
         },
         Option(env: "RELAY_DEBUG_REPLAY_DELAY", flag: "--debug-replay-delay", help: "test fault injection: stall between subscribe and replay (default 0)") { c, v in
             c.debugReplayDelayMs = try duration(v, "RELAY_DEBUG_REPLAY_DELAY", 0...60_000)

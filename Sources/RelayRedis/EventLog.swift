@@ -51,15 +51,20 @@ public final class EventLog {
 
     /// Loads the scripts; call after each (re)connection.
     public func connected() {
-        scripts.load([Scripts.create, Scripts.append, Scripts.open, Scripts.catchUp])
+        scripts.load([Scripts.create, Scripts.append, Scripts.open, Scripts.catchUp, Scripts.expireLease, Scripts.admit])
     }
 
-    /// Creates the stream's meta hash unless the id is taken. `done(.success(true))`
-    /// when created, `false` when it already existed.
+    /// Owner lease of a running generation, ms (`relay:{id}:lease` `PX`); refreshed
+    /// every `leaseMs / 3`.
+    public static let leaseMs = 3_000
+
+    /// Creates the stream's meta hash unless the id is taken, and takes the lease.
+    /// `done(.success(true))` when created, `false` when it already existed.
     public func create(_ id: RequestID, owner: String, sid: String, instance: String, nowMs: UInt64,
                        done: @escaping (Result<Bool, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
-        scripts.run(Scripts.create, keys: [k.meta], args: [owner, sid, instance, String(nowMs), String(ttlMs)]) { r in
+        scripts.run(Scripts.create, keys: [k.meta, k.lease],
+                    args: [owner, sid, instance, String(nowMs), String(ttlMs), String(EventLog.leaseMs)]) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
             done(.success(r.int == 1))
         }
@@ -109,6 +114,27 @@ public final class EventLog {
                     args: [String(seq), json, String(maxLen), String(ttlMs), finalState ?? "", text,
                            lossless ? "1" : "0", budget.map { String($0.tokens) } ?? "", String(EventLog.budgetTTLms)],
                     retryNoScript: false) { r in
+            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            done(.success(UInt64(r.int ?? 0)))
+        }
+    }
+
+    /// Refreshes the owner lease of running generations (one pipelined `SET … PX` each).
+    public func refreshLease(_ id: RequestID, instance: String) {
+        connection.send(["SET", StreamKeys(id).lease, instance, "PX", String(EventLog.leaseMs)], nil)
+    }
+
+    /// Releases the lease of a finished generation.
+    public func releaseLease(_ id: RequestID) {
+        connection.send(["DEL", StreamKeys(id).lease], nil)
+    }
+
+    /// Appends `event` (an `upstream_lost` error) if the stream is still running and
+    /// its owner lease has lapsed (`Scripts.expireLease`). `done` gets the seq or 0.
+    public func expireLease(_ id: RequestID, event: StreamEvent, done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(Scripts.expireLease, keys: [k.events, k.meta, k.live, k.lease, k.text, k.offsets],
+                    args: [String(maxLen), String(ttlMs), event.json, lossless ? "1" : "0"]) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
             done(.success(UInt64(r.int ?? 0)))
         }

@@ -1,15 +1,38 @@
 /// The Lua scripts of the event log (Redis `EVAL`/`EVALSHA` doc). Each runs atomically
 /// on the one slot of its stream's keys.
 public enum Scripts {
-    /// Creates a stream's meta hash unless it exists.
-    /// KEYS: meta. ARGV: owner, sid, instance, created_ms, ttl_ms.
+    /// Creates a stream's meta hash unless it exists, and takes the owner lease.
+    /// KEYS: meta, lease. ARGV: owner, sid, instance, created_ms, ttl_ms, lease_ms.
     /// Returns 1 when created, 0 when the id was taken.
     public static let create = """
     if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
     redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'sid', ARGV[2], 'instance', ARGV[3],
       'state', 'running', 'last_seq', '0', 'created_ms', ARGV[4])
     redis.call('PEXPIRE', KEYS[1], ARGV[5])
+    redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[6])
     return 1
+    """
+
+    /// Ends a running stream whose owner lease lapsed (the owning instance died):
+    /// appends, once and atomically, the given `error` event as the next seq, sets
+    /// `state` to `failed` and publishes it (issue 4: `upstream_lost`).
+    /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen, ttl_ms, event JSON, lossless '1'/'0'.
+    /// Returns the seq appended, or 0 when the stream is not running or the lease is held.
+    public static let expireLease = """
+    local st = redis.call('HMGET', KEYS[2], 'state', 'last_seq')
+    if not st[1] or st[1] ~= 'running' then return 0 end
+    if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end
+    local seq = tonumber(st[2]) + 1
+    redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], seq .. '-0', 'e', ARGV[3])
+    if ARGV[4] == '1' then
+      redis.call('BITFIELD', KEYS[6], 'SET', 'u32', '#' .. seq, redis.call('STRLEN', KEYS[5]))
+      redis.call('PEXPIRE', KEYS[6], ARGV[2])
+    end
+    redis.call('HSET', KEYS[2], 'last_seq', seq, 'state', 'failed')
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    redis.call('PEXPIRE', KEYS[2], ARGV[2])
+    redis.call('PUBLISH', KEYS[3], seq .. ' ' .. ARGV[3])
+    return seq
     """
 
     /// Appends one event: `XADD` with explicit id `<seq>-0` and exact `MAXLEN`, the text
@@ -72,5 +95,24 @@ public enum Scripts {
     if tonumber(ARGV[1]) == 0 then s = 0 end
     if e <= s then return {s, ''} end
     return {s, redis.call('GETRANGE', KEYS[1], s, e - 1)}
+    """
+}
+
+extension Scripts {
+    /// Admits a new generation for a session unless it already runs `max` of them
+    /// (issue 3: `RELAY_MAX_STREAMS_PER_SESSION`). The session's running streams are
+    /// a sorted set, score = lease expiry (unix ms), so a crashed instance's entries
+    /// lapse by themselves.
+    /// KEYS: `relay:streams:{sid}`. ARGV: request id, now ms, lease expiry ms, max.
+    /// Returns 1 when admitted, 0 when at the limit.
+    public static let admit = """
+    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+    if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 1 end
+    if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+    redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+    if redis.call('PEXPIRETIME', KEYS[1]) < tonumber(ARGV[3]) then
+      redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+    end
+    return 1
     """
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RelayAuth
 import RelayCore
 import RelayRedis
 import RelayUpstream
@@ -33,8 +34,41 @@ extension Worker {
         let explicitID = ex.header("X-Request-Id") != nil
         if explicitID && lastEventID != nil {
             // A resume by POST: never start a new stream under that id.
-            return resume(ex, id: id, who: who, lastEventID: lastEventID ?? 0)
+            _ = upstream.cancel()
+            return checkSession(ex, who) { [weak self] in
+                self?.resume(ex, id: id, who: who, lastEventID: lastEventID ?? 0)
+            }
         }
+        // One round trip: revocation marker and budget, pipelined.
+        let period = BudgetPolicy.period(now: context.nowMs() / 1000)
+        let limit = context.budgets.limit(forTier: who.tier)
+        var revoked: Result<Bool, RedisFailure> = .success(false)
+        sessions.isRevoked(sid: who.sid) { revoked = $0 }
+        sessions.budgetUsed(user: who.user, period: period) { [weak self] used in
+            guard let self, ex.isOpen else { _ = upstream.cancel(); return }
+            switch (revoked, used) {
+            case (.failure, _), (_, .failure):
+                _ = upstream.cancel()
+                return self.fail(ex, .notReady("Redis is not available"))
+            case (.success(true), _):
+                _ = upstream.cancel()
+                return self.fail(ex, .unauthorized("session revoked"))
+            case (.success(false), .success(let u)):
+                if u >= limit {
+                    _ = upstream.cancel()
+                    return self.fail(ex, APIError(status: 429, code: "token_budget_exhausted",
+                                                  message: "the \(self.context.budgets.effectiveTier(who.tier)) tier's \(limit) tokens for \(period) are used up"))
+                }
+                self.admitAndCreate(ex, id: id, who: who, upstream: upstream, explicitID: explicitID,
+                                    lastEventID: lastEventID, budgetKey: StreamKeys.budget(user: who.user, period: period))
+            }
+        }
+    }
+
+    /// Takes a session slot (`RELAY_MAX_STREAMS_PER_SESSION`), creates the stream and
+    /// starts the generation; an existing id of the same owner is resumed instead.
+    private func admitAndCreate(_ ex: HTTPExchange, id: RequestID, who: Identity, upstream: Upstream, explicitID: Bool,
+                                lastEventID: UInt64?, budgetKey: String) {
         log.create(id, owner: who.user, sid: who.sid, instance: context.instance, nowMs: UInt64(context.nowMs())) { [weak self] r in
             guard let self, ex.isOpen else { _ = upstream.cancel(); return }
             switch r {
@@ -49,10 +83,35 @@ extension Worker {
                     self.fail(ex, .internalError("request id collision; retry"))
                 }
             case .success(true):
-                let g = Generation(id: id, owner: who.user, sid: who.sid, budgetKey: nil, upstream: upstream, worker: self)
-                self.register(g)
-                self.beginStream(ex, id: id, who: who, lastSent: 0)
-                g.start()
+                self.sessions.admit(sid: who.sid, id: id, nowMs: self.context.nowMs(), leaseMs: EventLog.leaseMs,
+                                    max: self.config.maxStreamsPerSession) { [weak self] admitted in
+                    guard let self else { return }
+                    guard case .success(true) = admitted, ex.isOpen else {
+                        _ = upstream.cancel()
+                        // Give the id back: nothing was generated under it.
+                        self.commands.send(["DEL", StreamKeys(id).meta, StreamKeys(id).lease], nil)
+                        if !ex.isOpen { return }
+                        if case .failure = admitted { return self.fail(ex, .notReady("Redis is not available")) }
+                        return self.fail(ex, APIError(status: 429, code: "too_many_streams",
+                                                      message: "at most \(self.config.maxStreamsPerSession) answers may be generated at once per session"))
+                    }
+                    let g = Generation(id: id, owner: who.user, sid: who.sid, budgetKey: budgetKey, upstream: upstream, worker: self)
+                    self.register(g)
+                    self.beginStream(ex, id: id, who: who, lastSent: 0)
+                    g.start()
+                }
+            }
+        }
+    }
+
+    /// Refuses a revoked session (401) before `then` runs. One round trip.
+    func checkSession(_ ex: HTTPExchange, _ who: Identity, then: @escaping () -> Void) {
+        sessions.isRevoked(sid: who.sid) { [weak self] r in
+            guard let self, ex.isOpen else { return }
+            switch r {
+            case .failure: self.fail(ex, .notReady("Redis is not available"))
+            case .success(true): self.fail(ex, .unauthorized("session revoked"))
+            case .success(false): then()
             }
         }
     }
@@ -73,7 +132,9 @@ extension Worker {
         } catch let e as APIError {
             return fail(ex, e)
         } catch { return fail(ex, .invalidLastEventID("bad Last-Event-ID")) }
-        resume(ex, id: id, who: who, lastEventID: lastEventID ?? 0)
+        checkSession(ex, who) { [weak self] in
+            self?.resume(ex, id: id, who: who, lastEventID: lastEventID ?? 0)
+        }
     }
 
     /// Checks the stream and the client's position, then streams from there.
@@ -139,8 +200,11 @@ extension Worker {
             return fail(ex, e)
         } catch { return fail(ex, .invalidRequest("bad request id")) }
         guard let who = authenticate(ex) else { return }
+        var revoked = false
+        sessions.isRevoked(sid: who.sid) { if case .success(true) = $0 { revoked = true } }
         log.open(id) { [weak self] r in
             guard let self, ex.isOpen else { return }
+            if revoked { return self.fail(ex, .unauthorized("session revoked")) }
             switch r {
             case .failure:
                 self.fail(ex, .notReady("Redis is not available"))
@@ -175,14 +239,40 @@ extension Worker {
         return nil
     }
 
-    /// `GET /api/budget` (issue 3).
+    /// `GET /api/budget` (issue 3): `{"tier","limit","used","remaining","period"}`,
+    /// tokens of the caller's tier in the current calendar month (UTC).
     func budget(_ ex: HTTPExchange) {
-        guard authenticate(ex) != nil else { return }
-        ex.respond(.routeNotFound)
+        guard let who = authenticate(ex) else { return }
+        let period = BudgetPolicy.period(now: context.nowMs() / 1000)
+        let tier = context.budgets.effectiveTier(who.tier)
+        let limit = context.budgets.limit(forTier: who.tier)
+        checkSession(ex, who) { [weak self] in
+            self?.sessions.budgetUsed(user: who.user, period: period) { r in
+                guard ex.isOpen else { return }
+                guard case .success(let used) = r else { return ex.respond(.notReady("Redis is not available")) }
+                let body = "{\"tier\":\(JSONText.quoted(tier)),\"limit\":\(limit),\"used\":\(used),\"remaining\":\(max(0, limit - used)),\"period\":\(JSONText.quoted(period))}"
+                ex.respond(status: 200, contentType: "application/json", body: body)
+            }
+        }
     }
 
-    /// `POST /admin/sessions/{sid}/revoke` (issue 3).
+    /// `POST /admin/sessions/{sid}/revoke` (issue 3): admin key only (constant-time
+    /// check; 401 alike when the key is wrong or admin routes are off). 202, idempotent.
     func revokeSession(_ ex: HTTPExchange, sid: String) {
-        ex.respond(.routeNotFound)
+        guard let key = context.adminKey, (try? key.authorize(authorizationValues: ex.headerValues("Authorization"))) != nil else {
+            return fail(ex, .unauthorized("admin credentials required"))
+        }
+        guard !sid.isEmpty, sid.utf8.count <= 256, !sid.contains("/") else {
+            return fail(ex, .invalidRequest("bad session id"))
+        }
+        sessions.revoke(sid: sid, ttlMs: config.revocationTTLms) { r in
+            guard ex.isOpen else { return }
+            switch r {
+            case .failure: ex.respond(.notReady("Redis is not available"))
+            case .success:
+                Log.info("session revoked", ["sidHash": Worker.shortHash(sid)])
+                ex.respond(status: 202, contentType: "application/json", body: "{\"revoked\":true}")
+            }
+        }
     }
 }

@@ -23,3 +23,17 @@ public enum Log {
         data.withUnsafeBytes { p in _ = Foundation.write(2, p.baseAddress, p.count) }
     }
 }
+
+extension Worker {
+    /// A short, non-reversible tag of an identifier for logs (FNV-1a 64, 8 hex
+    /// digits): enough to correlate lines, never the session id itself.
+    static func shortHash(_ s: String) -> String {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in s.utf8 {
+            h ^= UInt64(b)
+            h = h &* 0x100_0000_01b3
+        }
+        let hex = String(h >> 32, radix: 16)
+        return String(repeating: "0", count: 8 - hex.count) + hex
+    }
+}

@@ -1,3 +1,4 @@
+import RelayAuth
 import RelayCore
 import RelayUpstream
 
@@ -13,9 +14,16 @@ public struct ServerContext: Sendable {
     public let makeUpstreams: @Sendable () -> UpstreamFactory
     /// Wall clock, unix milliseconds (injectable for tests).
     public let nowMs: @Sendable () -> Int64
+    /// Token budgets by tier.
+    public let budgets: BudgetPolicy
+    /// The admin bearer key; `nil` turns the admin routes off.
+    public let adminKey: AdminKey?
 
     public init(config: RelayConfig, instance: String, authenticator: Authenticator, metrics: Metrics,
+                budgets: BudgetPolicy, adminKey: AdminKey?,
                 makeUpstreams: @escaping @Sendable () -> UpstreamFactory, nowMs: @escaping @Sendable () -> Int64) {
+        self.budgets = budgets
+        self.adminKey = adminKey
         self.config = config
         self.instance = instance
         self.authenticator = authenticator

@@ -23,6 +23,8 @@ final class Subscription {
     private(set) var lastSent: UInt64
     /// When the client last got bytes (event or heartbeat), loop ms.
     var lastWriteMs: UInt64
+    /// When the last event arrived or was written, loop ms (lease checks).
+    var lastEventMs: UInt64
     /// Token `exp` of the connection (unix seconds), for expiry mid-stream.
     let tokenExpiry: Int64?
     private var replaying = false
@@ -32,6 +34,10 @@ final class Subscription {
     private(set) var ended = false
     /// Events written to this client (metrics, summary log).
     private(set) var eventsWritten = 0
+    /// The seq the client resumed after (0 for a fresh stream).
+    let resumedFrom: UInt64
+    /// How the response ended: `done`, `error:<code>`, `client_closed`, `aborted`.
+    private(set) var outcome = "open"
 
     init(id: RequestID, owner: String, sid: String, exchange: HTTPExchange, worker: Worker, lastSent: UInt64, tokenExpiry: Int64?) {
         self.id = id
@@ -40,9 +46,15 @@ final class Subscription {
         self.exchange = exchange
         self.worker = worker
         self.lastSent = lastSent
+        self.resumedFrom = lastSent
         self.tokenExpiry = tokenExpiry
         self.lastWriteMs = worker.loop.nowMs
+        self.lastEventMs = worker.loop.nowMs
+        self.startedMs = worker.loop.nowMs
     }
+
+    /// When the response started, loop ms.
+    let startedMs: UInt64
 
     /// Subscribes to the live channel; the replay starts once Redis confirms it.
     func start() {
@@ -65,6 +77,7 @@ final class Subscription {
     /// A live event from the pub/sub channel.
     func live(_ e: SequencedEvent) {
         guard !ended else { return }
+        lastEventMs = worker.loop.nowMs
         if replaying {
             pending.append(e)
             return
@@ -157,6 +170,7 @@ final class Subscription {
             eventsWrittenNow += 1
             if e.isTerminal {
                 terminal = true
+                outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
                 break
             }
         }
@@ -185,6 +199,7 @@ final class Subscription {
     func fail(_ e: APIError) {
         guard !ended else { return }
         exchange.write(SSEFrame.event(seq: lastSent, json: e.asEvent.json))
+        outcome = "error:\(e.code)"
         end()
     }
 
@@ -201,6 +216,7 @@ final class Subscription {
     func abort() {
         guard !ended else { return }
         ended = true
+        outcome = "aborted"
         exchange.abort()
         worker.subscriptionEnded(self)
     }
@@ -208,6 +224,7 @@ final class Subscription {
     private func clientClosed() {
         guard !ended else { return }
         ended = true
+        outcome = "client_closed"
         worker.subscriptionEnded(self)
     }
 }

@@ -18,6 +18,7 @@ final class Worker: @unchecked Sendable {
     let commands: RedisConnection
     let pubsub: PubSub
     let log: EventLog
+    let sessions: SessionStore
     let upstreams: UpstreamFactory
     var metrics: Metrics { context.metrics }
     var config: RelayConfig { context.config }
@@ -29,6 +30,7 @@ final class Worker: @unchecked Sendable {
     private(set) var generations: [String: Generation] = [:]
     private var heartbeatTimer: LoopTimer?
     private var retryTimer: LoopTimer?
+    private var leaseTimer: LoopTimer?
     private var replayRetries: [ObjectIdentifier: Subscription] = [:]
     private var redisDownSinceMs: UInt64?
     private(set) var draining = false
@@ -45,6 +47,7 @@ final class Worker: @unchecked Sendable {
         pubsub = PubSub(loop: loop, connection: pubsubConnection)
         log = EventLog(connection: commands, maxLen: context.config.bufferEvents,
                        ttlMs: context.config.bufferTTLms, lossless: context.config.losslessResume)
+        sessions = SessionStore(connection: commands, scripts: log.scripts)
         upstreams = context.makeUpstreams()
 
         commands.onConnect = { [unowned self] in
@@ -83,6 +86,8 @@ final class Worker: @unchecked Sendable {
         heartbeatTimer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.tick() }
         heartbeatTimer?.schedule(afterMs: max(10, min(1000, hb / 4)))
         retryTimer = LoopTimer(loop: loop) { [unowned self] in self.retryReplays() }
+        leaseTimer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.leaseTick() }
+        leaseTimer?.schedule(afterMs: UInt64(EventLog.leaseMs / 3))
     }
 
     deinit {
@@ -100,6 +105,7 @@ final class Worker: @unchecked Sendable {
         }
         heartbeatTimer?.cancel()
         retryTimer?.cancel()
+        leaseTimer?.cancel()
         commands.close()
         pubsubConnection.close()
         loop.stop()
@@ -129,6 +135,8 @@ final class Worker: @unchecked Sendable {
         if subscriptions[s.id.value]?.isEmpty == true { subscriptions[s.id.value] = nil }
         pubsub.release(StreamKeys(s.id).live)
         metrics.gauge(.liveConnections, -1)
+        Log.info("stream", ["requestId": s.id.value, "tokensSent": s.eventsWritten, "latencyMs": Int(loop.nowMs - s.startedMs),
+                            "resumes": s.resumedFrom > 0 ? 1 : 0, "outcome": s.outcome])
     }
 
     func register(_ g: Generation) {
@@ -140,6 +148,8 @@ final class Worker: @unchecked Sendable {
     func generationEnded(_ g: Generation) {
         guard generations[g.id.value] === g else { return }
         generations[g.id.value] = nil
+        log.releaseLease(g.id)
+        sessions.release(sid: g.sid, id: g.id)
         metrics.gauge(.runningGenerations, -1)
         metrics.observe(.streamDuration, seconds: Double(loop.nowMs - g.startedMs) / 1000)
         if draining { checkDrained() }
@@ -207,6 +217,31 @@ final class Worker: @unchecked Sendable {
                 continue
             }
             s.heartbeat(nowMs: now, intervalMs: hb)
+        }
+    }
+
+    /// Every `leaseMs / 3`: refresh the leases of the generations this worker owns,
+    /// and for streams read here but generated elsewhere that have been silent for
+    /// a while, end them with `upstream_lost` if their owner's lease has lapsed
+    /// (issue 4: an instance died mid-generation).
+    private func leaseTick() {
+        guard commands.isConnected else { return }
+        let untilMs = context.nowMs() + Int64(EventLog.leaseMs)
+        for g in generations.values where !g.finished {
+            log.refreshLease(g.id, instance: context.instance)
+            sessions.refresh(sid: g.sid, id: g.id, untilMs: untilMs)
+        }
+        let now = loop.nowMs
+        let lost = StreamEvent.error(status: 503, code: "upstream_lost",
+                                     message: "the relay instance generating this answer stopped; retry the request")
+        for (id, subs) in subscriptions where generations[id] == nil {
+            guard let quietSince = subs.values.map(\.lastEventMs).max(), now >= quietSince + UInt64(EventLog.leaseMs) / 2,
+                  let rid = subs.values.first?.id else { continue }
+            log.expireLease(rid, event: lost) { r in
+                if case .success(let seq) = r, seq > 0 {
+                    Log.warn("owner lease lapsed: stream ended with upstream_lost", ["requestId": id, "seq": Int(seq)])
+                }
+            }
         }
     }
 

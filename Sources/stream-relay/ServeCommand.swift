@@ -55,9 +55,19 @@ enum ServeCommand {
         if config.instanceName.isEmpty {
             config.instanceName = "\(ProcessInfo.processInfo.hostName)-\(getpid())"
         }
+        let budgets: BudgetPolicy
+        let adminKey: AdminKey?
+        do {
+            budgets = try BudgetPolicy.parse(config.budgets, defaultTier: config.defaultTier)
+            adminKey = try AdminKey.fromEnvironment(config.adminKey)
+        } catch {
+            printError("stream-relay: \(error)\n")
+            return 2
+        }
         let cfg = config
         let context = ServerContext(
             config: cfg, instance: cfg.instanceName, authenticator: authenticator, metrics: Metrics(),
+            budgets: budgets, adminKey: adminKey,
             makeUpstreams: { SimulatedUpstreamFactory(tokensPerSecond: cfg.simulatedTokensPerSecond, summaryMaxTokens: cfg.summaryMaxTokens) },
             nowMs: { Int64(Date().timeIntervalSince1970 * 1000) })
         let server = RelayServer(context: context, redis: endpoint)

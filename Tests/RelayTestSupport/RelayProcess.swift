@@ -92,7 +92,7 @@ public final class RelayProcess: @unchecked Sendable {
     }
 
     /// A signed HS256 token for `sub`/`sid` (valid `ttl` seconds).
-    public static func token(sub: String = "alice", sid: String = "session-1", tier: String? = nil, ttl: Int = 3600) -> String {
+    public static func token(sub: String = "alice", sid: String = "s-" + UUID().uuidString, tier: String? = nil, ttl: Int = 3600) -> String {
         try! TokenMinter.hs256(secret: Array(secret.utf8), sub: sub, sid: sid, tier: tier, ttlSeconds: ttl,
                                now: Int64(Date().timeIntervalSince1970))
     }
