@@ -74,7 +74,7 @@ final class Worker: @unchecked Sendable {
             | EVHTTP_REQ_HEAD.rawValue | EVHTTP_REQ_PUT.rawValue | EVHTTP_REQ_OPTIONS.rawValue | EVHTTP_REQ_PATCH.rawValue
         evhttp_set_allowed_methods(h, UInt16(methods))
         evhttp_set_max_body_size(h, Int(context.config.maxBodyBytes))
-        evhttp_set_max_headers_size(h, 64 * 1024)
+        evhttp_set_max_headers_size(h, 160 * 1024)  // room for a 100 KB bogus token to reach the 401 path
         evhttp_set_gencb(h, { req, arg in
             guard let req, let arg else { return }
             Unmanaged<Worker>.fromOpaque(arg).takeUnretainedValue().handle(req)
