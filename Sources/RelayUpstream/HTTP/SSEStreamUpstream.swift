@@ -32,6 +32,8 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
     private var errorBody: [UInt8] = []
     private var bytesSinceEvent = 0
     private var countedCompletionTokens = 0
+    /// Body pieces delivered by libcurl so far (how split the stream arrived).
+    private(set) var bodyPieces = 0
 
     init(request: UpstreamTransfer.Request, multi: CurlMulti, config: HTTPUpstreamConfig,
          dialect: Dialect, estimatedPromptTokens: Int) {
@@ -88,6 +90,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
 
     func transfer(_ t: UpstreamTransfer, didReceive bytes: UnsafeRawBufferPointer) -> Bool {
         guard emit != nil else { return false }
+        bodyPieces += 1
         armIdle()
         if case .waiting = phase {
             let status = t.responseStatus
