@@ -72,7 +72,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
     }
 
     func cancel() -> Usage {
-        let u = usage
+        let u = partialUsage
         emit = nil
         stopTransfer(drain: false)
         return u
@@ -84,6 +84,14 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
     var usage: Usage {
         Usage(promptTokens: dialect.promptTokens ?? estimatedPromptTokens,
               completionTokens: dialect.completionTokens ?? countedCompletionTokens)
+    }
+
+    /// Usage of a stream stopped midway: as `usage`, but completion tokens are at least the
+    /// count of the deltas emitted (a count reported at the start, such as Anthropic's
+    /// `message_start` `output_tokens: 1`, is not the final one).
+    var partialUsage: Usage {
+        Usage(promptTokens: dialect.promptTokens ?? estimatedPromptTokens,
+              completionTokens: max(dialect.completionTokens ?? 0, countedCompletionTokens))
     }
 
     // MARK: UpstreamTransferDelegate
