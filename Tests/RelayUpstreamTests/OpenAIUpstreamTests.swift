@@ -145,6 +145,18 @@ final class OpenAIUpstreamTests: UpstreamTestCase {
         XCTAssertEqual(c.endpoint("/v1/chat/completions"), "http://127.0.0.1:11434/v1/chat/completions")
     }
 
+    func testConfigValidation() throws {
+        XCTAssertNoThrow(try HTTPUpstreamConfig(baseURL: "https://api.openai.com", apiKey: "sk-1", defaultModel: "gpt-4o-mini").validate())
+        XCTAssertNoThrow(try HTTPUpstreamConfig(baseURL: "http://127.0.0.1:8000/v1", apiKey: "").validate())
+        for bad in ["", "api.openai.com", "ftp://x", "https://", "https:///path", "http://a b"] {
+            XCTAssertThrowsError(try HTTPUpstreamConfig(baseURL: bad, apiKey: "k").validate(), bad)
+        }
+        XCTAssertThrowsError(try HTTPUpstreamConfig(baseURL: "https://a", apiKey: "k\r\nX-Evil: 1").validate())
+        var c = HTTPUpstreamConfig(baseURL: "https://a", apiKey: "k")
+        c.idleTimeoutMs = 0
+        XCTAssertThrowsError(try c.validate())
+    }
+
     func testNoModelAnywhereIsInvalidRequest() throws {
         let f = OpenAIUpstreamFactory(config: HTTPUpstreamConfig(baseURL: "http://127.0.0.1:9", apiKey: ""), multi: harness.multi)
         XCTAssertThrowsError(try f.makeUpstream(for: Self.question, loop: harness.loop)) { e in

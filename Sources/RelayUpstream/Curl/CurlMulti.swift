@@ -62,6 +62,9 @@ public final class CurlMulti {
         // Transfers keep their multi alive while attached, so none is attached here.
         timer?.cancel()
         timer = nil
+        // No callback into a half-destroyed object while libcurl closes cached connections.
+        sr_multi_setopt_socket_callback(handle, nil)
+        sr_multi_setopt_timer_callback(handle, nil)
         for (_, ev) in sockets { event_free(ev) }
         sockets.removeAll()
         curl_multi_cleanup(handle)
@@ -75,12 +78,14 @@ public final class CurlMulti {
 
     // MARK: transfers
 
-    func add(_ t: UpstreamTransfer) {
+    /// Adds `t`; libcurl starts it from the loop (its timer fires at once).
+    /// - Throws: `CurlError.cannotCreate` when libcurl refuses the handle.
+    func add(_ t: UpstreamTransfer) throws(CurlError) {
         attached[t.easy] = t
         let rc = curl_multi_add_handle(handle, t.easy)
         if rc != CURLM_OK {
             attached[t.easy] = nil
-            t.didComplete(.failed(code: -1, message: "curl_multi_add_handle: " + String(cString: curl_multi_strerror(rc))))
+            throw .cannotCreate("transfer (curl_multi_add_handle: \(String(cString: curl_multi_strerror(rc))))")
         }
     }
 

@@ -142,11 +142,18 @@ public final class UpstreamTransfer {
         }, "WRITEFUNCTION")
     }
 
-    /// Sends the request. Call once.
-    public func start() {
+    /// Sends the request (from the loop: nothing happens before control returns to it).
+    /// Call once; later calls do nothing.
+    /// - Throws: `CurlError.cannotCreate` when the multi handle refuses the transfer.
+    public func start() throws(CurlError) {
         guard state == .idle else { return }
         state = .running
-        multi.add(self)
+        do {
+            try multi.add(self)
+        } catch {
+            state = .ended
+            throw error
+        }
     }
 
     /// Stops at once: the handle leaves the multi, which closes its connection (an unfinished

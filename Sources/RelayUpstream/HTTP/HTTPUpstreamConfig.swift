@@ -1,3 +1,5 @@
+import RelayCore
+
 /// Settings shared by the HTTP upstream adapters (`OpenAIUpstreamFactory`,
 /// `AnthropicUpstreamFactory`). Units are in each name; defaults follow DESIGN §6 / issue 4.
 public struct HTTPUpstreamConfig: Sendable, Equatable {
@@ -47,6 +49,32 @@ public struct HTTPUpstreamConfig: Sendable, Equatable {
         self.baseURL = baseURL
         self.apiKey = apiKey
         self.defaultModel = defaultModel
+    }
+
+    /// Checks the values a deployment sets; call when loading the configuration.
+    /// - Throws: `ConfigError` naming the variable: `UPSTREAM_URL` not `http://` or `https://`
+    ///   with a host; `UPSTREAM_API_KEY` or `UPSTREAM_MODEL` containing control characters (they
+    ///   travel in a header / JSON); `RELAY_UPSTREAM_IDLE_TIMEOUT` or a connect timeout ≤ 0;
+    ///   `RELAY_SUMMARY_MAX_TOKENS` or a size limit < 1.
+    public func validate() throws(ConfigError) {
+        let lower = baseURL.lowercased()
+        guard let scheme = ["https://", "http://"].first(where: { lower.hasPrefix($0) }),
+              baseURL.count > scheme.count, !baseURL.dropFirst(scheme.count).hasPrefix("/"),
+              !baseURL.contains(where: { $0.isWhitespace }) else {
+            throw ConfigError("UPSTREAM_URL must be an http:// or https:// URL with a host, got \"\(baseURL)\"")
+        }
+        guard !apiKey.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw ConfigError("UPSTREAM_API_KEY must not contain control characters")
+        }
+        if let m = defaultModel, m.isEmpty || m.unicodeScalars.contains(where: { $0.value < 0x20 }) {
+            throw ConfigError("UPSTREAM_MODEL must be a non-empty name without control characters")
+        }
+        guard idleTimeoutMs > 0 else { throw ConfigError("RELAY_UPSTREAM_IDLE_TIMEOUT must be > 0") }
+        guard connectTimeoutMs > 0 else { throw ConfigError("upstream connect timeout must be > 0") }
+        guard summaryMaxTokens >= 1 else { throw ConfigError("RELAY_SUMMARY_MAX_TOKENS must be >= 1") }
+        guard defaultMaxTokens >= 1, maxLineBytes >= 1, maxEventBytes >= 1, maxErrorBodyBytes >= 1 else {
+            throw ConfigError("upstream token and size limits must be >= 1")
+        }
     }
 
     /// `baseURL` joined with `path` (`/v1/…`): trailing slashes of the base are dropped, and

@@ -27,6 +27,8 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
     private var emit: ((StreamEvent) -> Void)?
     private var transfer: UpstreamTransfer?
     private var idleTimer: LoopTimer?
+    /// Reports a failure to start on the next loop turn.
+    private var failure: LoopTimer?
     private var parser: SSEParser
     private var phase = Phase.waiting
     private var errorBody: [UInt8] = []
@@ -47,6 +49,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
 
     deinit {
         idleTimer?.cancel()
+        failure?.cancel()
         transfer?.abort()
     }
 
@@ -55,20 +58,22 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
     func start(emit: @escaping (StreamEvent) -> Void) {
         guard self.emit == nil, transfer == nil else { return }
         self.emit = emit
-        let t: UpstreamTransfer
-        do {
-            t = try UpstreamTransfer(request: request, multi: multi)
-        } catch {
-            fail(502, "upstream_error", "cannot prepare the upstream request: \(error)")
-            return
-        }
-        t.delegate = self
-        transfer = t
         idleTimer = LoopTimer(loop: multi.loop) { [unowned self] in
             self.fail(504, "upstream_timeout", "no data from the upstream for \(self.config.idleTimeoutMs) ms")
         }
-        armIdle()
-        t.start()
+        do {
+            let t = try UpstreamTransfer(request: request, multi: multi)
+            t.delegate = self
+            try t.start()
+            transfer = t
+            armIdle()
+        } catch {
+            // Never emit from inside start(): report on the next loop turn.
+            failure = LoopTimer(loop: multi.loop) { [unowned self] in
+                self.fail(502, "upstream_error", "cannot start the upstream request: \(error)")
+            }
+            failure?.schedule(afterMs: 0)
+        }
     }
 
     func cancel() -> Usage {
@@ -228,6 +233,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
 
     private func stopTransfer(drain: Bool) {
         idleTimer?.cancel()
+        failure?.cancel()
         if let t = transfer {
             transfer = nil
             t.delegate = nil
