@@ -34,7 +34,7 @@ let package = Package(
         .target(name: "RelayClient", dependencies: ["RelayCore"]),
         .executableTarget(name: "stream-relay", dependencies: ["RelayServer", "RelayClient", "RelayCore"]),
 
-        .target(name: "RelayTestSupport", dependencies: ["RelayCore"], path: "Tests/RelayTestSupport"),
+        .target(name: "RelayTestSupport", dependencies: ["RelayCore", "RelayAuth"], path: "Tests/RelayTestSupport"),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore"]),
         .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayCore"]),
         .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore"]),

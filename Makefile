@@ -1,0 +1,26 @@
+# StreamRelay — the two commands that matter: `make demo` and `make test`.
+SWIFT ?= swift
+
+.PHONY: deps build release demo test bench validate-deploy clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+# A real stream through a real Redis and two relay instances, dropped and resumed.
+demo: deps
+	$(SWIFT) build
+	@scripts/demo.sh
+
+# Unit and integration tests (a real redis-server on a temp Unix socket, real nginx).
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+clean:
+	rm -rf .build

@@ -1,0 +1,57 @@
+import Foundation
+import RelayCore
+import RelayTestSupport
+import XCTest
+
+/// Base class: one real `redis-server` per test (temp Unix socket), relays started
+/// on demand and stopped afterwards.
+class RelayTestCase: XCTestCase {
+    var redis: RedisServer!
+    private var relays: [RelayProcess] = []
+
+    override func setUpWithError() throws {
+        redis = try RedisServer()
+    }
+
+    override func tearDown() {
+        for r in relays { r.kill9() }
+        relays.removeAll()
+        redis?.stop()
+        redis = nil
+    }
+
+    /// Starts a relay on this test's Redis. Default rate 2,000 tokens/s (fast tests).
+    func startRelay(_ env: [String: String] = [:]) throws -> RelayProcess {
+        var e = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "2000"]
+        for (k, v) in env { e[k] = v }
+        let r = try RelayProcess(redisURL: redis.url, env: e)
+        relays.append(r)
+        return r
+    }
+
+    /// An uninterrupted run of `model` with `maxTokens`, for byte comparisons.
+    func referenceText(_ relay: RelayProcess, model: String = "simulated", maxTokens: Int? = nil) throws -> String {
+        let c = try Chat.start(port: relay.port, token: RelayProcess.token(sub: "reference"), model: model, maxTokens: maxTokens)
+        return Chat.text(try c.readAll())
+    }
+
+    /// Asserts ids are 1, 2, 3 … from `first`, and the last event is terminal.
+    func assertSequence(_ events: [SSEMessage], from first: UInt64 = 1, file: StaticString = #filePath, line: UInt = #line) {
+        for (i, e) in events.enumerated() {
+            XCTAssertEqual(e.lastEventId, String(first + UInt64(i)), "event \(i) id", file: file, line: line)
+        }
+        if let last = events.last {
+            XCTAssertTrue(SequencedEvent(seq: 0, json: last.data).isTerminal, "last event is done/error", file: file, line: line)
+        }
+    }
+
+    /// Polls `condition` every 20 ms for up to `timeout` seconds.
+    func eventually(_ timeout: Double = 10, _ what: String, _ condition: () throws -> Bool) throws {
+        let until = Date().addingTimeInterval(timeout)
+        while Date() < until {
+            if try condition() { return }
+            usleep(20_000)
+        }
+        XCTFail("timed out waiting for \(what)")
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import RelayCore
+import RelayTestSupport
+import XCTest
+
+/// Issue 2: resuming from `Last-Event-ID` on any instance, exactly once, in order.
+final class ResumeTests: RelayTestCase {
+    func testResumingAFinishedStreamFromEveryPositionYieldsExactlyTheRest() throws {
+        let relay = try startRelay()
+        let id = Chat.newID()
+        let token = RelayProcess.token()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 60).readAll()
+        XCTAssertEqual(all.count, 61)
+        for k in 0...61 {
+            let rest = try Chat.resume(port: relay.port, token: token, requestID: id, lastEventID: String(k)).readAll()
+            XCTAssertEqual(rest.map(\.data), all[k...].map(\.data), "resume from \(k)")
+            XCTAssertEqual(rest.map(\.lastEventId), all[k...].map(\.lastEventId))
+        }
+        let viaQuery = try SSEConnection(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)?lastEventId=50",
+                                         headers: [("Authorization", "Bearer \(token)")]).readAll()
+        XCTAssertEqual(viaQuery.map(\.data), all[50...].map(\.data))
+    }
+
+    func testResumingALiveStreamOnASecondRelayProcess() throws {
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "200"])
+        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "200"])
+        let reference = try referenceText(a, maxTokens: 300)
+        let token = RelayProcess.token()
+        for cut in [1, 37, 150] {
+            let id = Chat.newID()
+            let first = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 300)
+            var events: [SSEMessage] = []
+            for _ in 0..<cut { events.append(try XCTUnwrap(try first.nextEvent())) }
+            first.close()
+            let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: events.last!.lastEventId).readAll()
+            events += rest
+            assertSequence(events)
+            XCTAssertEqual(Chat.text(events), reference, "text after a cut at \(cut) equals an uninterrupted run")
+        }
+    }
+
+    func testRetriedPostWithSameRequestIDResumesInsteadOfStartingAgain() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "300"])
+        let id = Chat.newID()
+        let token = RelayProcess.token()
+        let first = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 100)
+        var events: [SSEMessage] = []
+        for _ in 0..<10 { events.append(try XCTUnwrap(try first.nextEvent())) }
+        first.close()
+        let retry = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 100,
+                                   extraHeaders: [("Last-Event-ID", "10")])
+        events += try retry.readAll()
+        assertSequence(events)
+        XCTAssertEqual(events.count, 101)
+        // Without Last-Event-ID, a retried POST replays the stream from the start.
+        let again = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 100).readAll()
+        XCTAssertEqual(again.map(\.data), events.map(\.data))
+        XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "last_seq"), "101", "one generation only")
+    }
+
+    func testStallBetweenSubscribeAndReplayLosesNothing() throws {
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "300"])
+        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "300", "RELAY_DEBUG_REPLAY_DELAY": "400ms"])
+        let reference = try referenceText(a, maxTokens: 400)
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let first = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 400)
+        var events: [SSEMessage] = []
+        for _ in 0..<20 { events.append(try XCTUnwrap(try first.nextEvent())) }
+        first.close()
+        events += try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "20").readAll()
+        assertSequence(events)
+        XCTAssertEqual(Chat.text(events), reference)
+    }
+
+    func testResumeErrors() throws {
+        let relay = try startRelay(["RELAY_LOSSLESS_RESUME": "off", "RELAY_SIMULATED_TOKENS_PER_SECOND": "20000"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        XCTAssertEqual(try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 300).readAll().count, 301)
+
+        func status(_ path: String, _ headers: [(String, String)]) throws -> (Int, String?) {
+            let r = try HTTPClient.request(port: relay.port, method: "GET", path: path, headers: headers)
+            return (r.status, r.errorCode)
+        }
+        let auth = ("Authorization", "Bearer \(token)")
+        let path = "/api/chat/stream/\(id)"
+        XCTAssertEqual(try status(path, [auth, ("Last-Event-ID", "10")]).1, "resume_gap")
+        XCTAssertEqual(try status(path, [auth, ("Last-Event-ID", "10")]).0, 409)
+        XCTAssertEqual(try status(path, [auth, ("Last-Event-ID", "101")]).0, 200, "oldest retained is 102")
+        XCTAssertEqual(try status(path, [auth, ("Last-Event-ID", "302")]).1, "invalid_last_event_id")
+        for bad in ["-1", "abc", "1.5", String(repeating: "9", count: 40), "0x10"] {
+            let (s, code) = try status(path, [auth, ("Last-Event-ID", bad)])
+            XCTAssertEqual(s, 400, bad)
+            XCTAssertEqual(code, "invalid_last_event_id", bad)
+        }
+        XCTAssertEqual(try status("/api/chat/stream/\(Chat.newID())", [auth, ("Last-Event-ID", "3")]).1, "stream_not_found")
+        XCTAssertEqual(try status(path, [("Authorization", "Bearer \(RelayProcess.token(sub: "mallory"))")]).0, 404,
+                       "another user's stream is 404, never 403")
+        XCTAssertEqual(try status(path, []).0, 401)
+        XCTAssertEqual(try status("/api/chat/stream/short", [auth]).1, "invalid_request")
+        XCTAssertEqual(try status("/api/chat/stream/" + String(repeating: "a", count: 65), [auth]).1, "invalid_request")
+        XCTAssertEqual(try status("/api/chat/stream/abcdefghijklmnop%2Fqrs", [auth]).1, "invalid_request")
+        // A POST resume of an unknown id never starts a stream under that id.
+        let unknown = Chat.newID()
+        let r = try HTTPClient.request(port: relay.port, method: "POST", path: "/api/chat/stream",
+                                       headers: [auth, ("Content-Type", "application/json"), ("X-Request-Id", unknown), ("Last-Event-ID", "5")],
+                                       body: Chat.body())
+        XCTAssertEqual(r.status, 404)
+        XCTAssertEqual(try redis.cli("EXISTS", "relay:{\(unknown)}:meta"), "0")
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import RelayCore
+import RelayTestSupport
+import XCTest
+
+/// Issue 2: streams through a real Redis, SSE framing, the event log's shape.
+final class StreamTests: RelayTestCase {
+    func testHeadersFramingAndGaplessSequence() throws {
+        let relay = try startRelay()
+        let id = Chat.newID()
+        let c = try Chat.start(port: relay.port, token: RelayProcess.token(), requestID: id, maxTokens: 40)
+        XCTAssertEqual(c.status, 200)
+        XCTAssertEqual(c.header("Content-Type"), "text/event-stream")
+        XCTAssertEqual(c.header("Cache-Control"), "no-store")
+        XCTAssertEqual(c.header("X-Accel-Buffering"), "no")
+        XCTAssertEqual(c.header("X-Request-Id"), id)
+        let events = try c.readAll()
+        XCTAssertEqual(c.parser.retry, 1000, "stream begins with retry: 1000")
+        XCTAssertEqual(events.count, 41, "40 deltas and done")
+        assertSequence(events)
+        guard case .done(let reason, let usage)? = try? StreamEvent(json: events.last!.data) else {
+            return XCTFail("last event is done")
+        }
+        XCTAssertEqual(reason, "length")
+        XCTAssertEqual(usage.completionTokens, 40)
+        XCTAssertTrue(c.ended, "the response ends after done")
+    }
+
+    func testGeneratedIDWhenNoneGiven() throws {
+        let relay = try startRelay()
+        let c = try Chat.start(port: relay.port, token: RelayProcess.token(), maxTokens: 3)
+        let id = try XCTUnwrap(c.header("X-Request-Id"))
+        XCTAssertNoThrow(try RequestID(validating: id))
+        XCTAssertEqual(try c.readAll().count, 4)
+    }
+
+    func testStreamHoldsExactlyMaxlenEntriesAfter1000Appends() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20000"])
+        let id = Chat.newID()
+        let events = try Chat.start(port: relay.port, token: RelayProcess.token(), requestID: id, maxTokens: 999).readAll()
+        XCTAssertEqual(events.count, 1000)
+        XCTAssertEqual(try redis.cli("XLEN", "relay:{\(id)}:events"), "200")
+        XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "last_seq"), "1000")
+        XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "state"), "done")
+        let first = try redis.cli("XRANGE", "relay:{\(id)}:events", "-", "+", "COUNT", "1")
+        XCTAssertTrue(first.hasPrefix("801-0"), "oldest retained entry is 801-0, got \(first.prefix(20))")
+    }
+
+    func testTTLIsSetAndRefreshedOnEachAppend() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "40", "RELAY_BUFFER_TTL": "30s"])
+        let id = Chat.newID()
+        let c = try Chat.start(port: relay.port, token: RelayProcess.token(), requestID: id, maxTokens: 80)
+        for _ in 0..<5 { _ = try c.nextEvent() }
+        let t1 = Int(try redis.cli("PTTL", "relay:{\(id)}:events")) ?? -1
+        let m1 = Int(try redis.cli("PTTL", "relay:{\(id)}:meta")) ?? -1
+        XCTAssertTrue((1...30_000).contains(t1), "events TTL set: \(t1)")
+        XCTAssertTrue((1...30_000).contains(m1), "meta TTL set: \(m1)")
+        // ~1 s later (40 more events at 40 tokens/s) the TTL has been refreshed, not run down.
+        for _ in 0..<40 { _ = try c.nextEvent() }
+        let t2 = Int(try redis.cli("PTTL", "relay:{\(id)}:events")) ?? -1
+        XCTAssertGreaterThan(t2, 29_000, "TTL refreshed by later appends: \(t2)")
+        XCTAssertGreaterThan(t2, t1 - 500)
+        c.close()
+    }
+
+    func testDisconnectedClientsGenerationRunsToTheEnd() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "300"])
+        let id = Chat.newID()
+        let c = try Chat.start(port: relay.port, token: RelayProcess.token(), requestID: id, maxTokens: 150)
+        for _ in 0..<5 { _ = try c.nextEvent() }
+        c.close()
+        try eventually(10, "the generation to finish") {
+            try redis.cli("HGET", "relay:{\(id)}:meta", "state") == "done"
+        }
+        XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "last_seq"), "151")
+    }
+
+    func testHeartbeatsOnAnIdleStream() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "0.5", "RELAY_HEARTBEAT": "150ms"])
+        let c = try Chat.start(port: relay.port, token: RelayProcess.token(), maxTokens: 2)
+        let first = try XCTUnwrap(try c.nextEvent(timeout: 10))
+        XCTAssertEqual(first.lastEventId, "1")
+        XCTAssertGreaterThanOrEqual(c.comments.count, 3, "pings during the 2 s before the first token")
+        XCTAssertTrue(c.comments.allSatisfy { $0 == "ping" })
+        c.close()
+    }
+
+    func testPrivateRedisDefaultStartsAndCleansUp() throws {
+        let relay = try RelayProcess(redisURL: nil, env: ["RELAY_SIMULATED_TOKENS_PER_SECOND": "2000"])
+        let log = relay.log
+        XCTAssertTrue(log.contains("started a private redis-server"), log)
+        let socket = try XCTUnwrap(log.range(of: "unix://").map { String(log[$0.upperBound...].prefix { $0 != " " }) })
+        XCTAssertTrue(FileManager.default.fileExists(atPath: socket))
+        let events = try Chat.start(port: relay.port, token: RelayProcess.token(), maxTokens: 5).readAll()
+        XCTAssertEqual(events.count, 6)
+        XCTAssertEqual(relay.terminate(), 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: socket), "private Redis socket removed on exit")
+    }
+}

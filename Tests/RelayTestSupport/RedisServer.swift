@@ -1,0 +1,106 @@
+import Foundation
+
+/// A real `redis-server` for integration tests, on a Unix socket in a fresh temp
+/// directory, no persistence. Stopped (and the directory removed) by `stop()`.
+public final class RedisServer: @unchecked Sendable {
+    public let directory: URL
+    public let socketPath: String
+    private var process: Process?
+
+    /// `REDIS_URL` for the relay: `unix:///…/redis.sock`.
+    public var url: String { "unix://\(socketPath)" }
+
+    /// Starts the server and waits until it answers `PING` (5 s at most).
+    public init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-test-redis-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        socketPath = directory.appendingPathComponent("redis.sock").path
+        try start()
+    }
+
+    /// (Re)starts the server on the same socket.
+    public func start() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: TestPaths.which("redis-server"))
+        p.arguments = ["--port", "0", "--unixsocket", socketPath, "--save", "", "--appendonly", "no",
+                       "--dir", directory.path, "--loglevel", "warning"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        process = p
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline {
+            if (try? cli("PING")) == "PONG" { return }
+            usleep(20_000)
+        }
+        throw TestFailure("redis-server did not start")
+    }
+
+    /// Stops the server (SIGTERM) and waits for it.
+    public func kill() {
+        guard let p = process, p.isRunning else { return }
+        p.terminate()
+        p.waitUntilExit()
+        process = nil
+    }
+
+    /// Stops the server and removes its directory.
+    public func stop() {
+        kill()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    deinit { stop() }
+
+    /// Runs one command with `redis-cli` and returns its raw output, trimmed.
+    @discardableResult
+    public func cli(_ args: String...) throws -> String {
+        try cli(args)
+    }
+
+    /// Runs one command with `redis-cli` and returns its raw output, trimmed.
+    @discardableResult
+    public func cli(_ args: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: TestPaths.which("redis-cli"))
+        p.arguments = ["-s", socketPath, "--raw"] + args
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// A failure inside test support, with a message.
+public struct TestFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ d: String) { description = d }
+}
+
+/// Where the test tools live.
+public enum TestPaths {
+    /// The absolute path of a program on PATH (or /usr/bin, /usr/sbin).
+    public static func which(_ name: String) -> String {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        for dir in path.split(separator: ":").map(String.init) + ["/usr/bin", "/usr/sbin", "/usr/local/bin"] {
+            let p = dir + "/" + name
+            if FileManager.default.isExecutableFile(atPath: p) { return p }
+        }
+        return "/usr/bin/" + name
+    }
+
+    /// The built `stream-relay` executable next to the test bundle (or `$STREAM_RELAY_BIN`).
+    public static var relayBinary: String {
+        if let b = ProcessInfo.processInfo.environment["STREAM_RELAY_BIN"] { return b }
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent("stream-relay").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/stream-relay").path
+    }
+}

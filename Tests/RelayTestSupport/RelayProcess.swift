@@ -1,0 +1,99 @@
+import Foundation
+import RelayAuth
+
+/// A `stream-relay serve` process for integration tests, on an ephemeral port of
+/// 127.0.0.1. The port is read from its `listening` log line.
+public final class RelayProcess: @unchecked Sendable {
+    /// The HS256 secret every test relay and token use.
+    public static let secret = "integration-test-secret-0123456789abcdef"
+
+    public let port: Int
+    public let process: Process
+    private let logURL: URL
+
+    /// Starts a relay against `redis` (`REDIS_URL`, or nil for the private default)
+    /// with extra environment variables, and waits until it listens and is ready.
+    public init(redisURL: String?, env: [String: String] = [:], waitReady: Bool = true) throws {
+        var e = ProcessInfo.processInfo.environment
+        e["RELAY_LISTEN"] = "127.0.0.1:0"
+        e["RELAY_WORKERS"] = e["RELAY_WORKERS"] ?? "2"
+        e["RELAY_JWT_SECRET"] = RelayProcess.secret
+        e["REDIS_URL"] = nil
+        if let r = redisURL { e["REDIS_URL"] = r }
+        for (k, v) in env { e[k] = v }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: TestPaths.relayBinary)
+        p.arguments = ["serve"]
+        p.environment = e
+        logURL = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString.prefix(8)).log")
+        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        let h = try FileHandle(forWritingTo: logURL)
+        p.standardError = h
+        p.standardOutput = h
+        try p.run()
+        process = p
+        let deadline = Date().addingTimeInterval(15)
+        var found: Int?
+        while Date() < deadline, found == nil {
+            if let text = try? String(contentsOf: logURL, encoding: .utf8) {
+                for line in text.split(separator: "\n") where line.contains("\"msg\":\"listening\"") {
+                    if let data = line.data(using: .utf8),
+                       let obj = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                       let port = obj["port"] as? Int {
+                        found = port
+                    }
+                }
+            }
+            if !p.isRunning { break }
+            if found == nil { usleep(20_000) }
+        }
+        guard let port = found else {
+            p.terminate()
+            throw TestFailure("relay did not start: \((try? String(contentsOf: logURL, encoding: .utf8)) ?? "")")
+        }
+        self.port = port
+        if waitReady {
+            let until = Date().addingTimeInterval(10)
+            while Date() < until {
+                if let r = try? HTTPClient.request(port: port, method: "GET", path: "/readyz"), r.status == 200 { return }
+                usleep(20_000)
+            }
+            throw TestFailure("relay never became ready")
+        }
+    }
+
+    /// The relay's stderr so far.
+    public var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+    /// Sends SIGTERM (graceful drain) and waits up to `timeout` seconds for the exit.
+    @discardableResult
+    public func terminate(timeout: Double = 40) -> Int32? {
+        guard process.isRunning else { return process.terminationStatus }
+        process.terminate()
+        return waitExit(timeout)
+    }
+
+    /// Sends SIGKILL and waits for the exit.
+    public func kill9() {
+        guard process.isRunning else { return }
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        _ = waitExit(10)
+    }
+
+    private func waitExit(_ timeout: Double) -> Int32? {
+        let until = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < until { usleep(10_000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { kill9() }
+        try? FileManager.default.removeItem(at: logURL)
+    }
+
+    /// A signed HS256 token for `sub`/`sid` (valid `ttl` seconds).
+    public static func token(sub: String = "alice", sid: String = "session-1", tier: String? = nil, ttl: Int = 3600) -> String {
+        try! TokenMinter.hs256(secret: Array(secret.utf8), sub: sub, sid: sid, tier: tier, ttlSeconds: ttl,
+                               now: Int64(Date().timeIntervalSince1970))
+    }
+}
