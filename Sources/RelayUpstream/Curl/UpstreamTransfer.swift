@@ -156,9 +156,11 @@ public final class UpstreamTransfer {
         }
     }
 
-    /// Stops at once: the handle leaves the multi, which closes its connection (an unfinished
-    /// response cannot be reused). No delegate call follows. Safe from delegate callbacks
-    /// (then done as soon as libcurl returns, before the loop runs anything else).
+    /// Stops at once: the handle leaves the multi. Over HTTP/1.1 libcurl closes the connection
+    /// (an unfinished response cannot be reused), so the upstream sees the client go; over
+    /// HTTP/2 it resets the stream (`RST_STREAM`) and keeps the shared connection. No delegate
+    /// call follows. Safe from delegate callbacks (then done as soon as libcurl returns,
+    /// before the loop runs anything else).
     public func abort() {
         guard state == .running || state == .draining else { return }
         state = .ended
