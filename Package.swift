@@ -16,6 +16,7 @@ let package = Package(
         .systemLibrary(name: "CLibevent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(name: "CJWT", pkgConfig: "libjwt", providers: [.apt(["libjwt-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Pure Swift: events, SSE framing and parsing, protocol types, configuration.
         .target(name: "RelayCore"),
@@ -24,7 +25,7 @@ let package = Package(
         // hiredis async connections on the worker loop: commands, scripts, pub/sub, event log.
         .target(name: "RelayRedis", dependencies: ["CHiredis", "CLibevent", "RelayLoop", "RelayCore"]),
         // Upstream adapters (simulated, and later OpenAI / Anthropic).
-        .target(name: "RelayUpstream", dependencies: ["RelayLoop", "RelayCore"]),
+        .target(name: "RelayUpstream", dependencies: ["CCurl", "CLibevent", "RelayLoop", "RelayCore"]),
         // JWT verification and minting (libjwt), claims, budgets by tier.
         .target(name: "RelayAuth", dependencies: ["CJWT", "RelayCore"]),
         // Workers, HTTP routes, generations, subscriptions.

@@ -1,0 +1,243 @@
+import RelayCore
+import RelayLoop
+
+/// An `Upstream` reading a streaming HTTP API answer (`text/event-stream`) through libcurl,
+/// parsed incrementally by `RelayCore.SSEParser` and mapped by a `Dialect` (OpenAI, Anthropic).
+///
+/// Guarantees (issue 4 "Upstream failure never leaves a client hanging"): after `start`, the
+/// adapter emits deltas, then exactly one terminal event, unless `cancel()` comes first:
+/// * `done` on the format's end marker (the rest of the response is drained so the
+///   connection can be reused); also when the stream closes after a finish reason was seen
+///   but without the end marker (lenient with servers that omit `[DONE]`);
+/// * `error(502, "upstream_error", …)` on: connect failure, a non-2xx answer (`upstream 429
+///   rate_limit_error: …`), a 2xx answer that is not `text/event-stream` (HTML, JSON),
+///   a malformed chunk, an error event, a line longer than `maxLineBytes`, more than
+///   `maxEventBytes` without a complete event, or a close before the end;
+/// * `error(504, "upstream_timeout", …)` when no byte arrives for `idleTimeoutMs`, or the
+///   connect times out.
+/// Each failure aborts the transfer (its connection is closed).
+final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTransferDelegate {
+    private enum Phase { case waiting, streaming, errorBody(status: Int) }
+
+    private let request: UpstreamTransfer.Request
+    private let multi: CurlMulti
+    private let config: HTTPUpstreamConfig
+    private var dialect: Dialect
+    private let estimatedPromptTokens: Int
+    private var emit: ((StreamEvent) -> Void)?
+    private var transfer: UpstreamTransfer?
+    private var idleTimer: LoopTimer?
+    /// Reports a failure to start on the next loop turn.
+    private var failure: LoopTimer?
+    private var parser: SSEParser
+    private var phase = Phase.waiting
+    private var errorBody: [UInt8] = []
+    private var bytesSinceEvent = 0
+    private var countedCompletionTokens = 0
+    /// Body pieces delivered by libcurl so far (how split the stream arrived).
+    private(set) var bodyPieces = 0
+
+    init(request: UpstreamTransfer.Request, multi: CurlMulti, config: HTTPUpstreamConfig,
+         dialect: Dialect, estimatedPromptTokens: Int) {
+        self.request = request
+        self.multi = multi
+        self.config = config
+        self.dialect = dialect
+        self.estimatedPromptTokens = estimatedPromptTokens
+        parser = SSEParser(maxLineBytes: config.maxLineBytes)
+    }
+
+    deinit {
+        idleTimer?.cancel()
+        failure?.cancel()
+        transfer?.abort()
+    }
+
+    // MARK: Upstream
+
+    func start(emit: @escaping (StreamEvent) -> Void) {
+        guard self.emit == nil, transfer == nil else { return }
+        self.emit = emit
+        idleTimer = LoopTimer(loop: multi.loop) { [unowned self] in
+            self.fail(504, "upstream_timeout", "no data from the upstream for \(self.config.idleTimeoutMs) ms")
+        }
+        do {
+            let t = try UpstreamTransfer(request: request, multi: multi)
+            t.delegate = self
+            try t.start()
+            transfer = t
+            armIdle()
+        } catch {
+            // Never emit from inside start(): report on the next loop turn.
+            failure = LoopTimer(loop: multi.loop) { [unowned self] in
+                self.fail(502, "upstream_error", "cannot start the upstream request: \(error)")
+            }
+            failure?.schedule(afterMs: 0)
+        }
+    }
+
+    func cancel() -> Usage {
+        let u = partialUsage
+        emit = nil
+        stopTransfer(drain: false)
+        return u
+    }
+
+    /// Usage reported by the upstream, completed with estimates where it reported nothing:
+    /// prompt tokens estimated from the request's text, completion tokens counted from the
+    /// emitted deltas.
+    var usage: Usage {
+        Usage(promptTokens: dialect.promptTokens ?? estimatedPromptTokens,
+              completionTokens: dialect.completionTokens ?? countedCompletionTokens)
+    }
+
+    /// Usage of a stream stopped midway: as `usage`, but completion tokens are at least the
+    /// count of the deltas emitted (a count reported at the start, such as Anthropic's
+    /// `message_start` `output_tokens: 1`, is not the final one).
+    var partialUsage: Usage {
+        Usage(promptTokens: dialect.promptTokens ?? estimatedPromptTokens,
+              completionTokens: max(dialect.completionTokens ?? 0, countedCompletionTokens))
+    }
+
+    // MARK: UpstreamTransferDelegate
+
+    func transfer(_ t: UpstreamTransfer, didReceive bytes: UnsafeRawBufferPointer) -> Bool {
+        guard emit != nil else { return false }
+        bodyPieces += 1
+        armIdle()
+        if case .waiting = phase {
+            let status = t.responseStatus
+            if !(200..<300).contains(status) {
+                phase = .errorBody(status: status)
+            } else if let ct = t.contentType, !ct.lowercased().hasPrefix("text/event-stream") {
+                let what = UpstreamErrorBody.isHTML(contentType: ct, text: "") ? "an HTML page" : "\(ct)"
+                fail(502, "upstream_error", "upstream \(status) answered with \(what) instead of text/event-stream")
+                return false
+            } else {
+                phase = .streaming
+            }
+        }
+        switch phase {
+        case .errorBody(let status):
+            let room = config.maxErrorBodyBytes - errorBody.count
+            errorBody.append(contentsOf: bytes.prefix(max(0, room)))
+            if bytes.count > room {
+                failWithStatus(status, contentType: t.contentType)
+                return false
+            }
+            return true
+        case .streaming:
+            return consume(bytes)
+        case .waiting:
+            return false
+        }
+    }
+
+    func transfer(_ t: UpstreamTransfer, didCompleteWith completion: UpstreamTransfer.Completion) {
+        guard emit != nil else { return }
+        transfer = nil
+        switch (completion, phase) {
+        case (_, .errorBody(let status)):
+            failWithStatus(status, contentType: t.contentType)
+        case (.finished(let status), .waiting):
+            if (200..<300).contains(status) {
+                fail(502, "upstream_error", "upstream \(status) answered with an empty body")
+            } else {
+                failWithStatus(status, contentType: t.contentType)
+            }
+        case (.failed(let code, let message), .waiting):
+            if code == 28 {  // CURLE_OPERATION_TIMEDOUT: the connect timeout
+                fail(504, "upstream_timeout", "upstream connect timed out: \(message)")
+            } else {
+                fail(502, "upstream_error", "upstream connection failed: \(message)")
+            }
+        case (.finished, .streaming), (.failed, .streaming):
+            parser.finish()
+            if let reason = dialect.finishReason {
+                finish(.done(finishReason: reason, usage: usage), drain: false)
+            } else {
+                var why = "upstream closed the stream before its end"
+                if case .failed(_, let m) = completion { why += " (\(m))" }
+                fail(502, "upstream_error", why)
+            }
+        }
+    }
+
+    // MARK: stream body
+
+    private func consume(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let items: [SSEParser.Item]
+        do {
+            items = try parser.feed(bytes)
+        } catch {
+            fail(502, "upstream_error", "upstream sent an SSE line longer than \(config.maxLineBytes) bytes")
+            return false
+        }
+        if items.contains(where: { if case .event = $0 { return true } else { return false } }) {
+            bytesSinceEvent = 0
+        } else {
+            bytesSinceEvent += bytes.count
+            if bytesSinceEvent > config.maxEventBytes {
+                fail(502, "upstream_error", "upstream sent more than \(config.maxEventBytes) bytes without completing an event")
+                return false
+            }
+        }
+        for item in items {
+            guard let emit else { break }  // a terminal event was emitted, or cancel() was called
+            guard case .event(let message) = item else { continue }  // comments: keep-alives
+            let step: DialectStep
+            do {
+                step = try dialect.step(message)
+            } catch {
+                fail(502, "upstream_error", "malformed \(Dialect.name) stream chunk: \(error.reason)")
+                return false
+            }
+            switch step {
+            case .ignore:
+                break
+            case .delta(let text):
+                guard !text.isEmpty else { break }
+                countedCompletionTokens += max(1, SimulatedTokenizer.estimateTokens(text))
+                emit(.delta(text))
+            case .end:
+                finish(.done(finishReason: dialect.finishReason ?? "stop", usage: usage), drain: true)
+            case .fail(let why):
+                fail(502, "upstream_error", why)
+                return false
+            }
+        }
+        return true
+    }
+
+    // MARK: ending
+
+    private func armIdle() {
+        idleTimer?.schedule(afterMs: UInt64(max(1, config.idleTimeoutMs)))
+    }
+
+    private func failWithStatus(_ status: Int, contentType: String?) {
+        fail(502, "upstream_error", UpstreamErrorBody.describe(status: status, body: errorBody, contentType: contentType))
+    }
+
+    private func fail(_ status: Int, _ code: String, _ message: String) {
+        finish(.error(status: status, code: code, message: message), drain: false)
+    }
+
+    /// Emits the terminal event once, after stopping the transfer (so nothing re-enters).
+    private func finish(_ event: StreamEvent, drain: Bool) {
+        guard let e = emit else { return }
+        emit = nil
+        stopTransfer(drain: drain)
+        e(event)
+    }
+
+    private func stopTransfer(drain: Bool) {
+        idleTimer?.cancel()
+        failure?.cancel()
+        if let t = transfer {
+            transfer = nil
+            t.delegate = nil
+            if drain { t.drain() } else { t.abort() }
+        }
+    }
+}
