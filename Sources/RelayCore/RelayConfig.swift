@@ -167,8 +167,10 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_HEARTBEAT", flag: "--heartbeat", help: "': ping' comment interval on idle streams (default 15s)") { c, v in
             c.heartbeatMs = try duration(v, "RELAY_HEARTBEAT", 10...3_600_000)
         },
-        Option(env: "RELAY_UPSTREAM", flag: "--upstream", help: "upstream adapter: simulated (default)") { c, v in
-            guard ["simulated"].contains(v) else { throw ConfigError("RELAY_UPSTREAM must be simulated, got \"\(v)\"") }
+        Option(env: "RELAY_UPSTREAM", flag: "--upstream", help: "upstream adapter: simulated (default), openai, anthropic") { c, v in
+            guard ["simulated", "openai", "anthropic"].contains(v) else {
+                throw ConfigError("RELAY_UPSTREAM must be simulated, openai or anthropic, got \"\(v)\"")
+            }
             c.upstream = v
         },
         Option(env: "RELAY_SIMULATED_TOKENS_PER_SECOND", flag: "--simulated-tokens-per-second", help: "simulated upstream rate in tokens/s (default 50)") { c, v in

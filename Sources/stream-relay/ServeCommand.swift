@@ -64,11 +64,18 @@ enum ServeCommand {
             printError("stream-relay: \(error)\n")
             return 2
         }
+        let makeUpstreams: @Sendable () -> UpstreamFactory
+        do {
+            makeUpstreams = try upstreamFactoryMaker(config)
+        } catch {
+            printError("stream-relay: \(error)\n")
+            return 2
+        }
         let cfg = config
         let context = ServerContext(
             config: cfg, instance: cfg.instanceName, authenticator: authenticator, metrics: Metrics(),
             budgets: budgets, adminKey: adminKey,
-            makeUpstreams: { SimulatedUpstreamFactory(tokensPerSecond: cfg.simulatedTokensPerSecond, summaryMaxTokens: cfg.summaryMaxTokens) },
+            makeUpstreams: makeUpstreams,
             nowMs: { Int64(Date().timeIntervalSince1970 * 1000) })
         let server = RelayServer(context: context, redis: endpoint)
         let port: Int
@@ -98,6 +105,31 @@ enum ServeCommand {
         Log.info("stopped", [:])
         _ = sources
         return 0
+    }
+
+    /// How each worker makes its upstream factory (`RELAY_UPSTREAM`). The HTTP
+    /// adapters create their libcurl multi handle on the worker's own loop thread.
+    /// - Throws: `ConfigError` when `openai`/`anthropic` lack `UPSTREAM_URL` or it is invalid.
+    static func upstreamFactoryMaker(_ config: RelayConfig) throws -> @Sendable () -> UpstreamFactory {
+        switch config.upstream {
+        case "openai", "anthropic":
+            guard let url = config.upstreamURL else {
+                throw ConfigError("RELAY_UPSTREAM=\(config.upstream) needs UPSTREAM_URL")
+            }
+            var http = HTTPUpstreamConfig(baseURL: url, apiKey: config.upstreamAPIKey ?? "", defaultModel: config.upstreamModel)
+            http.idleTimeoutMs = config.upstreamIdleTimeoutMs
+            http.summaryMaxTokens = config.summaryMaxTokens
+            try http.validate()
+            let h = http
+            if config.upstream == "openai" {
+                return { OpenAIUpstreamFactory(config: h) }
+            }
+            return { AnthropicUpstreamFactory(config: h) }
+        default:
+            let rate = config.simulatedTokensPerSecond
+            let summary = config.summaryMaxTokens
+            return { SimulatedUpstreamFactory(tokensPerSecond: rate, summaryMaxTokens: summary) }
+        }
     }
 
     /// HS256 with `RELAY_JWT_SECRET`, RS256/ES256 with `RELAY_JWT_PUBLIC_KEY`; with
