@@ -10,11 +10,11 @@
 ///   the text direction is known before anything is shown (issue 5 item 5); a flush
 ///   boundary or `done` skips that wait.
 /// * **Never mid-word**: a trailing partial word (text after the last whitespace) is
-///   held back; text without spaces (CJK) is released once 64 characters are held
+///   held back; a flush ends at whitespace or right before it; text without spaces (CJK) is released once 64 characters are held
 ///   (`longRunCharacters`) so it never stalls.
 /// * **Grapheme clusters stay whole**: the last `Character` is always held (a later
 ///   delta may extend it — emoji ZWJ sequences, Arabic letters with diacritics, flags)
-///   unless it is LF, after which Unicode always breaks (UAX #29 rule GB4).
+///   unless it is LF or CRLF, after which Unicode always breaks (UAX #29 rule GB4).
 /// * **Everything** on `finish()` (`done`).
 /// * In the **background** nothing is flushed; `enterForeground` replays what was
 ///   buffered. Text is only ever moved from `pending` into a flush, so the
@@ -147,14 +147,16 @@ public struct RenderBuffer: Sendable {
         return Flush(text: text, reason: reason)
     }
 
-    /// The end of the longest prefix of `s` that may be shown: it ends after a
-    /// whitespace character (never mid-word) and before the last `Character` unless
-    /// that is LF (clusters stay whole); or, when the trailing unspaced run is at
+    /// The end of the longest prefix of `s` that may be shown: it ends after or right
+    /// before a whitespace character (never mid-word) and before the last `Character`
+    /// unless that is LF or CRLF (clusters stay whole); or, when the trailing unspaced run is at
     /// least `longRunCharacters` long, at the last stable cluster boundary.
     static func safeCut(_ s: String) -> (String.Index, longRun: Bool) {
         guard !s.isEmpty else { return (s.startIndex, false) }
         let last = s.index(before: s.endIndex)
-        let stableEnd = s[last] == "\n" ? s.endIndex : last
+        let stableEnd = (s[last] == "\n" || s[last] == "\r\n") ? s.endIndex : last
+        // A held trailing space ends the word before it: that word may go.
+        if stableEnd == last && s[last].isWhitespace { return (last, false) }
         var i = stableEnd
         var run = stableEnd == s.endIndex ? 0 : 1   // the held last character counts
         while i > s.startIndex {
