@@ -138,10 +138,11 @@ public struct DraftProgress: Sendable, Equatable {
         if keywords.contains(first.lowercased()), words.count > 1 {
             return decimalPrefix(words[1])
         }
-        let digits = first.prefix(while: { $0.unicodeScalars.first.map(decimalValue) != nil })
+        let digits = first.prefix(while: { $0.unicodeScalars.first.flatMap(decimalValue) != nil })
         if !digits.isEmpty {
             let after = first.dropFirst(digits.count)
-            if after.isEmpty || after == "." || after == ")" || after == ":" { return decimalPrefix(digits) }
+            if after == "." || after == ")" || after == ":" { return decimalPrefix(digits) }
+            if after.isEmpty, words.count > 1, ["—", "–", "-", ":"].contains(words[1]) { return decimalPrefix(digits) }
         }
         return nil
     }
