@@ -87,6 +87,44 @@ public struct RelayConfig: Sendable, Equatable {
     public var instanceName = ""
     /// Lossless resume beyond the retained window (issue 8); default on.
     public var losslessResume = true
+    /// HS256 shared secret (`RELAY_JWT_SECRET`).
+    public var jwtSecret: String?
+    /// PEM file of the RS256/ES256 public key (`RELAY_JWT_PUBLIC_KEY`).
+    public var jwtPublicKeyPath: String?
+    /// `RS256` or `ES256` with a public key (`RELAY_JWT_ALGORITHM`); default RS256.
+    public var jwtAlgorithm = "RS256"
+    /// Required `iss` when set.
+    public var jwtIssuer: String?
+    /// Required `aud` when set.
+    public var jwtAudience: String?
+    /// Clock leeway for `exp`/`nbf`, s; default 30.
+    public var jwtLeewaySeconds = 30
+    /// Admin bearer key; admin routes are off when unset.
+    public var adminKey: String?
+    /// Tokens per calendar month by tier, e.g. `free=20000,pro=500000`.
+    public var budgets = "free=20000,pro=500000"
+    /// Tier of tokens without a `tier` claim.
+    public var defaultTier = "free"
+    /// Running generations per session; default 3.
+    public var maxStreamsPerSession = 3
+    /// Drain timeout on SIGTERM, ms; default 30,000.
+    public var drainTimeoutMs = 30_000
+    /// Unsent bytes per client before it is disconnected as a slow consumer; default 256 KiB.
+    public var maxPendingBytes = 256 * 1024
+    /// How long live streams wait through a Redis outage before `redis_unavailable`, ms; default 5,000.
+    public var redisOutageGraceMs = 5_000
+    /// Open client connections per instance before 503; default 10,000.
+    public var maxConnections = 10_000
+    /// Upstream base URL (`openai`/`anthropic`).
+    public var upstreamURL: String?
+    /// Upstream API key.
+    public var upstreamAPIKey: String?
+    /// Upstream model when the request names none.
+    public var upstreamModel: String?
+    /// No upstream bytes for this long → `504 upstream_timeout`, ms; default 60,000.
+    public var upstreamIdleTimeoutMs = 60_000
+    /// `max_tokens` cap in summary mode; default 400.
+    public var summaryMaxTokens = 400
 
     public init() {}
 
@@ -139,6 +177,59 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_INSTANCE", flag: "--instance", help: "instance name stored with each stream (default hostname-pid)") { c, v in
             guard !v.isEmpty, v.utf8.count <= 128 else { throw ConfigError("RELAY_INSTANCE must be 1-128 bytes") }
             c.instanceName = v
+        },
+        Option(env: "RELAY_JWT_SECRET", flag: "--jwt-secret", help: "HS256 shared secret for client JWTs") { c, v in
+            guard v.utf8.count >= 16 else { throw ConfigError("RELAY_JWT_SECRET must be at least 16 bytes") }
+            c.jwtSecret = v
+        },
+        Option(env: "RELAY_JWT_PUBLIC_KEY", flag: "--jwt-public-key", help: "PEM file of the RS256/ES256 public key (instead of a secret)") { c, v in
+            c.jwtPublicKeyPath = v
+        },
+        Option(env: "RELAY_JWT_ALGORITHM", flag: "--jwt-algorithm", help: "RS256 or ES256, with --jwt-public-key (default RS256)") { c, v in
+            guard ["RS256", "ES256"].contains(v) else { throw ConfigError("RELAY_JWT_ALGORITHM must be RS256 or ES256, got \"\(v)\"") }
+            c.jwtAlgorithm = v
+        },
+        Option(env: "RELAY_JWT_ISSUER", flag: "--jwt-issuer", help: "required iss claim (optional)") { c, v in c.jwtIssuer = v },
+        Option(env: "RELAY_JWT_AUDIENCE", flag: "--jwt-audience", help: "required aud claim (optional)") { c, v in c.jwtAudience = v },
+        Option(env: "RELAY_JWT_LEEWAY", flag: "--jwt-leeway", help: "clock leeway for exp/nbf (default 30s)") { c, v in
+            c.jwtLeewaySeconds = try duration(v, "RELAY_JWT_LEEWAY", 0...3_600_000) / 1000
+        },
+        Option(env: "RELAY_ADMIN_KEY", flag: "--admin-key", help: "bearer key of the admin routes (off when unset)") { c, v in
+            guard v.utf8.count >= 16 else { throw ConfigError("RELAY_ADMIN_KEY must be at least 16 bytes") }
+            c.adminKey = v
+        },
+        Option(env: "RELAY_BUDGETS", flag: "--budgets", help: "tokens per calendar month by tier (default free=20000,pro=500000)") { c, v in
+            c.budgets = v
+        },
+        Option(env: "RELAY_DEFAULT_TIER", flag: "--default-tier", help: "tier of tokens without a tier claim (default free)") { c, v in
+            c.defaultTier = v
+        },
+        Option(env: "RELAY_MAX_STREAMS_PER_SESSION", flag: "--max-streams-per-session", help: "running generations per session (default 3)") { c, v in
+            c.maxStreamsPerSession = try int(v, "RELAY_MAX_STREAMS_PER_SESSION", 1...10_000)
+        },
+        Option(env: "RELAY_DRAIN_TIMEOUT", flag: "--drain-timeout", help: "graceful drain limit on SIGTERM (default 30s)") { c, v in
+            c.drainTimeoutMs = try duration(v, "RELAY_DRAIN_TIMEOUT", 0...3_600_000)
+        },
+        Option(env: "RELAY_MAX_PENDING_BYTES", flag: "--max-pending-bytes", help: "unsent bytes per client before disconnecting it (default 262144)") { c, v in
+            c.maxPendingBytes = try int(v, "RELAY_MAX_PENDING_BYTES", 1024...(1 << 30))
+        },
+        Option(env: "RELAY_REDIS_OUTAGE_GRACE", flag: "--redis-outage-grace", help: "Redis outage tolerated by live streams (default 5s)") { c, v in
+            c.redisOutageGraceMs = try duration(v, "RELAY_REDIS_OUTAGE_GRACE", 0...3_600_000)
+        },
+        Option(env: "RELAY_MAX_CONNECTIONS", flag: "--max-connections", help: "open client streams per instance before 503 (default 10000)") { c, v in
+            c.maxConnections = try int(v, "RELAY_MAX_CONNECTIONS", 1...10_000_000)
+        },
+        Option(env: "UPSTREAM_URL", flag: "--upstream-url", help: "upstream base URL for openai/anthropic") { c, v in
+            guard v.hasPrefix("http://") || v.hasPrefix("https://") else { throw ConfigError("UPSTREAM_URL must be an http(s) URL, got \"\(v)\"") }
+            c.upstreamURL = v
+        },
+        Option(env: "UPSTREAM_API_KEY", flag: "--upstream-api-key", help: "upstream API key") { c, v in c.upstreamAPIKey = v },
+        Option(env: "UPSTREAM_MODEL", flag: "--upstream-model", help: "upstream model when the request names none") { c, v in c.upstreamModel = v },
+        Option(env: "RELAY_UPSTREAM_IDLE_TIMEOUT", flag: "--upstream-idle-timeout", help: "no upstream bytes for this long: 504 upstream_timeout (default 60s)") { c, v in
+            c.upstreamIdleTimeoutMs = try duration(v, "RELAY_UPSTREAM_IDLE_TIMEOUT", 100...3_600_000)
+        },
+        Option(env: "RELAY_SUMMARY_MAX_TOKENS", flag: "--summary-max-tokens", help: "max_tokens cap in summary mode (default 400)") { c, v in
+            c.summaryMaxTokens = try int(v, "RELAY_SUMMARY_MAX_TOKENS", 1...1_000_000)
         },
         Option(env: "RELAY_LOSSLESS_RESUME", flag: "--lossless-resume", help: "keep the full text for resumes beyond the window: on/off (default on)") { c, v in
             c.losslessResume = try bool(v, "RELAY_LOSSLESS_RESUME")

@@ -1,0 +1,142 @@
+import RelayCore
+
+/// A Redis failure reported to the relay: an error reply or a lost connection.
+public struct RedisFailure: Error, Sendable, CustomStringConvertible {
+    /// The error text (`DISCONNECTED …`, `NOSTREAM …`, `ERR …`).
+    public let message: String
+    public init(_ m: String) { message = m }
+    /// `true` when the command never reached Redis or its reply was lost.
+    public var isDisconnect: Bool { message.hasPrefix("DISCONNECTED") }
+    public var description: String { message }
+}
+
+/// What a resume needs to know about a stream (`Scripts.open`).
+public struct StreamInfo: Sendable, Equatable {
+    /// Owner (the `sub` that created it).
+    public var owner: String
+    /// `running`, `done`, `cancelled` or `failed`.
+    public var state: String
+    /// The last appended seq (0 before the first event).
+    public var lastSeq: UInt64
+    /// The seq of the oldest retained entry, `nil` when no entry is retained.
+    public var firstRetainedSeq: UInt64?
+    /// Session id that created the stream.
+    public var sid: String
+    /// Length of the full text kept for lossless resume, bytes (0 when off or empty).
+    public var textLength: Int
+}
+
+/// The per-worker view of the Redis event log (DESIGN §3): stream creation, appends,
+/// resume checks, replays, and lossless catch-ups. Confined to the worker's loop thread.
+public final class EventLog {
+    /// Entries kept per stream (`XADD MAXLEN`, exact).
+    public let maxLen: Int
+    /// TTL refreshed on each append, ms (`PEXPIRE`).
+    public let ttlMs: Int
+    /// Keep the full text and per-seq offsets for lossless resume.
+    public let lossless: Bool
+    /// TTL of a budget counter, ms (about 40 days).
+    public static let budgetTTLms = 40 * 86_400_000
+
+    public let connection: RedisConnection
+    public let scripts: ScriptRunner
+
+    public init(connection: RedisConnection, maxLen: Int, ttlMs: Int, lossless: Bool) {
+        self.connection = connection
+        self.scripts = ScriptRunner(connection: connection)
+        self.maxLen = maxLen
+        self.ttlMs = ttlMs
+        self.lossless = lossless
+    }
+
+    /// Loads the scripts; call after each (re)connection.
+    public func connected() {
+        scripts.load([Scripts.create, Scripts.append, Scripts.open, Scripts.catchUp])
+    }
+
+    /// Creates the stream's meta hash unless the id is taken. `done(.success(true))`
+    /// when created, `false` when it already existed.
+    public func create(_ id: RequestID, owner: String, sid: String, instance: String, nowMs: UInt64,
+                       done: @escaping (Result<Bool, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(Scripts.create, keys: [k.meta], args: [owner, sid, instance, String(nowMs), String(ttlMs)]) { r in
+            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            done(.success(r.int == 1))
+        }
+    }
+
+    /// Reads a stream's resume facts; `nil` when it does not exist (or expired).
+    public func open(_ id: RequestID, done: @escaping (Result<StreamInfo?, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(Scripts.open, keys: [k.meta, k.events, k.text], args: []) { r in
+            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            guard let a = r.array, a.count >= 6 else { return done(.success(nil)) }
+            let fid = a[3].string ?? ""
+            done(.success(StreamInfo(owner: a[0].string ?? "", state: a[1].string ?? "",
+                                     lastSeq: UInt64(a[2].string ?? "0") ?? 0,
+                                     firstRetainedSeq: EventLog.seq(ofEntryID: fid),
+                                     sid: a[4].string ?? "", textLength: Int(a[5].int ?? 0))))
+        }
+    }
+
+    /// Reads the retained events after `seq`: `XRANGE key (<seq>-0 +` (Redis `XRANGE`
+    /// doc, exclusive range), in seq order.
+    public func range(_ id: RequestID, after seq: UInt64, done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
+        connection.send(["XRANGE", StreamKeys(id).events, "(\(seq)-0", "+"]) { r in
+            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            done(.success(EventLog.events(from: r)))
+        }
+    }
+
+    /// The text between the end of event `from` and the end of event `to`, bytes, for
+    /// a lossless catch-up; `nil` when the text has expired.
+    public func catchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<String?, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(Scripts.catchUp, keys: [k.text, k.offsets], args: [String(from), String(to)]) { r in
+            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            guard let a = r.array, a.count == 2 else { return done(.success(nil)) }
+            done(.success(a[1].string ?? ""))
+        }
+    }
+
+    /// Sends one append (`Scripts.append`); the reply is the seq or an error.
+    /// `budget`: the counter key and tokens to add with the final event.
+    public func append(_ id: RequestID, seq: UInt64, json: String, text: String, finalState: String?,
+                       budget: (key: String, tokens: Int)?, done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(Scripts.append,
+                    keys: [k.events, k.meta, k.live, k.text, k.offsets, budget?.key ?? k.meta],
+                    args: [String(seq), json, String(maxLen), String(ttlMs), finalState ?? "", text,
+                           lossless ? "1" : "0", budget.map { String($0.tokens) } ?? "", String(EventLog.budgetTTLms)],
+                    retryNoScript: false) { r in
+            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            done(.success(UInt64(r.int ?? 0)))
+        }
+    }
+
+    /// Parses a stream entry ID `<seq>-0` into its seq.
+    public static func seq(ofEntryID id: String) -> UInt64? {
+        guard let dash = id.firstIndex(of: "-") else { return nil }
+        return UInt64(id[..<dash])
+    }
+
+    /// Converts an `XRANGE` reply into events (entries without an `e` field are skipped).
+    static func events(from r: RedisReply) -> [SequencedEvent] {
+        guard let entries = r.array else { return [] }
+        var out: [SequencedEvent] = []
+        out.reserveCapacity(entries.count)
+        for entry in entries {
+            guard let pair = entry.array, pair.count == 2, let id = pair[0].string,
+                  let seq = seq(ofEntryID: id), let fields = pair[1].array else { continue }
+            var i = 0
+            while i + 1 < fields.count {
+                if fields[i].string == "e", let json = fields[i + 1].string {
+                    out.append(SequencedEvent(seq: seq, json: json))
+                    break
+                }
+                i += 2
+            }
+        }
+        return out
+    }
+}

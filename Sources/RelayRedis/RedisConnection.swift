@@ -1,0 +1,171 @@
+import CHiredis
+import RelayCore
+import RelayLoop
+
+/// One hiredis async connection attached to a worker's `EventLoop`, confined to that
+/// loop's thread. It reconnects by itself with capped exponential backoff
+/// (100 ms doubling to 2 s) and tells its owner through `onConnect` / `onDisconnect`.
+///
+/// A `commands` connection answers each `send` once, in order (Redis pipelines the
+/// commands of one connection). A `pubsub` connection delivers every reply to
+/// `onPush` (subscribe confirmations and `message` arrays, see the Redis pub/sub doc).
+public final class RedisConnection {
+    /// What the connection is used for.
+    public enum Role { case commands, pubsub }
+
+    /// Called after each (re)connection, once `SELECT` is queued. Loop thread.
+    public var onConnect: (() -> Void)?
+    /// Called when the connection is lost (pending commands have already failed).
+    public var onDisconnect: ((String) -> Void)?
+    /// `pubsub` role: every reply pushed by the server.
+    public var onPush: ((RedisReply) -> Void)?
+
+    /// `true` between a successful connect and the next disconnect.
+    public private(set) var isConnected = false
+    /// Replies not yet received for commands sent (for metrics and backpressure).
+    public private(set) var pendingReplies = 0
+
+    public let endpoint: RedisEndpoint
+    public let role: Role
+    private let loop: EventLoop
+    private var context: UnsafeMutablePointer<redisAsyncContext>?
+    private var reconnectTimer: LoopTimer?
+    private var backoffMs: UInt64 = 100
+    private var closed = false
+
+    public init(loop: EventLoop, endpoint: RedisEndpoint, role: Role) {
+        self.loop = loop
+        self.endpoint = endpoint
+        self.role = role
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Starts connecting (non-blocking; `onConnect` tells when it is up).
+    public func connect() {
+        guard !closed, context == nil else { return }
+        let ac: UnsafeMutablePointer<redisAsyncContext>?
+        switch endpoint {
+        case .tcp(let host, let port, _): ac = redisAsyncConnect(host, Int32(port))
+        case .unix(let path, _): ac = redisAsyncConnectUnix(path)
+        }
+        guard let ac, ac.pointee.err == 0 else {
+            if let ac { redisAsyncFree(ac) }
+            scheduleReconnect()
+            return
+        }
+        context = ac
+        streamrelay_redis_set_data(ac, Unmanaged.passUnretained(self).toOpaque())
+        redisLibeventAttach(ac, loop.base)
+        redisAsyncSetConnectCallback(ac) { ac, status in
+            guard let ac, let me = RedisConnection.owner(ac) else { return }
+            me.connected(status == REDIS_OK)
+        }
+        redisAsyncSetDisconnectCallback(ac) { ac, _ in
+            guard let ac, let me = RedisConnection.owner(ac) else { return }
+            me.lost("disconnected")
+        }
+    }
+
+    private static func owner(_ ac: UnsafePointer<redisAsyncContext>) -> RedisConnection? {
+        guard let p = streamrelay_redis_get_data(ac) else { return nil }
+        return Unmanaged<RedisConnection>.fromOpaque(p).takeUnretainedValue()
+    }
+
+    private func connected(_ ok: Bool) {
+        guard ok else {
+            // hiredis frees the context after a failed connect callback.
+            context = nil
+            scheduleReconnect()
+            return
+        }
+        isConnected = true
+        backoffMs = 100
+        switch endpoint {
+        case .tcp(_, _, let db) where db != 0, .unix(_, let db) where db != 0:
+            send(["SELECT", String(db)], nil)
+        default: break
+        }
+        onConnect?()
+    }
+
+    private func lost(_ why: String) {
+        // hiredis frees the context after the disconnect callback.
+        context = nil
+        let was = isConnected
+        isConnected = false
+        if was { onDisconnect?(why) }
+        if !closed { scheduleReconnect() }
+    }
+
+    private func scheduleReconnect() {
+        guard !closed else { return }
+        if reconnectTimer == nil {
+            reconnectTimer = LoopTimer(loop: loop) { [unowned self] in self.connect() }
+        }
+        reconnectTimer?.schedule(afterMs: backoffMs)
+        backoffMs = min(backoffMs * 2, 2000)
+    }
+
+    /// Sends one command (arguments are binary-safe; see each command's Redis doc).
+    /// `reply` runs on the loop thread with the reply, or `.error("DISCONNECTED …")`
+    /// when the connection is down or drops before answering.
+    public func send(_ args: [String], _ reply: ((RedisReply) -> Void)?) {
+        guard let ac = context, isConnected || role == .commands && context != nil else {
+            reply?(.error("DISCONNECTED Redis is not connected"))
+            return
+        }
+        var lengths = [Int](repeating: 0, count: args.count)
+        var storage = [UInt8]()
+        storage.reserveCapacity(args.reduce(0) { $0 + $1.utf8.count })
+        var offsets = [Int](repeating: 0, count: args.count)
+        for (i, a) in args.enumerated() {
+            offsets[i] = storage.count
+            storage.append(contentsOf: a.utf8)
+            lengths[i] = a.utf8.count
+        }
+        if storage.isEmpty { storage.append(0) }
+        let status: Int32 = storage.withUnsafeBufferPointer { buf in
+            let raw = UnsafeRawPointer(buf.baseAddress!)
+            var argv: [UnsafePointer<CChar>?] = offsets.map { raw.advanced(by: $0).assumingMemoryBound(to: CChar.self) }
+            if role == .pubsub {
+                return redisAsyncCommandArgv(ac, { ac, r, _ in
+                    guard let ac, let me = RedisConnection.owner(ac) else { return }
+                    me.onPush?(RedisReply(r?.assumingMemoryBound(to: redisReply.self)))
+                }, nil, Int32(args.count), &argv, &lengths)
+            }
+            let box = reply.map { Unmanaged.passRetained(ReplyBox($0)).toOpaque() }
+            let st = redisAsyncCommandArgv(ac, { ac, r, priv in
+                guard let priv else { return }
+                let box = Unmanaged<ReplyBox>.fromOpaque(priv).takeRetainedValue()
+                if let ac, let me = RedisConnection.owner(ac) { me.pendingReplies -= 1 }
+                box.body(RedisReply(r?.assumingMemoryBound(to: redisReply.self)))
+            }, box, Int32(args.count), &argv, &lengths)
+            if st != REDIS_OK, let box { Unmanaged<ReplyBox>.fromOpaque(box).release() }
+            else if box != nil { pendingReplies += 1 }
+            return st
+        }
+        if status != REDIS_OK { reply?(.error("DISCONNECTED command not sent")) }
+    }
+
+    /// Closes the connection for good (no reconnect). Pending replies fail.
+    public func close() {
+        closed = true
+        reconnectTimer?.cancel()
+        reconnectTimer = nil
+        if let ac = context {
+            context = nil
+            isConnected = false
+            streamrelay_redis_set_data(ac, nil)
+            redisAsyncFree(ac)
+        }
+    }
+}
+
+/// Heap box for a reply closure passed through hiredis' `void *privdata`.
+final class ReplyBox {
+    let body: (RedisReply) -> Void
+    init(_ b: @escaping (RedisReply) -> Void) { body = b }
+}

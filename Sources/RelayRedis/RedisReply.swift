@@ -1,0 +1,70 @@
+import CHiredis
+
+/// A Redis reply (RESP2), copied out of hiredis' `redisReply` so it outlives the callback.
+public enum RedisReply: Sendable, Equatable {
+    /// Bulk string (binary-safe bytes, decoded as UTF-8 by `string`).
+    case bulk([UInt8])
+    /// Simple status such as `OK`.
+    case status(String)
+    case integer(Int64)
+    case array([RedisReply])
+    /// Null bulk or null array.
+    case null
+    /// An error reply (`ERR …`, `NOSCRIPT …`), or a local failure (`DISCONNECTED …`).
+    case error(String)
+
+    init(_ r: UnsafeMutablePointer<redisReply>?) {
+        guard let r else {
+            self = .error("DISCONNECTED connection to Redis lost")
+            return
+        }
+        let p = r.pointee
+        switch p.type {
+        case REDIS_REPLY_STRING:
+            self = .bulk(p.len > 0 ? Array(UnsafeRawBufferPointer(start: p.str, count: Int(p.len))) : [])
+        case REDIS_REPLY_STATUS:
+            self = .status(String(cString: p.str))
+        case REDIS_REPLY_ERROR:
+            self = .error(String(cString: p.str))
+        case REDIS_REPLY_INTEGER:
+            self = .integer(Int64(p.integer))
+        case REDIS_REPLY_ARRAY:
+            var items: [RedisReply] = []
+            items.reserveCapacity(Int(p.elements))
+            for i in 0..<Int(p.elements) { items.append(RedisReply(p.element[i])) }
+            self = .array(items)
+        default:
+            self = .null
+        }
+    }
+
+    /// The reply as text: bulk (UTF-8, invalid bytes replaced) or status; else `nil`.
+    public var string: String? {
+        switch self {
+        case .bulk(let b): return String(decoding: b, as: UTF8.self)
+        case .status(let s): return s
+        default: return nil
+        }
+    }
+
+    /// Integer replies, and bulk strings holding a decimal integer.
+    public var int: Int64? {
+        switch self {
+        case .integer(let i): return i
+        case .bulk: return string.flatMap { Int64($0) }
+        default: return nil
+        }
+    }
+
+    /// The elements of an array reply, else `nil`.
+    public var array: [RedisReply]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
+    /// The error text of an error reply, else `nil`.
+    public var errorMessage: String? {
+        if case .error(let e) = self { return e }
+        return nil
+    }
+}

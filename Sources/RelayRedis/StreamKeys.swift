@@ -1,0 +1,45 @@
+import RelayCore
+
+/// The Redis keys of one stream (DESIGN §3). All share the hash tag `{requestId}`, so
+/// one Lua script touches one Redis Cluster slot.
+public struct StreamKeys: Sendable, Equatable {
+    /// `relay:{id}:events`: stream, entry ID `<seq>-0`, field `e` = event JSON.
+    public let events: String
+    /// `relay:{id}:meta`: hash `owner`, `sid`, `instance`, `state`, `last_seq`, `created_ms`.
+    public let meta: String
+    /// `relay:{id}:live`: pub/sub channel, payload `<seq> <event JSON>`.
+    public let live: String
+    /// `relay:{id}:text`: the answer's full text so far (lossless resume).
+    public let text: String
+    /// `relay:{id}:offsets`: `BITFIELD` of u32 end offsets (bytes into `text`) per seq.
+    public let offsets: String
+    /// `relay:{id}:lease`: owning instance while generating (`PX` a few seconds).
+    public let lease: String
+
+    public init(_ id: RequestID) { self.init(id.value) }
+
+    public init(_ id: String) {
+        let p = "relay:{\(id)}:"
+        events = p + "events"
+        meta = p + "meta"
+        live = p + "live"
+        text = p + "text"
+        offsets = p + "offsets"
+        lease = p + "lease"
+    }
+
+    /// The request id inside a `relay:{id}:live` channel name, if it is one.
+    public static func requestID(fromLiveChannel ch: String) -> String? {
+        guard ch.hasPrefix("relay:{"), ch.hasSuffix("}:live") else { return nil }
+        return String(ch.dropFirst(7).dropLast(6))
+    }
+
+    /// Channel of session revocations (payload: session id).
+    public static let revocationsChannel = "relay:revocations"
+    /// Channel of cancels (payload: request id).
+    public static let cancelChannel = "relay:cancel"
+    /// Marker key of a revoked session.
+    public static func revoked(sid: String) -> String { "relay:revoked:{\(sid)}" }
+    /// Token budget counter of a user for a `YYYY-MM` period.
+    public static func budget(user: String, period: String) -> String { "relay:budget:{\(user)}:\(period)" }
+}

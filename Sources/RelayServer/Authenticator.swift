@@ -1,0 +1,26 @@
+import RelayCore
+
+/// Who is calling: the `sub` (user, owner of streams), the session id, the budget
+/// tier, and the token's expiry (unix seconds) when it has one (DESIGN §5).
+public struct Identity: Sendable, Equatable {
+    public var user: String
+    public var sid: String
+    public var tier: String?
+    public var expiresAt: Int64?
+
+    public init(user: String, sid: String, tier: String? = nil, expiresAt: Int64? = nil) {
+        self.user = user
+        self.sid = sid
+        self.tier = tier
+        self.expiresAt = expiresAt
+    }
+}
+
+/// Checks the `Authorization` header of every connect and reconnect.
+public protocol Authenticator: Sendable {
+    /// - Parameters:
+    ///   - authorization: every value of the `Authorization` header, in order.
+    ///   - now: unix seconds.
+    /// - Throws: `APIError` 401 `unauthorized` (missing, malformed, expired, bad signature).
+    func authenticate(authorization: [String], now: Int64) throws -> Identity
+}

@@ -1,0 +1,188 @@
+import Foundation
+import RelayCore
+import RelayRedis
+import RelayUpstream
+
+/// `POST /api/chat/stream`, `GET` and `DELETE /api/chat/stream/{requestId}`
+/// (DESIGN §2). Every error known before the first byte is plain HTTP; after it, an
+/// `error` event.
+extension Worker {
+    /// Starts a generation, or resumes it when a retried POST carries the
+    /// `X-Request-Id` of an existing stream of the same owner.
+    func startStream(_ ex: HTTPExchange) {
+        guard let who = authenticate(ex) else { return }
+        guard !draining else { return fail(ex, .notReady("draining")) }
+        let contentType = (ex.header("Content-Type") ?? "").lowercased()
+        guard contentType.hasPrefix("application/json") else {
+            return fail(ex, .invalidRequest("Content-Type must be application/json"))
+        }
+        let request: ChatRequest
+        let id: RequestID
+        let lastEventID: UInt64?
+        let upstream: Upstream
+        do {
+            request = try ChatRequest.parse(Data(ex.body()))
+            id = try requestID(ex)
+            lastEventID = try lastEventIDOf(ex)
+            upstream = try upstreams.makeUpstream(for: request, loop: loop)
+        } catch let e as APIError {
+            return fail(ex, e)
+        } catch {
+            return fail(ex, .invalidRequest("\(error)"))
+        }
+        let explicitID = ex.header("X-Request-Id") != nil
+        if explicitID && lastEventID != nil {
+            // A resume by POST: never start a new stream under that id.
+            return resume(ex, id: id, who: who, lastEventID: lastEventID ?? 0)
+        }
+        log.create(id, owner: who.user, sid: who.sid, instance: context.instance, nowMs: UInt64(context.nowMs())) { [weak self] r in
+            guard let self, ex.isOpen else { _ = upstream.cancel(); return }
+            switch r {
+            case .failure(let f):
+                _ = upstream.cancel()
+                self.fail(ex, .notReady("Redis is not available (\(f.isDisconnect ? "disconnected" : "error"))"))
+            case .success(false):
+                _ = upstream.cancel()
+                if explicitID {
+                    self.resume(ex, id: id, who: who, lastEventID: lastEventID ?? 0)
+                } else {
+                    self.fail(ex, .internalError("request id collision; retry"))
+                }
+            case .success(true):
+                let g = Generation(id: id, owner: who.user, sid: who.sid, budgetKey: nil, upstream: upstream, worker: self)
+                self.register(g)
+                self.beginStream(ex, id: id, who: who, lastSent: 0)
+                g.start()
+            }
+        }
+    }
+
+    /// `GET /api/chat/stream/{requestId}` with `Last-Event-ID` (or `?lastEventId=`).
+    func resumeStream(_ ex: HTTPExchange, rawID: Substring) {
+        let id: RequestID
+        let lastEventID: UInt64?
+        do {
+            id = try RequestID(validating: rawID)
+        } catch let e as APIError {
+            return fail(ex, e)
+        } catch { return fail(ex, .invalidRequest("bad request id")) }
+        guard let who = authenticate(ex) else { return }
+        guard !draining else { return fail(ex, .notReady("draining")) }
+        do {
+            lastEventID = try lastEventIDOf(ex)
+        } catch let e as APIError {
+            return fail(ex, e)
+        } catch { return fail(ex, .invalidLastEventID("bad Last-Event-ID")) }
+        resume(ex, id: id, who: who, lastEventID: lastEventID ?? 0)
+    }
+
+    /// Checks the stream and the client's position, then streams from there.
+    func resume(_ ex: HTTPExchange, id: RequestID, who: Identity, lastEventID: UInt64) {
+        log.open(id) { [weak self] r in
+            guard let self, ex.isOpen else { return }
+            switch r {
+            case .failure(let f):
+                self.fail(ex, .notReady("Redis is not available (\(f.isDisconnect ? "disconnected" : "error"))"))
+            case .success(nil):
+                self.metrics.add(.resumesNotFound)
+                self.fail(ex, .streamNotFound)
+            case .success(let info?):
+                guard info.owner == who.user else {
+                    self.metrics.add(.resumesNotFound)
+                    return self.fail(ex, .streamNotFound)
+                }
+                guard lastEventID <= info.lastSeq else {
+                    return self.fail(ex, .invalidLastEventID("Last-Event-ID \(lastEventID) is beyond the stream's last event \(info.lastSeq)"))
+                }
+                let firstNeeded = lastEventID + 1
+                let oldestKept = info.firstRetainedSeq ?? (info.lastSeq + 1)
+                if firstNeeded < oldestKept {
+                    guard self.log.lossless, info.textLength > 0 || info.lastSeq == 0 else {
+                        self.metrics.add(.resumesGap)
+                        return self.fail(ex, .resumeGap("events after \(lastEventID) are no longer retained (oldest kept: \(oldestKept))"))
+                    }
+                    self.metrics.add(.resumesCatchUp)
+                } else {
+                    self.metrics.add(.resumesOK)
+                }
+                let finished = info.state != "running"
+                self.beginStream(ex, id: id, who: who, lastSent: lastEventID, alreadyComplete: finished && lastEventID == info.lastSeq)
+            }
+        }
+    }
+
+    /// Sends the stream headers and `retry:`, then subscribes.
+    func beginStream(_ ex: HTTPExchange, id: RequestID, who: Identity, lastSent: UInt64, alreadyComplete: Bool = false) {
+        ex.setHeader("Content-Type", SSEFrame.contentType)
+        ex.setHeader("Cache-Control", "no-store")
+        ex.setHeader("X-Accel-Buffering", "no")
+        ex.setHeader("X-Request-Id", id.value)
+        ex.startStream()
+        ex.write(SSEFrame.retry(milliseconds: 1000))
+        if alreadyComplete {
+            ex.endStream()
+            return
+        }
+        let s = Subscription(id: id, owner: who.user, sid: who.sid, exchange: ex, worker: self,
+                             lastSent: lastSent, tokenExpiry: who.expiresAt)
+        register(s)
+        s.start()
+    }
+
+    /// `DELETE /api/chat/stream/{requestId}`: the owning instance, wherever it is,
+    /// stops the generation (`relay:cancel`). 202 also when already finished.
+    func cancelStream(_ ex: HTTPExchange, rawID: Substring) {
+        let id: RequestID
+        do {
+            id = try RequestID(validating: rawID)
+        } catch let e as APIError {
+            return fail(ex, e)
+        } catch { return fail(ex, .invalidRequest("bad request id")) }
+        guard let who = authenticate(ex) else { return }
+        log.open(id) { [weak self] r in
+            guard let self, ex.isOpen else { return }
+            switch r {
+            case .failure:
+                self.fail(ex, .notReady("Redis is not available"))
+            case .success(let info):
+                guard let info, info.owner == who.user else { return self.fail(ex, .streamNotFound) }
+                let accepted = "{\"requestId\":\(JSONText.quoted(id.value)),\"state\":\(JSONText.quoted(info.state))}"
+                guard info.state == "running" else {
+                    return ex.respond(status: 202, contentType: "application/json", body: accepted)
+                }
+                self.commands.send(["PUBLISH", StreamKeys.cancelChannel, id.value]) { r in
+                    if r.errorMessage != nil { return self.fail(ex, .notReady("Redis is not available")) }
+                    ex.respond(status: 202, contentType: "application/json", body: accepted)
+                }
+            }
+        }
+    }
+
+    /// The `X-Request-Id` header (validated), or a fresh random id.
+    func requestID(_ ex: HTTPExchange) throws -> RequestID {
+        let values = ex.headerValues("X-Request-Id")
+        guard values.count <= 1 else { throw APIError.invalidRequest("more than one X-Request-Id header") }
+        guard let v = values.first else { return RequestID.random() }
+        return try RequestID(validating: v)
+    }
+
+    /// `Last-Event-ID` header (WHATWG HTML §9.2.4), else `?lastEventId=`; nil when neither.
+    func lastEventIDOf(_ ex: HTTPExchange) throws -> UInt64? {
+        let values = ex.headerValues("Last-Event-ID")
+        guard values.count <= 1 else { throw APIError.invalidLastEventID("more than one Last-Event-ID header") }
+        if let h = values.first { return try LastEventID.parse(h) }
+        if let q = ex.queryParameter("lastEventId") { return try LastEventID.parse(q) }
+        return nil
+    }
+
+    /// `GET /api/budget` (issue 3).
+    func budget(_ ex: HTTPExchange) {
+        guard authenticate(ex) != nil else { return }
+        ex.respond(.routeNotFound)
+    }
+
+    /// `POST /admin/sessions/{sid}/revoke` (issue 3).
+    func revokeSession(_ ex: HTTPExchange, sid: String) {
+        ex.respond(.routeNotFound)
+    }
+}

@@ -1,0 +1,226 @@
+import CLibevent
+import RelayCore
+
+/// HTTP methods the relay routes (libevent's `evhttp_cmd_type`).
+enum HTTPMethod: String {
+    case get = "GET", post = "POST", delete = "DELETE", head = "HEAD", put = "PUT", options = "OPTIONS", patch = "PATCH", other = "OTHER"
+
+    init(_ cmd: evhttp_cmd_type) {
+        switch cmd {
+        case EVHTTP_REQ_GET: self = .get
+        case EVHTTP_REQ_POST: self = .post
+        case EVHTTP_REQ_DELETE: self = .delete
+        case EVHTTP_REQ_HEAD: self = .head
+        case EVHTTP_REQ_PUT: self = .put
+        case EVHTTP_REQ_OPTIONS: self = .options
+        case EVHTTP_REQ_PATCH: self = .patch
+        default: self = .other
+        }
+    }
+}
+
+/// One HTTP request being answered, wrapping libevent's `evhttp_request *`.
+///
+/// Either `respond…` once (a plain reply), or `startStream()` and then `write` chunks
+/// and `endStream()`. libevent frees the request after the reply ends or the
+/// connection closes; after that the exchange is inert (`isOpen == false`).
+/// Loop thread only.
+final class HTTPExchange {
+    private(set) var req: OpaquePointer?
+    let method: HTTPMethod
+    /// The URI path, percent-encoding kept (route parameters are validated strictly).
+    let path: String
+    /// The raw query string, or "".
+    let query: String
+    /// Called once if the client closes the connection while a stream is open.
+    var onClose: (() -> Void)?
+    /// `true` between `startStream()` and `endStream()` / the client closing.
+    private(set) var streaming = false
+    private var closeBox: Unmanaged<HTTPExchange>?
+
+    init(_ req: OpaquePointer) {
+        self.req = req
+        method = HTTPMethod(evhttp_request_get_command(req))
+        var p = "/"
+        var q = ""
+        if let uri = evhttp_request_get_evhttp_uri(req) {
+            if let cp = evhttp_uri_get_path(uri) { p = String(cString: cp) }
+            if let cq = evhttp_uri_get_query(uri) { q = String(cString: cq) }
+        }
+        path = p.isEmpty ? "/" : p
+        query = q
+    }
+
+    var isOpen: Bool { req != nil }
+
+    /// Every value of header `name` (case-insensitive), in order.
+    func headerValues(_ name: String) -> [String] {
+        guard let req, let headers = evhttp_request_get_input_headers(req) else { return [] }
+        var out: [String] = []
+        var kv = headers.pointee.tqh_first
+        while let e = kv {
+            if let k = e.pointee.key, strcasecmp(k, name) == 0, let v = e.pointee.value {
+                out.append(String(cString: v))
+            }
+            kv = e.pointee.next.tqe_next
+        }
+        return out
+    }
+
+    /// The first value of header `name`, or nil.
+    func header(_ name: String) -> String? {
+        guard let req, let v = evhttp_find_header(evhttp_request_get_input_headers(req), name) else { return nil }
+        return String(cString: v)
+    }
+
+    /// The value of query parameter `name` (percent-decoded), or nil.
+    func queryParameter(_ name: String) -> String? {
+        guard !query.isEmpty else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count >= 1, parts[0] == name else { continue }
+            let raw = parts.count == 2 ? String(parts[1]) : ""
+            guard let decoded = evhttp_uridecode(raw, 1, nil) else { return raw }
+            defer { free(decoded) }
+            return String(cString: decoded)
+        }
+        return nil
+    }
+
+    /// The request body bytes (already fully received by evhttp, bounded by
+    /// `evhttp_set_max_body_size`).
+    func body() -> [UInt8] {
+        guard let req, let buf = evhttp_request_get_input_buffer(req) else { return [] }
+        let n = evbuffer_get_length(buf)
+        guard n > 0 else { return [] }
+        var out = [UInt8](repeating: 0, count: n)
+        _ = out.withUnsafeMutableBytes { evbuffer_copyout(buf, $0.baseAddress, n) }
+        return out
+    }
+
+    /// Peer address `ip:port`, for logs.
+    var peer: String {
+        guard let req, let con = evhttp_request_get_connection(req) else { return "?" }
+        var addr: UnsafeMutablePointer<CChar>?
+        var port: UInt16 = 0
+        evhttp_connection_get_peer(con, &addr, &port)
+        return addr.map { "\(String(cString: $0)):\(port)" } ?? "?"
+    }
+
+    func setHeader(_ name: String, _ value: String) {
+        guard let req else { return }
+        evhttp_add_header(evhttp_request_get_output_headers(req), name, value)
+    }
+
+    /// Sends a complete reply with `body` and ends the exchange.
+    func respond(status: Int, contentType: String, body: String, headers: [(String, String)] = []) {
+        guard let req else { return }
+        setHeader("Content-Type", contentType)
+        setHeader("Cache-Control", "no-store")
+        for (k, v) in headers { setHeader(k, v) }
+        let buf = evbuffer_new()
+        _ = body.withCString { evbuffer_add(buf, $0, strlen($0)) }
+        evhttp_send_reply(req, Int32(status), HTTPExchange.reason(status), buf)
+        evbuffer_free(buf)
+        self.req = nil
+    }
+
+    /// Sends `error` as `{"error":{"code","message"}}` with its status.
+    func respond(_ error: APIError, headers: [(String, String)] = []) {
+        respond(status: error.status, contentType: "application/json", body: error.body, headers: headers)
+    }
+
+    /// Starts a chunked 200 response; headers must be set before.
+    func startStream() {
+        guard let req else { return }
+        evhttp_send_reply_start(req, 200, "OK")
+        streaming = true
+        if let con = evhttp_request_get_connection(req) {
+            let box = Unmanaged.passRetained(self)
+            closeBox = box
+            evhttp_connection_set_closecb(con, { _, arg in
+                let me = Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue()
+                me.clientClosed()
+            }, box.toOpaque())
+        }
+    }
+
+    private func clientClosed() {
+        guard req != nil else { return }
+        req = nil
+        streaming = false
+        let cb = onClose
+        onClose = nil
+        releaseCloseBox()
+        cb?()
+    }
+
+    private func releaseCloseBox() {
+        if let b = closeBox {
+            closeBox = nil
+            b.release()
+        }
+    }
+
+    /// Writes `text` as one chunk. Returns false when the exchange is closed.
+    @discardableResult
+    func write(_ text: String) -> Bool {
+        guard let req, streaming else { return false }
+        let buf = evbuffer_new()
+        var t = text
+        t.withUTF8 { p in _ = evbuffer_add(buf, p.baseAddress, p.count) }
+        evhttp_send_reply_chunk(req, buf)
+        evbuffer_free(buf)
+        return true
+    }
+
+    /// Bytes accepted by `write` but not yet sent to the client's socket.
+    var pendingOutputBytes: Int {
+        guard let req, let con = evhttp_request_get_connection(req),
+              let bev = evhttp_connection_get_bufferevent(con),
+              let out = bufferevent_get_output(bev) else { return 0 }
+        return evbuffer_get_length(out)
+    }
+
+    /// Ends a stream (the last chunk) and releases the request.
+    func endStream() {
+        guard let req else { return }
+        if let con = evhttp_request_get_connection(req) { evhttp_connection_set_closecb(con, nil, nil) }
+        evhttp_send_reply_end(req)
+        self.req = nil
+        streaming = false
+        onClose = nil
+        releaseCloseBox()
+    }
+
+    /// Closes the client's connection at once (drain, slow consumer): the client sees
+    /// the body end without `done` and resumes from Redis.
+    func abort() {
+        guard let req else { return }
+        let con = evhttp_request_get_connection(req)
+        if let con { evhttp_connection_set_closecb(con, nil, nil) }
+        self.req = nil
+        streaming = false
+        onClose = nil
+        releaseCloseBox()
+        if let con { evhttp_connection_free(con) }
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: return "OK"
+        case 202: return "Accepted"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 409: return "Conflict"
+        case 413: return "Content Too Large"
+        case 415: return "Unsupported Media Type"
+        case 429: return "Too Many Requests"
+        case 500: return "Internal Server Error"
+        case 503: return "Service Unavailable"
+        default: return "Status"
+        }
+    }
+}

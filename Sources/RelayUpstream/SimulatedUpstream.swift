@@ -1,0 +1,103 @@
+import RelayCore
+import RelayLoop
+
+/// The embedded default upstream (DESIGN §4): streams a bundled original document
+/// token by token at a fixed rate (tokens/s), then `done` with usage.
+///
+/// The same model always yields the same text, so a resumed answer can be compared
+/// byte for byte with an uninterrupted one. `max_tokens` (and summary mode's cap)
+/// cut the answer early with `finish_reason: "length"`.
+public final class SimulatedUpstream: Upstream {
+    private let tokens: ArraySlice<String>
+    private let promptTokens: Int
+    private let tokensPerSecond: Double
+    private let truncated: Bool
+    private let loop: EventLoop
+    private var timer: LoopTimer?
+    private var emit: ((StreamEvent) -> Void)?
+    private var sent = 0
+    private var startMs: UInt64 = 0
+
+    /// - Parameters:
+    ///   - tokens: the answer, already tokenized.
+    ///   - maxTokens: cap on tokens emitted (`nil`: the whole document).
+    ///   - promptTokens: reported as `usage.prompt_tokens`.
+    ///   - tokensPerSecond: emission rate, tokens/s (> 0).
+    public init(tokens: [String], maxTokens: Int?, promptTokens: Int, tokensPerSecond: Double, loop: EventLoop) {
+        let cap = min(tokens.count, maxTokens ?? Int.max)
+        self.tokens = tokens[0..<cap]
+        self.truncated = cap < tokens.count
+        self.promptTokens = promptTokens
+        self.tokensPerSecond = tokensPerSecond
+        self.loop = loop
+    }
+
+    public func start(emit: @escaping (StreamEvent) -> Void) {
+        self.emit = emit
+        startMs = loop.nowMs
+        let period = max(1.0, 1000.0 / tokensPerSecond)
+        timer = LoopTimer(loop: loop, repeating: true) { [weak self] in self?.tick() }
+        timer?.schedule(afterMs: UInt64(period.rounded()))
+    }
+
+    private func tick() {
+        guard let emit else { return }
+        let elapsed = Double(loop.nowMs &- startMs)
+        let due = min(tokens.count, Int(elapsed * tokensPerSecond / 1000.0))
+        var n = max(due, sent + 1)  // at least one token per tick
+        n = min(n, tokens.count)
+        while sent < n {
+            emit(.delta(tokens[tokens.startIndex + sent]))
+            sent += 1
+        }
+        if sent == tokens.count {
+            timer?.cancel()
+            timer = nil
+            self.emit = nil
+            emit(.done(finishReason: truncated ? "length" : "stop",
+                       usage: Usage(promptTokens: promptTokens, completionTokens: sent)))
+        }
+    }
+
+    public func cancel() -> Usage {
+        timer?.cancel()
+        timer = nil
+        emit = nil
+        return Usage(promptTokens: promptTokens, completionTokens: sent)
+    }
+}
+
+/// Makes `SimulatedUpstream`s: `"model": "simulated"` (or none) streams the English NDA
+/// draft, `"simulated-ar"` the Arabic legal text. Tokenized once per factory.
+public final class SimulatedUpstreamFactory: UpstreamFactory {
+    private let tokensPerSecond: Double
+    private let summaryMaxTokens: Int
+    private var cache: [String: [String]] = [:]
+
+    /// - Parameters:
+    ///   - tokensPerSecond: emission rate, tokens/s.
+    ///   - summaryMaxTokens: `max_tokens` cap in summary mode (default 400).
+    public init(tokensPerSecond: Double, summaryMaxTokens: Int = 400) {
+        self.tokensPerSecond = tokensPerSecond
+        self.summaryMaxTokens = summaryMaxTokens
+    }
+
+    public func makeUpstream(for request: ChatRequest, loop: EventLoop) throws -> Upstream {
+        let model = request.model ?? SimulatedDocuments.englishModel
+        guard let doc = SimulatedDocuments.document(forModel: model) else {
+            throw APIError.invalidRequest("unknown model \"\(model)\" (the simulated upstream serves simulated, simulated-ar)")
+        }
+        let tokens: [String]
+        if let t = cache[model] {
+            tokens = t
+        } else {
+            tokens = SimulatedTokenizer.tokens(doc)
+            cache[model] = tokens
+        }
+        var maxTokens = request.maxTokens
+        if request.mode == .summary { maxTokens = min(maxTokens ?? summaryMaxTokens, summaryMaxTokens) }
+        let prompt = request.messages.reduce(0) { $0 + SimulatedTokenizer.estimateTokens($1.content) + 4 }
+        return SimulatedUpstream(tokens: tokens, maxTokens: maxTokens, promptTokens: prompt,
+                                 tokensPerSecond: tokensPerSecond, loop: loop)
+    }
+}
