@@ -47,6 +47,8 @@ public struct ResponseRenderer: Sendable {
     public private(set) var usage: Usage?
     /// The text layout, once decided.
     public var layout: TextLayout? { direction.layout }
+    /// `true` while the app is in the background (updates paused).
+    public var isBackground: Bool { buffer.isBackground }
     /// The typing indicator model.
     public private(set) var typing: TypingIndicator
 
