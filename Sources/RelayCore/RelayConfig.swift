@@ -179,7 +179,7 @@ public struct RelayConfig: Sendable, Equatable {
             c.instanceName = v
         },
         Option(env: "RELAY_JWT_SECRET", flag: "--jwt-secret", help: "HS256 shared secret for client JWTs") { c, v in
-            guard v.utf8.count >= 16 else { throw ConfigError("RELAY_JWT_SECRET must be at least 16 bytes") }
+            guard v.utf8.count >= 32 else { throw ConfigError("RELAY_JWT_SECRET must be at least 32 bytes (RFC 7518 §3.2)") }
             c.jwtSecret = v
         },
         Option(env: "RELAY_JWT_PUBLIC_KEY", flag: "--jwt-public-key", help: "PEM file of the RS256/ES256 public key (instead of a secret)") { c, v in

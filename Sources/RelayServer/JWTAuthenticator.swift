@@ -1,0 +1,24 @@
+import RelayAuth
+import RelayCore
+
+/// The production `Authenticator` (DESIGN §5): exactly one `Authorization: Bearer
+/// <JWT>` header, verified by `JWTVerifier` (signature with the one configured
+/// algorithm, `exp`/`nbf` with leeway, `sub`, `sid`/`session_id`, optional
+/// `iss`/`aud`). Every failure is 401 `unauthorized`.
+public struct JWTAuthenticator: Authenticator {
+    public let verifier: JWTVerifier
+
+    public init(verifier: JWTVerifier) {
+        self.verifier = verifier
+    }
+
+    public func authenticate(authorization: [String], now: Int64) throws -> Identity {
+        do {
+            let token = try BearerToken.extract(authorizationValues: authorization)
+            let c = try verifier.verify(token, now: now)
+            return Identity(user: c.sub, sid: c.sid, tier: c.tier, expiresAt: c.exp)
+        } catch let e as AuthError {
+            throw e.apiError
+        }
+    }
+}
