@@ -1,0 +1,101 @@
+import Foundation
+import RelayCore
+
+/// The caller's token budget (issue 5 item 8), from `GET /api/budget`
+/// (`{"tier","limit","used","remaining","period"}`, DESIGN §2) and then each `done`'s
+/// usage, so the app can disable Send *before* making a request that would fail with
+/// 429 `token_budget_exhausted`. Units: tokens.
+public struct BudgetState: Sendable, Equatable {
+    /// Tier name (`free`, `pro`, …).
+    public var tier: String
+    /// Tokens allowed per period.
+    public var limit: Int
+    /// Tokens used this period.
+    public var used: Int
+    /// Tokens left this period (never negative).
+    public var remaining: Int
+    /// The period as the relay names it (`2025-11`, `month`, `day`, …).
+    public var period: String
+
+    /// Warning below this fraction of `limit` remaining (20 %).
+    public static let warningFraction = 0.2
+
+    public init(tier: String, limit: Int, used: Int, remaining: Int, period: String) {
+        self.tier = tier
+        self.limit = limit
+        self.used = used
+        self.remaining = max(0, remaining)
+        self.period = period
+    }
+
+    /// Decodes the `GET /api/budget` body. Missing `remaining` is `limit - used`.
+    /// - Throws: `BudgetDecodingError` when it is not a JSON object with numeric `limit`.
+    public init(json: Data) throws {
+        guard let obj = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any],
+              let limit = (obj["limit"] as? NSNumber)?.intValue else {
+            throw BudgetDecodingError()
+        }
+        let used = (obj["used"] as? NSNumber)?.intValue ?? 0
+        let remaining = (obj["remaining"] as? NSNumber)?.intValue ?? (limit - used)
+        self.init(tier: obj["tier"] as? String ?? "", limit: limit, used: used, remaining: remaining,
+                  period: obj["period"] as? String ?? "month")
+    }
+
+    /// Counts a finished generation: its `total_tokens` are used.
+    public mutating func apply(_ usage: Usage) {
+        used += usage.totalTokens
+        remaining = max(0, remaining - usage.totalTokens)
+    }
+
+    /// `false` at 0 remaining: the app disables Send.
+    public var canSend: Bool { remaining > 0 }
+
+    /// `true` when less than 20 % of `limit` remains.
+    public var isWarning: Bool {
+        guard limit > 0 else { return remaining <= 0 }
+        return Double(remaining) < Double(limit) * Self.warningFraction
+    }
+
+    /// The pill: `~2,400 tokens remaining this month`; the count is rounded down to two
+    /// significant digits above 100 and grouped with `,` (fixed en-US style);
+    /// `No tokens remaining this month` at 0.
+    public var pillText: String {
+        let span = Self.periodPhrase(period)
+        if remaining <= 0 { return "No tokens remaining \(span)" }
+        let n = Self.approximate(remaining)
+        return "~\(Self.grouped(n)) \(n == 1 ? "token" : "tokens") remaining \(span)"
+    }
+
+    /// Rounds down to two significant digits (2,437 → 2,400; 87 stays 87).
+    static func approximate(_ n: Int) -> Int {
+        guard n >= 100 else { return n }
+        var unit = 1
+        while n / unit >= 100 { unit *= 10 }
+        return n / unit * unit
+    }
+
+    /// `2400` → `2,400` (groups of three, comma; en-US, independent of the device locale).
+    public static func grouped(_ n: Int) -> String {
+        let digits = String(n.magnitude)
+        var out = ""
+        for (i, c) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(c)
+        }
+        return n < 0 ? "-" + out : out
+    }
+
+    /// `this month` for `month`/`monthly`/`YYYY-MM`, `today` for `day`/`daily`/
+    /// `YYYY-MM-DD`, `this week` for `week`/`weekly`, else `this <period>`.
+    static func periodPhrase(_ p: String) -> String {
+        let l = p.lowercased()
+        let digitsAndDashes = !l.isEmpty && l.allSatisfy { $0.isASCII && ($0.isNumber || $0 == "-") }
+        if l == "month" || l == "monthly" || (digitsAndDashes && l.count == 7) { return "this month" }
+        if l == "day" || l == "daily" || (digitsAndDashes && l.count == 10) { return "today" }
+        if l == "week" || l == "weekly" || l.contains("-w") { return "this week" }
+        return l.isEmpty ? "this month" : "this \(l)"
+    }
+}
+
+/// The budget body was not `{"tier","limit","used","remaining","period"}`.
+public struct BudgetDecodingError: Error, Equatable {}

@@ -1,0 +1,337 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import RelayCore
+
+/// One chat answer being streamed, as an `AsyncSequence` of `ChatUpdate`s (issue 5
+/// item 3). The sequence ends after the completion (the last `.render` carries it)
+/// and the `.telemetry` record.
+///
+/// Behaviour (rules in `ReconnectPolicy`, `ResponseRenderer`):
+/// * `POST /api/chat/stream` with `X-Request-Id`, streamed through `URLSession` with a
+///   data delegate; events parsed by `RelayCore.SSEParser`; `lastEventId` kept in memory.
+/// * On a drop: wait 1 s (3 s when the measured RTT — request sent to response
+///   headers — or the reported one is over 500 ms), then `GET /api/chat/stream/{id}`
+///   with `Last-Event-ID`, rotating through the client's base URLs; at most 3 times,
+///   then the completion `needsResume`, and `resume()` re-sends the whole request.
+/// * The bearer token is asked from the client's closure on every connection.
+/// * `stop()` cancels the connection and sends `DELETE`; it is never taken for a drop.
+///
+/// The state lives in one task (`StreamDriver.run`); the public methods only post
+/// inputs to it, so they may be called from any thread.
+public final class RelayStream: AsyncSequence, Sendable {
+    public typealias Element = ChatUpdate
+    public typealias AsyncIterator = AsyncStream<ChatUpdate>.Iterator
+
+    /// The stream's id (`X-Request-Id`).
+    public let requestId: RequestID
+    /// The request as sent.
+    public let request: ChatRequest
+
+    private let client: RelayChatClient
+    private let options: RelayChatClient.ChatOptions
+    private let output: AsyncStream<ChatUpdate>
+    private let inputs: AsyncStream<StreamInput>.Continuation
+    private let state: LockedBox<(completion: Completion?, reconnections: Int)>
+
+    init(client: RelayChatClient, request: ChatRequest, options: RelayChatClient.ChatOptions, priorReconnections: Int) {
+        self.client = client
+        self.request = request
+        self.options = options
+        self.requestId = options.requestId
+        let (out, outC) = AsyncStream.makeStream(of: ChatUpdate.self, bufferingPolicy: .unbounded)
+        let (inp, inC) = AsyncStream.makeStream(of: StreamInput.self, bufferingPolicy: .unbounded)
+        output = out
+        inputs = inC
+        let st = LockedBox<(completion: Completion?, reconnections: Int)>((nil, priorReconnections))
+        state = st
+        let driver = StreamDriver(client: client, request: request, options: options, priorReconnections: priorReconnections,
+                                  output: outC, inputs: inC, state: st)
+        Task { await driver.run(inp) }
+    }
+
+    public func makeAsyncIterator() -> AsyncStream<ChatUpdate>.Iterator { output.makeAsyncIterator() }
+
+    /// How the answer ended, once it has.
+    public var completion: Completion? { state.value.completion }
+
+    /// Stops generating: cancels the connection and sends `DELETE
+    /// /api/chat/stream/{requestId}`; the answer completes as `stopped`.
+    public func stop() { inputs.yield(.stop) }
+
+    /// The app went to the background: render updates pause (the stream keeps reading).
+    public func enterBackground() { inputs.yield(.background) }
+
+    /// The app is back: everything buffered is replayed in one update.
+    public func enterForeground() { inputs.yield(.foreground) }
+
+    /// The manual Resume / Retry: re-sends the whole request as a new stream (new
+    /// request id, next base URL); its telemetry counts this as a reconnection.
+    public func resume() -> RelayStream {
+        var o = options
+        o.requestId = .random()
+        o.firstURLIndex = options.firstURLIndex + 1
+        o.dropAfterEvents = nil
+        return RelayStream(client: client, request: request, options: o, priorReconnections: state.value.reconnections + 1)
+    }
+}
+
+/// What the driver reacts to.
+enum StreamInput: Sendable {
+    case tick
+    case connection(id: Int, ConnectionEvent)
+    case stop
+    case background
+    case foreground
+}
+
+/// Runs one `RelayStream`. All mutable state is confined to `run(_:)`'s task (inputs
+/// arrive through an `AsyncStream`), hence `@unchecked Sendable`.
+final class StreamDriver: @unchecked Sendable {
+    private let client: RelayChatClient
+    private let request: ChatRequest
+    private let options: RelayChatClient.ChatOptions
+    private let priorReconnections: Int
+    private let output: AsyncStream<ChatUpdate>.Continuation
+    private let inputs: AsyncStream<StreamInput>.Continuation
+    private let shared: LockedBox<(completion: Completion?, reconnections: Int)>
+    private var clock: any RelayClock { client.clock }
+
+    private var policy: ReconnectPolicy
+    private var renderer: ResponseRenderer
+    private var parser = SSEParser()
+    private let startedAt: Int64
+    private var connection: HTTPConnection?
+    private var connectionID = 0
+    private var connectStartedAt: Int64 = 0
+    private var urlIndex: Int
+    private var errorStatus: Int?
+    private var errorBody = Data()
+    private var errorContentType: String?
+    private var eventsReceived = 0
+    private var dropped = false
+    private var ended = false
+    private let reportedBackoff: Int64
+
+    init(client: RelayChatClient, request: ChatRequest, options: RelayChatClient.ChatOptions, priorReconnections: Int,
+         output: AsyncStream<ChatUpdate>.Continuation, inputs: AsyncStream<StreamInput>.Continuation,
+         state: LockedBox<(completion: Completion?, reconnections: Int)>) {
+        self.client = client
+        self.request = request
+        self.options = options
+        self.priorReconnections = priorReconnections
+        self.output = output
+        self.inputs = inputs
+        self.shared = state
+        let now = client.clock.nowMs()
+        startedAt = now
+        reportedBackoff = options.network.map { NetworkAdvice($0).reconnectBackoffMs } ?? NetworkAdvice.normalBackoffMs
+        policy = ReconnectPolicy(backoffMs: reportedBackoff)
+        renderer = ResponseRenderer(now: now, expectedSections: options.expectedSections)
+        urlIndex = options.firstURLIndex
+    }
+
+    func run(_ stream: AsyncStream<StreamInput>) async {
+        let clock = self.clock
+        let inputs = self.inputs
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await clock.sleep(ms: RenderBuffer.intervalMs)
+                inputs.yield(.tick)
+            }
+        }
+        if let n = options.network {
+            let advice = NetworkAdvice(n)
+            if advice.warning != nil || advice.suggestsSummaryMode { output.yield(.advice(advice)) }
+        }
+        await perform(policy.start(now: clock.nowMs()))
+        if !ended {
+            for await input in stream {
+                await handle(input)
+                if ended && !renderer.isBackground { break }
+            }
+        }
+        ticker.cancel()
+        connection?.cancel()
+        finishOutput()
+    }
+
+    // MARK: - Inputs
+
+    private func handle(_ input: StreamInput) async {
+        let now = clock.nowMs()
+        switch input {
+        case .tick:
+            if let u = renderer.tick(now: now) { output.yield(.render(u)) }
+            await perform(policy.tick(now: now))
+        case .stop:
+            await perform(policy.stop())
+        case .background:
+            renderer.enterBackground()
+        case .foreground:
+            if let u = renderer.enterForeground(now: now) { output.yield(.render(u)) }
+        case .connection(let id, let event):
+            guard id == connectionID, connection != nil else { return }
+            await handle(event, now: now)
+        }
+    }
+
+    private func handle(_ event: ConnectionEvent, now: Int64) async {
+        switch event {
+        case .response(let status, let contentType):
+            if now - connectStartedAt > Int64(NetworkAdvice.slowRttMs) {
+                policy.backoffMs = max(reportedBackoff, NetworkAdvice.slowBackoffMs)
+            }
+            if status == 200 {
+                let a = policy.responseOpened(status: status, contentType: contentType, now: now)
+                if case .streaming = policy.state { output.yield(.connection(.streaming)) }
+                await perform(a)
+            } else {
+                errorStatus = status
+                errorContentType = contentType
+                errorBody = Data()
+            }
+        case .data(let d):
+            if errorStatus != nil {
+                if errorBody.count < 65_536 { errorBody.append(d) }
+                return
+            }
+            let items: [SSEParser.Item]
+            do {
+                items = try parser.feed(d)
+            } catch {
+                dropConnection()
+                return await perform(policy.connectionLost(now: now))
+            }
+            for item in items {
+                guard case .event(let msg) = item, !ended else { continue }
+                await received(msg, now: now)
+                if connection == nil { break }   // dropped or finished
+            }
+        case .end:
+            connection = nil
+            if let status = errorStatus {
+                errorStatus = nil
+                let e = RelayChatClient.apiError(status: status, body: errorBody)
+                return await perform(policy.responseOpened(status: status, contentType: errorContentType, error: e, now: now))
+            }
+            _ = parser.finish()   // an incomplete event is discarded with its id (WHATWG §9.2.6)
+            await perform(policy.connectionLost(now: now))
+        }
+    }
+
+    private func received(_ msg: SSEMessage, now: Int64) async {
+        let seq = UInt64(msg.lastEventId)
+        if let seq, seq <= policy.lastEventId { return }   // already seen (defensive; the relay drops these)
+        let event = try? StreamEvent(json: msg.data)
+        let action = policy.eventReceived(seq: seq, event: event, now: now)
+        eventsReceived += 1
+        if let event {
+            if let u = renderer.receive(event, now: now) { output.yield(.render(u)) }
+            if case .done(_, let usage) = event {
+                let b = client.budgetBox.mutate { (b: inout BudgetState?) -> BudgetState? in
+                    b?.apply(usage)
+                    return b
+                }
+                if let b { output.yield(.budget(b)) }
+            }
+        }
+        await perform(action)
+        if let n = options.dropAfterEvents, !dropped, !ended, eventsReceived >= n {
+            dropped = true
+            dropConnection()
+            await perform(policy.connectionLost(now: now))
+        }
+    }
+
+    // MARK: - Actions
+
+    private func perform(_ action: ReconnectPolicy.Action) async {
+        let now = clock.nowMs()
+        switch action {
+        case .none:
+            break
+        case .sendRequest:
+            let url = baseURL
+            output.yield(.connection(.connecting(url: url)))
+            await connect(post: true, lastEventId: 0)
+        case .reconnect(let last):
+            urlIndex += 1
+            if case .connecting(let attempt) = policy.state {
+                output.yield(.connection(.reconnecting(attempt: attempt, url: baseURL, lastEventId: last)))
+            }
+            await connect(post: last == 0, lastEventId: last)
+        case .wait(let until):
+            if case .waiting(let attempt, _) = policy.state {
+                output.yield(.connection(.waitingToReconnect(attempt: attempt, delayMs: until - now)))
+            }
+        case .stop:
+            dropConnection()
+            _ = await client.cancel(requestId: options.requestId, preferredURLIndex: urlIndex)
+            complete(.stopped)
+        case .finish(let c):
+            dropConnection()
+            complete(c)
+        }
+    }
+
+    private var baseURL: URL { client.baseURLs[((urlIndex % client.baseURLs.count) + client.baseURLs.count) % client.baseURLs.count] }
+
+    private func connect(post: Bool, lastEventId: UInt64) async {
+        connectionID += 1
+        let id = connectionID
+        parser = SSEParser()
+        errorStatus = nil
+        let token: String
+        do {
+            token = try await client.token()
+        } catch {
+            let e = APIError.unauthorized("no bearer token: \(error)")
+            return await perform(policy.responseOpened(status: 401, contentType: nil, error: e, now: clock.nowMs()))
+        }
+        guard id == connectionID, !ended else { return }   // stopped while fetching the token
+        var req: URLRequest
+        if post {
+            req = URLRequest(url: baseURL.appendingPathComponent("api/chat/stream"))
+            req.httpMethod = "POST"
+            req.httpBody = request.jsonBody
+            req.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        } else {
+            req = URLRequest(url: baseURL.appendingPathComponent("api/chat/stream/\(options.requestId.value)"))
+            req.setValue(String(lastEventId), forHTTPHeaderField: "Last-Event-ID")
+        }
+        req.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        req.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        req.setValue(options.requestId.value, forHTTPHeaderField: "X-Request-Id")
+        req.setValue("no-store", forHTTPHeaderField: "Cache-Control")
+        connectStartedAt = clock.nowMs()
+        let inputs = self.inputs
+        connection = HTTPConnection(request: req, configuration: client.configuration) { event in
+            inputs.yield(.connection(id: id, event))
+        }
+    }
+
+    private func dropConnection() {
+        connectionID += 1   // events of the old connection are ignored from now on
+        connection?.cancel()
+        connection = nil
+    }
+
+    private func complete(_ c: Completion) {
+        guard !ended else { return }
+        ended = true
+        if let u = renderer.finish(c, now: clock.nowMs()) { output.yield(.render(u)) }
+        shared.mutate { $0 = (c, priorReconnections + policy.reconnections) }
+    }
+
+    private func finishOutput() {
+        let latency = renderer.firstTokenAt.map { Int($0 - startedAt) } ?? 0
+        let record = TelemetryRecord(requestId: options.requestId.value, tokensReceived: renderer.tokensReceived,
+                                     latencyMs: latency, reconnections: priorReconnections + policy.reconnections)
+        client.telemetry?(record)
+        output.yield(.telemetry(record))
+        output.finish()
+        inputs.finish()
+    }
+}

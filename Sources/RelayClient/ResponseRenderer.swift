@@ -1,0 +1,131 @@
+import RelayCore
+
+/// One UI update of an answer: newly released text and everything the UI needs to
+/// draw it. Emitted only when something visible changed.
+public struct RenderUpdate: Sendable, Equatable {
+    /// Text released by this update (append it to what is on screen).
+    public var appended: String
+    /// All text released so far (`appended` included).
+    public var text: String
+    /// Direction and line height; decided before the first text, then fixed.
+    /// `nil` only on updates that carry no text yet (e.g. an empty completion).
+    public var layout: TextLayout?
+    /// "Drafting clause 3 of 7…" progress on long drafts, else `nil`.
+    public var progress: DraftProgress.Snapshot?
+    /// `true` while the typing indicator should show (nothing rendered yet).
+    public var showsTypingIndicator: Bool
+    /// Set on the last update of an answer: how it ended (for haptics and buttons).
+    public var completion: Completion?
+    /// Why the text was released, when it was.
+    public var reason: RenderBuffer.Reason?
+
+    public init(appended: String, text: String, layout: TextLayout?, progress: DraftProgress.Snapshot?,
+                showsTypingIndicator: Bool, completion: Completion?, reason: RenderBuffer.Reason?) {
+        self.appended = appended
+        self.text = text
+        self.layout = layout
+        self.progress = progress
+        self.showsTypingIndicator = showsTypingIndicator
+        self.completion = completion
+        self.reason = reason
+    }
+}
+
+/// Turns the events of one answer into `RenderUpdate`s: the render buffer, direction
+/// detection, draft progress, typing indicator and completion together (issue 5 items
+/// 4–7). Pure: times are ms arguments; the stream calls `tick(now:)` every ≤ 50 ms.
+public struct ResponseRenderer: Sendable {
+    /// All text released so far.
+    public private(set) var text = ""
+    /// Delta events received (one per token on the relay's wire).
+    public private(set) var tokensReceived = 0
+    /// When the first delta arrived, ms.
+    public private(set) var firstTokenAt: Int64?
+    /// How the answer ended, once it has.
+    public private(set) var completion: Completion?
+    /// Usage reported by `done`.
+    public private(set) var usage: Usage?
+    /// The text layout, once decided.
+    public var layout: TextLayout? { direction.layout }
+    /// `true` while the app is in the background (updates paused).
+    public var isBackground: Bool { buffer.isBackground }
+    /// The typing indicator model.
+    public private(set) var typing: TypingIndicator
+
+    private var buffer: RenderBuffer
+    private var direction = DirectionDetector()
+    private var progress: DraftProgress
+    private var received = ""          // first characters received, for direction
+
+    /// - Parameters:
+    ///   - now: when the request was sent, ms.
+    ///   - expectedSections: the number of clauses when the app knows it.
+    public init(now: Int64, expectedSections: Int? = nil) {
+        buffer = RenderBuffer(now: now)
+        typing = TypingIndicator(startedAt: now)
+        progress = DraftProgress(expectedTotal: expectedSections)
+    }
+
+    /// An event of the stream. Returns the update it causes, if any.
+    public mutating func receive(_ event: StreamEvent, now: Int64) -> RenderUpdate? {
+        guard completion == nil else { return nil }
+        switch event {
+        case .delta(let s):
+            tokensReceived += 1
+            if firstTokenAt == nil { firstTokenAt = now }
+            if received.unicodeScalars.count < 4_000 { received += s }
+            progress.append(s)
+            return buffer.append(s, now: now).map { update(for: $0, now: now) }
+        case .done(let reason, let u):
+            usage = u
+            return finish(reason == "cancelled" ? .stopped : .finished(finishReason: reason), now: now)
+        case .error(let status, let code, let message):
+            return finish(.failed(status: status, code: code, message: message), now: now)
+        }
+    }
+
+    /// The 50 ms timer.
+    public mutating func tick(now: Int64) -> RenderUpdate? {
+        guard completion == nil else { return nil }
+        return buffer.tick(now: now).map { update(for: $0, now: now) }
+    }
+
+    /// Ends the answer (`done`, `error`, stop, timeout, needsResume): releases all
+    /// buffered text (unless in the background) and carries `completion`.
+    public mutating func finish(_ c: Completion, now: Int64) -> RenderUpdate? {
+        guard completion == nil else { return nil }
+        completion = c
+        progress.finish()
+        if let f = buffer.finish(now: now) { return update(for: f, now: now) }
+        if buffer.isBackground { return nil }
+        return RenderUpdate(appended: "", text: text, layout: direction.layout, progress: currentProgress(),
+                            showsTypingIndicator: false, completion: c, reason: nil)
+    }
+
+    /// The app went to the background: updates pause.
+    public mutating func enterBackground() { buffer.enterBackground() }
+
+    /// The app came back: everything buffered is replayed in one update.
+    public mutating func enterForeground(now: Int64) -> RenderUpdate? {
+        guard buffer.isBackground else { return nil }
+        if let f = buffer.enterForeground(now: now) { return update(for: f, now: now) }
+        if let c = completion {
+            return RenderUpdate(appended: "", text: text, layout: direction.layout, progress: currentProgress(),
+                                showsTypingIndicator: false, completion: c, reason: nil)
+        }
+        return nil
+    }
+
+    private func currentProgress() -> DraftProgress.Snapshot? {
+        progress.snapshot(tokensReceived: max(tokensReceived, usage?.completionTokens ?? 0))
+    }
+
+    private mutating func update(for f: RenderBuffer.Flush, now: Int64) -> RenderUpdate {
+        let layout = direction.decide(from: received)
+        text += f.text
+        typing.textRendered(now: now)
+        let done = buffer.isFinished ? completion : nil
+        return RenderUpdate(appended: f.text, text: text, layout: layout, progress: currentProgress(),
+                            showsTypingIndicator: false, completion: done, reason: f.reason)
+    }
+}

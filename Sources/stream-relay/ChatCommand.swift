@@ -1,0 +1,217 @@
+import Foundation
+import Dispatch
+import RelayClient
+import RelayCore
+
+/// `stream-relay chat`: a terminal client built on `RelayClient` (issue 5 item 11). It
+/// prints each render flush as it comes, a progress line on long drafts, marks
+/// right-to-left answers, stops with Ctrl-C (`DELETE`), can cut its own connection to
+/// show a resume (`--drop-after N`), and ends with the telemetry record as one JSON line.
+enum ChatCommand {
+    static let usage = """
+    usage: stream-relay chat --prompt TEXT [--url URL]... [--token JWT] [--model M]
+                             [--max-tokens N] [--summary] [--drop-after N]
+      --url URL        relay base URL (default http://127.0.0.1:8080); repeat it to let
+                       reconnections rotate through several relay instances
+      --token JWT      bearer token (default: RELAY_TOKEN); see `stream-relay mint-token`
+      --model M        model name passed to the relay
+      --prompt TEXT    the user message (or - to read it from standard input)
+      --max-tokens N   maximum tokens to generate
+      --summary        ask for a summary-mode answer ("mode":"summary")
+      --drop-after N   cut the connection once after N events, to show a resume
+    Text goes to standard output; status lines (connection, progress, direction) to
+    standard error; the last line on standard output is the telemetry JSON
+    {"latencyMs","reconnections","requestId","tokensReceived"}.
+    Ctrl-C stops the answer (DELETE); a second Ctrl-C quits at once.
+    Exit status: 0 finished, 130 stopped, 1 failed / timed out / needs resume, 2 usage.
+    """
+
+    /// Parsed flags.
+    struct Options {
+        var urls: [URL] = []
+        var token: String?
+        var model: String?
+        var prompt: String?
+        var maxTokens: Int?
+        var summary = false
+        var dropAfter: Int?
+    }
+
+    /// Parses `arguments`; returns the options or a usage error message.
+    static func parse(_ arguments: [String]) -> Result<Options, UsageError> {
+        var o = Options()
+        var i = 0
+        func value(_ flag: String) throws -> String {
+            guard i + 1 < arguments.count else { throw UsageError(message: "\(flag) needs a value") }
+            i += 1
+            return arguments[i]
+        }
+        do {
+            while i < arguments.count {
+                let a = arguments[i]
+                switch a {
+                case "--help", "-h": throw UsageError(message: "")
+                case "--url":
+                    let v = try value(a)
+                    guard let u = URL(string: v), let scheme = u.scheme, scheme == "http" || scheme == "https", u.host != nil else {
+                        throw UsageError(message: "--url must be an http(s) URL, got \(v)")
+                    }
+                    o.urls.append(u)
+                case "--token": o.token = try value(a)
+                case "--model": o.model = try value(a)
+                case "--prompt": o.prompt = try value(a)
+                case "--summary": o.summary = true
+                case "--max-tokens":
+                    let v = try value(a)
+                    guard let n = Int(v), n > 0 else { throw UsageError(message: "--max-tokens must be a positive integer") }
+                    o.maxTokens = n
+                case "--drop-after":
+                    let v = try value(a)
+                    guard let n = Int(v), n > 0 else { throw UsageError(message: "--drop-after must be a positive integer") }
+                    o.dropAfter = n
+                default: throw UsageError(message: "unexpected argument \(a)")
+                }
+                i += 1
+            }
+        } catch let e as UsageError {
+            return .failure(e)
+        } catch {
+            return .failure(UsageError(message: "\(error)"))
+        }
+        return .success(o)
+    }
+
+    struct UsageError: Error { var message: String }
+
+    /// Runs the command; returns the process exit status.
+    static func run(arguments: [String]) async -> Int32 {
+        var o: Options
+        switch parse(arguments) {
+        case .failure(let e):
+            if e.message.isEmpty { print(usage); return 0 }
+            printError("chat: \(e.message)\n\(usage)\n")
+            return 2
+        case .success(let parsed): o = parsed
+        }
+        if o.urls.isEmpty { o.urls = [URL(string: "http://127.0.0.1:8080")!] }
+        guard let token = o.token ?? ProcessInfo.processInfo.environment["RELAY_TOKEN"], !token.isEmpty else {
+            printError("chat: no token (--token or RELAY_TOKEN; `stream-relay mint-token` makes one)\n")
+            return 2
+        }
+        if o.prompt == "-" { o.prompt = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) }
+        guard let prompt = o.prompt, !prompt.isEmpty else {
+            printError("chat: --prompt is required\n\(usage)\n")
+            return 2
+        }
+
+        let client = RelayChatClient(baseURLs: o.urls, token: { token })
+        let out = Terminal()
+        if let budget = try? await client.fetchBudget() {
+            out.status(budget.pillText + (budget.isWarning ? " (low)" : ""))
+            guard budget.canSend else {
+                out.status("Send is disabled: the token budget is used up")
+                return 1
+            }
+        }
+        let request = ChatRequest(messages: [ChatMessage(role: "user", content: prompt)], model: o.model,
+                                  maxTokens: o.maxTokens, mode: o.summary ? .summary : .full)
+        let stream = client.startChat(request, options: .init(dropAfterEvents: o.dropAfter))
+        let interrupts = LockedCounter()
+        signal(SIGINT, SIG_IGN)
+        let sigint = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        sigint.setEventHandler {
+            if interrupts.increment() > 1 { exit(130) }
+            stream.stop()
+        }
+        sigint.resume()
+        defer { sigint.cancel(); signal(SIGINT, SIG_DFL) }
+
+        var lastProgress: String?
+        var layoutShown = false
+        var completion: Completion?
+        for await update in stream {
+            switch update {
+            case .advice(let a):
+                if let w = a.warning { out.status(w) }
+                if a.suggestsSummaryMode { out.status("Low bandwidth: --summary gives a shorter answer") }
+            case .connection(let c):
+                switch c {
+                case .connecting(let url): out.status("→ \(url.absoluteString)  request \(stream.requestId)")
+                case .streaming: break
+                case .waitingToReconnect(let attempt, let ms):
+                    out.status(String(format: "⟳ connection lost — reconnecting in %.1f s (attempt %d of %d)", Double(ms) / 1000, attempt, ReconnectPolicy.maxAttempts))
+                case .reconnecting(_, let url, let last):
+                    out.status("⟳ resuming after event \(last) on \(url.absoluteString)")
+                }
+            case .render(let r):
+                if !layoutShown, let l = r.layout, !r.text.isEmpty {
+                    layoutShown = true
+                    if l.direction == .rightToLeft {
+                        out.status(String(format: "⟦RTL⟧ right-to-left answer%@, line height ×%.1f", l.isArabic ? " (Arabic)" : "", l.lineHeightMultiplier))
+                    }
+                }
+                out.text(r.appended)
+                if let p = r.progress?.text, p != lastProgress {
+                    lastProgress = p
+                    out.status("… \(p)  (\(r.progress?.title ?? ""))")
+                }
+                if let c = r.completion { completion = c }
+            case .budget(let b):
+                out.status(b.pillText)
+            case .telemetry(let t):
+                out.endText()
+                out.status(describe(completion))
+                out.line(t.json)
+            }
+        }
+        switch completion {
+        case .finished?: return 0
+        case .stopped?: return 130
+        default: return 1
+        }
+    }
+
+    static func describe(_ c: Completion?) -> String {
+        switch c {
+        case .finished(let reason)?: return "✓ done (\(reason))"
+        case .stopped?: return "■ stopped (DELETE sent)"
+        case .timedOut?: return "! no `done` within 60 s — the answer is complete as shown; retry is possible"
+        case .needsResume?: return "! could not resume after 3 attempts — re-send the request to retry"
+        case .failed(let status, let code, let message)?: return "✗ \(status) \(code): \(message)"
+        case nil: return "✗ ended without completion"
+        }
+    }
+}
+
+/// Writes answer text to stdout and status lines to stderr, keeping status lines on
+/// lines of their own.
+final class Terminal: @unchecked Sendable {
+    private var atLineStart = true
+
+    func text(_ s: String) {
+        guard !s.isEmpty else { return }
+        FileHandle.standardOutput.write(Data(s.utf8))
+        atLineStart = s.hasSuffix("\n")
+    }
+
+    func endText() {
+        if !atLineStart { FileHandle.standardOutput.write(Data("\n".utf8)); atLineStart = true }
+    }
+
+    func status(_ s: String) {
+        endText()
+        printError(s + "\n")
+    }
+
+    func line(_ s: String) {
+        endText()
+        FileHandle.standardOutput.write(Data((s + "\n").utf8))
+    }
+}
+
+/// Counts Ctrl-C presses from the signal handler's queue.
+final class LockedCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func increment() -> Int { lock.withLock { n += 1; return n } }
+}

@@ -1,0 +1,129 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import RelayCore
+@testable import RelayClient
+
+/// A scripted relay behind a `URLProtocol`, so `RelayStream` runs its real
+/// `URLSession` code against canned answers (no sockets).
+final class MockRelay: @unchecked Sendable {
+    /// How one request is answered.
+    struct Reply {
+        var status = 200
+        var contentType = "text/event-stream"
+        var chunks: [Data] = []
+        /// `nil`: keep the connection open; `.some(nil)`: clean end; `.some(error)`: fail.
+        var end: URLError?? = .some(nil)
+    }
+
+    /// A request as the relay saw it.
+    struct Seen {
+        var method: String
+        var url: URL
+        var headers: [String: String]
+        var body: Data?
+        /// A header, by case-insensitive name (URLSession may re-case names: `Last-Event-Id`).
+        func header(_ name: String) -> String? {
+            headers.first { $0.key.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    private let lock = NSLock()
+    private var handler: (URLRequest, Int) -> Reply = { _, _ in Reply() }
+    private var seen: [Seen] = []
+    nonisolated(unsafe) static var current: MockRelay?
+
+    init() { MockRelay.current = self }
+
+    func answer(_ h: @escaping (URLRequest, Int) -> Reply) { lock.withLock { handler = h } }
+
+    var requests: [Seen] { lock.withLock { seen } }
+
+    func reply(for request: URLRequest) -> Reply {
+        lock.withLock {
+            var body = request.httpBody
+            if body == nil, let s = request.httpBodyStream {
+                s.open()
+                var d = Data()
+                var buf = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let n = s.read(&buf, maxLength: buf.count)
+                    if n <= 0 { break }
+                    d.append(buf, count: n)
+                }
+                s.close()
+                body = d
+            }
+            seen.append(Seen(method: request.httpMethod ?? "GET", url: request.url!, headers: request.allHTTPHeaderFields ?? [:], body: body))
+            return handler(request, seen.count - 1)
+        }
+    }
+
+    var configuration: URLSessionConfiguration {
+        let c = URLSessionConfiguration.ephemeral
+        c.protocolClasses = [MockURLProtocol.self]
+        return c
+    }
+
+    /// SSE frames for `events` starting at `seq` `from`.
+    static func frames(_ events: [StreamEvent], from: UInt64 = 1) -> String {
+        var s = ""
+        for (i, e) in events.enumerated() { s += SSEFrame.event(seq: from + UInt64(i), json: e.json) }
+        return s
+    }
+
+    /// `text` split into bytes chunks of `size` (splitting UTF-8 sequences too).
+    static func chunks(_ text: String, size: Int) -> [Data] {
+        let bytes = Array(text.utf8)
+        return stride(from: 0, to: bytes.count, by: size).map { Data(bytes[$0..<min(bytes.count, $0 + size)]) }
+    }
+}
+
+final class MockURLProtocol: URLProtocol, @unchecked Sendable {
+    override class func canInit(with request: URLRequest) -> Bool { true }
+    override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+
+    override func startLoading() {
+        guard let relay = MockRelay.current else { return }
+        let r = relay.reply(for: request)
+        let response = HTTPURLResponse(url: request.url!, statusCode: r.status, httpVersion: "HTTP/1.1",
+                                       headerFields: ["Content-Type": r.contentType])!
+        client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
+        for c in r.chunks { client?.urlProtocol(self, didLoad: c) }
+        switch r.end {
+        case .none: break
+        case .some(.none): client?.urlProtocolDidFinishLoading(self)
+        case .some(.some(let e)): client?.urlProtocol(self, didFailWithError: e)
+        }
+    }
+
+    override func stopLoading() {}
+}
+
+/// Keeps a virtual clock moving (100 ms per real millisecond) while a stream runs, so
+/// backoffs and ticks happen without real waiting of that length.
+func withRunningClock<T>(_ clock: VirtualClock, _ body: () async throws -> T) async rethrows -> T {
+    let pump = Task {
+        while !Task.isCancelled {
+            clock.advance(by: 100)
+            try? await Task.sleep(nanoseconds: 1_000_000)
+        }
+    }
+    defer { pump.cancel() }
+    return try await body()
+}
+
+/// Collects all updates of a stream.
+func collect(_ stream: RelayStream) async -> [ChatUpdate] {
+    var all: [ChatUpdate] = []
+    for await u in stream { all.append(u) }
+    return all
+}
+
+extension Array where Element == ChatUpdate {
+    var renders: [RenderUpdate] { compactMap { if case .render(let r) = $0 { return r } else { return nil } } }
+    var finalText: String { renders.last?.text ?? "" }
+    var completion: Completion? { renders.last?.completion }
+    var telemetry: TelemetryRecord? { if case .telemetry(let t)? = last { return t } else { return nil } }
+}
