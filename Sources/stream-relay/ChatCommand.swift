@@ -19,6 +19,7 @@ enum ChatCommand {
       --max-tokens N   maximum tokens to generate
       --summary        ask for a summary-mode answer ("mode":"summary")
       --drop-after N   cut the connection once after N events, to show a resume
+      --output FILE    also write the answer text, exactly as received, to FILE
     Text goes to standard output; status lines (connection, progress, direction) to
     standard error; the last line on standard output is the telemetry JSON
     {"latencyMs","reconnections","requestId","tokensReceived"}.
@@ -35,6 +36,7 @@ enum ChatCommand {
         var maxTokens: Int?
         var summary = false
         var dropAfter: Int?
+        var output: String?
     }
 
     /// Parses `arguments`; returns the options or a usage error message.
@@ -61,6 +63,7 @@ enum ChatCommand {
                 case "--model": o.model = try value(a)
                 case "--prompt": o.prompt = try value(a)
                 case "--summary": o.summary = true
+                case "--output": o.output = try value(a)
                 case "--max-tokens":
                     let v = try value(a)
                     guard let n = Int(v), n > 0 else { throw UsageError(message: "--max-tokens must be a positive integer") }
@@ -126,6 +129,7 @@ enum ChatCommand {
         sigint.resume()
         defer { sigint.cancel(); signal(SIGINT, SIG_DFL) }
 
+        var answer = Data()
         var lastProgress: String?
         var layoutShown = false
         var completion: Completion?
@@ -151,6 +155,7 @@ enum ChatCommand {
                     }
                 }
                 out.text(r.appended)
+                answer.append(contentsOf: r.appended.utf8)
                 if let p = r.progress?.text, p != lastProgress {
                     lastProgress = p
                     out.status("… \(p)  (\(r.progress?.title ?? ""))")
@@ -162,6 +167,14 @@ enum ChatCommand {
                 out.endText()
                 out.status(describe(completion))
                 out.line(t.json)
+            }
+        }
+        if let path = o.output {
+            do {
+                try answer.write(to: URL(fileURLWithPath: path))
+            } catch {
+                printError("chat: cannot write \(path): \(error)\n")
+                return 1
             }
         }
         switch completion {

@@ -17,6 +17,7 @@ switch command {
 case "serve": code = ServeCommand.run(arguments: args)
 case "mint-token": code = MintTokenCommand.run(arguments: args)
 case "revoke": code = RevokeCommand.run(arguments: args)
+case "chat": code = await ChatCommand.run(arguments: args)
 case "help": print(usage); code = 0
 default:
     printError("stream-relay: unknown command \(command)\n\(usage)\n")
