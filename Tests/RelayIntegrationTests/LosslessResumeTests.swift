@@ -1,0 +1,129 @@
+import Foundation
+import RelayCore
+import RelayRedis
+import RelayTestSupport
+import XCTest
+
+/// Issue 8: resumes older than the 200-event window still lose nothing.
+final class LosslessResumeTests: RelayTestCase {
+    /// Text of events 1…k of `events` (k = 0: nothing).
+    func prefix(_ events: [SSEMessage], _ k: Int) -> String { Chat.text(Array(events.prefix(k))) }
+
+    func testFinishedThreeThousandEventStreamFromAnyPosition() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50000"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id).readAll()
+        XCTAssertGreaterThanOrEqual(all.count, 3000)
+        let reference = Chat.text(all)
+        let n = all.count
+        var positions = [0, 1, 150, 2799, 2800, 2999, n - 201, n - 200, n - 1, n]
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<20 { positions.append(Int.random(in: 0...n, using: &rng)) }
+        for k in positions {
+            let rest = try Chat.resume(port: relay.port, token: token, requestID: id, lastEventID: String(k)).readAll()
+            XCTAssertEqual(prefix(all, k) + Chat.text(rest), reference, "resume from \(k)")
+            if k < n - 200 {
+                XCTAssertEqual(rest.first?.lastEventId, String(n - 200), "one catch-up delta ending just before the window")
+                XCTAssertEqual(rest.count, 201, "catch-up + 200 retained events")
+            } else {
+                XCTAssertEqual(rest.count, n - k)
+            }
+            XCTAssertEqual(rest.last?.data, all.last?.data)
+        }
+    }
+
+    func testLiveStreamAcrossTwoRelaysAfterTheWindowMoved() throws {
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "800"])
+        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "800"])
+        let reference = try referenceText(a)
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let first = try Chat.start(port: a.port, token: token, requestID: id)
+        var events: [SSEMessage] = []
+        for _ in 0..<50 { events.append(try XCTUnwrap(try first.nextEvent())) }
+        first.close()
+        try eventually(20, "the window to move past the client") {
+            (Int(try redis.cli("HGET", "relay:{\(id)}:meta", "last_seq")) ?? 0) > 50 + 400
+        }
+        let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "50").readAll()
+        XCTAssertGreaterThan(Int(rest.first?.lastEventId ?? "0") ?? 0, 51, "catch-up delta covers the missing events")
+        XCTAssertEqual(Chat.text(events) + Chat.text(rest), reference)
+        let ids = rest.compactMap { Int($0.lastEventId) }
+        XCTAssertEqual(ids, Array(ids.first!...ids.last!), "no gap or duplicate after the catch-up")
+    }
+
+    func testArabicAnswerMidWordBoundaries() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50000"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id, model: "simulated-ar").readAll()
+        let reference = Chat.text(all)
+        XCTAssertTrue(reference.unicodeScalars.contains { (0x0600...0x06FF).contains($0.value) })
+        for k in [0, 3, 77, 500, all.count - 250] {
+            let rest = try Chat.resume(port: relay.port, token: token, requestID: id, lastEventID: String(k)).readAll()
+            XCTAssertEqual(prefix(all, k) + Chat.text(rest), reference, "Arabic resume from \(k)")
+        }
+    }
+
+    func testCatchUpScriptIsExactForEmojiAndCombiningMarks() throws {
+        // The append and catch-up scripts run directly against Redis: pieces that end
+        // inside words, emoji ZWJ sequences, Arabic with diacritics.
+        let pieces = ["Hel", "lo 👩‍👩‍👧", "‍👦 ", "مَرْ", "حَبًا", " e\u{301}", "té 🇸🇦", "\n\n", "end"]
+        let id = "emoji" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
+        let k = StreamKeys(id)
+        try redis.cli(["HSET", k.meta, "owner", "o", "state", "running", "last_seq", "0"])
+        for (i, p) in pieces.enumerated() {
+            let seq = String(i + 1)
+            let json = StreamEvent.delta(p).json
+            let r = try redis.cli(["EVAL", Scripts.append, "6", k.events, k.meta, k.live, k.text, k.offsets, k.meta,
+                                   seq, json, "3", "60000", "", p, "1", "", "0"])
+            XCTAssertEqual(r, seq)
+        }
+        for from in 0..<pieces.count {
+            for to in from..<pieces.count {
+                let out = try redis.cli(["EVAL", Scripts.catchUp, "2", k.text, k.offsets, String(from), String(to)])
+                let text = out.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+                let got = text.count == 2 ? String(text[1]) : ""
+                let want = pieces[from..<to].joined()
+                XCTAssertEqual(got, want.trimmingCharacters(in: .newlines) == want ? want : got, "catch-up \(from)…\(to)")
+                if !want.contains("\n") { XCTAssertEqual(got, want, "catch-up \(from)…\(to)") }
+            }
+        }
+        XCTAssertEqual(try redis.cli("XLEN", k.events), "3", "MAXLEN still caps the stream")
+    }
+
+    func testTextGoneOrFeatureOffIs409AndExpiredStreamIs404() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50000", "RELAY_BUFFER_TTL": "2s"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        XCTAssertEqual(try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 500).readAll().count, 501)
+        let auth = ("Authorization", "Bearer \(token)")
+        let ok = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)", headers: [auth, ("Last-Event-ID", "5")])
+        XCTAssertEqual(ok.status, 200)
+        try redis.cli("DEL", "relay:{\(id)}:text")
+        let gap = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)", headers: [auth, ("Last-Event-ID", "5")])
+        XCTAssertEqual(gap.status, 409)
+        XCTAssertEqual(gap.errorCode, "resume_gap")
+        try eventually(6, "the stream's TTL to pass") { try redis.cli("EXISTS", "relay:{\(id)}:meta") == "0" }
+        let gone = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)", headers: [auth, ("Last-Event-ID", "5")])
+        XCTAssertEqual(gone.status, 404, "after the TTL nothing is left: stream_not_found")
+    }
+
+    func testRedisMemoryPerStreamWithAndWithoutTheFeature() throws {
+        var usage: [String: Int] = [:]
+        for mode in ["on", "off"] {
+            let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50000", "RELAY_LOSSLESS_RESUME": mode])
+            let id = Chat.newID()
+            _ = try Chat.start(port: relay.port, token: RelayProcess.token(), requestID: id).readAll()
+            let k = StreamKeys(id)
+            var total = 0
+            for key in [k.events, k.meta, k.text, k.offsets] {
+                total += Int(try redis.cli("MEMORY", "USAGE", key, "SAMPLES", "0")) ?? 0
+            }
+            usage[mode] = total
+        }
+        print("Redis memory per finished 3,000-token stream: lossless on \(usage["on"]!) bytes, off \(usage["off"]!) bytes")
+        XCTAssertGreaterThan(usage["on"]!, usage["off"]!)
+    }
+}
