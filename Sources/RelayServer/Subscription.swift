@@ -123,8 +123,11 @@ final class Subscription {
             guard let self, !self.ended else { return }
             switch r {
             case .success(let text?):
-                let e = SequencedEvent(seq: seq, json: StreamEvent.delta(text).json)
-                self.finishReplay([e] + events)
+                // One ordinary, larger delta standing for events lastSent+1 … seq.
+                self.exchange.write(SSEFrame.event(seq: seq, json: StreamEvent.delta(text).json))
+                self.lastSent = seq
+                self.eventsWritten += 1
+                self.finishReplay(events)
             case .success(nil):
                 self.fail(.resumeGap("events up to \(seq) and their text have expired"))
             case .failure(let f):

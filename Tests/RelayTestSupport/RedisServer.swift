@@ -61,6 +61,11 @@ public final class RedisServer: @unchecked Sendable {
     /// Runs one command with `redis-cli` and returns its raw output, trimmed.
     @discardableResult
     public func cli(_ args: [String]) throws -> String {
+        try cliRaw(args).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Runs one command with `redis-cli --raw`; the output without its final newline only.
+    public func cliRaw(_ args: [String]) throws -> String {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: TestPaths.which("redis-cli"))
         p.arguments = ["-s", socketPath, "--raw"] + args
@@ -70,7 +75,9 @@ public final class RedisServer: @unchecked Sendable {
         try p.run()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        var text = String(decoding: data, as: UTF8.self)
+        if text.hasSuffix("\n") { text.removeLast() }
+        return text
     }
 }
 
