@@ -164,7 +164,6 @@ enum ChatCommand {
             case .budget(let b):
                 out.status(b.pillText)
             case .telemetry(let t):
-                out.endText()
                 out.status(describe(completion))
                 out.line(t.json)
             }
@@ -196,29 +195,32 @@ enum ChatCommand {
     }
 }
 
-/// Writes answer text to stdout and status lines to stderr, keeping status lines on
-/// lines of their own.
+/// Writes answer text to stdout — exactly the answer's bytes, so runs can be compared
+/// byte for byte — and status lines to stderr. When a status line interrupts a line of
+/// text, the line break that separates them on a terminal goes to stderr too.
 final class Terminal: @unchecked Sendable {
-    private var atLineStart = true
+    /// Whether stdout's last byte ends a line.
+    private var stdoutAtLineStart = true
+    /// Whether the terminal (stdout and stderr interleaved) is at the start of a line.
+    private var screenAtLineStart = true
 
     func text(_ s: String) {
         guard !s.isEmpty else { return }
         FileHandle.standardOutput.write(Data(s.utf8))
-        atLineStart = s.hasSuffix("\n")
-    }
-
-    func endText() {
-        if !atLineStart { FileHandle.standardOutput.write(Data("\n".utf8)); atLineStart = true }
+        stdoutAtLineStart = s.hasSuffix("\n")
+        screenAtLineStart = stdoutAtLineStart
     }
 
     func status(_ s: String) {
-        endText()
-        printError(s + "\n")
+        printError((screenAtLineStart ? "" : "\n") + s + "\n")
+        screenAtLineStart = true
     }
 
+    /// A line of its own on stdout (the telemetry JSON): a newline first if needed.
     func line(_ s: String) {
-        endText()
-        FileHandle.standardOutput.write(Data((s + "\n").utf8))
+        FileHandle.standardOutput.write(Data(((stdoutAtLineStart ? "" : "\n") + s + "\n").utf8))
+        stdoutAtLineStart = true
+        screenAtLineStart = true
     }
 }
 
