@@ -39,6 +39,6 @@ let package = Package(
         .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayCore"]),
         .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore"]),
         .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore"]),
-        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayTestSupport", "RelayCore", "stream-relay"]),
+        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayClient", "RelayTestSupport", "RelayCore", "stream-relay"]),
     ]
 )
