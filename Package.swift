@@ -38,7 +38,7 @@ let package = Package(
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore"]),
         .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayCore"]),
         .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore"]),
-        .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore"]),
+        .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore", "RelayTestSupport"]),
         .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayClient", "RelayTestSupport", "RelayCore", "stream-relay"]),
     ]
 )

@@ -12,9 +12,9 @@ import Glibc
 /// records what it saw: each request, and when a client closed a connection the script was
 /// holding open. Keep-alive: after a chunked response that ends normally the connection
 /// waits for a next request.
-final class FakeUpstreamServer: @unchecked Sendable {
+public final class FakeUpstreamServer: @unchecked Sendable {
     /// One step of a response script.
-    enum Step: Sendable {
+    public enum Step: Sendable {
         /// Status line and headers. `chunked`: `Transfer-Encoding: chunked` (each `send` is one
         /// chunk); otherwise `Connection: close` and the body ends when the server closes.
         case head(status: Int, contentType: String, chunked: Bool = true)
@@ -35,43 +35,43 @@ final class FakeUpstreamServer: @unchecked Sendable {
 
     /// A response: steps played in order; a script whose last step is not `hangUp`/`holdOpen`
     /// ends its body normally (terminal chunk when chunked, else close).
-    struct Script: Sendable {
-        var steps: [Step]
-        init(_ steps: [Step]) { self.steps = steps }
+    public struct Script: Sendable {
+        public var steps: [Step]
+        public init(_ steps: [Step]) { self.steps = steps }
     }
 
     /// What the server received.
-    struct Request: Sendable {
-        var method: String
-        var path: String
+    public struct Request: Sendable {
+        public var method: String
+        public var path: String
         /// Header names lowercased.
-        var headers: [String: String]
-        var body: [UInt8]
+        public var headers: [String: String]
+        public var body: [UInt8]
         /// Which accepted connection (0, 1, …) carried it.
-        var connection: Int
+        public var connection: Int
 
         /// The body as a JSON object.
-        var json: [String: Any] {
+        public var json: [String: Any] {
             (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:]
         }
     }
 
     /// A client closing a connection that a `holdOpen`/`flood` step was waiting on.
-    struct ClientClose: Sendable {
-        var path: String
+    public struct ClientClose: Sendable {
+        public var path: String
         /// `DispatchTime.now().uptimeNanoseconds` when the server saw the close.
-        var atNanos: UInt64
+        public var atNanos: UInt64
     }
 
     private struct State {
         var requests: [Request] = []
         var closes: [ClientClose] = []
-        var connections = 0
+        public var connections = 0
         var stopping = false
     }
 
     /// The TCP port (127.0.0.1).
-    let port: Int
+    public let port: Int
     private let routes: [String: Script]
     private let listenFD: Int32
     private let state = Mutex(State())
@@ -79,10 +79,10 @@ final class FakeUpstreamServer: @unchecked Sendable {
     private let acceptDone = DispatchSemaphore(value: 0)
 
     /// `http://127.0.0.1:<port>`.
-    var baseURL: String { "http://127.0.0.1:\(port)" }
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
 
     /// Starts listening and accepting.
-    init(routes: [String: Script]) throws {
+    public init(routes: [String: Script]) throws {
         self.routes = routes
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
@@ -108,7 +108,7 @@ final class FakeUpstreamServer: @unchecked Sendable {
     }
 
     /// Stops accepting and waits for the accept thread; connection threads end by themselves.
-    func stop() {
+    public func stop() {
         let already = state.withLock { s -> Bool in
             defer { s.stopping = true }
             return s.stopping
@@ -121,15 +121,15 @@ final class FakeUpstreamServer: @unchecked Sendable {
     deinit { stop() }
 
     /// Requests received so far, in order.
-    var requests: [Request] { state.withLock { $0.requests } }
+    public var requests: [Request] { state.withLock { $0.requests } }
     /// Connections accepted so far.
-    var connectionCount: Int { state.withLock { $0.connections } }
+    public var connectionCount: Int { state.withLock { $0.connections } }
     /// Client closes observed so far.
-    var closes: [ClientClose] { state.withLock { $0.closes } }
+    public var closes: [ClientClose] { state.withLock { $0.closes } }
 
     /// Waits until the server has seen `count` client closes, or `timeout` seconds passed.
     /// - Returns: the closes seen.
-    func waitForCloses(_ count: Int = 1, timeout: Double = 5) -> [ClientClose] {
+    public func waitForCloses(_ count: Int = 1, timeout: Double = 5) -> [ClientClose] {
         let deadline = DispatchTime.now() + timeout
         while closes.count < count {
             if closeSignal.wait(timeout: deadline) == .timedOut { break }
