@@ -125,6 +125,8 @@ public struct RelayConfig: Sendable, Equatable {
     public var upstreamIdleTimeoutMs = 60_000
     /// `max_tokens` cap in summary mode; default 400.
     public var summaryMaxTokens = 400
+    /// A client must send its whole request within this long, ms; default 30,000.
+    public var requestTimeoutMs = 30_000
     /// How long a revocation marker lives, ms (should cover the longest token
     /// lifetime); default 24 h.
     public var revocationTTLms = 86_400_000
@@ -238,6 +240,9 @@ public struct RelayConfig: Sendable, Equatable {
         },
         Option(env: "RELAY_SUMMARY_MAX_TOKENS", flag: "--summary-max-tokens", help: "max_tokens cap in summary mode (default 400)") { c, v in
             c.summaryMaxTokens = try int(v, "RELAY_SUMMARY_MAX_TOKENS", 1...1_000_000)
+        },
+        Option(env: "RELAY_REQUEST_TIMEOUT", flag: "--request-timeout", help: "time to send a whole request before the connection is dropped (default 30s)") { c, v in
+            c.requestTimeoutMs = try duration(v, "RELAY_REQUEST_TIMEOUT", 1000...3_600_000)
         },
         Option(env: "RELAY_REVOCATION_TTL", flag: "--revocation-ttl", help: "how long a session revocation lasts; cover the longest token lifetime (default 24h)") { c, v in
             c.revocationTTLms = try duration(v, "RELAY_REVOCATION_TTL", 1000...(400 * 86_400_000))

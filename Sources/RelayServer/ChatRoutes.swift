@@ -17,20 +17,10 @@ extension Worker {
         guard contentType.hasPrefix("application/json") else {
             return fail(ex, .invalidRequest("Content-Type must be application/json"))
         }
-        let request: ChatRequest
-        let id: RequestID
-        let lastEventID: UInt64?
-        let upstream: Upstream
-        do {
-            request = try ChatRequest.parse(Data(ex.body()))
-            id = try requestID(ex)
-            lastEventID = try lastEventIDOf(ex)
-            upstream = try upstreams.makeUpstream(for: request, loop: loop)
-        } catch let e as APIError {
-            return fail(ex, e)
-        } catch {
-            return fail(ex, .invalidRequest("\(error)"))
-        }
+        guard let (id, lastEventID, upstream) = attempt(ex, { () throws -> (RequestID, UInt64?, Upstream) in
+            let request = try ChatRequest.parse(Data(ex.body()))
+            return (try requestID(ex), try lastEventIDOf(ex), try upstreams.makeUpstream(for: request, loop: loop))
+        }) else { return }
         let explicitID = ex.header("X-Request-Id") != nil
         if explicitID && lastEventID != nil {
             // A resume by POST: never start a new stream under that id.
@@ -118,20 +108,10 @@ extension Worker {
 
     /// `GET /api/chat/stream/{requestId}` with `Last-Event-ID` (or `?lastEventId=`).
     func resumeStream(_ ex: HTTPExchange, rawID: Substring) {
-        let id: RequestID
-        let lastEventID: UInt64?
-        do {
-            id = try RequestID(validating: rawID)
-        } catch let e as APIError {
-            return fail(ex, e)
-        } catch { return fail(ex, .invalidRequest("bad request id")) }
-        guard let who = authenticate(ex) else { return }
+        guard let id = attempt(ex, { try RequestID(validating: rawID) }),
+              let who = authenticate(ex) else { return }
         guard !draining else { return fail(ex, .notReady("draining")) }
-        do {
-            lastEventID = try lastEventIDOf(ex)
-        } catch let e as APIError {
-            return fail(ex, e)
-        } catch { return fail(ex, .invalidLastEventID("bad Last-Event-ID")) }
+        guard let lastEventID = attempt(ex, { try lastEventIDOf(ex) }) else { return }
         checkSession(ex, who) { [weak self] in
             self?.resume(ex, id: id, who: who, lastEventID: lastEventID ?? 0)
         }
@@ -193,13 +173,8 @@ extension Worker {
     /// `DELETE /api/chat/stream/{requestId}`: the owning instance, wherever it is,
     /// stops the generation (`relay:cancel`). 202 also when already finished.
     func cancelStream(_ ex: HTTPExchange, rawID: Substring) {
-        let id: RequestID
-        do {
-            id = try RequestID(validating: rawID)
-        } catch let e as APIError {
-            return fail(ex, e)
-        } catch { return fail(ex, .invalidRequest("bad request id")) }
-        guard let who = authenticate(ex) else { return }
+        guard let id = attempt(ex, { try RequestID(validating: rawID) }),
+              let who = authenticate(ex) else { return }
         var revoked = false
         sessions.isRevoked(sid: who.sid) { if case .success(true) = $0 { revoked = true } }
         log.open(id) { [weak self] r in

@@ -136,6 +136,17 @@ final class HTTPExchange {
         evhttp_send_reply_start(req, 200, "OK")
         streaming = true
         if let con = evhttp_request_get_connection(req) {
+            // The request timeout (`evhttp_set_timeout`) is a read timeout; a stream's
+            // client sends nothing more, so lift it for this connection. A peer that
+            // vanished is found by TCP instead: unacknowledged data for 60 s fails the
+            // socket (TCP_USER_TIMEOUT, tcp(7)), and heartbeats guarantee there is data.
+            var day = timeval(tv_sec: 86_400, tv_usec: 0)
+            evhttp_connection_set_timeout_tv(con, &day)
+            if let bev = evhttp_connection_get_bufferevent(con) {
+                var ms: UInt32 = 60_000
+                _ = setsockopt(Int32(bufferevent_getfd(bev)), Int32(IPPROTO_TCP), 18 /* TCP_USER_TIMEOUT */, &ms,
+                               socklen_t(MemoryLayout<UInt32>.size))
+            }
             let box = Unmanaged.passRetained(self)
             closeBox = box
             evhttp_connection_set_closecb(con, { _, arg in

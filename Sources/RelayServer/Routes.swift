@@ -61,6 +61,19 @@ extension Worker {
         return nil
     }
 
+    /// Runs `body`; on a thrown `APIError` (or any error, as 400 `invalid_request`)
+    /// answers it and returns nil.
+    func attempt<T>(_ ex: HTTPExchange, _ body: () throws -> T) -> T? {
+        do {
+            return try body()
+        } catch let e as APIError {
+            fail(ex, e)
+        } catch {
+            fail(ex, .invalidRequest("\(error)"))
+        }
+        return nil
+    }
+
     /// Answers an error before the stream, and counts it.
     func fail(_ ex: HTTPExchange, _ e: APIError) {
         metrics.add(.requestErrors)

@@ -75,6 +75,9 @@ final class Worker: @unchecked Sendable {
         evhttp_set_allowed_methods(h, UInt16(methods))
         evhttp_set_max_body_size(h, Int(context.config.maxBodyBytes))
         evhttp_set_max_headers_size(h, 160 * 1024)  // room for a 100 KB bogus token to reach the 401 path
+        // Requests that never finish sending are dropped after this long; a stream in
+        // progress is not affected (checked by StreamTests.testLongQuietStreamOutlivesTheRequestTimeout).
+        evhttp_set_timeout(h, Int32(max(1, context.config.requestTimeoutMs / 1000)))
         evhttp_set_gencb(h, { req, arg in
             guard let req, let arg else { return }
             Unmanaged<Worker>.fromOpaque(arg).takeUnretainedValue().handle(req)

@@ -96,4 +96,20 @@ final class StreamTests: RelayTestCase {
         XCTAssertEqual(relay.terminate(), 0)
         XCTAssertFalse(FileManager.default.fileExists(atPath: socket), "private Redis socket removed on exit")
     }
+
+    func testLongQuietStreamOutlivesTheRequestTimeout() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "0.5", "RELAY_REQUEST_TIMEOUT": "1s", "RELAY_HEARTBEAT": "10s"])
+        let events = try Chat.start(port: relay.port, token: RelayProcess.token(), maxTokens: 2).readAll(timeout: 10)
+        XCTAssertEqual(events.count, 3, "a stream quiet for longer than the request timeout is not cut")
+    }
+
+    func testIncompleteRequestIsDroppedAfterTheRequestTimeout() throws {
+        let relay = try startRelay(["RELAY_REQUEST_TIMEOUT": "1s"])
+        let t0 = Date()
+        // Promises 100 bytes of body, sends 3, then waits.
+        let c = try SSEConnectionRaw(port: relay.port, bytes: Array("POST /api/chat/stream HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc".utf8))
+        XCTAssertTrue(c.waitForClose(timeout: 10), "the relay drops the connection")
+        XCTAssertLessThan(Date().timeIntervalSince(t0), 5)
+        XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/healthz").status, 200)
+    }
 }
