@@ -68,7 +68,6 @@ final class ClientKitTests: RelayTestCase {
         var rng = SplitMix64(seed: seed)
         print("ClientKitTests cuts: seed \(seed) (CLIENTKIT_SEED=\(seed) replays), \(deltaCount) deltas, cut bytes < \(maxCut)")
         let clock = FastClock()
-        var proxyConnections = [0, 0]
         let started = Date()
         for run in 0..<50 {
             let first = run % 2                 // alternate the instance of the first connection
@@ -83,9 +82,8 @@ final class ClientKitTests: RelayTestCase {
                 let reset = rng.next() % 2 == 0
                 let cut = rng.next() % 5 == 0 ? Int.random(in: 1...(headLength + 300), using: &rng)
                                                : Int.random(in: 1...maxCut, using: &rng)
-                let index = proxyConnections[first]
+                let index = proxies[first].connectionCount   // the next connection it accepts
                 proxies[first].setPlan { i in i == index ? .cut(afterBytes: cut, reset: reset) : .forward }
-                proxyConnections[first] += 1
                 what = "proxy \(reset ? "RST" : "FIN") after \(cut) bytes"
                 let c = client([proxies[first].port, relays[other].port], clock: clock, telemetry: { r in tele.mutate { $0.append(r) } })
                 stream = c.startChat(request(maxTokens: maxTokens))
@@ -109,7 +107,10 @@ final class ClientKitTests: RelayTestCase {
             XCTAssertEqual(out.text, reference, "\(context): text byte-identical to an uninterrupted run")
             XCTAssertEqual(Array(out.text.utf8), Array(reference.utf8), context)
             XCTAssertGreaterThanOrEqual(out.telemetry?.reconnections ?? 0, 1, "\(context): telemetry counts the reconnection")
-            XCTAssertEqual(out.telemetry?.tokensReceived, deltaCount, "\(context): every delta exactly once")
+            // A resume from before the relay's retained window (200 events) gets one
+            // catch-up delta standing for the missing ones, so ≤ rather than ==.
+            XCTAssertLessThanOrEqual(out.telemetry?.tokensReceived ?? .max, deltaCount, context)
+            XCTAssertGreaterThan(out.telemetry?.tokensReceived ?? 0, 0, context)
             XCTAssertEqual(tele.value.count, 1, "\(context): one telemetry record")
             XCTAssertEqual(tele.value.first, out.telemetry, context)
             XCTAssertTrue(out.statuses.contains { s in
@@ -251,7 +252,9 @@ final class ClientKitTests: RelayTestCase {
     // MARK: - 4. Revoked session
 
     /// Revocation while streaming: one `error` update (401 `session_revoked`), no
-    /// reconnection attempt, the stream ends within a few seconds.
+    /// reconnection attempt, the stream ends within a few seconds. The relay's `error`
+    /// event repeats the seq of the last delta (`id: 9` after `id: 9`, so a resume with a
+    /// fresh token skips nothing); the client must still take it as terminal.
     func testRevokedSessionMidStreamFailsWithoutReconnecting() async throws {
         let relay = try startRelay(["RELAY_ADMIN_KEY": Self.adminKey, "RELAY_SIMULATED_TOKENS_PER_SECOND": "100"])
         let other = try startRelay(["RELAY_ADMIN_KEY": Self.adminKey, "RELAY_SIMULATED_TOKENS_PER_SECOND": "100"])
@@ -270,7 +273,7 @@ final class ClientKitTests: RelayTestCase {
         }
         let t = try XCTUnwrap(revokedAt.value)
         guard case .failed(401, "session_revoked", _)? = out.completion else {
-            return XCTFail("fails with 401 session_revoked, got \(String(describing: out.completion))")
+            return XCTFail("fails with the 401 session_revoked error event, got \(String(describing: out.completion)); \(out.statuses)")
         }
         XCTAssertFalse(out.completion!.offersRetry)
         XCTAssertLessThan(Date().timeIntervalSince(t), 3, "ends promptly")
@@ -284,8 +287,9 @@ final class ClientKitTests: RelayTestCase {
         XCTAssertEqual(out.telemetry?.reconnections, 0)
     }
 
-    /// Revocation while the client waits to reconnect: the reconnection gets 401
-    /// `session_revoked` and the answer fails there — no second attempt, no loop.
+    /// Revocation while the client waits to reconnect: the reconnection is refused
+    /// with plain HTTP 401 `unauthorized` ("session revoked", DESIGN §2) and the answer
+    /// fails there — no second attempt, no loop.
     func testRevokedWhileDisconnectedFailsOnTheFirstReconnection() async throws {
         let relay = try startRelay(["RELAY_ADMIN_KEY": Self.adminKey, "RELAY_SIMULATED_TOKENS_PER_SECOND": "100"])
         let sid = "revoked-\(UUID().uuidString.prefix(8))"
@@ -298,8 +302,9 @@ final class ClientKitTests: RelayTestCase {
                 XCTAssertEqual(try? Self.revoke(relay, sid: sid), 202)
             }
         }
-        guard case .failed(401, "session_revoked", _)? = out.completion else {
-            return XCTFail("fails with 401 session_revoked, got \(String(describing: out.completion)); \(out.statuses)")
+        // Refused before the stream begins: plain HTTP 401 `unauthorized` (DESIGN §2).
+        guard case .failed(401, "unauthorized", "session revoked")? = out.completion else {
+            return XCTFail("fails with HTTP 401 unauthorized (session revoked), got \(String(describing: out.completion)); \(out.statuses)")
         }
         let attempts = out.statuses.filter { if case .reconnecting = $0 { return true } else { return false } }
         XCTAssertEqual(attempts.count, 1, "exactly one reconnection, refused: \(out.statuses)")
