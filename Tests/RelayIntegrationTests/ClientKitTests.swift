@@ -80,8 +80,11 @@ final class ClientKitTests: RelayTestCase {
             if viaProxy {
                 // A real network failure: the proxy cuts the TCP connection.
                 let reset = rng.next() % 2 == 0
-                let cut = rng.next() % 5 == 0 ? Int.random(in: 1...(headLength + 300), using: &rng)
-                                               : Int.random(in: 1...maxCut, using: &rng)
+                // A FIN inside the response head can crash FoundationNetworking (see
+                // testConnectionLostInsideTheResponseHeadIsADrop): FIN cuts start in the body.
+                let low = reset ? 1 : headLength + 1
+                let cut = rng.next() % 5 == 0 ? Int.random(in: low...(headLength + 300), using: &rng)
+                                               : Int.random(in: low...maxCut, using: &rng)
                 let index = proxies[first].connectionCount   // the next connection it accepts
                 proxies[first].setPlan { i in i == index ? .cut(afterBytes: cut, reset: reset) : .forward }
                 what = "proxy \(reset ? "RST" : "FIN") after \(cut) bytes"
@@ -96,6 +99,7 @@ final class ClientKitTests: RelayTestCase {
                 expectedReconnectURL = url(relays[other].port)
             }
             let context = "seed \(seed) run \(run): first instance \(first), \(what), request \(stream.requestId)"
+            if ProcessInfo.processInfo.environment["CLIENTKIT_VERBOSE"] != nil { FileHandle.standardError.write(Data((context + "\n").utf8)) }
             let out: Outcome
             do {
                 out = try await collect(stream, timeout: 20)
@@ -361,6 +365,62 @@ final class ClientKitTests: RelayTestCase {
             return XCTFail("429 token_budget_exhausted, got \(String(describing: refused.completion))")
         }
         XCTAssertFalse(refused.statuses.contains { if case .reconnecting = $0 { return true } else { return false } })
+    }
+
+    // MARK: - 6. A connection lost inside the response head (Linux FoundationNetworking)
+
+    /// The relay's connection dies while the response head is arriving (a FIN or a RST
+    /// after part of the status line or headers). The client must take it as a drop,
+    /// resume on the other URL and finish the answer. Run through `stream-relay chat`
+    /// (built on the kit) in a child process, because on Linux FoundationNetworking
+    /// (swift-corelibs-foundation #5285, fixed by PR #5286) may stop the whole process
+    /// with `Fatal error: Transfer completed, but there's no response.` — which would
+    /// take the test runner down with it. The in-process random cuts therefore stay
+    /// out of the head for FIN cuts.
+    func testConnectionLostInsideTheResponseHeadIsADrop() throws {
+        let relay = try startRelay()
+        let reference = try referenceText(relay, maxTokens: 60)
+        let proxy = try FlakyProxy(upstreamPort: relay.port)
+        defer { proxy.stop() }
+        _ = try Chat.start(port: proxy.port, token: RelayProcess.token(), maxTokens: 1).readAll()
+        let headLength = try XCTUnwrap(find(Array("\r\n\r\n".utf8), in: proxy.responseBytes(0))) + 4
+        var crashes: [String] = []
+        let head = String(decoding: proxy.responseBytes(0).prefix(headLength), as: UTF8.self)
+        // Before `Transfer-Encoding: chunked` has arrived, curl reads the body "until
+        // close", so a FIN there completes the transfer without a response head.
+        let beforeTE = try XCTUnwrap(head.range(of: "Transfer-Encoding")).lowerBound.utf16Offset(in: head)
+        let statusLine = try XCTUnwrap(head.range(of: "\r\n")).upperBound.utf16Offset(in: head)
+        let cases: [(Int, Bool)] = [(12, false), (statusLine, false), (beforeTE - 1, false), (headLength - 10, false),
+                                    (statusLine, true), (beforeTE - 1, true)]
+        for (cut, reset) in cases {
+            // `chat` reads the budget first (connection `index`), then POSTs (`index + 1`).
+            let index = proxy.connectionCount + 1
+            proxy.setPlan { i in i == index ? .cut(afterBytes: cut, reset: reset) : .forward }
+            let what = "\(reset ? "RST" : "FIN") after \(cut) of \(headLength) head bytes"
+            let outFile = FileManager.default.temporaryDirectory.appendingPathComponent("clientkit-\(UUID().uuidString.prefix(8)).txt")
+            defer { try? FileManager.default.removeItem(at: outFile) }
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: TestPaths.relayBinary)
+            p.arguments = ["chat", "--prompt", "Draft a mutual NDA", "--max-tokens", "60", "--token", RelayProcess.token(),
+                           "--url", "http://127.0.0.1:\(proxy.port)", "--url", "http://127.0.0.1:\(relay.port)",
+                           "--output", outFile.path]
+            let err = Pipe()
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = err
+            try p.run()
+            let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            if p.terminationReason == .uncaughtSignal || errText.contains("Fatal error") {
+                crashes.append("\(what): killed by signal \(p.terminationStatus): "
+                               + (errText.split(separator: "\n").first { $0.contains("Fatal error") }.map(String.init) ?? ""))
+                continue
+            }
+            XCTAssertEqual(p.terminationStatus, 0, "\(what): \(errText.suffix(500))")
+            XCTAssertEqual(try String(contentsOf: outFile, encoding: .utf8), reference, what)
+            XCTAssertEqual(proxy.responseBytes(index).count, cut, "\(what): the POST was the connection cut")
+            XCTAssertTrue(String(decoding: proxy.responseBytes(index), as: UTF8.self).hasPrefix("HTTP/1.1 200"), what)
+        }
+        XCTAssertEqual(crashes, [], "the client process crashed instead of resuming")
     }
 
     // MARK: - Helpers
