@@ -223,8 +223,11 @@ final class StreamDriver: @unchecked Sendable {
 
     private func received(_ msg: SSEMessage, now: Int64) async {
         let seq = UInt64(msg.lastEventId)
-        if let seq, seq <= policy.lastEventId { return }   // already seen (defensive; the relay drops these)
         let event = try? StreamEvent(json: msg.data)
+        // Already seen (defensive; the relay drops these) — except a terminal event: the
+        // relay's mid-stream `error` (session_revoked, token_expired) repeats the last
+        // delta's seq so that a resume skips nothing, and must not be taken for a drop.
+        if let seq, seq <= policy.lastEventId, event?.isTerminal != true { return }
         let action = policy.eventReceived(seq: seq, event: event, now: now)
         eventsReceived += 1
         if let event {
