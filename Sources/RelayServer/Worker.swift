@@ -58,6 +58,8 @@ final class Worker: @unchecked Sendable {
             if self.redisDownSinceMs == nil { self.redisDownSinceMs = self.loop.nowMs }
             Log.warn("redis connection lost", ["worker": self.index, "reason": why])
         }
+        let metrics = context.metrics
+        commands.onLatency = { seconds in metrics.observe(.redisCommand, seconds: seconds) }
         pubsub.onMessage = { [unowned self] ch, payload in self.message(channel: ch, payload: payload) }
         pubsub.onResubscribed = { [unowned self] ch in
             guard let id = StreamKeys.requestID(fromLiveChannel: ch) else { return }
