@@ -33,7 +33,12 @@ final class ScaleOutTests: RelayTestCase {
     /// (new processes on the same ports). Owner survived → byte-identical text;
     /// owner killed → `upstream_lost` within 5 s; nobody hangs.
     func testThreeRelaysBehindNginxSurviveKillDrainAndRollingRestart() throws {
-        try XCTSkipUnless(NginxProcess.isAvailable, "nginx is not installed")
+        // The proof needs real nginx (scripts/install-deps.sh installs it): a missing
+        // binary fails the test unless explicitly allowed, so CI cannot skip it silently.
+        if !NginxProcess.isAvailable {
+            try XCTSkipIf(ProcessInfo.processInfo.environment["RELAY_TEST_ALLOW_NO_NGINX"] == "1", "nginx is not installed")
+            return XCTFail("nginx is not installed (scripts/install-deps.sh installs it)")
+        }
         let began = Date()
         let clients = 100
         let maxTokens = 200
