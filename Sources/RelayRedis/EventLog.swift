@@ -130,13 +130,14 @@ public final class EventLog {
     }
 
     /// Appends `event` (an `upstream_lost` error) if the stream is still running and
-    /// its owner lease has lapsed (`Scripts.expireLease`). `done` gets the seq or 0.
-    public func expireLease(_ id: RequestID, event: StreamEvent, done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
+    /// its owner lease has lapsed (`Scripts.expireLease`). `done` gets the seq, 0 when
+    /// nothing was needed, or -1 when the stream no longer exists.
+    public func expireLease(_ id: RequestID, event: StreamEvent, done: @escaping (Result<Int64, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
         scripts.run(Scripts.expireLease, keys: [k.events, k.meta, k.live, k.lease, k.text, k.offsets],
                     args: [String(maxLen), String(ttlMs), event.json, lossless ? "1" : "0"]) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
-            done(.success(UInt64(r.int ?? 0)))
+            done(.success(Int64(r.int ?? 0)))
         }
     }
 

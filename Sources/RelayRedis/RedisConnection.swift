@@ -19,6 +19,8 @@ public final class RedisConnection {
     public var onDisconnect: ((String) -> Void)?
     /// `pubsub` role: every reply pushed by the server.
     public var onPush: ((RedisReply) -> Void)?
+    /// `commands` role: the round trip of each answered command, seconds (metrics).
+    public var onLatency: ((Double) -> Void)?
 
     /// `true` between a successful connect and the next disconnect.
     public private(set) var isConnected = false
@@ -136,11 +138,16 @@ public final class RedisConnection {
                     me.onPush?(RedisReply(r?.assumingMemoryBound(to: redisReply.self)))
                 }, nil, Int32(args.count), &argv, &lengths)
             }
-            let box = reply.map { Unmanaged.passRetained(ReplyBox($0)).toOpaque() }
+            let box = reply.map { Unmanaged.passRetained(ReplyBox($0, sentNs: onLatency == nil ? 0 : ReplyBox.monotonicNs())).toOpaque() }
             let st = redisAsyncCommandArgv(ac, { ac, r, priv in
                 guard let priv else { return }
                 let box = Unmanaged<ReplyBox>.fromOpaque(priv).takeRetainedValue()
-                if let ac, let me = RedisConnection.owner(ac) { me.pendingReplies -= 1 }
+                if let ac, let me = RedisConnection.owner(ac) {
+                    me.pendingReplies -= 1
+                    if box.sentNs > 0, r != nil, let report = me.onLatency {
+                        report(Double(ReplyBox.monotonicNs() &- box.sentNs) / 1e9)
+                    }
+                }
                 box.body(RedisReply(r?.assumingMemoryBound(to: redisReply.self)))
             }, box, Int32(args.count), &argv, &lengths)
             if st != REDIS_OK, let box { Unmanaged<ReplyBox>.fromOpaque(box).release() }
@@ -167,5 +174,16 @@ public final class RedisConnection {
 /// Heap box for a reply closure passed through hiredis' `void *privdata`.
 final class ReplyBox {
     let body: (RedisReply) -> Void
-    init(_ b: @escaping (RedisReply) -> Void) { body = b }
+    /// When the command was sent (`CLOCK_MONOTONIC` ns), 0 when not measured.
+    let sentNs: UInt64
+    init(_ b: @escaping (RedisReply) -> Void, sentNs: UInt64 = 0) {
+        body = b
+        self.sentNs = sentNs
+    }
+
+    static func monotonicNs() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
 }

@@ -17,10 +17,12 @@ public enum Scripts {
     /// appends, once and atomically, the given `error` event as the next seq, sets
     /// `state` to `failed` and publishes it (issue 4: `upstream_lost`).
     /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen, ttl_ms, event JSON, lossless '1'/'0'.
-    /// Returns the seq appended, or 0 when the stream is not running or the lease is held.
+    /// Returns the seq appended, 0 when the stream is not running or the lease is held,
+    /// -1 when the stream does not exist at all (expired, or lost with Redis' data).
     public static let expireLease = """
     local st = redis.call('HMGET', KEYS[2], 'state', 'last_seq')
-    if not st[1] or st[1] ~= 'running' then return 0 end
+    if not st[1] then return -1 end
+    if st[1] ~= 'running' then return 0 end
     if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end
     local seq = tonumber(st[2]) + 1
     redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], seq .. '-0', 'e', ARGV[3])

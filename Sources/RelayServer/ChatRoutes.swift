@@ -11,6 +11,7 @@ extension Worker {
     /// Starts a generation, or resumes it when a retried POST carries the
     /// `X-Request-Id` of an existing stream of the same owner.
     func startStream(_ ex: HTTPExchange) {
+        guard !refusedAtConnectionLimit(ex) else { return }
         guard let who = authenticate(ex) else { return }
         guard !draining else { return fail(ex, .notReady("draining")) }
         let contentType = (ex.header("Content-Type") ?? "").lowercased()
@@ -108,8 +109,9 @@ extension Worker {
 
     /// `GET /api/chat/stream/{requestId}` with `Last-Event-ID` (or `?lastEventId=`).
     func resumeStream(_ ex: HTTPExchange, rawID: Substring) {
-        guard let id = attempt(ex, { try RequestID(validating: rawID) }),
-              let who = authenticate(ex) else { return }
+        guard let id = attempt(ex, { try RequestID(validating: rawID) }) else { return }
+        guard !refusedAtConnectionLimit(ex) else { return }
+        guard let who = authenticate(ex) else { return }
         guard !draining else { return fail(ex, .notReady("draining")) }
         guard let lastEventID = attempt(ex, { try lastEventIDOf(ex) }) else { return }
         checkSession(ex, who) { [weak self] in
@@ -150,6 +152,21 @@ extension Worker {
                 self.beginStream(ex, id: id, who: who, lastSent: lastEventID, alreadyComplete: finished && lastEventID == info.lastSeq)
             }
         }
+    }
+
+    /// `RELAY_MAX_CONNECTIONS` (issue 6): a new or resumed stream is refused with 503
+    /// `not_ready` (and `Retry-After: 1`) while the instance's live stream connections
+    /// (every worker's, the `relay_live_connections` gauge) are at the limit. Checked
+    /// before any Redis work, so a refused POST never starts a generation; requests
+    /// still waiting for Redis are not counted, so a burst may pass the limit by the
+    /// number of requests in flight at once.
+    func refusedAtConnectionLimit(_ ex: HTTPExchange) -> Bool {
+        let live = metrics.value(.liveConnections)
+        guard live >= config.maxConnections else { return false }
+        metrics.add(.requestErrors)
+        ex.respond(.notReady("this instance serves its maximum of \(config.maxConnections) connections"),
+                   headers: [("Retry-After", "1")])
+        return true
     }
 
     /// Sends the stream headers and `retry:`, then subscribes.

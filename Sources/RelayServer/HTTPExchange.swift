@@ -206,10 +206,23 @@ final class HTTPExchange {
 
     /// Closes the client's connection at once (drain, slow consumer): the client sees
     /// the body end without `done` and resumes from Redis.
+    ///
+    /// "At once" means a reset (`SO_LINGER` 0): a plain `close()` would queue the FIN
+    /// behind everything still in the kernel's send buffer, so a client reading at
+    /// 1 KB/s would only notice after minutes of stale bytes (and the kernel would
+    /// keep that memory until then). The client resumes from the last complete event
+    /// it got, so nothing is lost.
     func abort() {
         guard let req else { return }
         let con = evhttp_request_get_connection(req)
         if let con { evhttp_connection_set_closecb(con, nil, nil) }
+        if let con, let bev = evhttp_connection_get_bufferevent(con) {
+            let fd = bufferevent_getfd(bev)
+            if fd >= 0 {
+                var lg = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(Int32(fd), SOL_SOCKET, SO_LINGER, &lg, socklen_t(MemoryLayout<linger>.size))
+            }
+        }
         self.req = nil
         streaming = false
         onClose = nil

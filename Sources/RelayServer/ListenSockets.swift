@@ -4,6 +4,16 @@ import Foundation
 /// address with `SO_REUSEPORT`, so the kernel spreads new connections over the
 /// workers (socket(7)). Port 0 binds an ephemeral port once and reuses it.
 enum ListenSockets {
+    /// `SO_SNDBUF` of client connections (set on the listening sockets; accepted
+    /// sockets inherit it). Left alone, Linux autotunes a connection's send buffer up
+    /// to `tcp_wmem` max (4 MiB): a client that reads slowly then parks megabytes in
+    /// the kernel before any byte waits in the relay's own buffer, so
+    /// `RELAY_MAX_PENDING_BYTES` would only trigger after that. 64 KiB (the kernel
+    /// doubles it for bookkeeping) is far above what an event stream needs per
+    /// round trip, and bounds a slow client's unsent output to about
+    /// 128 KiB + `RELAY_MAX_PENDING_BYTES`.
+    static let clientSendBufferBytes: Int32 = 64 * 1024
+
     /// - Returns: the file descriptors and the bound port.
     /// - Throws: `ListenError` naming the address and `errno` text.
     static func open(host: String, port: Int, count: Int) throws -> (fds: [Int32], port: Int) {
@@ -27,6 +37,8 @@ enum ListenSockets {
                 var one: Int32 = 1
                 setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
                 setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
+                var sndbuf = clientSendBufferBytes
+                setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, socklen_t(MemoryLayout<Int32>.size))
                 _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
                 var addr = sockaddr_storage()

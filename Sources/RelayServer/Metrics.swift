@@ -96,6 +96,9 @@ public final class Metrics: Sendable {
     /// Current value of a counter (tests, logs).
     public func value(_ c: Counter) -> Int { state.withLock { $0.counters[c.rawValue] } }
 
+    /// Current value of a gauge (`RELAY_MAX_CONNECTIONS` reads `liveConnections`).
+    public func value(_ g: Gauge) -> Int { state.withLock { $0.gauges[g.rawValue] } }
+
     /// The Prometheus text exposition, with `extra` gauge lines appended.
     public func render(extra: [(String, Double)] = []) -> String {
         let s = state.withLock { $0 }

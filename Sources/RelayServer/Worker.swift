@@ -58,6 +58,8 @@ final class Worker: @unchecked Sendable {
             if self.redisDownSinceMs == nil { self.redisDownSinceMs = self.loop.nowMs }
             Log.warn("redis connection lost", ["worker": self.index, "reason": why])
         }
+        let metrics = context.metrics
+        commands.onLatency = { seconds in metrics.observe(.redisCommand, seconds: seconds) }
         pubsub.onMessage = { [unowned self] ch, payload in self.message(channel: ch, payload: payload) }
         pubsub.onResubscribed = { [unowned self] ch in
             guard let id = StreamKeys.requestID(fromLiveChannel: ch) else { return }
@@ -226,7 +228,10 @@ final class Worker: @unchecked Sendable {
     /// Every `leaseMs / 3`: refresh the leases of the generations this worker owns,
     /// and for streams read here but generated elsewhere that have been silent for
     /// a while, end them with `upstream_lost` if their owner's lease has lapsed
-    /// (issue 4: an instance died mid-generation).
+    /// (issue 4: an instance died mid-generation), or with `stream_lost` if the stream
+    /// no longer exists in Redis at all (Redis restarted without persistence, or the
+    /// stream expired): no event can ever arrive for it, and without this its readers
+    /// would wait forever on heartbeats.
     private func leaseTick() {
         guard commands.isConnected else { return }
         let untilMs = context.nowMs() + Int64(EventLog.leaseMs)
@@ -240,9 +245,16 @@ final class Worker: @unchecked Sendable {
         for (id, subs) in subscriptions where generations[id] == nil {
             guard let quietSince = subs.values.map(\.lastEventMs).max(), now >= quietSince + UInt64(EventLog.leaseMs) / 2,
                   let rid = subs.values.first?.id else { continue }
-            log.expireLease(rid, event: lost) { r in
-                if case .success(let seq) = r, seq > 0 {
+            log.expireLease(rid, event: lost) { [weak self] r in
+                guard case .success(let seq) = r else { return }
+                if seq > 0 {
                     Log.warn("owner lease lapsed: stream ended with upstream_lost", ["requestId": id, "seq": Int(seq)])
+                } else if seq < 0, let self {
+                    let gone = APIError(status: 503, code: "stream_lost",
+                                        message: "this answer's events are gone from Redis (restarted without persistence, or expired); retry the request")
+                    let readers = self.subscriptions[id]?.values.map { $0 } ?? []
+                    for s in readers { s.fail(gone) }
+                    if !readers.isEmpty { Log.warn("stream vanished from Redis: readers ended with stream_lost", ["requestId": id, "readers": readers.count]) }
                 }
             }
         }

@@ -1,12 +1,18 @@
 import Foundation
 
-/// A TCP connection that sends arbitrary bytes (malformed or incomplete requests).
-public final class SSEConnectionRaw {
+/// A plain TCP connection to 127.0.0.1 with full control over when bytes are sent
+/// and read: a slow reader with a small `SO_RCVBUF`, or a connection opened before
+/// an event (SIGTERM) and used after it.
+public final class RawConnection {
     private var fd: Int32
 
-    /// Connects to 127.0.0.1:`port` and sends `bytes`.
-    public init(port: Int, bytes: [UInt8]) throws {
+    /// Connects to `port`; `receiveBuffer` sets `SO_RCVBUF` before connecting (so the
+    /// TCP window is small from the start).
+    public init(port: Int, receiveBuffer: Int? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer.map(Int32.init) {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -14,23 +20,47 @@ public final class SSEConnectionRaw {
         let rc = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard rc == 0 else { throw TestFailure("connect failed") }
-        _ = bytes.withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    }
-
-    /// Waits until the peer closes (EOF or reset); false on timeout.
-    public func waitForClose(timeout: Double) -> Bool {
-        let until = Date().addingTimeInterval(timeout)
-        var buf = [UInt8](repeating: 0, count: 4096)
-        while Date() < until {
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            if poll(&p, 1, 100) > 0 {
-                let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { return true }
-            }
+        guard rc == 0 else {
+            let e = String(cString: strerror(errno))
+            close()
+            throw TestFailure("connect to \(port) failed: \(e)")
         }
-        return false
     }
 
-    deinit { close(fd) }
+    deinit { close() }
+
+    /// Sends all of `text`.
+    public func send(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        var off = 0
+        while off < bytes.count {
+            let n = bytes[off...].withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { throw TestFailure("send failed: \(String(cString: strerror(errno)))") }
+            off += n
+        }
+    }
+
+    /// Reads at most `max` bytes, waiting up to `timeout` s. Empty at EOF or reset;
+    /// nil when nothing arrived in time.
+    public func read(max: Int, timeout: Double) -> [UInt8]? {
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        if poll(&pfd, 1, Int32(timeout * 1000)) == 0 { return nil }
+        var tmp = [UInt8](repeating: 0, count: max)
+        let n = tmp.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        return n <= 0 ? [] : Array(tmp[0..<n])
+    }
+
+    /// Reads until EOF (or `timeout` s of silence).
+    public func readToEnd(timeout: Double) -> [UInt8] {
+        var out: [UInt8] = []
+        while let chunk = read(max: 65536, timeout: timeout), !chunk.isEmpty { out += chunk }
+        return out
+    }
+
+    public func close() {
+        if fd >= 0 {
+            Foundation.close(fd)
+            fd = -1
+        }
+    }
 }
