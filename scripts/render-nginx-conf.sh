@@ -5,7 +5,7 @@
 #   scripts/render-nginx-conf.sh [--listen ADDR] [--conf FILE] UPSTREAM... > nginx.conf
 #
 #   UPSTREAM   host:port of a relay instance (e.g. 127.0.0.1:18081); each becomes
-#              `server UPSTREAM max_fails=1 fail_timeout=5s;` between the RELAY_UPSTREAMS markers.
+#              `server UPSTREAM max_fails=0;` between the RELAY_UPSTREAMS markers.
 #              Any argument that already contains a space is copied verbatim as the server
 #              parameters (e.g. "127.0.0.1:18083 backup").
 #   --listen   replaces the block between the RELAY_LISTEN markers with `listen ADDR;`
@@ -39,7 +39,7 @@ for u in "$@"; do
   case "$u" in
     *[\;\{\}]*) echo "render-nginx-conf: refusing upstream with ; { or }: $u" >&2; exit 2 ;;
     *" "*) servers+="        server $u;"$'\n' ;;
-    *) servers+="        server $u max_fails=1 fail_timeout=5s;"$'\n' ;;
+    *) servers+="        server $u max_fails=0;"$'\n' ;;
   esac
 done
 listen_line=""

@@ -163,6 +163,9 @@ final class Subscription {
     /// Writes events as one chunk; ends the response after a terminal event.
     private func write(_ events: [SequencedEvent]) {
         guard !events.isEmpty, !ended else { return }
+        // Backpressure is judged on what is still unsent from earlier writes, so one
+        // large write (a long catch-up) never cuts a client that keeps up.
+        guard !worker.isSlowConsumer(self) else { return }
         var chunk = ""
         var terminal = false
         var eventsWrittenNow = 0
@@ -181,11 +184,7 @@ final class Subscription {
         exchange.write(chunk)
         lastWriteMs = worker.loop.nowMs
         worker.metrics.add(.eventsDelivered, eventsWrittenNow)
-        if terminal {
-            end()
-        } else {
-            worker.checkBackpressure(self)
-        }
+        if terminal { end() }
     }
 
     /// Writes a heartbeat comment if the connection has been quiet for `intervalMs`.

@@ -33,6 +33,9 @@ final class Worker: @unchecked Sendable {
     private var leaseTimer: LoopTimer?
     private var replayRetries: [ObjectIdentifier: Subscription] = [:]
     private var redisDownSinceMs: UInt64?
+    /// When the command connection last came up; lease expiry waits one lease period
+    /// after it, so owners get to refresh leases that lapsed during a Redis outage.
+    private var redisUpSinceMs: UInt64 = 0
     private(set) var draining = false
     private var drainDone: (() -> Void)?
 
@@ -53,6 +56,7 @@ final class Worker: @unchecked Sendable {
         commands.onConnect = { [unowned self] in
             self.log.connected()
             self.redisDownSinceMs = nil
+            self.redisUpSinceMs = self.loop.nowMs
         }
         commands.onDisconnect = { [unowned self] why in
             if self.redisDownSinceMs == nil { self.redisDownSinceMs = self.loop.nowMs }
@@ -240,6 +244,7 @@ final class Worker: @unchecked Sendable {
             sessions.refresh(sid: g.sid, id: g.id, untilMs: untilMs)
         }
         let now = loop.nowMs
+        guard now >= redisUpSinceMs + UInt64(EventLog.leaseMs) else { return }
         let lost = StreamEvent.error(status: 503, code: "upstream_lost",
                                      message: "the relay instance generating this answer stopped; retry the request")
         for (id, subs) in subscriptions where generations[id] == nil {
@@ -275,13 +280,15 @@ final class Worker: @unchecked Sendable {
     }
 
     /// Closes a connection whose unsent output passed `RELAY_MAX_PENDING_BYTES`
-    /// (issue 6): the client resumes from Redis later; memory stays bounded.
-    func checkBackpressure(_ s: Subscription) {
-        if s.exchange.pendingOutputBytes > config.maxPendingBytes {
-            metrics.add(.slowConsumerDisconnects)
-            Log.warn("slow consumer disconnected", ["requestId": s.id.value, "pendingBytes": s.exchange.pendingOutputBytes])
-            s.abort()
-        }
+    /// (issue 6) and returns true: the client resumes from Redis later; memory stays
+    /// bounded however slowly clients read.
+    func isSlowConsumer(_ s: Subscription) -> Bool {
+        let pending = s.exchange.pendingOutputBytes
+        guard pending > config.maxPendingBytes else { return false }
+        metrics.add(.slowConsumerDisconnects)
+        Log.warn("slow consumer disconnected", ["requestId": s.id.value, "pendingBytes": pending])
+        s.abort()
+        return true
     }
 
     // MARK: Drain
