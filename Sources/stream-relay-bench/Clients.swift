@@ -175,9 +175,12 @@ final class Subscriber {
         let now = nowMicros()
         for item in items {
             switch item {
-            case .comment:
-                heartbeats += 1
-                stats.heartbeats += 1
+            case .comment(let c):
+                // Heartbeats: the relay's ": ping", nchan's ":ping" (not nchan's ": hi" greeting).
+                if c == "ping" {
+                    heartbeats += 1
+                    stats.heartbeats += 1
+                }
             case .event(let m):
                 switch BenchEvent.parse(m.data) {
                 case .delta(let t, let n):

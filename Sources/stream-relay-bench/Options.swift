@@ -30,6 +30,7 @@ struct Options {
     var label: String?
     var results: [String] = []
     var meta: String?
+    var out: String?
 
     static let usage = """
     usage: stream-relay-bench <scenario> [options]
@@ -44,7 +45,8 @@ struct Options {
       resume-storm    --streams clients on --streams streams drop at once after --warm s,
                       stay away --offline s, reconnect at once with Last-Event-ID
       append-ceiling  the relay's Lua append script against --redis-url, no HTTP
-      report          writes docs/BENCHMARKS.md from --results files and --meta
+      report          writes the generated section of --out (docs/BENCHMARKS.md) from
+                      --results files (JSON lines of --json-out) and --meta (scripts/bench.sh)
 
     Target:
       --target relay|nchan    system under test (default relay)
@@ -120,6 +122,7 @@ struct Options {
             case "--label": o.label = try value()
             case "--results": o.results.append(try value())
             case "--meta": o.meta = try value()
+            case "--out": o.out = try value()
             default: throw UsageError("unknown option \(a)")
             }
             i += 1

@@ -78,8 +78,8 @@ final class Runner {
     }
 
     static func newID(_ i: Int) -> String {
-        let r = UInt32.random(in: 0...UInt32.max)
-        return "bench\(String(r, radix: 16))x\(i)"
+        let r = UInt64.random(in: 0...UInt64.max)
+        return "bench-\(String(r, radix: 16))-\(i)"
     }
 
     func serverRSS() -> Int? { opts.serverPids.isEmpty ? nil : Proc.rssBytes(opts.serverPids) }
