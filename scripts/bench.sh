@@ -5,6 +5,7 @@
 #                               writes docs/BENCHMARKS.md (generated section)
 #   scripts/bench.sh --quick    seconds-long smoke run, writes .build/bench/BENCHMARKS.quick.md
 #   options: --out FILE  --only "stream fanout idle resume-storm append-ceiling"
+#   BENCH_ARGS="--duration 5 …" is passed to every stream-relay-bench run (exploration)
 #
 # Installs what it needs (libnginx-mod-nchan), builds release, starts a fresh
 # redis-server (no persistence) on 127.0.0.1, and for every scenario starts a fresh
@@ -100,7 +101,7 @@ bench() { # scenario target args…
   echo "stream-relay-bench $scenario $QUICK --target $target $*" | sed 's/ \+/ /g' >> "$COMMANDS"
   echo "== $scenario vs $target" >&2
   set +e
-  RELAY_JWT_SECRET="$SECRET" "$BENCH" "$scenario" $QUICK --target "$target" --redis-pid "$REDIS_PID" \
+  RELAY_JWT_SECRET="$SECRET" "$BENCH" "$scenario" $QUICK --target "$target" --redis-pid "$REDIS_PID" ${BENCH_ARGS:-} \
     --json-out "$RESULTS" "$@" 2> >(tee -a "$LOG" >&2) >/dev/null
   local rc=$?
   set -e

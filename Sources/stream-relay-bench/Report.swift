@@ -81,6 +81,7 @@ enum Report {
             line("server CPU, % of one core", "server_cpu_pct", r, n),
             line("server RSS, MiB", "server_rss_bytes", r, n, scale: 1 / 1_048_576),
             line("Redis CPU, % of one core", "redis_cpu_pct", r, n),
+            line("load generator CPU, % of one core", "bench_cpu_pct", r, n),
         ]
     }
 

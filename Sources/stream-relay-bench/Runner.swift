@@ -95,6 +95,7 @@ final class Runner {
         var lost: Int, duplicates: Int
         var serverCPU: Double?, redisCPU: Double?, serverRSS: Int?
         var errors: Int
+        var benchCPU: Double
         var ok: Bool { lost == 0 && duplicates == 0 && errors == 0 }
     }
 
@@ -164,7 +165,10 @@ final class Runner {
         var redisCPU = CPUWindow(opts.redisPid.map { [$0] } ?? [])
         serverCPU.start()
         redisCPU.start()
+        let self0 = selfCPUSeconds()
+        let wall0 = monoMs()
         spin(timeoutMs: UInt64(measureS * 1000))
+        let benchCPU = (selfCPUSeconds() - self0) / (Double(monoMs() - wall0) / 1000) * 100
         let sCPU = serverCPU.percent()
         let rCPU = redisCPU.percent()
         let rss = serverRSS()
@@ -186,11 +190,12 @@ final class Runner {
                           p999: stats.latency.quantileMs(0.999), maxMs: stats.latency.quantileMs(1.0),
                           lost: stats.lost, duplicates: stats.duplicates,
                           serverCPU: sCPU, redisCPU: rCPU, serverRSS: rss,
-                          errors: httpErrors + stats.connectFailures + stats.errorEvents + pubErrors + stats.closedEarly)
+                          errors: httpErrors + stats.connectFailures + stats.errorEvents + pubErrors + stats.closedEarly,
+                          benchCPU: benchCPU)
     }
 
     func report(_ scenario: String, _ r: FlowResult, extra: [String: Any] = [:]) {
-        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), dup \(r.duplicates), errors \(r.errors), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%")
+        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), dup \(r.duplicates), errors \(r.errors), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%, load generator CPU \(fmt(r.benchCPU))%")
         var d: [String: Any] = [
             "scenario": scenario, "streams": r.streams, "subscribers": r.subscribers,
             "deliveries_per_s": r.deliveriesPerSec, "ideal_per_s": r.expectedPerSec,
@@ -203,6 +208,7 @@ final class Runner {
         if let v = r.serverCPU { d["server_cpu_pct"] = v }
         if let v = r.redisCPU { d["redis_cpu_pct"] = v }
         if let v = r.serverRSS { d["server_rss_bytes"] = v }
+        d["bench_cpu_pct"] = r.benchCPU
         for (k, v) in extra { d[k] = v }
         emit(d)
     }

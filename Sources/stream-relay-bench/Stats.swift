@@ -130,3 +130,10 @@ func fmt(_ v: Double?, _ digits: Int = 1) -> String {
     guard let v, v.isFinite else { return "n/a" }
     return String(format: "%.\(digits)f", v)
 }
+
+/// This process's CPU time (user + system), seconds.
+func selfCPUSeconds() -> Double {
+    var ru = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &ru)
+    return Double(ru.ru_utime.tv_sec) + Double(ru.ru_utime.tv_usec) / 1e6 + Double(ru.ru_stime.tv_sec) + Double(ru.ru_stime.tv_usec) / 1e6
+}
