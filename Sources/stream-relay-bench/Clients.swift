@@ -93,6 +93,8 @@ final class Subscriber {
     let stream: Int
     let id: String
     let stats: RunStats
+    /// Relay: this subscriber's POST creates the stream.
+    var creator = false
     var parser = SSEParser()
     private(set) var conn: HTTPConnection?
     /// Highest delta index received.

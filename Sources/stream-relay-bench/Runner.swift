@@ -107,8 +107,17 @@ final class Runner {
         sources = SourceAddresses(count: opts.sourceAddresses, connections: total)
         let rampS = Double(total) / Double(opts.connectRate)
         let ids = (0..<streams).map { Runner.newID($0) }
+        // Stream-major order: a stream's creator (relay POST), then at once its other
+        // subscribers (relay: resumes with Last-Event-ID 0), so they join near the start
+        // of the stream instead of replaying seconds of history.
         var subs: [Subscriber] = []
-        for k in 0..<perStream { for s in 0..<streams { subs.append(Subscriber(stream: s, id: ids[s], stats: stats)) } }
+        for s in 0..<streams {
+            for k in 0..<perStream {
+                let sub = Subscriber(stream: s, id: ids[s], stats: stats)
+                sub.creator = k == 0
+                subs.append(sub)
+            }
+        }
         var failures: [String: Int] = [:]
         let dst = target.dst
         let tokens: Int
@@ -130,7 +139,7 @@ final class Runner {
             }
         }
         let request: (Subscriber) -> String = { [target] s in
-            let creator = target.kind == .relay && s === subs[s.stream]
+            let creator = target.kind == .relay && s.creator
             return target.subscribeRequest(id: s.id, create: creator, maxTokens: tokens, lastEventID: target.kind == .relay && !creator ? "0" : nil)
         }
         log("  connecting \(total) subscribers (\(opts.connectRate)/s from \(sources.description))…")
