@@ -5,7 +5,9 @@
 #                               writes docs/BENCHMARKS.md (generated section)
 #   scripts/bench.sh --quick    seconds-long smoke run, writes .build/bench/BENCHMARKS.quick.md
 #   options: --out FILE  --only "stream fanout idle resume-storm append-ceiling"
-#   BENCH_ARGS="--duration 5 …" is passed to every stream-relay-bench run (exploration)
+#            --targets "relay nchan"   (which systems to run, default both)
+#   BENCH_ARGS="--duration 5 …" is passed to every stream-relay-bench run (exploration);
+#   RELAY_BIN=/path/to/stream-relay runs another relay build (before/after comparisons).
 #
 # Installs what it needs (libnginx-mod-nchan), builds release, starts a fresh
 # redis-server (no persistence) on 127.0.0.1, and for every scenario starts a fresh
@@ -18,12 +20,14 @@ ROOT=$PWD
 QUICK=""
 OUT=""
 ONLY="stream fanout idle resume-storm append-ceiling"
+TARGETS="relay nchan"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK="--quick" ;;
     --out) OUT="$2"; shift ;;
     --only) ONLY="$2"; shift ;;
-    *) echo "usage: scripts/bench.sh [--quick] [--out FILE] [--only \"scenarios\"]" >&2; exit 2 ;;
+    --targets) TARGETS="$2"; shift ;;
+    *) echo "usage: scripts/bench.sh [--quick] [--out FILE] [--only \"scenarios\"] [--targets \"relay nchan\"]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -36,7 +40,7 @@ START=$(date +%s)
 echo "== building release" >&2
 swift build -c release 2>&1 | tail -1 >&2
 BIN=$(swift build -c release --show-bin-path)
-RELAY="$BIN/stream-relay"
+RELAY="${RELAY_BIN:-$BIN/stream-relay}"
 BENCH="$BIN/stream-relay-bench"
 
 WORK=$(mktemp -d /tmp/stream-relay-bench.XXXXXX)
@@ -98,7 +102,7 @@ stop_nchan() { kill -QUIT "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>
 
 bench() { # scenario target args…
   local scenario=$1 target=$2; shift 2
-  echo "stream-relay-bench $scenario $QUICK --target $target $*" | sed 's/ \+/ /g' >> "$COMMANDS"
+  echo "stream-relay-bench $scenario $QUICK --target $target --redis-pid $REDIS_PID ${BENCH_ARGS:-} --json-out results.jsonl $*" | sed 's/ \+/ /g' >> "$COMMANDS"
   echo "== $scenario vs $target" >&2
   set +e
   RELAY_JWT_SECRET="$SECRET" "$BENCH" "$scenario" $QUICK --target "$target" --redis-pid "$REDIS_PID" ${BENCH_ARGS:-} \
@@ -114,12 +118,16 @@ for scenario in $ONLY; do
   case "$scenario" in
     stream|fanout|resume-storm|idle)
       case "$scenario" in stream) rate=50 ;; idle) rate=0.001 ;; *) rate=20 ;; esac
-      start_relay "$rate"
-      bench "$scenario" relay --port "$RELAY_PORT" --server-pids "$RELAY_PID"
-      stop_relay
-      start_nchan
-      bench "$scenario" nchan --port "$NCHAN_PORT" --server-pids "$NGINX_PIDS"
-      stop_nchan
+      if [[ " $TARGETS " == *" relay "* ]]; then
+        start_relay "$rate"
+        bench "$scenario" relay --port "$RELAY_PORT" --server-pids "$RELAY_PID"
+        stop_relay
+      fi
+      if [[ " $TARGETS " == *" nchan "* ]]; then
+        start_nchan
+        bench "$scenario" nchan --port "$NCHAN_PORT" --server-pids "$NGINX_PIDS"
+        stop_nchan
+      fi
       ;;
     append-ceiling)
       bench append-ceiling relay --redis-url "$REDIS_URL"
