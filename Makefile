@@ -22,5 +22,9 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+# StreamRelay vs nginx + nchan on one Redis; writes docs/BENCHMARKS.md (< 25 min on 2 cores).
+bench: deps
+	@scripts/bench.sh
+
 clean:
 	rm -rf .build

@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .executable(name: "stream-relay", targets: ["stream-relay"]),
+        .executable(name: "stream-relay-bench", targets: ["stream-relay-bench"]),
         .library(name: "RelayClient", targets: ["RelayClient"]),
         .library(name: "RelayCore", targets: ["RelayCore"]),
     ],
@@ -33,6 +34,8 @@ let package = Package(
         // Client kit: Foundation only, no C anywhere in its graph (builds for iOS).
         .target(name: "RelayClient", dependencies: ["RelayCore"]),
         .executableTarget(name: "stream-relay", dependencies: ["RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayCore"]),
+        // Load generator and side-by-side benchmark with nginx + nchan (issue 7).
+        .executableTarget(name: "stream-relay-bench", dependencies: ["CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis"]),
 
         .target(name: "RelayTestSupport", dependencies: ["RelayCore", "RelayAuth"], path: "Tests/RelayTestSupport"),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore"]),

@@ -41,8 +41,17 @@ public final class EventLog {
     public let connection: RedisConnection
     public let scripts: ScriptRunner
 
+    // Constant script arguments, formatted once instead of once per append.
+    private let maxLenArg: String
+    private let ttlArg: String
+    private let losslessArg: String
+    private static let budgetTTLArg = String(EventLog.budgetTTLms)
+
     public init(connection: RedisConnection, maxLen: Int, ttlMs: Int, lossless: Bool) {
         self.connection = connection
+        self.maxLenArg = String(maxLen)
+        self.ttlArg = String(ttlMs)
+        self.losslessArg = lossless ? "1" : "0"
         self.scripts = ScriptRunner(connection: connection)
         self.maxLen = maxLen
         self.ttlMs = ttlMs
@@ -111,8 +120,8 @@ public final class EventLog {
         let k = StreamKeys(id)
         scripts.run(Scripts.append,
                     keys: [k.events, k.meta, k.live, k.text, k.offsets, budget?.key ?? k.meta],
-                    args: [String(seq), json, String(maxLen), String(ttlMs), finalState ?? "", text,
-                           lossless ? "1" : "0", budget.map { String($0.tokens) } ?? "", String(EventLog.budgetTTLms)],
+                    args: [String(seq), json, maxLenArg, ttlArg, finalState ?? "", text,
+                           losslessArg, budget.map { String($0.tokens) } ?? "", EventLog.budgetTTLArg],
                     retryNoScript: false) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
             done(.success(UInt64(r.int ?? 0)))

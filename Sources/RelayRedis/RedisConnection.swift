@@ -119,42 +119,59 @@ public final class RedisConnection {
             reply?(.error("DISCONNECTED Redis is not connected"))
             return
         }
-        var lengths = [Int](repeating: 0, count: args.count)
-        var storage = [UInt8]()
-        storage.reserveCapacity(args.reduce(0) { $0 + $1.utf8.count })
-        var offsets = [Int](repeating: 0, count: args.count)
-        for (i, a) in args.enumerated() {
-            offsets[i] = storage.count
-            storage.append(contentsOf: a.utf8)
-            lengths[i] = a.utf8.count
-        }
-        if storage.isEmpty { storage.append(0) }
-        let status: Int32 = storage.withUnsafeBufferPointer { buf in
-            let raw = UnsafeRawPointer(buf.baseAddress!)
-            var argv: [UnsafePointer<CChar>?] = offsets.map { raw.advanced(by: $0).assumingMemoryBound(to: CChar.self) }
-            if role == .pubsub {
-                return redisAsyncCommandArgv(ac, { ac, r, _ in
-                    guard let ac, let me = RedisConnection.owner(ac) else { return }
-                    me.onPush?(RedisReply(r?.assumingMemoryBound(to: redisReply.self)))
-                }, nil, Int32(args.count), &argv, &lengths)
-            }
-            let box = reply.map { Unmanaged.passRetained(ReplyBox($0, sentNs: onLatency == nil ? 0 : ReplyBox.monotonicNs())).toOpaque() }
-            let st = redisAsyncCommandArgv(ac, { ac, r, priv in
-                guard let priv else { return }
-                let box = Unmanaged<ReplyBox>.fromOpaque(priv).takeRetainedValue()
-                if let ac, let me = RedisConnection.owner(ac) {
-                    me.pendingReplies -= 1
-                    if box.sentNs > 0, r != nil, let report = me.onLatency {
-                        report(Double(ReplyBox.monotonicNs() &- box.sentNs) / 1e9)
+        // One pass, no intermediate arrays: the arguments' UTF-8 bytes are copied into
+        // one temporary buffer (hiredis copies them again into its own command buffer
+        // before `redisAsyncCommandArgv` returns), argv/lengths live in temporary
+        // (stack) storage. This runs once per Redis command, i.e. once per event.
+        let argc = args.count
+        var total = 0
+        for a in args { total += a.utf8.count }
+        let status: Int32 = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, total)) { storage in
+            withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: max(1, argc)) { argv in
+                withUnsafeTemporaryAllocation(of: Int.self, capacity: max(1, argc)) { lengths in
+                    let base = storage.baseAddress!
+                    var off = 0
+                    for i in 0..<argc {
+                        var a = args[i]
+                        let n = a.withUTF8 { src -> Int in
+                            if let sp = src.baseAddress, src.count > 0 { (base + off).initialize(from: sp, count: src.count) }
+                            return src.count
+                        }
+                        argv[i] = UnsafeRawPointer(base + off).assumingMemoryBound(to: CChar.self)
+                        lengths[i] = n
+                        off += n
                     }
+                    return command(ac, argc: argc, argv: argv.baseAddress!, lengths: lengths.baseAddress!, reply)
                 }
-                box.body(RedisReply(r?.assumingMemoryBound(to: redisReply.self)))
-            }, box, Int32(args.count), &argv, &lengths)
-            if st != REDIS_OK, let box { Unmanaged<ReplyBox>.fromOpaque(box).release() }
-            else if box != nil { pendingReplies += 1 }
-            return st
+            }
         }
         if status != REDIS_OK { reply?(.error("DISCONNECTED command not sent")) }
+    }
+
+    private func command(_ ac: UnsafeMutablePointer<redisAsyncContext>, argc: Int,
+                         argv: UnsafeMutablePointer<UnsafePointer<CChar>?>, lengths: UnsafeMutablePointer<Int>,
+                         _ reply: ((RedisReply) -> Void)?) -> Int32 {
+        if role == .pubsub {
+            return redisAsyncCommandArgv(ac, { ac, r, _ in
+                guard let ac, let me = RedisConnection.owner(ac) else { return }
+                me.onPush?(RedisReply(r?.assumingMemoryBound(to: redisReply.self)))
+            }, nil, Int32(argc), argv, lengths)
+        }
+        let box = reply.map { Unmanaged.passRetained(ReplyBox($0, sentNs: onLatency == nil ? 0 : ReplyBox.monotonicNs())).toOpaque() }
+        let st = redisAsyncCommandArgv(ac, { ac, r, priv in
+            guard let priv else { return }
+            let box = Unmanaged<ReplyBox>.fromOpaque(priv).takeRetainedValue()
+            if let ac, let me = RedisConnection.owner(ac) {
+                me.pendingReplies -= 1
+                if box.sentNs > 0, r != nil, let report = me.onLatency {
+                    report(Double(ReplyBox.monotonicNs() &- box.sentNs) / 1e9)
+                }
+            }
+            box.body(RedisReply(r?.assumingMemoryBound(to: redisReply.self)))
+        }, box, Int32(argc), argv, lengths)
+        if st != REDIS_OK, let box { Unmanaged<ReplyBox>.fromOpaque(box).release() }
+        else if box != nil { pendingReplies += 1 }
+        return st
     }
 
     /// Closes the connection for good (no reconnect). Pending replies fail.

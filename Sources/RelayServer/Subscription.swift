@@ -84,7 +84,7 @@ final class Subscription {
         }
         if e.seq <= lastSent { return }
         if e.seq == lastSent + 1 {
-            write([e])
+            writeOne(e)
             return
         }
         pending.append(e)
@@ -185,6 +185,21 @@ final class Subscription {
         lastWriteMs = worker.loop.nowMs
         worker.metrics.add(.eventsDelivered, eventsWrittenNow)
         if terminal { end() }
+    }
+
+    /// The common live case (the next seq, no replay under way): one event, written
+    /// without building an array and a concatenated chunk first.
+    private func writeOne(_ e: SequencedEvent) {
+        guard !ended, !worker.isSlowConsumer(self) else { return }
+        exchange.write(SSEFrame.event(seq: e.seq, json: e.json))
+        lastSent = e.seq
+        eventsWritten += 1
+        lastWriteMs = worker.loop.nowMs
+        worker.metrics.add(.eventsDelivered, 1)
+        if e.isTerminal {
+            outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
+            end()
+        }
     }
 
     /// Writes a heartbeat comment if the connection has been quiet for `intervalMs`.

@@ -84,6 +84,9 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
 
     public func makeUpstream(for request: ChatRequest, loop: EventLoop) throws -> Upstream {
         let model = request.model ?? SimulatedDocuments.englishModel
+        if model == SimulatedDocuments.benchModel {
+            return BenchUpstream(maxTokens: request.maxTokens, promptTokens: 4, tokensPerSecond: tokensPerSecond, loop: loop)
+        }
         guard let doc = SimulatedDocuments.document(forModel: model) else {
             throw APIError.invalidRequest("unknown model \"\(model)\" (the simulated upstream serves simulated, simulated-ar)")
         }

@@ -1,0 +1,92 @@
+import Foundation
+import RelayCore
+import RelayLoop
+import RelayRedis
+
+extension Runner {
+    /// `append-ceiling`: the relay's Lua append script (`Scripts.append`, via
+    /// `EventLog.append`, lossless text on as in the relay's default) against Redis
+    /// directly, no HTTP: `connections` hiredis connections on this loop, each with
+    /// `pipeline` appends in flight spread over `streams` streams.
+    func appendCeilingScenario(redis: RedisEndpoint) -> Bool {
+        var ok = true
+        log("scenario append-ceiling: Scripts.append (EVALSHA, MAXLEN 200, PEXPIRE 300 s, lossless text on) on \(redis), \(opts.streams) streams per connection, \(opts.pipeline) appends in flight per connection, \(opts.duration) s per run, connections \(opts.connectionSteps)")
+        for conns in opts.connectionSteps {
+            var logs: [EventLog] = []
+            var connsList: [RedisConnection] = []
+            for _ in 0..<conns {
+                let c = RedisConnection(loop: loop, endpoint: redis, role: .commands)
+                let l = EventLog(connection: c, maxLen: 200, ttlMs: 300_000, lossless: true)
+                c.onConnect = { l.connected() }
+                c.connect()
+                connsList.append(c)
+                logs.append(l)
+            }
+            spin(timeoutMs: 5000) { connsList.allSatisfy { $0.isConnected } }
+            spin(timeoutMs: 300)  // SCRIPT LOAD replies
+            // Create the streams.
+            var ids: [[RequestID]] = []
+            var created = 0
+            for (ci, l) in logs.enumerated() {
+                var row: [RequestID] = []
+                for s in 0..<opts.streams {
+                    let id = try! RequestID(validating: "ceiling\(ci)x\(s)x\(UInt32.random(in: 0...UInt32.max))")
+                    row.append(id)
+                    l.create(id, owner: "bench", sid: "bench", instance: "bench", nowMs: UInt64(Date().timeIntervalSince1970 * 1000)) { _ in created += 1 }
+                }
+                ids.append(row)
+            }
+            spin(timeoutMs: 5000) { created == conns * opts.streams }
+            var seqs = [[UInt64]](repeating: [UInt64](repeating: 0, count: opts.streams), count: conns)
+            var next = [Int](repeating: 0, count: conns)
+            var inFlight = [Int](repeating: 0, count: conns)
+            var acked = 0
+            var failed = 0
+            var hist = LatencyHistogram()
+            var running = true
+            var pump: ((Int) -> Void)!
+            pump = { ci in
+                while running && inFlight[ci] < self.opts.pipeline {
+                    let s = next[ci]
+                    next[ci] = (s + 1) % self.opts.streams
+                    seqs[ci][s] += 1
+                    let seq = seqs[ci][s]
+                    let sent = nowMicros()
+                    let json = BenchEvent.delta(micros: sent, k: Int(seq))
+                    inFlight[ci] += 1
+                    logs[ci].append(ids[ci][s], seq: seq, json: json, text: "t=\(sent);", finalState: nil, budget: nil) { r in
+                        inFlight[ci] -= 1
+                        switch r {
+                        case .success: acked += 1; hist.record(nowMicros() - sent)
+                        case .failure: failed += 1
+                        }
+                        pump(ci)
+                    }
+                }
+            }
+            var redisCPU = CPUWindow(opts.redisPid.map { [$0] } ?? [])
+            redisCPU.start()
+            let t0 = monoMs()
+            for ci in 0..<conns { pump(ci) }
+            spin(timeoutMs: UInt64(opts.duration * 1000))
+            let n = acked
+            let dt = Double(monoMs() - t0) / 1000
+            let cpu = redisCPU.percent()
+            running = false
+            spin(timeoutMs: 2000) { inFlight.allSatisfy { $0 == 0 } }
+            for c in connsList { c.close() }
+            let rate = Double(n) / dt
+            log("  \(conns) connection(s): \(Int(rate)) appends/s, round trip p50 \(fmt(hist.quantileMs(0.5), 2)) ms p99 \(fmt(hist.quantileMs(0.99), 2)) ms, failed \(failed), redis CPU \(fmt(cpu))%")
+            var d: [String: Any] = ["scenario": "append-ceiling", "connections": conns, "pipeline": opts.pipeline,
+                                    "streams_per_connection": opts.streams, "appends_per_s": rate, "failed": failed]
+            if let v = hist.quantileMs(0.5) { d["p50_ms"] = v }
+            if let v = hist.quantileMs(0.99) { d["p99_ms"] = v }
+            if let cpu { d["redis_cpu_pct"] = cpu }
+            d["ok"] = failed == 0 && n > 0
+            emit(d)
+            ok = ok && failed == 0 && n > 0
+            pump = nil
+        }
+        return ok
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import RelayAuth
+import RelayCore
+import RelayLoop
+
+enum Bench {
+    static func main(_ args: [String]) -> Int32 {
+        if args.isEmpty || args.contains("--help") || args.contains("-h") {
+            print(Options.usage)
+            return args.isEmpty ? 2 : 0
+        }
+        let opts: Options
+        do {
+            opts = try Options.parse(args)
+        } catch {
+            FileHandle.standardError.write(Data("stream-relay-bench: \(error)\n\n\(Options.usage)\n".utf8))
+            return 2
+        }
+        signal(SIGPIPE, SIG_IGN)
+        if opts.scenario == "report" { return Report.write(opts) }
+
+        let nofile = raiseOpenFileLimit()
+        var target = Target(kind: opts.target, host: opts.host, port: opts.port)
+        if target.kind == .relay && opts.scenario != "append-ceiling" {
+            guard let secret = opts.jwtSecret ?? ProcessInfo.processInfo.environment["RELAY_JWT_SECRET"] else {
+                FileHandle.standardError.write(Data("stream-relay-bench: the relay target needs --jwt-secret or RELAY_JWT_SECRET\n".utf8))
+                return 2
+            }
+            do {
+                target.token = try TokenMinter.hs256(secret: Array(secret.utf8), sub: "bench", sid: "bench-session", tier: "pro",
+                                                     ttlSeconds: 6 * 3600, now: Int64(Date().timeIntervalSince1970))
+            } catch {
+                FileHandle.standardError.write(Data("stream-relay-bench: \(error)\n".utf8))
+                return 2
+            }
+        }
+        let runner: Runner
+        do {
+            runner = try Runner(opts: opts, target: target)
+        } catch {
+            FileHandle.standardError.write(Data("stream-relay-bench: \(error)\n".utf8))
+            return 2
+        }
+        runner.log("stream-relay-bench \(opts.scenario)\(opts.quick ? " --quick" : ""): target \(target.kind.rawValue) at \(target.host):\(target.port), open-file limit \(nofile), server pids \(opts.serverPids), redis pid \(opts.redisPid.map(String.init) ?? "-")")
+        let ok: Bool
+        switch opts.scenario {
+        case "stream": ok = runner.streamScenario()
+        case "fanout": ok = runner.fanoutScenario()
+        case "idle": ok = runner.idleScenario()
+        case "resume-storm": ok = runner.resumeStormScenario()
+        case "append-ceiling":
+            guard let url = opts.redisURL, let ep = try? RedisEndpoint.parse(url) else {
+                FileHandle.standardError.write(Data("stream-relay-bench: append-ceiling needs --redis-url\n".utf8))
+                return 2
+            }
+            ok = runner.appendCeilingScenario(redis: ep)
+        default:
+            FileHandle.standardError.write(Data("stream-relay-bench: unknown scenario \(opts.scenario)\n\n\(Options.usage)\n".utf8))
+            return 2
+        }
+        return ok ? 0 : 3
+    }
+}

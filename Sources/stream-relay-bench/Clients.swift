@@ -1,0 +1,326 @@
+import CLibevent
+import Foundation
+import RelayCore
+import RelayLoop
+
+/// The system under test: StreamRelay (POST/GET /api/chat/stream) or nginx + nchan
+/// (EventSource GET /sub/<channel>, HTTP publisher POST /pub/<channel>).
+enum TargetKind: String { case relay, nchan }
+
+struct Target {
+    var kind: TargetKind
+    var host = "127.0.0.1"
+    var port = 8080
+    /// StreamRelay bearer token (one user for every stream, so fan-out resumes are allowed).
+    var token = ""
+    var dst: sockaddr_in {
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_port = in_port_t(UInt16(port).bigEndian)
+        a.sin_addr.s_addr = inet_addr(host)
+        return a
+    }
+
+    /// The request that opens stream `id` for a subscriber: a relay POST (creates the
+    /// generation), a relay GET resume, or an nchan EventSource GET.
+    func subscribeRequest(id: String, create: Bool, maxTokens: Int, lastEventID: String?) -> String {
+        var r: String
+        switch kind {
+        case .relay where create:
+            let body = "{\"messages\":[{\"role\":\"user\",\"content\":\"bench\"}],\"model\":\"simulated-bench\",\"max_tokens\":\(maxTokens)}"
+            r = "POST /api/chat/stream HTTP/1.1\r\nHost: \(host):\(port)\r\nAuthorization: Bearer \(token)\r\n"
+                + "Content-Type: application/json\r\nAccept: text/event-stream\r\nX-Request-Id: \(id)\r\n"
+                + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+            return r
+        case .relay:
+            r = "GET /api/chat/stream/\(id) HTTP/1.1\r\nHost: \(host):\(port)\r\nAuthorization: Bearer \(token)\r\nAccept: text/event-stream\r\n"
+        case .nchan:
+            r = "GET /sub/\(id) HTTP/1.1\r\nHost: \(host):\(port)\r\nAccept: text/event-stream\r\n"
+        }
+        if let l = lastEventID, !l.isEmpty { r += "Last-Event-ID: \(l)\r\n" }
+        return r + "\r\n"
+    }
+}
+
+/// The `delta` JSON every producer sends: `{"type":"delta","content":"t=<µs>;n=<k>;xxx…"}`.
+enum BenchEvent {
+    static let tokenBytes = 32
+    static func delta(micros: UInt64, k: Int) -> String {
+        var c = "t=\(micros);n=\(k);"
+        if c.utf8.count < tokenBytes { c += String(repeating: "x", count: tokenBytes - c.utf8.count) }
+        return "{\"type\":\"delta\",\"content\":\"\(c)\"}"
+    }
+    static func done(tokens: Int) -> String {
+        "{\"type\":\"done\",\"finish_reason\":\"length\",\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":\(tokens),\"total_tokens\":\(tokens + 4)}}"
+    }
+
+    enum Kind { case delta(t: UInt64, n: Int), done, error, other }
+
+    /// Classifies an event's data without a JSON parser (the producers' fixed shapes).
+    static func parse(_ data: String) -> Kind {
+        var data = data
+        return data.withUTF8 { p -> Kind in
+            // {"type":"d  → index 9 is the first letter of the type
+            guard p.count > 10 else { return .other }
+            switch p[9] {
+            case UInt8(ascii: "d") where p[10] == UInt8(ascii: "e"):
+                var i = 0
+                var t: UInt64 = 0
+                var n = 0
+                // find "t="
+                while i + 1 < p.count, !(p[i] == UInt8(ascii: "t") && p[i + 1] == UInt8(ascii: "=")) { i += 1 }
+                i += 2
+                while i < p.count, p[i] >= 48, p[i] <= 57 { t = t &* 10 &+ UInt64(p[i] &- 48); i += 1 }
+                while i + 1 < p.count, !(p[i] == UInt8(ascii: "n") && p[i + 1] == UInt8(ascii: "=")) { i += 1 }
+                i += 2
+                while i < p.count, p[i] >= 48, p[i] <= 57 { n = n &* 10 &+ Int(p[i] &- 48); i += 1 }
+                return .delta(t: t, n: n)
+            case UInt8(ascii: "d") where p[10] == UInt8(ascii: "o"):
+                return .done
+            case UInt8(ascii: "e"):
+                return .error
+            default:
+                return .other
+            }
+        }
+    }
+}
+
+/// One SSE subscriber: an `HTTPConnection` whose body goes through `RelayCore.SSEParser`.
+/// Tracks the last delta index `n` seen (gaps = lost, repeats = duplicates), latency from
+/// the embedded send time, heartbeats, and catch-up time after a resume storm.
+final class Subscriber {
+    let stream: Int
+    let id: String
+    let stats: RunStats
+    /// Relay: this subscriber's POST creates the stream.
+    var creator = false
+    var parser = SSEParser()
+    private(set) var conn: HTTPConnection?
+    /// Highest delta index received.
+    private(set) var lastN = 0
+    private(set) var connected = false
+    private(set) var finished = false
+    private(set) var heartbeats = 0
+    /// Connected (response head received), µs.
+    private(set) var connectedAt: UInt64 = 0
+    /// Resume storm: reconnect time and the arrival of the last event produced before it.
+    var stormT0: UInt64?
+    private(set) var lastReplayArrival: UInt64?
+    private(set) var caughtUpMicros: UInt64?
+    var onConnected: ((Subscriber) -> Void)?
+    var onFinished: ((Subscriber) -> Void)?
+    var onFailed: ((Subscriber, String) -> Void)?
+    /// Closed deliberately (no failure count).
+    private var closing = false
+
+    init(stream: Int, id: String, stats: RunStats) {
+        self.stream = stream
+        self.id = id
+        self.stats = stats
+    }
+
+    /// Opens the connection and sends `request`.
+    func open(loop: EventLoop, src: in_addr_t, dst: sockaddr_in, request: String) {
+        closing = false
+        connected = false
+        parser.finish()
+        guard let c = HTTPConnection(loop: loop, src: src, dst: dst) else {
+            stats.connectFailures += 1
+            onFailed?(self, "connect: \(String(cString: strerror(errno)))")
+            return
+        }
+        conn = c
+        c.onHead = { [unowned self] status, _ in
+            guard status == 200 else {
+                self.stats.httpErrors[status, default: 0] += 1
+                self.drop()
+                self.onFailed?(self, "HTTP \(status)")
+                return
+            }
+            self.connected = true
+            self.connectedAt = nowMicros()
+            self.onConnected?(self)
+        }
+        c.onBody = { [unowned self] buf in self.body(buf) }
+        c.onResponseEnd = { [unowned self] in self.ended(nil) }
+        c.onClose = { [unowned self] err in self.ended(err ?? "closed") }
+        c.send(request)
+    }
+
+    /// Closes without counting a failure (a deliberate disconnect).
+    func drop() {
+        closing = true
+        connected = false
+        conn?.close()
+        conn = nil
+    }
+
+    private func ended(_ why: String?) {
+        let wasClosing = closing
+        drop()
+        if finished || wasClosing { return }
+        stats.closedEarly += 1
+        onFailed?(self, why ?? "response ended without done")
+    }
+
+    private func body(_ buf: UnsafeRawBufferPointer) {
+        let items: [SSEParser.Item]
+        do {
+            items = try parser.feed(buf)
+        } catch {
+            drop()
+            onFailed?(self, "SSE parse: \(error)")
+            return
+        }
+        guard !items.isEmpty else { return }
+        let now = nowMicros()
+        for item in items {
+            switch item {
+            case .comment(let c):
+                // Heartbeats: the relay's ": ping", nchan's ":ping" (not nchan's ": hi" greeting).
+                if c == "ping" {
+                    heartbeats += 1
+                    stats.heartbeats += 1
+                }
+            case .event(let m):
+                switch BenchEvent.parse(m.data) {
+                case .delta(let t, let n):
+                    delta(t: t, n: n, now: now)
+                case .done:
+                    if let t0 = stormT0, caughtUpMicros == nil { caughtUpMicros = (lastReplayArrival ?? now) - t0 }
+                    finished = true
+                    stats.completed += 1
+                    drop()
+                    onFinished?(self)
+                    return
+                case .error:
+                    stats.errorEvents += 1
+                case .other:
+                    break
+                }
+            }
+        }
+    }
+
+    @inline(__always)
+    private func delta(t: UInt64, n: Int, now: UInt64) {
+        stats.received += 1
+        if n <= lastN {
+            stats.duplicates += 1
+            return
+        }
+        if n > lastN + 1 { stats.lost += n - lastN - 1 }
+        lastN = n
+        if t >= stats.measureFromMicros { stats.latency.record(now > t ? now - t : 0) }
+        if now >= stats.windowStart && now < stats.windowEnd { stats.receivedInWindow += 1 }
+        if let t0 = stormT0, caughtUpMicros == nil {
+            if t <= t0 {
+                lastReplayArrival = now
+            } else {
+                caughtUpMicros = (lastReplayArrival ?? now) > t0 ? (lastReplayArrival ?? now) - t0 : 0
+            }
+        }
+    }
+
+    /// At the end of a run: events of a `tokens`-delta stream never received count as lost.
+    func settle(tokens: Int) {
+        if lastN < tokens { stats.lost += tokens - lastN }
+        if !finished { stats.unfinished += 1 }
+    }
+}
+
+/// nchan's producer: publishes each delta with `POST /pub/<channel>` on one keep-alive,
+/// pipelined HTTP connection per channel (the send time is embedded when the request
+/// is queued).
+final class Publisher {
+    let channel: String
+    private let conn: HTTPConnection
+    private(set) var inFlight = 0
+    private(set) var errors = 0
+    private let host: String
+
+    init?(loop: EventLoop, src: in_addr_t, target: Target, channel: String) {
+        guard let c = HTTPConnection(loop: loop, src: src, dst: target.dst) else { return nil }
+        conn = c
+        self.channel = channel
+        host = "\(target.host):\(target.port)"
+        c.onHead = { [unowned self] status, _ in
+            if status != 201 && status != 202 { self.errors += 1 }
+        }
+        c.onResponseEnd = { [unowned self] in
+            self.inFlight -= 1
+            self.conn.expectResponse()
+        }
+        c.onClose = { [unowned self] _ in self.errors += self.inFlight; self.inFlight = 0 }
+    }
+
+    func publish(_ json: String) {
+        inFlight += 1
+        conn.send("POST /pub/\(channel) HTTP/1.1\r\nHost: \(host)\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)")
+    }
+
+    func close() { conn.close() }
+}
+
+/// Paces nchan publishing: channel i publishes at `rate` tokens/s, phases spread over
+/// one period (like the relay's generations, which start staggered), `tokens` deltas
+/// then `done`.
+final class PublishSchedule {
+    private let publishers: [Publisher]
+    private let rate: Double
+    private let tokens: Int
+    private var sent: [Int]
+    private var startMs: [UInt64]
+    private var timer: LoopTimer?
+    private let loop: EventLoop
+    private(set) var finished = 0
+    var onAllDone: (() -> Void)?
+
+    init(loop: EventLoop, publishers: [Publisher], rate: Double, tokens: Int) {
+        self.loop = loop
+        self.publishers = publishers
+        self.rate = rate
+        self.tokens = tokens
+        sent = [Int](repeating: 0, count: publishers.count)
+        startMs = [UInt64](repeating: 0, count: publishers.count)
+    }
+
+    var totalErrors: Int { publishers.reduce(0) { $0 + $1.errors } }
+
+    func start() {
+        let period = max(1.0, 1000.0 / rate)
+        let now = loop.nowMs
+        for i in publishers.indices {
+            startMs[i] = now + UInt64(Double(i % max(1, Int(period))) )
+        }
+        timer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.tick() }
+        timer?.schedule(afterMs: 1)
+    }
+
+    private func tick() {
+        let now = loop.nowMs
+        for i in publishers.indices where sent[i] <= tokens {
+            guard now > startMs[i] else { continue }
+            let due = min(tokens, Int(Double(now - startMs[i]) * rate / 1000.0))
+            if due > sent[i] {
+                let t = nowMicros()
+                while sent[i] < due {
+                    sent[i] += 1
+                    publishers[i].publish(BenchEvent.delta(micros: t, k: sent[i]))
+                }
+            }
+            if sent[i] == tokens {
+                publishers[i].publish(BenchEvent.done(tokens: tokens))
+                sent[i] += 1
+                finished += 1
+            }
+        }
+        if finished == publishers.count {
+            timer?.cancel()
+            onAllDone?()
+        }
+    }
+
+    func stop() { timer?.cancel() }
+}

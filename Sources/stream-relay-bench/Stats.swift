@@ -1,0 +1,139 @@
+import Foundation
+
+/// Latency histogram: 10 µs buckets up to 10 s, one overflow bucket.
+struct LatencyHistogram {
+    static let bucketMicros: UInt64 = 10
+    static let buckets = 1_000_000
+    private var counts = [UInt32](repeating: 0, count: LatencyHistogram.buckets + 1)
+    private(set) var total = 0
+    private(set) var maxMicros: UInt64 = 0
+
+    mutating func record(_ micros: UInt64) {
+        let i = min(Int(micros / LatencyHistogram.bucketMicros), LatencyHistogram.buckets)
+        counts[i] &+= 1
+        total += 1
+        if micros > maxMicros { maxMicros = micros }
+    }
+
+    /// The q-quantile (0…1) in milliseconds (upper edge of its bucket), or nil when empty.
+    func quantileMs(_ q: Double) -> Double? {
+        guard total > 0 else { return nil }
+        let rank = max(1, Int((Double(total) * q).rounded(.up)))
+        var seen = 0
+        for (i, c) in counts.enumerated() where c > 0 {
+            seen += Int(c)
+            if seen >= rank {
+                if i == LatencyHistogram.buckets { return Double(maxMicros) / 1000 }
+                return min(Double(maxMicros), Double(UInt64(i + 1) * LatencyHistogram.bucketMicros)) / 1000
+            }
+        }
+        return Double(maxMicros) / 1000
+    }
+}
+
+/// CPU time and RSS of processes, from /proc (Linux).
+enum Proc {
+    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+
+    /// utime + stime of `pid`, seconds; nil when gone.
+    static func cpuSeconds(_ pid: Int32) -> Double? {
+        guard let s = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = s.lastIndex(of: ")") else { return nil }
+        let f = s[s.index(after: close)...].split(separator: " ")
+        // after ")": state(0) ppid(1) … utime(11) stime(12)
+        guard f.count > 12, let u = Double(f[11]), let st = Double(f[12]) else { return nil }
+        return (u + st) / ticksPerSecond
+    }
+
+    /// Resident set size of `pid`, bytes.
+    static func rssBytes(_ pid: Int32) -> Int? {
+        guard let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in s.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+            if parts.count >= 2, let kb = Int(parts[1]) { return kb * 1024 }
+        }
+        return nil
+    }
+
+    /// Sum over `pids` (nil entries skipped).
+    static func cpuSeconds(_ pids: [Int32]) -> Double { pids.compactMap { cpuSeconds($0) }.reduce(0, +) }
+    static func rssBytes(_ pids: [Int32]) -> Int { pids.compactMap { rssBytes($0) }.reduce(0, +) }
+
+    /// Kernel slab memory (SReclaimable + SUnreclaim), bytes, system-wide.
+    static func slabBytes() -> Int {
+        guard let s = try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8) else { return 0 }
+        var total = 0
+        for line in s.split(separator: "\n") where line.hasPrefix("Slab:") {
+            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+            if parts.count >= 2, let kb = Int(parts[1]) { total = kb * 1024 }
+        }
+        return total
+    }
+
+    /// TCP socket buffer memory in use (`/proc/net/sockstat` "TCP: … mem <pages>"), bytes.
+    static func tcpBufferBytes() -> Int {
+        guard let s = try? String(contentsOfFile: "/proc/net/sockstat", encoding: .utf8) else { return 0 }
+        for line in s.split(separator: "\n") where line.hasPrefix("TCP:") {
+            let parts = line.split(separator: " ")
+            if let i = parts.firstIndex(of: "mem"), i + 1 < parts.count, let pages = Int(parts[i + 1]) {
+                return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+            }
+        }
+        return 0
+    }
+}
+
+/// CPU usage of a process set between `start()` and `stop()`, % of one core.
+struct CPUWindow {
+    let pids: [Int32]
+    private var t0 = 0.0
+    private var c0 = 0.0
+    init(_ pids: [Int32]) { self.pids = pids }
+    mutating func start() {
+        t0 = Date().timeIntervalSince1970
+        c0 = Proc.cpuSeconds(pids)
+    }
+    func percent() -> Double? {
+        guard !pids.isEmpty else { return nil }
+        let dt = Date().timeIntervalSince1970 - t0
+        guard dt > 0 else { return nil }
+        return (Proc.cpuSeconds(pids) - c0) / dt * 100
+    }
+}
+
+/// Counters shared by all subscribers of a run.
+final class RunStats {
+    var latency = LatencyHistogram()
+    /// Deltas received (all, including replays).
+    var received = 0
+    /// Deltas received whose arrival fell in the measurement window.
+    var receivedInWindow = 0
+    var duplicates = 0
+    var lost = 0
+    var outOfOrder = 0
+    var errorEvents = 0
+    var heartbeats = 0
+    var connectFailures = 0
+    var httpErrors: [Int: Int] = [:]
+    var closedEarly = 0
+    var unfinished = 0
+    var completed = 0
+    /// Latency is recorded only for events produced at or after this time (µs).
+    var measureFromMicros: UInt64 = .max
+    /// Arrivals counted in `receivedInWindow` between these (µs).
+    var windowStart: UInt64 = .max
+    var windowEnd: UInt64 = .max
+}
+
+/// Formats optional numbers for output.
+func fmt(_ v: Double?, _ digits: Int = 1) -> String {
+    guard let v, v.isFinite else { return "n/a" }
+    return String(format: "%.\(digits)f", v)
+}
+
+/// This process's CPU time (user + system), seconds.
+func selfCPUSeconds() -> Double {
+    var ru = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &ru)
+    return Double(ru.ru_utime.tv_sec) + Double(ru.ru_utime.tv_usec) / 1e6 + Double(ru.ru_stime.tv_sec) + Double(ru.ru_stime.tv_usec) / 1e6
+}

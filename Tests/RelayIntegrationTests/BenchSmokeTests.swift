@@ -1,0 +1,84 @@
+import Foundation
+import RelayTestSupport
+import XCTest
+
+/// Issue 7: `stream-relay-bench <scenario> --quick` works against a real relay and a
+/// real Redis: it exits 0 and reports nothing lost or duplicated. No timing is asserted.
+final class BenchSmokeTests: RelayTestCase {
+    /// The bench executable next to the relay binary under test (or `$STREAM_RELAY_BENCH_BIN`).
+    var benchBinary: String {
+        if let b = ProcessInfo.processInfo.environment["STREAM_RELAY_BENCH_BIN"] { return b }
+        return URL(fileURLWithPath: TestPaths.relayBinary).deletingLastPathComponent()
+            .appendingPathComponent("stream-relay-bench").path
+    }
+
+    /// Runs the bench and returns (exit status, stdout RESULT lines as JSON, stderr).
+    func runBench(_ args: [String], timeout: Double = 120) throws -> (Int32, [[String: Any]], String) {
+        guard FileManager.default.isExecutableFile(atPath: benchBinary) else {
+            throw TestFailure("stream-relay-bench not built at \(benchBinary) (swift build builds it)")
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: benchBinary)
+        p.arguments = args
+        var env = ProcessInfo.processInfo.environment
+        env["RELAY_JWT_SECRET"] = RelayProcess.secret
+        p.environment = env
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bench-smoke-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let outURL = dir.appendingPathComponent("out"), errURL = dir.appendingPathComponent("err")
+        FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        p.standardOutput = try FileHandle(forWritingTo: outURL)
+        p.standardError = try FileHandle(forWritingTo: errURL)
+        try p.run()
+        let until = Date().addingTimeInterval(timeout)
+        while p.isRunning && Date() < until { usleep(50_000) }
+        if p.isRunning {
+            p.terminate()
+            p.waitUntilExit()
+            throw TestFailure("stream-relay-bench \(args.first ?? "") did not finish in \(timeout) s")
+        }
+        let out = (try? String(contentsOf: outURL, encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+        let results = out.split(separator: "\n").compactMap { line -> [String: Any]? in
+            guard line.hasPrefix("RESULT ") else { return nil }
+            return try? JSONSerialization.jsonObject(with: Data(line.dropFirst(7).utf8)) as? [String: Any]
+        }
+        return (p.terminationStatus, results, err)
+    }
+
+    func testStreamQuickDeliversEverything() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50", "RELAY_HEARTBEAT": "1s"])
+        let (status, results, err) = try runBench(["stream", "--quick", "--port", String(relay.port),
+                                                    "--server-pids", String(relay.process.processIdentifier)])
+        XCTAssertEqual(status, 0, err)
+        let steps = results.filter { $0["scenario"] as? String == "stream" }
+        XCTAssertFalse(steps.isEmpty, err)
+        for s in steps {
+            XCTAssertEqual(s["lost"] as? Int, 0, "lost events: \(s)")
+            XCTAssertEqual(s["duplicates"] as? Int, 0, "duplicates: \(s)")
+            XCTAssertEqual(s["errors"] as? Int, 0, "errors: \(s)")
+            XCTAssertGreaterThan(s["deliveries_per_s"] as? Double ?? 0, 0)
+        }
+        XCTAssertTrue(err.contains("scenario stream"), "parameters printed: \(err)")
+    }
+
+    func testResumeStormQuickHasNoGapsOrDuplicates() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20", "RELAY_HEARTBEAT": "1s"])
+        let (status, results, err) = try runBench(["resume-storm", "--quick", "--port", String(relay.port)])
+        XCTAssertEqual(status, 0, err)
+        let r = try XCTUnwrap(results.first { $0["scenario"] as? String == "resume-storm" }, err)
+        XCTAssertEqual(r["gaps"] as? Int, 0, "\(r)")
+        XCTAssertEqual(r["duplicates"] as? Int, 0, "\(r)")
+        XCTAssertEqual(r["caught_up"] as? Int, r["clients"] as? Int, "\(r)")
+    }
+
+    func testAppendCeilingQuickRunsTheRelayScript() throws {
+        let (status, results, err) = try runBench(["append-ceiling", "--quick", "--redis-url", redis.url])
+        XCTAssertEqual(status, 0, err)
+        let r = try XCTUnwrap(results.first { $0["scenario"] as? String == "append-ceiling" }, err)
+        XCTAssertEqual(r["failed"] as? Int, 0, "\(r)")
+        XCTAssertGreaterThan(r["appends_per_s"] as? Double ?? 0, 0)
+    }
+}

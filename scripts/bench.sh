@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# StreamRelay vs nginx + nchan, side by side on one fresh redis-server (issue 7).
+#
+#   scripts/bench.sh            full run (bounded to < 25 min on a 2-core machine),
+#                               writes docs/BENCHMARKS.md (generated section)
+#   scripts/bench.sh --quick    seconds-long smoke run, writes .build/bench/BENCHMARKS.quick.md
+#   options: --out FILE  --only "stream fanout idle resume-storm append-ceiling"
+#            --targets "relay nchan"   (which systems to run, default both)
+#   BENCH_ARGS="--duration 5 …" is passed to every stream-relay-bench run (exploration);
+#   RELAY_BIN=/path/to/stream-relay runs another relay build (before/after comparisons).
+#
+# Installs what it needs (libnginx-mod-nchan), builds release, starts a fresh
+# redis-server (no persistence) on 127.0.0.1, and for every scenario starts a fresh
+# relay, runs stream-relay-bench against it, stops it, then does the same with nginx
+# + nchan (bench/nginx-nchan.conf.in, temp prefix: /etc/nginx is never used).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+QUICK=""
+OUT=""
+ONLY="stream fanout idle resume-storm append-ceiling"
+TARGETS="relay nchan"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK="--quick" ;;
+    --out) OUT="$2"; shift ;;
+    --only) ONLY="$2"; shift ;;
+    --targets) TARGETS="$2"; shift ;;
+    *) echo "usage: scripts/bench.sh [--quick] [--out FILE] [--only \"scenarios\"] [--targets \"relay nchan\"]" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ -z "$OUT" ]; then
+  if [ -n "$QUICK" ]; then OUT="$ROOT/.build/bench/BENCHMARKS.quick.md"; else OUT="$ROOT/docs/BENCHMARKS.md"; fi
+fi
+
+scripts/install-deps.sh libnginx-mod-nchan
+START=$(date +%s)
+echo "== building release" >&2
+swift build -c release 2>&1 | tail -1 >&2
+BIN=$(swift build -c release --show-bin-path)
+RELAY="${RELAY_BIN:-$BIN/stream-relay}"
+BENCH="$BIN/stream-relay-bench"
+
+WORK=$(mktemp -d /tmp/stream-relay-bench.XXXXXX)
+mkdir -p "$ROOT/.build/bench"
+RESULTS="$WORK/results.jsonl"
+COMMANDS="$WORK/commands.txt"
+LOG="$ROOT/.build/bench/bench.log"
+: > "$RESULTS"; : > "$COMMANDS"; : > "$LOG"
+CORES=$(nproc)
+SECRET="bench-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+if [ -n "$QUICK" ]; then HB_S=1; else HB_S=15; fi
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+wait_http() { for _ in $(seq 1 200); do curl -fs -m 1 "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "not up: $1" >&2; return 1; }
+
+REDIS_PORT=$(free_port)
+REDIS_PID=""; RELAY_PID=""; NGINX_PID=""
+cleanup() {
+  [ -n "$RELAY_PID" ] && kill "$RELAY_PID" 2>/dev/null || true
+  [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
+  sleep 0.3
+  [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+echo "== redis-server on 127.0.0.1:$REDIS_PORT (no persistence)" >&2
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" \
+  --loglevel warning --maxclients 20000 >"$WORK/redis.log" 2>&1 &
+REDIS_PID=$!
+for _ in $(seq 1 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.05; done
+REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+
+start_relay() { # rate
+  RELAY_PORT=$(free_port)
+  local cmd="RELAY_JWT_SECRET=… RELAY_LISTEN=127.0.0.1:$RELAY_PORT REDIS_URL=$REDIS_URL RELAY_WORKERS=$CORES RELAY_HEARTBEAT=${HB_S}s RELAY_SIMULATED_TOKENS_PER_SECOND=$1 stream-relay serve"
+  echo "$cmd" >> "$COMMANDS"
+  RELAY_JWT_SECRET="$SECRET" RELAY_LISTEN="127.0.0.1:$RELAY_PORT" REDIS_URL="$REDIS_URL" RELAY_WORKERS="$CORES" \
+    RELAY_HEARTBEAT="${HB_S}s" RELAY_SIMULATED_TOKENS_PER_SECOND="$1" \
+    "$RELAY" serve >"$WORK/relay.log" 2>&1 &
+  RELAY_PID=$!
+  wait_http "http://127.0.0.1:$RELAY_PORT/readyz"
+}
+stop_relay() { kill "$RELAY_PID" 2>/dev/null || true; wait "$RELAY_PID" 2>/dev/null || true; RELAY_PID=""; }
+
+start_nchan() {
+  NCHAN_PORT=$(free_port)
+  local prefix="$WORK/nginx"
+  rm -rf "$prefix"; mkdir -p "$prefix"
+  sed -e "s#@PREFIX@#$prefix#g; s#@PORT@#$NCHAN_PORT#; s#@REDIS@#$REDIS_URL#; s#@WORKERS@#$CORES#; s#@HEARTBEAT@#$HB_S#" \
+    bench/nginx-nchan.conf.in > "$prefix/nginx.conf"
+  echo "nginx -p <tmp> -e <tmp>/error.log -c <tmp>/nginx.conf   # bench/nginx-nchan.conf.in, port $NCHAN_PORT, worker_processes $CORES, ping ${HB_S}s" >> "$COMMANDS"
+  nginx -p "$prefix" -e "$prefix/error.log" -c "$prefix/nginx.conf" >"$WORK/nginx.out" 2>&1 &
+  NGINX_PID=$!
+  wait_http "http://127.0.0.1:$NCHAN_PORT/healthz"
+  NGINX_PIDS="$NGINX_PID,$(pgrep -P "$NGINX_PID" | paste -sd, -)"
+}
+stop_nchan() { kill -QUIT "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true; NGINX_PID=""; }
+
+bench() { # scenario target args…
+  local scenario=$1 target=$2; shift 2
+  echo "stream-relay-bench $scenario $QUICK --target $target --redis-pid $REDIS_PID ${BENCH_ARGS:-} --json-out results.jsonl $*" | sed 's/ \+/ /g' >> "$COMMANDS"
+  echo "== $scenario vs $target" >&2
+  set +e
+  RELAY_JWT_SECRET="$SECRET" "$BENCH" "$scenario" $QUICK --target "$target" --redis-pid "$REDIS_PID" ${BENCH_ARGS:-} \
+    --json-out "$RESULTS" "$@" 2> >(tee -a "$LOG" >&2) >/dev/null
+  local rc=$?
+  set -e
+  echo "   exit $rc" >&2
+  redis-cli -p "$REDIS_PORT" flushall >/dev/null
+  return 0
+}
+
+for scenario in $ONLY; do
+  case "$scenario" in
+    stream|fanout|resume-storm|idle)
+      case "$scenario" in stream) rate=50 ;; idle) rate=0.001 ;; *) rate=20 ;; esac
+      if [[ " $TARGETS " == *" relay "* ]]; then
+        start_relay "$rate"
+        bench "$scenario" relay --port "$RELAY_PORT" --server-pids "$RELAY_PID"
+        stop_relay
+      fi
+      if [[ " $TARGETS " == *" nchan "* ]]; then
+        start_nchan
+        bench "$scenario" nchan --port "$NCHAN_PORT" --server-pids "$NGINX_PIDS"
+        stop_nchan
+      fi
+      ;;
+    append-ceiling)
+      bench append-ceiling relay --redis-url "$REDIS_URL"
+      ;;
+    *) echo "unknown scenario $scenario" >&2; exit 2 ;;
+  esac
+done
+
+ELAPSED=$(( $(date +%s) - START ))
+echo "== done in ${ELAPSED}s; writing $OUT" >&2
+python3 - "$WORK/meta.json" "$ELAPSED" "$QUICK" "$COMMANDS" <<'EOF'
+import json, platform, subprocess, sys, os
+def sh(c):
+    try: return subprocess.run(c, shell=True, capture_output=True, text=True).stdout.strip() or subprocess.run(c, shell=True, capture_output=True, text=True).stderr.strip()
+    except Exception: return "?"
+cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip()
+meta = {
+  "date": sh("date -u +%Y-%m-%dT%H:%MZ"),
+  "machine": f"{os.cpu_count()} cores ({cpu}), {int(int(sh('grep MemTotal /proc/meminfo').split()[1])/1048576+0.5)} GiB RAM, {sh('uname -sr')}, {sh('. /etc/os-release; echo $PRETTY_NAME')}",
+  "versions": {
+    "swift": sh("swift --version 2>&1 | head -1"),
+    "redis": sh("redis-server --version"),
+    "nginx": sh("nginx -v 2>&1"),
+    "nchan": "libnginx-mod-nchan " + sh("dpkg-query -W -f='${Version}' libnginx-mod-nchan"),
+    "libevent": sh("dpkg-query -W -f='${Version}' libevent-2.1-7"),
+    "hiredis": sh("dpkg-query -W -f='${Version}' libhiredis-dev"),
+    "streamrelay": sh("git rev-parse --short HEAD") + (" (dirty)" if sh("git status --porcelain -uno") else ""),
+  },
+  "elapsed_s": int(sys.argv[2]),
+  "mode": "quick" if sys.argv[3] else "full",
+  "commands": [l.rstrip("\n") for l in open(sys.argv[4])],
+}
+json.dump(meta, open(sys.argv[1], "w"), indent=1)
+EOF
+cp "$RESULTS" "$ROOT/.build/bench/results.jsonl"
+mkdir -p "$(dirname "$OUT")"
+"$BENCH" report --results "$RESULTS" --meta "$WORK/meta.json" --out "$OUT"
+echo "wrote $OUT (results: .build/bench/results.jsonl, log: .build/bench/bench.log)" >&2
