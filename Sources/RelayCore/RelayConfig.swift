@@ -215,7 +215,7 @@ public struct RelayConfig: Sendable, Equatable {
             c.defaultTier = v
         },
         Option(env: "RELAY_MAX_STREAMS_PER_SESSION", flag: "--max-streams-per-session", help: "running generations per session (default 3)") { c, v in
-            c.maxStreamsPerSession = try int(v, "RELAY_MAX_STREAMS_PER_SESSION", 1...10_000)
+            c.maxStreamsPerSession = try int(v, "RELAY_MAX_STREAMS_PER_SESSION", 1...10_000_000)
         },
         Option(env: "RELAY_DRAIN_TIMEOUT", flag: "--drain-timeout", help: "graceful drain limit on SIGTERM (default 30s)") { c, v in
             c.drainTimeoutMs = try duration(v, "RELAY_DRAIN_TIMEOUT", 0...3_600_000)

@@ -5,6 +5,10 @@ import XCTest
 /// Issue 7: `stream-relay-bench <scenario> --quick` works against a real relay and a
 /// real Redis: it exits 0 and reports nothing lost or duplicated. No timing is asserted.
 final class BenchSmokeTests: RelayTestCase {
+    /// One bench user opens every stream: lift the per-session stream limit and the
+    /// monthly budget, as `scripts/bench.sh` does.
+    static let loadTestLimits = ["RELAY_MAX_STREAMS_PER_SESSION": "1000000", "RELAY_BUDGETS": "free=20000,pro=1000000000000"]
+
     /// The bench executable next to the relay binary under test (or `$STREAM_RELAY_BENCH_BIN`).
     var benchBinary: String {
         if let b = ProcessInfo.processInfo.environment["STREAM_RELAY_BENCH_BIN"] { return b }
@@ -49,7 +53,7 @@ final class BenchSmokeTests: RelayTestCase {
     }
 
     func testStreamQuickDeliversEverything() throws {
-        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50", "RELAY_HEARTBEAT": "1s"])
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50", "RELAY_HEARTBEAT": "1s"].merging(Self.loadTestLimits) { $1 })
         let (status, results, err) = try runBench(["stream", "--quick", "--port", String(relay.port),
                                                     "--server-pids", String(relay.process.processIdentifier)])
         XCTAssertEqual(status, 0, err)
@@ -65,7 +69,7 @@ final class BenchSmokeTests: RelayTestCase {
     }
 
     func testResumeStormQuickHasNoGapsOrDuplicates() throws {
-        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20", "RELAY_HEARTBEAT": "1s"])
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20", "RELAY_HEARTBEAT": "1s"].merging(Self.loadTestLimits) { $1 })
         let (status, results, err) = try runBench(["resume-storm", "--quick", "--port", String(relay.port)])
         XCTAssertEqual(status, 0, err)
         let r = try XCTUnwrap(results.first { $0["scenario"] as? String == "resume-storm" }, err)
