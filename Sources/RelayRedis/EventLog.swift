@@ -117,7 +117,13 @@ public final class EventLog {
     /// `budget`: the counter key and tokens to add with the final event.
     public func append(_ id: RequestID, seq: UInt64, json: String, text: String, finalState: String?,
                        budget: (key: String, tokens: Int)?, done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
-        let k = StreamKeys(id)
+        append(StreamKeys(id), seq: seq, json: json, text: text, finalState: finalState, budget: budget, done: done)
+    }
+
+    /// The same append with the stream's key names already built (one generation
+    /// appends thousands of events: its `StreamAppender` builds them once).
+    public func append(_ k: StreamKeys, seq: UInt64, json: String, text: String, finalState: String?,
+                       budget: (key: String, tokens: Int)?, done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
         scripts.run(Scripts.append,
                     keys: [k.events, k.meta, k.live, k.text, k.offsets, budget?.key ?? k.meta],
                     args: [String(seq), json, maxLenArg, ttlArg, finalState ?? "", text,

@@ -29,6 +29,7 @@ public final class StreamAppender {
     private let log: EventLog
     private let loop: EventLoop
     private let id: RequestID
+    private let keys: StreamKeys
     private var queue: [Pending] = []
     private var head = 0          // index of the oldest unacknowledged event in `queue`
     private var nextToSend = 0    // index of the next event to send
@@ -44,6 +45,7 @@ public final class StreamAppender {
         self.log = log
         self.loop = loop
         self.id = id
+        self.keys = StreamKeys(id)
     }
 
     /// Events queued and not yet acknowledged.
@@ -63,7 +65,7 @@ public final class StreamAppender {
             let p = queue[nextToSend]
             nextToSend += 1
             inFlight += 1
-            log.append(id, seq: p.seq, json: p.json, text: p.text, finalState: p.finalState, budget: p.budget) { [weak self] r in
+            log.append(keys, seq: p.seq, json: p.json, text: p.text, finalState: p.finalState, budget: p.budget) { [weak self] r in
                 self?.replied(seq: p.seq, r)
             }
         }

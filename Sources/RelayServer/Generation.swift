@@ -63,7 +63,7 @@ final class Generation {
         }
         if finalState != nil { finished = true }
         appender.append(seq: seq, json: e.json, text: text, finalState: finalState, budget: budget)
-        worker.metrics.add(.eventsAppended)
+        worker.eventsAppendedSinceFlush += 1
     }
 
     /// Stops the upstream and ends the stream with `done` (`finish_reason:

@@ -22,6 +22,7 @@ extension Worker {
             }
         case "/metrics":
             guard ex.method == .get else { return methodNotAllowed(ex, "GET") }
+            flushCounters()
             ex.respond(status: 200, contentType: "text/plain; version=0.0.4", body: metrics.render())
         case "/api/budget":
             guard ex.method == .get else { return methodNotAllowed(ex, "GET") }

@@ -183,7 +183,7 @@ final class Subscription {
         guard !chunk.isEmpty else { return }
         exchange.write(chunk)
         lastWriteMs = worker.loop.nowMs
-        worker.metrics.add(.eventsDelivered, eventsWrittenNow)
+        worker.eventsDeliveredSinceFlush += eventsWrittenNow
         if terminal { end() }
     }
 
@@ -195,7 +195,7 @@ final class Subscription {
         lastSent = e.seq
         eventsWritten += 1
         lastWriteMs = worker.loop.nowMs
-        worker.metrics.add(.eventsDelivered, 1)
+        worker.eventsDeliveredSinceFlush += 1
         if e.isTerminal {
             outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
             end()

@@ -211,6 +211,7 @@ final class Worker: @unchecked Sendable {
     // MARK: Timers
 
     private func tick() {
+        flushCounters()
         let now = loop.nowMs
         let hb = UInt64(config.heartbeatMs)
         let nowS = context.nowMs() / 1000
@@ -262,6 +263,22 @@ final class Worker: @unchecked Sendable {
                     if !readers.isEmpty { Log.warn("stream vanished from Redis: readers ended with stream_lost", ["requestId": id, "readers": readers.count]) }
                 }
             }
+        }
+    }
+
+    /// Per-event counters are kept on the worker (no lock per event) and added to the
+    /// shared `Metrics` on every tick (at most 1 s behind) and before `/metrics`.
+    var eventsDeliveredSinceFlush = 0
+    var eventsAppendedSinceFlush = 0
+
+    func flushCounters() {
+        if eventsDeliveredSinceFlush > 0 {
+            metrics.add(.eventsDelivered, eventsDeliveredSinceFlush)
+            eventsDeliveredSinceFlush = 0
+        }
+        if eventsAppendedSinceFlush > 0 {
+            metrics.add(.eventsAppended, eventsAppendedSinceFlush)
+            eventsAppendedSinceFlush = 0
         }
     }
 
