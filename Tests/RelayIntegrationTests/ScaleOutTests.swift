@@ -350,7 +350,13 @@ final class ScaleOutTests: RelayTestCase {
         let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "100"])
         let token = pro("metrics")
         XCTAssertEqual(try Chat.start(port: relay.port, token: token, maxTokens: 20).readAll().count, 21)
-        let r = try HTTPClient.request(port: relay.port, method: "GET", path: "/metrics")
+        // Per-event counters reach the shared metrics on each worker's next tick (≤ 1 s).
+        var r = try HTTPClient.request(port: relay.port, method: "GET", path: "/metrics")
+        let until = Date().addingTimeInterval(3)
+        while !r.text.contains("relay_events_appended_total 21"), Date() < until {
+            usleep(100_000)
+            r = try HTTPClient.request(port: relay.port, method: "GET", path: "/metrics")
+        }
         XCTAssertEqual(r.status, 200)
         XCTAssertEqual(r.header("Content-Type"), "text/plain; version=0.0.4")
         let families = try Self.validateExposition(r.text)
