@@ -66,6 +66,7 @@ public struct ConfigError: Error, CustomStringConvertible, Equatable {
 public struct RelayConfig: Sendable, Equatable {
     /// Listen address `host:port`; default `127.0.0.1:8080`.
     public var listenHost = "127.0.0.1"
+    /// Listen port; 0 binds an ephemeral port (logged as `listening`).
     public var listenPort = 8080
     /// Worker threads; default: number of cores.
     public var workers = 1
@@ -138,8 +139,11 @@ public struct RelayConfig: Sendable, Equatable {
 
     /// One configuration knob: environment variable, flag, help text.
     public struct Option: Sendable {
+        /// The environment variable, e.g. `RELAY_LISTEN`.
         public let env: String
+        /// The matching flag, e.g. `--listen`.
         public let flag: String
+        /// One line for `--help`, with the default.
         public let help: String
         let apply: @Sendable (inout RelayConfig, String) throws -> Void
     }

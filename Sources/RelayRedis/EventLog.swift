@@ -38,7 +38,9 @@ public final class EventLog {
     /// TTL of a budget counter, ms (about 40 days).
     public static let budgetTTLms = 40 * 86_400_000
 
+    /// The worker's command connection.
     public let connection: RedisConnection
+    /// Runs the event log's Lua scripts (`EVALSHA`, `EVAL` fallback).
     public let scripts: ScriptRunner
 
     // Constant script arguments, formatted once instead of once per append.

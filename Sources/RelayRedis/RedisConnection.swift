@@ -27,7 +27,9 @@ public final class RedisConnection {
     /// Replies not yet received for commands sent (for metrics and backpressure).
     public private(set) var pendingReplies = 0
 
+    /// Where Redis is (`REDIS_URL`).
     public let endpoint: RedisEndpoint
+    /// Commands or pub/sub.
     public let role: Role
     private let loop: EventLoop
     private var context: UnsafeMutablePointer<redisAsyncContext>?

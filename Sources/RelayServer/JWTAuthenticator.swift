@@ -6,12 +6,14 @@ import RelayCore
 /// algorithm, `exp`/`nbf` with leeway, `sub`, `sid`/`session_id`, optional
 /// `iss`/`aud`). Every failure is 401 `unauthorized`.
 public struct JWTAuthenticator: Authenticator {
+    /// The configured verifier (one algorithm, key, issuer/audience, leeway).
     public let verifier: JWTVerifier
 
     public init(verifier: JWTVerifier) {
         self.verifier = verifier
     }
 
+    /// - Throws: `APIError` 401 `unauthorized` for every bearer or token failure.
     public func authenticate(authorization: [String], now: Int64) throws -> Identity {
         do {
             let token = try BearerToken.extract(authorizationValues: authorization)

@@ -7,6 +7,7 @@ import Synchronization
 /// A relay instance: N workers on N threads sharing one port, started by `start()`,
 /// drained by `drain()` (SIGTERM) and stopped by `stop()`.
 public final class RelayServer: Sendable {
+    /// What every worker shares.
     public let context: ServerContext
     private let redis: RedisEndpoint
     private let state = Mutex(State())

@@ -5,10 +5,13 @@ import RelayUpstream
 /// What every worker shares: immutable configuration, the authenticator, the metrics,
 /// and how to make a worker's upstream factory. Safe to read from any thread.
 public struct ServerContext: Sendable {
+    /// The instance configuration (DESIGN §6).
     public let config: RelayConfig
     /// The name stored as a stream's `instance` and in lease keys.
     public let instance: String
+    /// Checks `Authorization` on every connect and reconnect.
     public let authenticator: Authenticator
+    /// Process-wide metrics for `/metrics`.
     public let metrics: Metrics
     /// Makes one upstream factory per worker (it may own per-worker C handles).
     public let makeUpstreams: @Sendable () -> UpstreamFactory

@@ -32,6 +32,7 @@ public final class SimulatedUpstream: Upstream {
         self.loop = loop
     }
 
+    /// Emits one token per `1/tokensPerSecond` s on the loop thread, then `done`.
     public func start(emit: @escaping (StreamEvent) -> Void) {
         self.emit = emit
         startMs = loop.nowMs
@@ -59,6 +60,7 @@ public final class SimulatedUpstream: Upstream {
         }
     }
 
+    /// Stops the timer; returns the tokens emitted so far as usage.
     public func cancel() -> Usage {
         timer?.cancel()
         timer = nil
@@ -82,6 +84,7 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
         self.summaryMaxTokens = summaryMaxTokens
     }
 
+    /// - Throws: `APIError` 400 `invalid_request` for a model other than `simulated`, `simulated-ar`, `simulated-bench`.
     public func makeUpstream(for request: ChatRequest, loop: EventLoop) throws -> Upstream {
         let model = request.model ?? SimulatedDocuments.englishModel
         if model == SimulatedDocuments.benchModel {
