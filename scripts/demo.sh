@@ -47,8 +47,8 @@ echo "== streaming from A, dropping the connection after $DROP_AFTER events, res
 echo
 "$BIN" chat --url "http://127.0.0.1:$PORT_A" --url "http://127.0.0.1:$PORT_B" --token "$TOKEN" \
   --model simulated --prompt "Draft a mutual NDA for a software partnership." \
-  --drop-after "$DROP_AFTER" --output "$work/resumed.txt" | tee "$work/chat.out"
-telemetry=$(tail -n 1 "$work/chat.out")
+  --drop-after "$DROP_AFTER" --output "$work/resumed.txt" 2>&1 | tee "$work/chat.out"
+telemetry=$(grep '^{"latencyMs"' "$work/chat.out" | tail -n 1)
 
 echo
 echo "== uninterrupted reference run (relay B, no drop)"

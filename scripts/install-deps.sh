@@ -7,15 +7,22 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}" >&2
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# Debian's nginx and redis-server packages start system services; the project runs
-# its own instances on temporary sockets and ports, so those are not needed.
+# Debian's nginx and redis-server packages start system services when installed; the
+# project runs its own instances on temporary sockets and ports, so services that this
+# script has just installed are stopped again. Services that were already installed are
+# left alone.
 if command -v systemctl >/dev/null 2>&1; then
-  systemctl stop redis-server nginx >/dev/null 2>&1 || true
+  for svc in redis-server nginx; do
+    for p in "${missing[@]:-}"; do
+      [ "$p" = "$svc" ] && { $SUDO systemctl stop "$svc" >/dev/null 2>&1 || true; }
+    done
+  done
 fi
+exit 0

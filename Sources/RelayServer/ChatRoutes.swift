@@ -250,11 +250,9 @@ extension Worker {
 
     /// `POST /admin/sessions/{sid}/revoke` (issue 3): admin key only (constant-time
     /// check; 401 alike when the key is wrong or admin routes are off). 202, idempotent.
+    /// The caller has been checked against the admin key already (`route`).
     func revokeSession(_ ex: HTTPExchange, sid: String) {
-        guard let key = context.adminKey, (try? key.authorize(authorizationValues: ex.headerValues("Authorization"))) != nil else {
-            return fail(ex, .unauthorized("admin credentials required"))
-        }
-        guard !sid.isEmpty, sid.utf8.count <= 256, !sid.contains("/") else {
+        guard !sid.isEmpty, sid.utf8.count <= 256, !sid.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
             return fail(ex, .invalidRequest("bad session id"))
         }
         sessions.revoke(sid: sid, ttlMs: config.revocationTTLms) { r in

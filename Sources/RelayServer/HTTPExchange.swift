@@ -87,6 +87,23 @@ final class HTTPExchange {
         return nil
     }
 
+    /// Percent-decodes a path segment (RFC 3986 §2.1); nil for a malformed escape or
+    /// bytes that are not UTF-8.
+    static func percentDecoded(_ s: String) -> String? {
+        var out: [UInt8] = []
+        var it = Array(s.utf8)[...]
+        while let b = it.popFirst() {
+            if b == 0x25 {
+                guard it.count >= 2, let v = UInt8(String(decoding: it.prefix(2), as: UTF8.self), radix: 16) else { return nil }
+                out.append(v)
+                it = it.dropFirst(2)
+            } else {
+                out.append(b)
+            }
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
     /// The request body bytes (already fully received by evhttp, bounded by
     /// `evhttp_set_max_body_size`).
     func body() -> [UInt8] {

@@ -27,6 +27,7 @@ enum ListenSockets {
             throw ListenError("cannot resolve \(host): \(String(cString: gai_strerror(rc)))")
         }
         defer { freeaddrinfo(res) }
+        if port != 0 { try ensureFree(ai, host: host, port: port) }
         var fds: [Int32] = []
         var boundPort = port
         do {
@@ -56,6 +57,21 @@ enum ListenSockets {
             throw error
         }
         return (fds, boundPort)
+    }
+
+    /// `SO_REUSEPORT` would let a second relay (or anything else) silently share the
+    /// port with the first, splitting its connections; so the address is first bound
+    /// once without it, which fails with `EADDRINUSE` when someone listens there.
+    private static func ensureFree(_ ai: UnsafeMutablePointer<addrinfo>, host: String, port: Int) throws {
+        let fd = socket(ai.pointee.ai_family, ai.pointee.ai_socktype, ai.pointee.ai_protocol)
+        guard fd >= 0 else { throw ListenError("socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let b = bind(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen)
+        guard b == 0 else {
+            throw ListenError("cannot bind \(host):\(port): \(String(cString: strerror(errno))) (is another relay already listening there?)")
+        }
     }
 
     private static func setPort(_ addr: inout sockaddr_storage, _ port: Int) {

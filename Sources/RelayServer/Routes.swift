@@ -35,10 +35,21 @@ extension Worker {
                 case .delete: cancelStream(ex, rawID: rawID)
                 default: methodNotAllowed(ex, "GET, DELETE")
                 }
-            } else if path.hasPrefix("/admin/sessions/") && path.hasSuffix("/revoke") {
+            } else if path.hasPrefix("/admin/") {
+                // Every /admin/ path answers 401 alike without the admin key, so nothing
+                // tells which admin routes exist (issue 3).
+                guard let key = context.adminKey,
+                      (try? key.authorize(authorizationValues: ex.headerValues("Authorization"))) != nil else {
+                    return fail(ex, .unauthorized("admin credentials required"))
+                }
+                guard path.hasPrefix("/admin/sessions/"), path.hasSuffix("/revoke"),
+                      path.count > "/admin/sessions//revoke".count else { return ex.respond(.routeNotFound) }
                 guard ex.method == .post else { return methodNotAllowed(ex, "POST") }
-                let sid = path.dropFirst("/admin/sessions/".count).dropLast("/revoke".count)
-                revokeSession(ex, sid: String(sid))
+                let raw = String(path.dropFirst("/admin/sessions/".count).dropLast("/revoke".count))
+                guard let sid = HTTPExchange.percentDecoded(raw) else {
+                    return fail(ex, .invalidRequest("bad session id encoding"))
+                }
+                revokeSession(ex, sid: sid)
             } else {
                 ex.respond(.routeNotFound)
             }

@@ -19,10 +19,18 @@ final class PrivateRedis {
             throw PrivateRedisError("redis-server not found on PATH; install it (apt-get install redis-server) or set REDIS_URL")
         }
         process = Process()
-        process.executableURL = URL(fileURLWithPath: exe)
-        process.arguments = ["--port", "0", "--unixsocket", socketPath, "--unixsocketperm", "700",
+        let args = ["--port", "0", "--unixsocket", socketPath, "--unixsocketperm", "700",
                              "--save", "", "--appendonly", "no", "--dir", dir.path, "--daemonize", "no",
                              "--loglevel", "warning"]
+        // With util-linux's setpriv, the server gets SIGTERM when the relay dies, even
+        // by SIGKILL (prctl PR_SET_PDEATHSIG), instead of living on as an orphan.
+        if let setpriv = PrivateRedis.find("setpriv") {
+            process.executableURL = URL(fileURLWithPath: setpriv)
+            process.arguments = ["--pdeathsig", "TERM", exe] + args
+        } else {
+            process.executableURL = URL(fileURLWithPath: exe)
+            process.arguments = args
+        }
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         let deadline = Date().addingTimeInterval(5)

@@ -37,7 +37,7 @@ enum ServeCommand {
                 let p = try PrivateRedis()
                 privateRedis = p
                 endpoint = .unix(path: p.socketPath, db: 0)
-                printError("stream-relay: no REDIS_URL set: started a private redis-server on unix://\(p.socketPath) (stopped on exit)\n")
+                Log.info("no REDIS_URL set: started a private redis-server (stopped on exit)", ["redis": "unix://\(p.socketPath)"])
             } catch {
                 printError("stream-relay: \(error)\n")
                 return 2
@@ -46,8 +46,10 @@ enum ServeCommand {
         defer { privateRedis?.stop() }
 
         let authenticator: Authenticator
+        var devSecretFile: URL?
+        defer { if let f = devSecretFile { try? FileManager.default.removeItem(at: f) } }
         do {
-            authenticator = try makeAuthenticator(&config, scratch: privateRedis?.directory)
+            authenticator = try makeAuthenticator(&config, scratch: privateRedis?.directory, secretFile: &devSecretFile)
         } catch {
             printError("stream-relay: \(error)\n")
             return 2
@@ -135,7 +137,7 @@ enum ServeCommand {
     /// HS256 with `RELAY_JWT_SECRET`, RS256/ES256 with `RELAY_JWT_PUBLIC_KEY`; with
     /// neither, a generated development secret written next to the private Redis so
     /// `stream-relay mint-token --secret-file` can sign tokens for it.
-    static func makeAuthenticator(_ config: inout RelayConfig, scratch: URL?) throws -> Authenticator {
+    static func makeAuthenticator(_ config: inout RelayConfig, scratch: URL?, secretFile: inout URL?) throws -> Authenticator {
         let algorithm: JWTAlgorithm
         if let path = config.jwtPublicKeyPath {
             guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else {
@@ -152,8 +154,10 @@ enum ServeCommand {
             try s.write(to: file, atomically: true, encoding: .utf8)
             try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
             config.jwtSecret = s
+            secretFile = file
             algorithm = .hs256(secret: Array(s.utf8))
-            printError("stream-relay: no RELAY_JWT_SECRET or RELAY_JWT_PUBLIC_KEY: using a generated development secret; mint tokens with: stream-relay mint-token --secret-file \(file.path) --sub alice --sid s1\n")
+            Log.warn("no RELAY_JWT_SECRET or RELAY_JWT_PUBLIC_KEY: using a generated development secret (new on every start, removed on exit)",
+                     ["mintTokens": "stream-relay mint-token --secret-file \(file.path) --sub alice --sid s1"])
         }
         let verifier = try JWTVerifier(algorithm: algorithm, issuer: config.jwtIssuer, audience: config.jwtAudience,
                                        leewaySeconds: config.jwtLeewaySeconds)

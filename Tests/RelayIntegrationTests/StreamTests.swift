@@ -89,7 +89,11 @@ final class StreamTests: RelayTestCase {
         let relay = try RelayProcess(redisURL: nil, env: ["RELAY_SIMULATED_TOKENS_PER_SECOND": "2000"])
         let log = relay.log
         XCTAssertTrue(log.contains("started a private redis-server"), log)
-        let socket = try XCTUnwrap(log.range(of: "unix://").map { String(log[$0.upperBound...].prefix { $0 != " " }) })
+        let line = try XCTUnwrap(log.split(separator: "\n").first { $0.contains("private redis-server") })
+        let obj = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "a JSON log line")
+        let url = try XCTUnwrap(obj["redis"] as? String)
+        XCTAssertTrue(url.hasPrefix("unix://"))
+        let socket = String(url.dropFirst("unix://".count))
         XCTAssertTrue(FileManager.default.fileExists(atPath: socket))
         let events = try Chat.start(port: relay.port, token: RelayProcess.token(), maxTokens: 5).readAll()
         XCTAssertEqual(events.count, 6)

@@ -21,9 +21,11 @@ public final class RedisServer: @unchecked Sendable {
     /// (Re)starts the server on the same socket.
     public func start() throws {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: TestPaths.which("redis-server"))
-        p.arguments = ["--port", "0", "--unixsocket", socketPath, "--save", "", "--appendonly", "no",
-                       "--dir", directory.path, "--loglevel", "warning"]
+        // setpriv --pdeathsig: the server dies with the test process even when that is
+        // killed, so an interrupted test run leaves no orphan redis-server behind.
+        p.executableURL = URL(fileURLWithPath: TestPaths.which("setpriv"))
+        p.arguments = ["--pdeathsig", "TERM", TestPaths.which("redis-server"), "--port", "0", "--unixsocket", socketPath,
+                       "--save", "", "--appendonly", "no", "--dir", directory.path, "--loglevel", "warning"]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
