@@ -29,9 +29,10 @@ final class HTTPExchange {
     private(set) var req: OpaquePointer?
     let method: HTTPMethod
     /// The URI path, percent-encoding kept (route parameters are validated strictly).
-    let path: String
-    /// The raw query string, or "".
-    let query: String
+    /// Emptied when a stream starts (routing is over; saves memory per idle stream).
+    private(set) var path: String
+    /// The raw query string, or "". Emptied when a stream starts.
+    private(set) var query: String
     /// Called once if the client closes the connection while a stream is open.
     var onClose: (() -> Void)?
     /// `true` between `startStream()` and `endStream()` / the client closing.
@@ -152,6 +153,12 @@ final class HTTPExchange {
         guard let req else { return }
         evhttp_send_reply_start(req, 200, "OK")
         streaming = true
+        // Everything needed from the request has been read; its headers (a bearer token,
+        // proxy headers …) would otherwise stay allocated for the whole stream.
+        evhttp_clear_headers(evhttp_request_get_input_headers(req))
+        path = ""
+        query = ""
+        if let body = evhttp_request_get_input_buffer(req) { evbuffer_drain(body, evbuffer_get_length(body)) }
         if let con = evhttp_request_get_connection(req) {
             // The request timeout (`evhttp_set_timeout`) is a read timeout; a stream's
             // client sends nothing more, so lift it for this connection. A peer that
