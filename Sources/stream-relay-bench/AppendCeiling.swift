@@ -10,13 +10,13 @@ extension Runner {
     /// `pipeline` appends in flight spread over `streams` streams.
     func appendCeilingScenario(redis: RedisEndpoint) -> Bool {
         var ok = true
-        log("scenario append-ceiling: Scripts.append (EVALSHA, MAXLEN 200, PEXPIRE 300 s, lossless text on) on \(redis), \(opts.streams) streams per connection, \(opts.pipeline) appends in flight per connection, \(opts.duration) s per run, connections \(opts.connectionSteps)")
+        log("scenario append-ceiling: Scripts.append (EVALSHA, MAXLEN 200, PEXPIRE 300 s, lossless text \(opts.lossless ? "on" : "off")) on \(redis), \(opts.streams) streams per connection, \(opts.pipeline) appends in flight per connection, \(opts.duration) s per run, connections \(opts.connectionSteps)")
         for conns in opts.connectionSteps {
             var logs: [EventLog] = []
             var connsList: [RedisConnection] = []
             for _ in 0..<conns {
                 let c = RedisConnection(loop: loop, endpoint: redis, role: .commands)
-                let l = EventLog(connection: c, maxLen: 200, ttlMs: 300_000, lossless: true)
+                let l = EventLog(connection: c, maxLen: 200, ttlMs: 300_000, lossless: opts.lossless)
                 c.onConnect = { l.connected() }
                 c.connect()
                 connsList.append(c)

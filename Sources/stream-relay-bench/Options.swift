@@ -25,6 +25,8 @@ struct Options {
     var sourceAddresses = 0
     var pipeline = 64
     var connectionSteps: [Int] = []
+    /// append-ceiling: keep the lossless-resume text and offsets (the relay's default).
+    var lossless = true
     var continueAfterFail = false
     var jsonOut: String?
     var label: String?
@@ -62,6 +64,7 @@ struct Options {
       --hold S  --warm S  --offline S  --connect-rate N/s (default 2000)
       --sources K             spread connections over 127.0.0.1…127.0.0.K (default: 1 per 20k connections)
       --pipeline N  --connection-steps a,b   (append-ceiling)
+      --lossless on|off       append-ceiling: lossless-resume text and offsets (default on)
       --continue-after-fail   stream: keep stepping after a failed step
       --json-out FILE         append one JSON line per result
       --label TEXT            tag results
@@ -117,6 +120,7 @@ struct Options {
             case "--sources": o.sourceAddresses = max(0, min(250, Int(try value()) ?? 0))
             case "--pipeline": o.pipeline = max(1, Int(try value()) ?? 1)
             case "--connection-steps": o.connectionSteps = try ints(try value())
+            case "--lossless": o.lossless = try value() != "off"
             case "--continue-after-fail": o.continueAfterFail = true
             case "--json-out": o.jsonOut = try value()
             case "--label": o.label = try value()
