@@ -8,10 +8,11 @@ import RelayLoop
 /// byte for byte with an uninterrupted one. `max_tokens` (and summary mode's cap)
 /// cut the answer early with `finish_reason: "length"`.
 public final class SimulatedUpstream: Upstream {
-    private let tokens: ArraySlice<String>
+    private let count: Int
+    private let token: (Int) -> String
+    private let finishReason: String
     private let promptTokens: Int
     private let tokensPerSecond: Double
-    private let truncated: Bool
     private let loop: EventLoop
     private var timer: LoopTimer?
     private var emit: ((StreamEvent) -> Void)?
@@ -23,16 +24,26 @@ public final class SimulatedUpstream: Upstream {
     ///   - maxTokens: cap on tokens emitted (`nil`: the whole document).
     ///   - promptTokens: reported as `usage.prompt_tokens`.
     ///   - tokensPerSecond: emission rate, tokens/s (> 0).
-    public init(tokens: [String], maxTokens: Int?, promptTokens: Int, tokensPerSecond: Double, loop: EventLoop) {
+    public convenience init(tokens: [String], maxTokens: Int?, promptTokens: Int, tokensPerSecond: Double, loop: EventLoop) {
         let cap = min(tokens.count, maxTokens ?? Int.max)
-        self.tokens = tokens[0..<cap]
-        self.truncated = cap < tokens.count
+        self.init(count: cap, finishReason: cap < tokens.count ? "length" : "stop", promptTokens: promptTokens,
+                  tokensPerSecond: tokensPerSecond, loop: loop) { tokens[$0] }
+    }
+
+    /// A paced source of `count` tokens: `token(i)` (i from 0) is called when token i
+    /// is due, then `done` with `finishReason`.
+    public init(count: Int, finishReason: String, promptTokens: Int, tokensPerSecond: Double, loop: EventLoop,
+                token: @escaping (Int) -> String) {
+        self.count = max(0, count)
+        self.token = token
+        self.finishReason = finishReason
         self.promptTokens = promptTokens
         self.tokensPerSecond = tokensPerSecond
         self.loop = loop
     }
 
-    /// Emits one token per `1/tokensPerSecond` s on the loop thread, then `done`.
+    /// Emits one token per `1/tokensPerSecond` s on the loop thread (several per tick
+    /// when the rate exceeds the timer's 1 ms resolution), then `done`.
     public func start(emit: @escaping (StreamEvent) -> Void) {
         self.emit = emit
         startMs = loop.nowMs
@@ -44,19 +55,17 @@ public final class SimulatedUpstream: Upstream {
     private func tick() {
         guard let emit else { return }
         let elapsed = Double(loop.nowMs &- startMs)
-        let due = min(tokens.count, Int(elapsed * tokensPerSecond / 1000.0))
-        var n = max(due, sent + 1)  // at least one token per tick
-        n = min(n, tokens.count)
+        let due = min(count, Int(elapsed * tokensPerSecond / 1000.0))
+        let n = min(max(due, sent + 1), count)  // at least one token per tick
         while sent < n {
-            emit(.delta(tokens[tokens.startIndex + sent]))
+            emit(.delta(token(sent)))
             sent += 1
         }
-        if sent == tokens.count {
+        if sent >= count {
             timer?.cancel()
             timer = nil
             self.emit = nil
-            emit(.done(finishReason: truncated ? "length" : "stop",
-                       usage: Usage(promptTokens: promptTokens, completionTokens: sent)))
+            emit(.done(finishReason: finishReason, usage: Usage(promptTokens: promptTokens, completionTokens: sent)))
         }
     }
 
@@ -88,7 +97,7 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
     public func makeUpstream(for request: ChatRequest, loop: EventLoop) throws -> Upstream {
         let model = request.model ?? SimulatedDocuments.englishModel
         if model == SimulatedDocuments.benchModel {
-            return BenchUpstream(maxTokens: request.maxTokens, promptTokens: 4, tokensPerSecond: tokensPerSecond, loop: loop)
+            return BenchUpstream.make(maxTokens: request.maxTokens, tokensPerSecond: tokensPerSecond, loop: loop)
         }
         guard let doc = SimulatedDocuments.document(forModel: model) else {
             throw APIError.invalidRequest("unknown model \"\(model)\" (the simulated upstream serves simulated, simulated-ar)")
