@@ -128,19 +128,7 @@ public final class FlakyProxy: @unchecked Sendable {
     }
 
     private static func connectTo(port: Int) -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        if rc != 0 {
-            Foundation.close(fd)
-            return -1
-        }
-        return fd
+        (try? LoopbackSocket.connect(port: port)) ?? -1
     }
 
     /// Sends all of `bytes`; false when the peer is gone.

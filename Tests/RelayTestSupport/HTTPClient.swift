@@ -57,18 +57,7 @@ public final class SSEConnection {
 
     /// Connects, sends the request and reads the status line and headers.
     public init(port: Int, method: String, path: String, headers: [(String, String)] = [], body: [UInt8] = [], timeout: Double = 10) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            close()
-            throw TestFailure("connect to \(port) failed: \(String(cString: strerror(errno)))")
-        }
+        fd = try LoopbackSocket.connect(port: port)
         var req = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (k, v) in headers { req += "\(k): \(v)\r\n" }
         if !body.isEmpty || method == "POST" { req += "Content-Length: \(body.count)\r\n" }

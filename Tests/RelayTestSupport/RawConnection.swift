@@ -9,22 +9,7 @@ public final class RawConnection {
     /// Connects to `port`; `receiveBuffer` sets `SO_RCVBUF` before connecting (so the
     /// TCP window is small from the start).
     public init(port: Int, receiveBuffer: Int? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        if var size = receiveBuffer.map(Int32.init) {
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            let e = String(cString: strerror(errno))
-            close()
-            throw TestFailure("connect to \(port) failed: \(e)")
-        }
+        fd = try LoopbackSocket.connect(port: port, receiveBuffer: receiveBuffer)
     }
 
     deinit { close() }
