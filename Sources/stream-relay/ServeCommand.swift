@@ -3,6 +3,7 @@ import RelayAuth
 import RelayCore
 import RelayServer
 import RelayUpstream
+import RelayConfiguration
 
 /// `stream-relay serve`: runs a relay instance until SIGTERM/SIGINT (graceful drain).
 enum ServeCommand {

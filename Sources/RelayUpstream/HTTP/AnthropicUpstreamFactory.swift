@@ -31,7 +31,7 @@ public final class AnthropicUpstreamFactory: UpstreamFactory {
 
     /// - Throws: `APIError` 400 `invalid_request` when the request names no model and no
     ///   default is configured; 500 `internal_error` when libcurl cannot be set up.
-    public func makeUpstream(for request: ChatRequest, loop: EventLoop) throws -> Upstream {
+    public func prepare(_ request: ChatRequest) throws -> UpstreamPlan {
         let model = try request.resolvedModel(config.defaultModel)
         let summary = request.mode == .summary
         let maxTokens = request.mode == .summary
@@ -45,7 +45,10 @@ public final class AnthropicUpstreamFactory: UpstreamFactory {
         let req = UpstreamTransfer.Request(url: config.endpoint("/v1/messages"), headers: headers, body: body,
                                            connectTimeoutMs: config.connectTimeoutMs,
                                            noProxy: config.noProxy, caInfo: config.caInfo)
-        return SSEStreamUpstream(request: req, multi: try multis.multi(for: loop), config: config,
-                                 dialect: AnthropicDialect(), estimatedPromptTokens: request.estimatedPromptTokens)
+        let config = self.config, multis = self.multis, prompt = request.estimatedPromptTokens
+        return UpstreamPlan { loop in
+            SSEStreamUpstream(request: req, multi: try multis.multi(for: loop), config: config,
+                              dialect: AnthropicDialect(), estimatedPromptTokens: prompt)
+        }
     }
 }

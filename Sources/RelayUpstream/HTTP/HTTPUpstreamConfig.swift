@@ -1,3 +1,4 @@
+import RelayConfiguration
 import RelayCore
 
 /// Settings shared by the HTTP upstream adapters (`OpenAIUpstreamFactory`,

@@ -28,7 +28,7 @@ public final class OpenAIUpstreamFactory: UpstreamFactory {
 
     /// - Throws: `APIError` 400 `invalid_request` when the request names no model and no
     ///   default is configured; 500 `internal_error` when libcurl cannot be set up.
-    public func makeUpstream(for request: ChatRequest, loop: EventLoop) throws -> Upstream {
+    public func prepare(_ request: ChatRequest) throws -> UpstreamPlan {
         let model = try request.resolvedModel(config.defaultModel)
         let summary = request.mode == .summary
         let body = OpenAIDialect.body(model: model, messages: request.messages,
@@ -39,7 +39,10 @@ public final class OpenAIUpstreamFactory: UpstreamFactory {
         let req = UpstreamTransfer.Request(url: config.endpoint("/v1/chat/completions"), headers: headers, body: body,
                                            connectTimeoutMs: config.connectTimeoutMs,
                                            noProxy: config.noProxy, caInfo: config.caInfo)
-        return SSEStreamUpstream(request: req, multi: try multis.multi(for: loop), config: config,
-                                 dialect: OpenAIDialect(), estimatedPromptTokens: request.estimatedPromptTokens)
+        let config = self.config, multis = self.multis, prompt = request.estimatedPromptTokens
+        return UpstreamPlan { loop in
+            SSEStreamUpstream(request: req, multi: try multis.multi(for: loop), config: config,
+                              dialect: OpenAIDialect(), estimatedPromptTokens: prompt)
+        }
     }
 }
