@@ -1,14 +1,8 @@
 import XCTest
 @testable import RelayStreamLogic
 
-/// A test clock for the loop-millisecond policies: time moves only when told.
-struct VirtualClock {
-    private(set) var nowMs: UInt64 = 1_000
-    mutating func advance(_ ms: UInt64) { nowMs += ms }
-}
-
 /// `RedisOutage`, `LeasePolicy`, `ConnectionPolicy` on a virtual clock.
-final class StreamPoliciesTests: XCTestCase {
+final class PolicyTests: XCTestCase {
     func testStreamsAreCutOnlyAfterTheGraceAndTheFirstLossCounts() {
         var clock = VirtualClock()
         var o = RedisOutage()
