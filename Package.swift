@@ -43,12 +43,14 @@ let package = Package(
         // Load generator and side-by-side benchmark with nginx + nchan (issue 7).
         .executableTarget(name: "stream-relay-bench", dependencies: ["RelayConfiguration", "CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis"]),
 
+        // Pure test helpers shared by every test target (seeded generator).
+        .target(name: "RelayTestKit", path: "Tests/RelayTestKit"),
         .target(name: "RelayTestSupport", dependencies: ["RelayCore", "RelayAuth"], path: "Tests/RelayTestSupport"),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayConfiguration"]),
-        .testTarget(name: "RelayStreamLogicTests", dependencies: ["RelayStreamLogic", "RelayCore"]),
+        .testTarget(name: "RelayStreamLogicTests", dependencies: ["RelayStreamLogic", "RelayCore", "RelayTestKit"]),
         .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayConfiguration", "RelayCore"]),
-        .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore"]),
+        .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore", "RelayTestKit"]),
         .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore", "RelayTestSupport"]),
-        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayClient", "RelayTestSupport", "RelayCore", "stream-relay"]),
+        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayClient", "RelayTestSupport", "RelayTestKit", "RelayCore", "stream-relay"]),
     ]
 )

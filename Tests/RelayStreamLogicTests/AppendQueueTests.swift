@@ -1,3 +1,4 @@
+import RelayTestKit
 import XCTest
 @testable import RelayStreamLogic
 
@@ -90,7 +91,7 @@ final class AppendQueueTests: XCTestCase {
     /// stream must be 1…N exactly, and the queue must end drained.
     func testScriptedConnectionLossAtEveryStepStoresEverySeqOnceInOrder() {
         for seed in UInt64(1)...300 {
-            var rng = SplitMix(seed: seed)
+            var rng = SplitMix64(seed: seed)
             var q = AppendQueue<UInt64>()
             let total = UInt64(5 + rng.next() % 60)
             var stored: [UInt64] = []

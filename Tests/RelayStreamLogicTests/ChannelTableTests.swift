@@ -1,3 +1,4 @@
+import RelayTestKit
 import XCTest
 @testable import RelayStreamLogic
 
@@ -96,7 +97,7 @@ final class ChannelTableTests: XCTestCase {
     /// channel is resubscribed and its subscribers told.
     func testReconnectAtEveryStepKeepsEverySubscriberServed() {
         for seed in UInt64(1)...300 {
-            var rng = SplitMix(seed: seed)
+            var rng = SplitMix64(seed: seed)
             var clock = VirtualClock()
             var t = Table(idleUnsubscribeMs: 50)
             var connected = true

@@ -1,4 +1,5 @@
 import RelayCore
+import RelayTestKit
 import XCTest
 @testable import RelayStreamLogic
 
@@ -158,7 +159,7 @@ final class ReplayMergeTests: XCTestCase {
     }
 
     private func simulate(seed: UInt64, lossless: Bool) {
-        var rng = SplitMix(seed: seed)
+        var rng = SplitMix64(seed: seed)
         let total = UInt64(20 + rng.next() % 40)
         let maxLen = UInt64(3 + rng.next() % 30)
         let resumeFrom = rng.next() % 4 == 0 ? rng.next() % 5 : 0
