@@ -110,6 +110,17 @@ public struct RelayConfig: Sendable, Equatable {
     public var defaultTier = RelayConfig.defaultTierName
     /// Running generations per session; default 3.
     public var maxStreamsPerSession = 3
+    /// Models each tier may use, `tier=model[|model…],…` (first = the tier's default);
+    /// empty: only `UPSTREAM_MODEL` (issue 12).
+    public var models = ""
+    /// Whether client `system` messages are accepted; default off (400).
+    public var allowSystemMessages = false
+    /// Completion tokens a request gets without `max_tokens`, and the most it may ask
+    /// for (larger values are clamped); default 4096.
+    public var maxTokens = 4096
+    /// Fewest completion tokens worth starting an answer for; when less of the budget
+    /// remains, `429 token_budget_exhausted` before the stream; default 16.
+    public var budgetMinimumTokens = 16
     /// Drain timeout on SIGTERM, ms; default 30,000.
     public var drainTimeoutMs = 30_000
     /// Unsent bytes per client before it is disconnected as a slow consumer; default 256 KiB.
@@ -282,6 +293,22 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_MAX_STREAMS_PER_SESSION", flag: "--max-streams-per-session", default: "3", unit: "generations",
                doc: "running generations per session") { c, v in
             c.maxStreamsPerSession = try int(v, "RELAY_MAX_STREAMS_PER_SESSION", 1...10_000_000)
+        },
+        Option(env: "RELAY_MODELS", flag: "--models", default: "—", unit: "tier=model|model,…",
+               doc: "models each tier may use, first = its default; unset: only UPSTREAM_MODEL; others get 400 model_not_allowed") { c, v in
+            c.models = v
+        },
+        Option(env: "RELAY_ALLOW_SYSTEM_MESSAGES", flag: "--allow-system-messages", default: "off", unit: "on/off",
+               doc: "accept client system messages (off: 400 invalid_request)") { c, v in
+            c.allowSystemMessages = try bool(v, "RELAY_ALLOW_SYSTEM_MESSAGES")
+        },
+        Option(env: "RELAY_MAX_TOKENS", flag: "--max-tokens", default: "4096", unit: "tokens",
+               doc: "max_tokens of a request without one, and the cap on any request's") { c, v in
+            c.maxTokens = try int(v, "RELAY_MAX_TOKENS", 1...1_000_000)
+        },
+        Option(env: "RELAY_BUDGET_MIN_TOKENS", flag: "--budget-min-tokens", default: "16", unit: "tokens",
+               doc: "fewest completion tokens worth reserving; less left: 429 token_budget_exhausted") { c, v in
+            c.budgetMinimumTokens = try int(v, "RELAY_BUDGET_MIN_TOKENS", 1...1_000_000)
         },
         Option(env: "RELAY_DRAIN_TIMEOUT", flag: "--drain-timeout", default: "30s", unit: "duration",
                doc: "graceful drain limit on SIGTERM") { c, v in

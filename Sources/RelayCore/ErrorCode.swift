@@ -5,6 +5,7 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case invalidRequest = "invalid_request"
     case invalidJSON = "invalid_json"
     case invalidLastEventID = "invalid_last_event_id"
+    case modelNotAllowed = "model_not_allowed"
     case unauthorized
     case sessionRevoked = "session_revoked"
     case tokenExpired = "token_expired"
@@ -36,7 +37,7 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     /// The HTTP status (RFC 9110 §15), also carried in an `error` event's `status`.
     public var status: Int {
         switch self {
-        case .invalidRequest, .invalidJSON, .invalidLastEventID: return 400
+        case .invalidRequest, .invalidJSON, .invalidLastEventID, .modelNotAllowed: return 400
         case .unauthorized, .sessionRevoked, .tokenExpired: return 401
         case .streamNotFound, .routeNotFound: return 404
         case .methodNotAllowed: return 405
@@ -69,6 +70,7 @@ public enum ErrorCode: String, CaseIterable, Sendable {
         case .invalidRequest: return "the request is malformed (body fields, request id, headers, Content-Type)"
         case .invalidJSON: return "the body is not a JSON object"
         case .invalidLastEventID: return "`Last-Event-ID` is not a seq, or is beyond the stream's last event"
+        case .modelNotAllowed: return "the request names a model its tier may not use (`RELAY_MODELS`)"
         case .unauthorized: return "missing, malformed, expired, badly signed or revoked token; wrong admin key"
         case .sessionRevoked: return "the session was revoked while the stream was live"
         case .tokenExpired: return "the token expired mid-stream; resume with a fresh token"
@@ -77,7 +79,7 @@ public enum ErrorCode: String, CaseIterable, Sendable {
         case .methodNotAllowed: return "the path exists with other methods (`Allow` lists them)"
         case .resumeGap: return "events after `Last-Event-ID` are no longer retained (lossless resume off or text expired)"
         case .bodyTooLarge: return "the body exceeds `RELAY_MAX_BODY_BYTES`"
-        case .tokenBudgetExhausted: return "the tier's monthly token budget is used up"
+        case .tokenBudgetExhausted: return "less than `RELAY_BUDGET_MIN_TOKENS` of the tier's monthly budget is left after reservations"
         case .tooManyStreams: return "the session already generates `RELAY_MAX_STREAMS_PER_SESSION` answers"
         case .internalError: return "request id collision, or the upstream call cannot be set up; retry"
         case .upstreamError: return "the upstream failed (connect, non-2xx, malformed or oversized stream)"

@@ -31,6 +31,22 @@ public struct RequestID: Sendable, Hashable, CustomStringConvertible {
 
     private init(unchecked: String) { value = unchecked }
 
+    /// The Redis-side name of this client id in its owner's namespace (issue 12):
+    /// `<ownerHash>:<id>`, used inside the hash tag of the stream's keys
+    /// (`relay:{<ownerHash>:<id>}:events`), as the registries' key and on
+    /// `relay:cancel`. Another user's identical id names another stream.
+    /// - Parameter ownerHash: `OwnerHash.of(sub)` (hex, no `:`, `{` or `}`).
+    public func scoped(by ownerHash: String) -> RequestID {
+        RequestID(unchecked: ownerHash + ":" + value)
+    }
+
+    /// The client's id inside a scoped one (the part after the owner hash); itself when
+    /// not scoped.
+    public var clientValue: String {
+        guard let colon = value.firstIndex(of: ":") else { return value }
+        return String(value[value.index(after: colon)...])
+    }
+
     public var description: String { value }
 }
 

@@ -26,9 +26,6 @@ public final class EventLog {
     public let ttlMs: Int
     /// Keep the full text and per-seq offsets for lossless resume.
     public let lossless: Bool
-    /// TTL of a budget counter, ms (about 40 days).
-    public static let budgetTTLms = 40 * 86_400_000
-
     /// The worker's command connection.
     public let connection: RedisConnection
     /// Runs the event log's Lua scripts (`EVALSHA`, `EVAL` fallback).
@@ -38,7 +35,6 @@ public final class EventLog {
     private let maxLenArg: String
     private let ttlArg: String
     private let losslessArg: String
-    private static let budgetTTLArg = String(EventLog.budgetTTLms)
 
     public init(connection: RedisConnection, maxLen: Int, ttlMs: Int, lossless: Bool) {
         self.connection = connection
@@ -53,7 +49,8 @@ public final class EventLog {
 
     /// Loads the scripts; call after each (re)connection.
     public func connected() {
-        scripts.load([Scripts.create, Scripts.append, Scripts.open, Scripts.catchUp, Scripts.expireLease, Scripts.admit])
+        scripts.load([Scripts.create, Scripts.append, Scripts.open, Scripts.catchUp, Scripts.expireLease, Scripts.admit]
+                     + BudgetLedger.allScripts)
     }
 
     /// Owner lease of a running generation, ms (`relay:{id}:lease` `PX`); refreshed
@@ -61,12 +58,15 @@ public final class EventLog {
     public static let leaseMs = 3_000
 
     /// Creates the stream's meta hash unless the id is taken, and takes the lease.
-    /// `done(.success(true))` when created, `false` when it already existed.
+    /// `budgetKey` and `promptEstimate` (tokens) are kept in the meta for a settlement
+    /// by another instance. `done(.success(true))` when created, `false` when it already existed.
     public func create(_ id: RequestID, owner: String, sid: String, instance: String, nowMs: UInt64,
+                       budgetKey: String, promptEstimate: Int,
                        done: @escaping (Result<Bool, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
         scripts.run(Scripts.create, keys: [k.meta, k.lease],
-                    args: [owner, sid, instance, String(nowMs), String(ttlMs), String(EventLog.leaseMs)]) { r in
+                    args: [owner, sid, instance, String(nowMs), String(ttlMs), String(EventLog.leaseMs),
+                           budgetKey, String(promptEstimate)]) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
             done(.success(r.int == 1))
         }
@@ -107,20 +107,18 @@ public final class EventLog {
     }
 
     /// Sends one append (`Scripts.append`); the reply is the seq or an error.
-    /// `budget`: the counter key and tokens to add with the final event.
     public func append(_ id: RequestID, seq: UInt64, json: String, text: String, finalState: String?,
-                       budget: (key: String, tokens: Int)?, done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
-        append(StreamKeys(id), seq: seq, json: json, text: text, finalState: finalState, budget: budget, done: done)
+                       done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
+        append(StreamKeys(id), seq: seq, json: json, text: text, finalState: finalState, done: done)
     }
 
     /// The same append with the stream's key names already built (one generation
     /// appends thousands of events: its `StreamAppender` builds them once).
     public func append(_ k: StreamKeys, seq: UInt64, json: String, text: String, finalState: String?,
-                       budget: (key: String, tokens: Int)?, done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
+                       done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
         scripts.run(Scripts.append,
-                    keys: [k.events, k.meta, k.live, k.text, k.offsets, budget?.key ?? k.meta],
-                    args: [String(seq), json, maxLenArg, ttlArg, finalState ?? "", text,
-                           losslessArg, budget.map { String($0.tokens) } ?? "", EventLog.budgetTTLArg],
+                    keys: [k.events, k.meta, k.live, k.text, k.offsets],
+                    args: [String(seq), json, maxLenArg, ttlArg, finalState ?? "", text, losslessArg],
                     retryNoScript: false) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
             done(.success(UInt64(r.int ?? 0)))
@@ -153,15 +151,27 @@ public final class EventLog {
         connection.send(["DEL", StreamKeys(id).lease], nil)
     }
 
+    /// What `expireLease` did: `reply` is the seq appended, 0 when nothing was needed,
+    /// -1 when the stream no longer exists; with a seq, the budget to settle.
+    public struct LeaseExpiry: Sendable, Equatable {
+        /// The script's seq reply (see `LeasePolicy.expiry(fromReply:)`).
+        public var reply: Int64
+        /// The stream's budget hash (empty when none was recorded).
+        public var budgetKey: String
+        /// The prompt estimate stored at creation, tokens.
+        public var promptEstimate: Int
+    }
+
     /// Appends `event` (an `upstream_lost` error) if the stream is still running and
-    /// its owner lease has lapsed (`Scripts.expireLease`). `done` gets the seq, 0 when
-    /// nothing was needed, or -1 when the stream no longer exists.
-    public func expireLease(_ id: RequestID, event: StreamEvent, done: @escaping (Result<Int64, RedisFailure>) -> Void) {
+    /// its owner lease has lapsed (`Scripts.expireLease`).
+    public func expireLease(_ id: RequestID, event: StreamEvent, done: @escaping (Result<LeaseExpiry, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
         scripts.run(Scripts.expireLease, keys: [k.events, k.meta, k.live, k.lease, k.text, k.offsets],
                     args: [String(maxLen), String(ttlMs), event.json, lossless ? "1" : "0"]) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
-            done(.success(Int64(r.int ?? 0)))
+            let a = r.array ?? []
+            done(.success(LeaseExpiry(reply: a.first?.int ?? 0, budgetKey: a.count > 1 ? a[1].string ?? "" : "",
+                                      promptEstimate: a.count > 2 ? Int(a[2].string ?? "0") ?? 0 : 0)))
         }
     }
 

@@ -1,13 +1,16 @@
 /// The Lua scripts of the event log (Redis `EVAL`/`EVALSHA` doc). Each runs atomically
 /// on the one slot of its stream's keys.
 public enum Scripts {
-    /// Creates a stream's meta hash unless it exists, and takes the owner lease.
-    /// KEYS: meta, lease. ARGV: owner, sid, instance, created_ms, ttl_ms, lease_ms.
+    /// Creates a stream's meta hash unless it exists, and takes the owner lease. The
+    /// meta also records the budget hash charged for the stream and the prompt
+    /// estimate, so another instance can settle it when the owner dies (issue 12).
+    /// KEYS: meta, lease. ARGV: owner, sid, instance, created_ms, ttl_ms, lease_ms,
+    /// budget key, prompt estimate (tokens).
     /// Returns 1 when created, 0 when the id was taken.
     public static let create = """
     if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
     redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'sid', ARGV[2], 'instance', ARGV[3],
-      'state', 'running', 'last_seq', '0', 'created_ms', ARGV[4])
+      'state', 'running', 'last_seq', '0', 'created_ms', ARGV[4], 'budget', ARGV[7], 'prompt', ARGV[8])
     redis.call('PEXPIRE', KEYS[1], ARGV[5])
     redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[6])
     return 1
@@ -17,13 +20,14 @@ public enum Scripts {
     /// appends, once and atomically, the given `error` event as the next seq, sets
     /// `state` to `failed` and publishes it (issue 4: `upstream_lost`).
     /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen, ttl_ms, event JSON, lossless '1'/'0'.
-    /// Returns the seq appended, 0 when the stream is not running or the lease is held,
-    /// -1 when the stream does not exist at all (expired, or lost with Redis' data).
+    /// Returns {seq appended, budget key, prompt estimate} (the caller settles the
+    /// budget: prompt + seq − 1 deltas), {0} when the stream is not running or the lease
+    /// is held, {-1} when the stream does not exist at all (expired, or lost with Redis' data).
     public static let expireLease = """
-    local st = redis.call('HMGET', KEYS[2], 'state', 'last_seq')
-    if not st[1] then return -1 end
-    if st[1] ~= 'running' then return 0 end
-    if redis.call('EXISTS', KEYS[4]) == 1 then return 0 end
+    local st = redis.call('HMGET', KEYS[2], 'state', 'last_seq', 'budget', 'prompt')
+    if not st[1] then return {-1} end
+    if st[1] ~= 'running' then return {0} end
+    if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
     local seq = tonumber(st[2]) + 1
     redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], seq .. '-0', 'e', ARGV[3])
     if ARGV[4] == '1' then
@@ -34,16 +38,15 @@ public enum Scripts {
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
     redis.call('PUBLISH', KEYS[3], seq .. ' ' .. ARGV[3])
-    return seq
+    return {seq, st[3] or '', st[4] or '0'}
     """
 
     /// Appends one event: `XADD` with explicit id `<seq>-0` and exact `MAXLEN`, the text
     /// and offset (when lossless resume is on), `HSET last_seq` (and `state` on the
-    /// final event), `PEXPIRE` of every key, `PUBLISH` on the live channel, and on the
-    /// final event the budget `INCRBY`.
-    /// KEYS: events, meta, live, text, offsets, budget (or any key when unused).
-    /// ARGV: seq, event JSON, maxlen, ttl_ms, final state or '', delta text, lossless '1'/'0',
-    ///       budget tokens or '', budget ttl_ms.
+    /// final event), `PEXPIRE` of every key, `PUBLISH` on the live channel. Budgets are
+    /// settled outside this script (`BudgetLedger`), so it touches one slot.
+    /// KEYS: events, meta, live, text, offsets.
+    /// ARGV: seq, event JSON, maxlen, ttl_ms, final state or '', delta text, lossless '1'/'0'.
     /// Errors: `NOSTREAM` (meta gone), `FINISHED <state>` (stream already ended),
     /// `OUTOFORDER <last_seq>` (seq is not last_seq + 1). Returns seq.
     public static let append = """
@@ -67,10 +70,6 @@ public enum Scripts {
     redis.call('PEXPIRE', KEYS[1], ARGV[4])
     redis.call('PEXPIRE', KEYS[2], ARGV[4])
     redis.call('PUBLISH', KEYS[3], ARGV[1] .. ' ' .. ARGV[2])
-    if ARGV[8] ~= '' then
-      redis.call('INCRBY', KEYS[6], ARGV[8])
-      redis.call('PEXPIRE', KEYS[6], ARGV[9])
-    end
     return seq
     """
 
@@ -105,7 +104,8 @@ extension Scripts {
     /// (issue 3: `RELAY_MAX_STREAMS_PER_SESSION`). The session's running streams are
     /// a sorted set, score = lease expiry (unix ms), so a crashed instance's entries
     /// lapse by themselves.
-    /// KEYS: `relay:streams:{sid}`. ARGV: request id, now ms, lease expiry ms, max.
+    /// Idempotent per request id (a retried POST holds the same slot).
+    /// KEYS: `relay:streams:{<ownerHash>:<sid>}`. ARGV: request id, now ms, lease expiry ms, max.
     /// Returns 1 when admitted, 0 when at the limit.
     public static let admit = """
     redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])

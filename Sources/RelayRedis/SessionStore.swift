@@ -1,7 +1,8 @@
 import RelayCore
 
-/// Session-level state in Redis (DESIGN §3, issue 3): revocation markers, token
-/// budgets, and the running generations of each session. Loop thread only.
+/// Session-level state in Redis (DESIGN §3, issues 3 and 12): revocation markers
+/// (global by `sid`) and the running generations of each session, keyed by the
+/// owner (`OwnerHash` of `sub`) and `sid`. Budgets: `BudgetLedger`. Loop thread only.
 public final class SessionStore {
     private let connection: RedisConnection
     private let scripts: ScriptRunner
@@ -11,8 +12,9 @@ public final class SessionStore {
         self.scripts = scripts
     }
 
-    /// Key of a session's running streams (sorted set, score = lease expiry ms).
-    public static func streamsKey(sid: String) -> String { "relay:streams:{\(sid)}" }
+    /// Key of a session's running streams (sorted set, score = lease expiry ms), per
+    /// owner: two users whose tokens carry the same `sid` have independent limits.
+    public static func streamsKey(owner: String, sid: String) -> String { "relay:streams:{\(owner):\(sid)}" }
 
     /// Whether `relay:revoked:{sid}` exists (`EXISTS`). One round trip; callers send
     /// their next command right after (pipelined) when they can.
@@ -33,18 +35,11 @@ public final class SessionStore {
         }
     }
 
-    /// Tokens used by `user` in `period` (`YYYY-MM`).
-    public func budgetUsed(user: String, period: String, done: @escaping (Result<Int, RedisFailure>) -> Void) {
-        connection.send(["GET", StreamKeys.budget(user: user, period: period)]) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
-            done(.success(Int(r.int ?? 0)))
-        }
-    }
-
-    /// Admits a generation for the session unless `max` already run (`Scripts.admit`).
-    public func admit(sid: String, id: RequestID, nowMs: Int64, leaseMs: Int, max: Int,
+    /// Admits a generation for the session unless `max` already run (`Scripts.admit`);
+    /// idempotent per `id`. `owner`: `OwnerHash` of the token's `sub`.
+    public func admit(owner: String, sid: String, id: RequestID, nowMs: Int64, leaseMs: Int, max: Int,
                       done: @escaping (Result<Bool, RedisFailure>) -> Void) {
-        scripts.run(Scripts.admit, keys: [SessionStore.streamsKey(sid: sid)],
+        scripts.run(Scripts.admit, keys: [SessionStore.streamsKey(owner: owner, sid: sid)],
                     args: [id.value, String(nowMs), String(nowMs + Int64(leaseMs)), String(max)]) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
             done(.success(r.int == 1))
@@ -52,14 +47,14 @@ public final class SessionStore {
     }
 
     /// Extends a running generation's entry (with the lease refresh).
-    public func refresh(sid: String, id: RequestID, untilMs: Int64) {
-        let key = SessionStore.streamsKey(sid: sid)
+    public func refresh(owner: String, sid: String, id: RequestID, untilMs: Int64) {
+        let key = SessionStore.streamsKey(owner: owner, sid: sid)
         connection.send(["ZADD", key, "XX", String(untilMs), id.value], nil)
         connection.send(["PEXPIREAT", key, String(untilMs)], nil)
     }
 
     /// Removes a finished generation from its session's running set.
-    public func release(sid: String, id: RequestID) {
-        connection.send(["ZREM", SessionStore.streamsKey(sid: sid), id.value], nil)
+    public func release(owner: String, sid: String, id: RequestID) {
+        connection.send(["ZREM", SessionStore.streamsKey(owner: owner, sid: sid), id.value], nil)
     }
 }

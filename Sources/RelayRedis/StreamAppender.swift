@@ -17,7 +17,6 @@ public final class StreamAppender {
         let json: String
         let text: String
         let finalState: String?
-        let budget: (key: String, tokens: Int)?
     }
 
     /// The stream is gone (`NOSTREAM`) or was ended by someone else (`FINISHED`):
@@ -48,14 +47,13 @@ public final class StreamAppender {
     public var backlog: Int { queue.backlog }
 
     /// Queues an event and sends it at once unless a recovery is under way.
-    public func append(seq: UInt64, json: String, text: String, finalState: String? = nil,
-                       budget: (key: String, tokens: Int)? = nil) {
-        send(queue.enqueue(seq: seq, Pending(json: json, text: text, finalState: finalState, budget: budget)))
+    public func append(seq: UInt64, json: String, text: String, finalState: String? = nil) {
+        send(queue.enqueue(seq: seq, Pending(json: json, text: text, finalState: finalState)))
     }
 
     private func send(_ items: [(seq: UInt64, item: Pending)]) {
         for (seq, p) in items {
-            log.append(keys, seq: seq, json: p.json, text: p.text, finalState: p.finalState, budget: p.budget) { [weak self] r in
+            log.append(keys, seq: seq, json: p.json, text: p.text, finalState: p.finalState) { [weak self] r in
                 self?.replied(seq: seq, r)
             }
         }

@@ -1,7 +1,8 @@
 import RelayCore
 
-/// The Redis keys of one stream (DESIGN §3). All share the hash tag `{requestId}`, so
-/// one Lua script touches one Redis Cluster slot.
+/// The Redis keys of one stream (DESIGN §3). All share the hash tag
+/// `{<ownerHash>:<requestId>}` (`RequestID.scoped(by:)`, issue 12), so one Lua script
+/// touches one Redis Cluster slot and another user's identical id names other keys.
 public struct StreamKeys: Sendable, Equatable {
     /// `relay:{id}:events`: stream, entry ID `<seq>-0`, field `e` = event JSON.
     public let events: String
@@ -40,6 +41,4 @@ public struct StreamKeys: Sendable, Equatable {
     public static let cancelChannel = "relay:cancel"
     /// Marker key of a revoked session.
     public static func revoked(sid: String) -> String { "relay:revoked:{\(sid)}" }
-    /// Token budget counter of a user for a `YYYY-MM` period.
-    public static func budget(user: String, period: String) -> String { "relay:budget:{\(user)}:\(period)" }
 }

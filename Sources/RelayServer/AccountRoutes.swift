@@ -5,22 +5,29 @@ import RelayRedis
 /// `GET /api/budget` and `POST /admin/sessions/{sid}/revoke` (issue 3). Loop thread only.
 final class AccountRoutes {
     private let gate: RequestGuard
+    private let ledger: BudgetLedger
     private var context: ServerContext { gate.context }
 
-    init(gate: RequestGuard) { self.gate = gate }
+    init(gate: RequestGuard, ledger: BudgetLedger) {
+        self.gate = gate
+        self.ledger = ledger
+    }
 
-    /// `GET /api/budget` (issue 3): `{"tier","limit","used","remaining","period"}`,
-    /// tokens of the caller's tier in the current calendar month (UTC).
+    /// `GET /api/budget` (issues 3, 12): `{"tier","limit","used","reserved","remaining","period"}`,
+    /// tokens of the caller's tier in the current calendar month (UTC); `reserved` is
+    /// held by running generations, `remaining = max(0, limit − used − reserved)`.
     func budget(_ ex: HTTPExchange) {
         guard let who = gate.authenticate(ex) else { return }
         let period = BudgetPolicy.period(now: context.nowMs() / 1000)
         let tier = context.budgets.effectiveTier(who.tier)
         let limit = context.budgets.limit(forTier: who.tier)
+        let key = BudgetLedger.key(ownerHash: OwnerHash.of(who.user), period: period)
         gate.checkSession(ex, who) { [weak self] in
-            self?.gate.sessions.budgetUsed(user: who.user, period: period) { r in
+            guard let self else { return }
+            self.ledger.read(key: key, nowMs: self.context.nowMs()) { r in
                 guard ex.isOpen else { return }
-                guard case .success(let used) = r else { return ex.respond(.notReady("Redis is not available")) }
-                let body = "{\"tier\":\(JSONText.quoted(tier)),\"limit\":\(limit),\"used\":\(used),\"remaining\":\(max(0, limit - used)),\"period\":\(JSONText.quoted(period))}"
+                guard case .success(let b) = r else { return ex.respond(.notReady("Redis is not available")) }
+                let body = "{\"tier\":\(JSONText.quoted(tier)),\"limit\":\(limit),\"used\":\(b.used),\"reserved\":\(b.reserved),\"remaining\":\(max(0, limit - b.used - b.reserved)),\"period\":\(JSONText.quoted(period))}"
                 ex.respond(status: 200, contentType: "application/json", body: body)
             }
         }

@@ -2,6 +2,7 @@ import Foundation
 import RelayAuth
 import RelayCore
 import RelayRedis
+import RelayStreamLogic
 import RelayUpstream
 
 /// `POST /api/chat/stream`, `GET` and `DELETE /api/chat/stream/{requestId}`
@@ -19,13 +20,15 @@ final class ChatStreamRoutes {
         self.gate = gate
         self.hub = hub
         self.upstreams = upstreams
-        self.admission = StreamAdmission(gate: gate, log: hub.log)
+        self.admission = StreamAdmission(gate: gate, log: hub.log, ledger: hub.ledger)
     }
 
     /// Starts a generation, or resumes it when a retried POST carries the
     /// `X-Request-Id` of an existing stream of the same owner. The request is checked
-    /// (`UpstreamFactory.prepare`) before admission; the upstream call is made only
-    /// once admitted.
+    /// (model policy, system messages, `UpstreamFactory.prepare`) before admission; the
+    /// upstream call is made only once admitted, with `max_tokens` clamped to the
+    /// budget reservation, and started only after the session's revocation marker was
+    /// checked again with the generation and its subscription registered.
     func start(_ ex: HTTPExchange) {
         guard !gate.refusedAtConnectionLimit(ex) else { return }
         guard let who = gate.authenticate(ex) else { return }
@@ -34,37 +37,86 @@ final class ChatStreamRoutes {
         guard contentType.hasPrefix("application/json") else {
             return gate.fail(ex, .invalidRequest("Content-Type must be application/json"))
         }
-        guard let (id, lastEventID, plan) = gate.attempt(ex, { () throws -> (RequestID, UInt64?, UpstreamPlan) in
-            let request = try ChatRequest.parse(Data(ex.body()))
-            return (try RequestGuard.requestID(ex), try RequestGuard.lastEventID(ex), try upstreams.prepare(request))
+        guard let (clientID, lastEventID, request) = gate.attempt(ex, { () throws -> (RequestID, UInt64?, ChatRequest) in
+            var request = try ChatRequest.parse(Data(ex.body()))
+            try applyPolicy(&request, who: who)
+            _ = try upstreams.prepare(request)
+            return (try RequestGuard.requestID(ex), try RequestGuard.lastEventID(ex), request)
         }) else { return }
         let explicitID = ex.header("X-Request-Id") != nil
+        let ownerHash = OwnerHash.of(who.user)
+        let id = clientID.scoped(by: ownerHash)
         if explicitID && lastEventID != nil {
             // A resume by POST: never start a new stream under that id.
             return gate.checkSession(ex, who) { [weak self] in
                 self?.resume(ex, id: id, who: who, lastEventID: lastEventID ?? 0)
             }
         }
-        admission.admit(ex, id: id, who: who, explicitID: explicitID) { [weak self] outcome in
+        let config = gate.config
+        let req = StreamAdmission.Request(
+            id: id, explicitID: explicitID, ownerHash: ownerHash,
+            promptEstimate: BudgetArithmetic.estimatePromptTokens(request.messages.map(\.content)),
+            wantedCompletion: BudgetArithmetic.wantedCompletion(maxTokens: request.maxTokens, summary: request.mode == .summary,
+                                                                defaultCap: config.maxTokens, cap: config.maxTokens,
+                                                                summaryCap: config.summaryMaxTokens))
+        admission.admit(ex, req, who: who) { [weak self] outcome in
             guard let self else { return }
             switch outcome {
             case .existing:
                 self.resume(ex, id: id, who: who, lastEventID: lastEventID ?? 0)
-            case .admitted(let budgetKey):
-                let upstream: Upstream
-                do {
-                    upstream = try plan.make(loop: self.hub.loop)
-                } catch {
-                    // Nothing was generated: give back the id and the session slot.
-                    self.log.discard(id)
-                    self.hub.sessions.release(sid: who.sid, id: id)
-                    return self.gate.fail(ex, error as? APIError ?? .internalError("the upstream call cannot be set up"))
-                }
-                let g = Generation(id: id, owner: who.user, sid: who.sid, budgetKey: budgetKey, upstream: upstream, host: self.hub)
-                self.hub.register(g)
-                self.beginStream(ex, id: id, who: who, lastSent: 0)
-                g.start()
+            case .admitted(let budget):
+                self.generate(ex, request, id: id, ownerHash: ownerHash, who: who, budget: budget)
             }
+        }
+    }
+
+    /// The tier's model policy and the system-message setting (issue 12): a model the
+    /// tier may not use is `400 model_not_allowed`; client `system` messages are
+    /// `400 invalid_request` unless `RELAY_ALLOW_SYSTEM_MESSAGES` (the operator's prompt rules).
+    private func applyPolicy(_ request: inout ChatRequest, who: Identity) throws {
+        if !gate.config.allowSystemMessages, request.messages.contains(where: { $0.role == "system" }) {
+            throw APIError.invalidRequest("system messages are not accepted (RELAY_ALLOW_SYSTEM_MESSAGES is off)")
+        }
+        let budgets = gate.context.budgets
+        do {
+            request.model = try gate.context.models.resolve(requested: request.model, tier: budgets.effectiveTier(who.tier),
+                                                            defaultTier: budgets.defaultTier)
+        } catch let e as ModelNotAllowed {
+            throw APIError(.modelNotAllowed, e.description)
+        }
+    }
+
+    /// Makes the upstream call with the clamped `max_tokens`, registers the generation
+    /// and the client's subscription, then checks the revocation marker again (register
+    /// first, then check) and only then starts the upstream.
+    private func generate(_ ex: HTTPExchange, _ request: ChatRequest, id: RequestID, ownerHash: String, who: Identity,
+                          budget: GenerationBudget) {
+        var clamped = request
+        clamped.maxTokens = budget.grant.maxTokens
+        let upstream: Upstream
+        do {
+            upstream = try upstreams.prepare(clamped).make(loop: hub.loop)
+        } catch {
+            // Nothing was generated: give back the id, the session slot and the reservation.
+            log.discard(id)
+            hub.sessions.release(owner: ownerHash, sid: who.sid, id: id)
+            hub.settle(budgetKey: budget.key, id: id, tokens: 0)
+            if ex.isOpen { gate.fail(ex, error as? APIError ?? .internalError("the upstream call cannot be set up")) }
+            return
+        }
+        let g = Generation(id: id, owner: who.user, ownerHash: ownerHash, sid: who.sid, budget: budget,
+                           upstream: upstream, host: hub)
+        hub.register(g)
+        let s = ex.isOpen ? beginStream(ex, id: id, who: who, lastSent: 0) : nil
+        hub.recheckRevocation(sid: who.sid) { valid in
+            guard valid else {
+                // Revoked (already cut by `revoked(sid:)`), or Redis could not say: fail closed.
+                let down = APIError(.redisUnavailable, "the session could not be checked; retry")
+                g.abort(down)
+                s?.fail(down)
+                return
+            }
+            g.start()
         }
     }
 
@@ -76,7 +128,7 @@ final class ChatStreamRoutes {
         guard !hub.draining else { return gate.fail(ex, .notReady("draining")) }
         guard let lastEventID = gate.attempt(ex, { try RequestGuard.lastEventID(ex) }) else { return }
         gate.checkSession(ex, who) { [weak self] in
-            self?.resume(ex, id: id, who: who, lastEventID: lastEventID ?? 0)
+            self?.resume(ex, id: id.scoped(by: OwnerHash.of(who.user)), who: who, lastEventID: lastEventID ?? 0)
         }
     }
 
@@ -110,34 +162,46 @@ final class ChatStreamRoutes {
                     self.metrics.add(.resumesOK)
                 }
                 let finished = info.state != .running
-                self.beginStream(ex, id: id, who: who, lastSent: lastEventID, alreadyComplete: finished && lastEventID == info.lastSeq)
+                guard let s = self.beginStream(ex, id: id, who: who, lastSent: lastEventID,
+                                               alreadyComplete: finished && lastEventID == info.lastSeq) else { return }
+                // Register first, then check: a revocation published before the
+                // subscription was registered wrote its marker first.
+                self.hub.recheckRevocation(sid: who.sid) { valid in
+                    if !valid { s.fail(APIError(.redisUnavailable, "the session could not be checked; retry")) }
+                }
             }
         }
     }
 
-    /// Sends the stream headers and `retry:`, then subscribes.
-    private func beginStream(_ ex: HTTPExchange, id: RequestID, who: Identity, lastSent: UInt64, alreadyComplete: Bool = false) {
+    /// Sends the stream headers and `retry:`, then registers and starts the
+    /// subscription (`nil` when the stream was already complete). `id` is scoped; the
+    /// client sees its own id in `X-Request-Id`.
+    @discardableResult
+    private func beginStream(_ ex: HTTPExchange, id: RequestID, who: Identity, lastSent: UInt64,
+                             alreadyComplete: Bool = false) -> Subscription? {
         ex.setHeader("Content-Type", SSEFrame.contentType)
         ex.setHeader("Cache-Control", "no-store")
         ex.setHeader("X-Accel-Buffering", "no")
-        ex.setHeader("X-Request-Id", id.value)
+        ex.setHeader("X-Request-Id", id.clientValue)
         ex.startStream()
         ex.write(SSEFrame.retry(milliseconds: 1000))
         if alreadyComplete {
             ex.endStream()
-            return
+            return nil
         }
         let s = Subscription(id: id, owner: who.user, sid: who.sid, exchange: ex, host: hub,
                              lastSent: lastSent, tokenExpiry: who.expiresAt)
         hub.register(s)
         s.start()
+        return s
     }
 
     /// `DELETE /api/chat/stream/{requestId}`: the owning instance, wherever it is,
     /// stops the generation (`relay:cancel`). 202 also when already finished.
     func cancel(_ ex: HTTPExchange, rawID: Substring) {
-        guard let id = gate.attempt(ex, { try RequestID(validating: rawID) }),
+        guard let clientID = gate.attempt(ex, { try RequestID(validating: rawID) }),
               let who = gate.authenticate(ex) else { return }
+        let id = clientID.scoped(by: OwnerHash.of(who.user))
         var revoked = false
         hub.sessions.isRevoked(sid: who.sid) { if case .success(true) = $0 { revoked = true } }
         log.open(id) { [weak self] r in
@@ -148,7 +212,7 @@ final class ChatStreamRoutes {
                 self.gate.fail(ex, .notReady("Redis is not available"))
             case .success(let info):
                 guard let info, info.owner == who.user else { return self.gate.fail(ex, .streamNotFound) }
-                let accepted = "{\"requestId\":\(JSONText.quoted(id.value)),\"state\":\(JSONText.quoted(info.state?.rawValue ?? ""))}"
+                let accepted = "{\"requestId\":\(JSONText.quoted(clientID.value)),\"state\":\(JSONText.quoted(info.state?.rawValue ?? ""))}"
                 guard info.state == .running else {
                     return ex.respond(status: 202, contentType: "application/json", body: accepted)
                 }

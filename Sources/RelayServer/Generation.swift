@@ -1,30 +1,51 @@
 import RelayCore
 import RelayRedis
+import RelayStreamLogic
 import RelayUpstream
+
+/// What a generation may spend and where it is charged (issue 12): the reservation
+/// taken at admission (`BudgetLedger`) and the clamp it put on `max_tokens`.
+struct GenerationBudget {
+    /// The budget hash (`BudgetLedger.key`).
+    let key: String
+    /// The relay's prompt estimate, tokens (`BudgetArithmetic.estimatePromptTokens`).
+    let promptEstimate: Int
+    /// The reservation's clamp: `max_tokens` given to the upstream, and whether the
+    /// budget (not the request) set it.
+    let grant: BudgetArithmetic.Grant
+}
 
 /// One generation (DESIGN §1 "Generation", the producer): upstream adapter →
 /// sequencer (seq 1, 2, 3 …) → ordered appends to the Redis event log. It keeps
 /// running when its client disconnects, until `done`, an upstream error, a cancel or
-/// a revocation. Loop thread only.
+/// a revocation. Every ending settles its budget reservation once, to what was really
+/// generated (`GenerationHost.settle`). Loop thread only.
 final class Generation {
+    /// The scoped id (`RequestID.scoped(by:)`).
     let id: RequestID
     let owner: String
+    /// `OwnerHash` of `owner`: the namespace of its session slot.
+    let ownerHash: String
     let sid: String
-    let budgetKey: String?
+    let budget: GenerationBudget
     unowned let host: GenerationHost
     private let upstream: Upstream
     private let appender: StreamAppender
     private(set) var seq: UInt64 = 0
     private(set) var finished = false
+    /// Whether the upstream call was started (an abort before it charges nothing).
+    private(set) var started = false
     let startedMs: UInt64
     private var firstTokenMs: UInt64?
     private var completionTokens = 0
 
-    init(id: RequestID, owner: String, sid: String, budgetKey: String?, upstream: Upstream, host: GenerationHost) {
+    init(id: RequestID, owner: String, ownerHash: String, sid: String, budget: GenerationBudget,
+         upstream: Upstream, host: GenerationHost) {
         self.id = id
         self.owner = owner
+        self.ownerHash = ownerHash
         self.sid = sid
-        self.budgetKey = budgetKey
+        self.budget = budget
         self.upstream = upstream
         self.host = host
         self.startedMs = host.loop.nowMs
@@ -36,17 +57,20 @@ final class Generation {
         }
     }
 
-    /// Starts the upstream call.
+    /// Starts the upstream call (once; not after an abort).
     func start() {
+        guard !finished, !started else { return }
+        started = true
         upstream.start { [weak self] e in self?.emit(e) }
     }
 
-    private func emit(_ e: StreamEvent) {
+    private func emit(_ e: StreamEvent, charge: Int? = nil) {
         guard !finished else { return }
         seq += 1
         var text = ""
+        var json = e.json
         var finalState: StreamState?
-        var budget: (key: String, tokens: Int)?
+        var tokens = 0
         switch e {
         case .delta(let t):
             text = t
@@ -57,12 +81,21 @@ final class Generation {
             }
         case .done(let reason, let usage):
             finalState = reason == "cancelled" ? .cancelled : .done
-            if let k = budgetKey { budget = (k, usage.totalTokens) }
+            tokens = chargeSoFar(usage)
+            if reason == "length" && budget.grant.limitedByBudget {
+                // `done` says the budget cut the answer (issue 12): `"budget_limited":true`.
+                json.removeLast()
+                json += ",\"budget_limited\":true}"
+            }
         case .error:
             finalState = .failed
+            tokens = chargeSoFar(nil)
         }
-        if finalState != nil { finished = true }
-        appender.append(seq: seq, json: e.json, text: text, finalState: finalState?.rawValue, budget: budget)
+        if finalState != nil {
+            finished = true
+            host.settle(self, tokens: charge ?? tokens)
+        }
+        appender.append(seq: seq, json: json, text: text, finalState: finalState?.rawValue)
         host.appended(events: 1)
     }
 
@@ -74,17 +107,30 @@ final class Generation {
         emit(.done(finishReason: "cancelled", usage: usage))
     }
 
-    /// Stops the upstream and ends the stream with `error` (revocation, drain timeout).
+    /// Stops the upstream and ends the stream with `error` (revocation, drain timeout,
+    /// a failed revocation re-check); charged the upstream's usage so far.
     func abort(_ e: APIError) {
         guard !finished else { return }
-        _ = upstream.cancel()
-        emit(e.asEvent)
+        let charge = chargeSoFar(upstream.cancel())
+        emit(e.asEvent, charge: charge)
+    }
+
+    /// Tokens to charge now: 0 before the upstream was called; else the usage's prompt
+    /// (the estimate without one) plus the completion tokens (the upstream's count or
+    /// the deltas seen, whichever is larger).
+    private func chargeSoFar(_ usage: Usage?) -> Int {
+        guard started else { return 0 }
+        return BudgetArithmetic.charge(reportedPrompt: usage?.promptTokens, promptEstimate: budget.promptEstimate,
+                                       completion: max(usage?.completionTokens ?? 0, completionTokens))
     }
 
     private func appendFailed(_ f: RedisFailure) {
         // The stream expired or was ended elsewhere: nothing more can be stored.
-        if !finished { _ = upstream.cancel() }
-        finished = true
+        if !finished {
+            let charge = chargeSoFar(upstream.cancel())
+            finished = true
+            host.settle(self, tokens: charge)
+        }
         Log.warn("generation stopped: stream no longer accepts appends", ["requestId": id.value, "reason": f.message])
         host.generationEnded(self)
     }

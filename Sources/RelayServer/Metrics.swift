@@ -8,6 +8,7 @@ public final class Metrics: Sendable {
     public enum Counter: Int, CaseIterable, Sendable {
         case eventsAppended, eventsDelivered, streamsStarted, resumesOK, resumesGap, resumesNotFound, resumesCatchUp
         case revocations, cancels, slowConsumerDisconnects, requestErrors, upstreamErrors
+        case budgetReservations, budgetSettlements, budgetRefusals
 
         var name: String {
             switch self {
@@ -23,6 +24,19 @@ public final class Metrics: Sendable {
             case .slowConsumerDisconnects: return "relay_slow_consumer_disconnects_total"
             case .requestErrors: return "relay_request_errors_total"
             case .upstreamErrors: return "relay_upstream_errors_total"
+            case .budgetReservations: return "relay_budget_reservations_total"
+            case .budgetSettlements: return "relay_budget_settlements_total"
+            case .budgetRefusals: return "relay_budget_refusals_total"
+            }
+        }
+
+        /// `# HELP` text, for the counters that have one.
+        var help: String? {
+            switch self {
+            case .budgetReservations: return "Token budget reservations taken at admission."
+            case .budgetSettlements: return "Token budget reservations settled (once per request, on every ending)."
+            case .budgetRefusals: return "Requests refused with 429 token_budget_exhausted before the stream."
+            default: return nil
             }
         }
     }
@@ -106,7 +120,10 @@ public final class Metrics: Sendable {
         var typed = Set<String>()
         for c in Counter.allCases {
             let base = String(c.name.prefix { $0 != "{" })
-            if typed.insert(base).inserted { out += "# TYPE \(base) counter\n" }
+            if typed.insert(base).inserted {
+                if let help = c.help { out += "# HELP \(base) \(help)\n" }
+                out += "# TYPE \(base) counter\n"
+            }
             out += "\(c.name) \(s.counters[c.rawValue])\n"
         }
         for g in Gauge.allCases {

@@ -20,7 +20,7 @@ final class Router {
         self.hub = hub
         gate = RequestGuard(context: context, sessions: hub.sessions)
         chat = ChatStreamRoutes(gate: gate, hub: hub, upstreams: upstreams)
-        account = AccountRoutes(gate: gate)
+        account = AccountRoutes(gate: gate, ledger: hub.ledger)
         self.isReady = isReady
     }
 

@@ -20,13 +20,16 @@ public struct ServerContext: Sendable {
     public let nowMs: @Sendable () -> Int64
     /// Token budgets by tier.
     public let budgets: BudgetPolicy
+    /// Models each tier may use (`RELAY_MODELS`, issue 12).
+    public let models: ModelPolicy
     /// The admin bearer key; `nil` turns the admin routes off.
     public let adminKey: AdminKey?
 
     public init(config: RelayConfig, instance: String, authenticator: Authenticator, metrics: Metrics,
-                budgets: BudgetPolicy, adminKey: AdminKey?,
+                budgets: BudgetPolicy, models: ModelPolicy, adminKey: AdminKey?,
                 makeUpstreams: @escaping @Sendable () -> UpstreamFactory, nowMs: @escaping @Sendable () -> Int64) {
         self.budgets = budgets
+        self.models = models
         self.adminKey = adminKey
         self.config = config
         self.instance = instance

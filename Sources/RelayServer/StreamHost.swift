@@ -34,6 +34,9 @@ protocol GenerationHost: AnyObject {
     func firstToken(afterSeconds s: Double)
     /// Counts events appended (flushed to `/metrics` on each tick).
     func appended(events: Int)
+    /// The generation ended (any way): settle its budget reservation to `tokens`
+    /// (prompt + completion really generated), once.
+    func settle(_ g: Generation, tokens: Int)
     /// The generation is over and its appends are settled; the host forgets it.
     func generationEnded(_ g: Generation)
 }

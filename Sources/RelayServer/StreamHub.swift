@@ -17,6 +17,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     let log: EventLog
     let pubsub: PubSub
     let sessions: SessionStore
+    let ledger: BudgetLedger
     var metrics: Metrics { context.metrics }
     var config: RelayConfig { context.config }
     var replayStallMs: UInt64 { UInt64(config.debugReplayDelayMs) }
@@ -37,8 +38,10 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private var eventsDeliveredSinceFlush = 0
     private var eventsAppendedSinceFlush = 0
 
-    init(index: Int, context: ServerContext, loop: EventLoop, log: EventLog, pubsub: PubSub, sessions: SessionStore) {
+    init(index: Int, context: ServerContext, loop: EventLoop, log: EventLog, pubsub: PubSub, sessions: SessionStore,
+         ledger: BudgetLedger) {
         self.index = index
+        self.ledger = ledger
         self.context = context
         self.loop = loop
         self.log = log
@@ -46,6 +49,12 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         self.sessions = sessions
         pubsub.onMessage = { [unowned self] ch, payload in self.message(channel: ch, payload: payload) }
         pubsub.onResubscribed = { [unowned self] ch in
+            if ch == StreamKeys.revocationsChannel {
+                // Revocations published while the pub/sub connection was down were
+                // missed: check every live session's marker again (issue 12).
+                for sid in Set(self.allSubscriptions.map(\.sid) + self.generations.values.map(\.sid)) { self.recheckRevocation(sid: sid) }
+                return
+            }
             guard let id = StreamKeys.requestID(fromLiveChannel: ch) else { return }
             for s in self.subscriptions[id]?.values ?? [:].values { s.replay() }
         }
@@ -106,10 +115,47 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         guard generations[g.id.value] === g else { return }
         generations[g.id.value] = nil
         log.releaseLease(g.id)
-        sessions.release(sid: g.sid, id: g.id)
+        sessions.release(owner: g.ownerHash, sid: g.sid, id: g.id)
         metrics.gauge(.runningGenerations, -1)
         metrics.observe(.streamDuration, seconds: Double(loop.nowMs - g.startedMs) / 1000)
         if draining { checkDrained() }
+    }
+
+    /// Settles a generation's reservation (`BudgetLedger.settle`, once per id).
+    func settle(_ g: Generation, tokens: Int) {
+        settle(budgetKey: g.budget.key, id: g.id, tokens: tokens)
+    }
+
+    func settle(budgetKey: String, id: RequestID, tokens: Int) {
+        guard !budgetKey.isEmpty else { return }
+        ledger.settle(key: budgetKey, id: id, tokens: tokens) { [metrics] r in
+            if case .success(true) = r { metrics.add(.budgetSettlements) }
+            if case .failure(let f) = r {
+                Log.warn("budget settlement failed; the reservation lapses", ["requestId": id.value, "reason": f.message])
+            }
+        }
+    }
+
+    /// Register first, then check (issue 12): called after a generation and/or a
+    /// subscription of session `sid` was registered here, so a revocation published
+    /// from now on reaches them through `relay:revocations`, and one published before
+    /// wrote its marker first (`SessionStore.revoke`) and is seen here. Cuts the
+    /// session's streams when the marker exists, or — when Redis cannot say — the
+    /// generations that have not started yet and the given subscriptions (fail closed).
+    /// `then(true)` when the session is still valid.
+    func recheckRevocation(sid: String, then: ((Bool) -> Void)? = nil) {
+        sessions.isRevoked(sid: sid) { [weak self] r in
+            guard let self else { return }
+            switch r {
+            case .success(false):
+                then?(true)
+            case .success(true):
+                self.revoked(sid: sid)
+                then?(false)
+            case .failure:
+                then?(false)
+            }
+        }
     }
 
     /// Every live subscription on this worker (for revocation, drain, heartbeats).
@@ -179,7 +225,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         let untilMs = context.nowMs() + Int64(EventLog.leaseMs)
         for g in generations.values where !g.finished {
             log.refreshLease(g.id, instance: context.instance)
-            sessions.refresh(sid: g.sid, id: g.id, untilMs: untilMs)
+            sessions.refresh(owner: g.ownerHash, sid: g.sid, id: g.id, untilMs: untilMs)
+            ledger.refresh(key: g.budget.key, id: g.id, nowMs: context.nowMs())
         }
         let now = loop.nowMs
         let leaseMs = UInt64(EventLog.leaseMs)
@@ -190,11 +237,15 @@ final class StreamHub: SubscriptionHost, GenerationHost {
                   LeasePolicy.shouldCheckOwner(nowMs: now, quietSinceMs: quietSince, leaseMs: leaseMs),
                   let rid = subs.values.first?.id else { continue }
             log.expireLease(rid, event: lost) { [weak self] r in
-                guard case .success(let n) = r else { return }
-                switch LeasePolicy.expiry(fromReply: n) {
+                guard case .success(let x) = r else { return }
+                switch LeasePolicy.expiry(fromReply: x.reply) {
                 case .ownerAlive: break
                 case .ended(let seq):
                     Log.warn("owner lease lapsed: stream ended with upstream_lost", ["requestId": id, "seq": Int(seq)])
+                    // The owner died without settling: charge what the stream records
+                    // (the prompt estimate and one token per delta), release the rest.
+                    self?.settle(budgetKey: x.budgetKey, id: rid,
+                                 tokens: BudgetArithmetic.chargeForLostStream(promptEstimate: x.promptEstimate, lastSeqBefore: seq - 1))
                 case .vanished:
                     guard let self else { return }
                     let gone = APIError(.streamLost, "this answer's events are gone from Redis (restarted without persistence, or expired); retry the request")

@@ -34,7 +34,8 @@ final class Worker: @unchecked Sendable {
         let log = EventLog(connection: commands, maxLen: config.bufferEvents,
                            ttlMs: config.bufferTTLms, lossless: config.losslessResume)
         let sessions = SessionStore(connection: commands, scripts: log.scripts)
-        hub = StreamHub(index: index, context: context, loop: loop, log: log, pubsub: pubsub, sessions: sessions)
+        hub = StreamHub(index: index, context: context, loop: loop, log: log, pubsub: pubsub, sessions: sessions,
+                        ledger: BudgetLedger(connection: commands, scripts: log.scripts))
 
         let hub = self.hub
         commands.onConnect = { [unowned hub] in

@@ -33,7 +33,8 @@ extension Runner {
                 for s in 0..<opts.streams {
                     let id = try! RequestID(validating: "ceiling\(ci)x\(s)x\(UInt32.random(in: 0...UInt32.max))")
                     row.append(id)
-                    l.create(id, owner: "bench", sid: "bench", instance: "bench", nowMs: UInt64(Date().timeIntervalSince1970 * 1000)) { _ in created += 1 }
+                    l.create(id, owner: "bench", sid: "bench", instance: "bench", nowMs: UInt64(Date().timeIntervalSince1970 * 1000),
+                             budgetKey: "", promptEstimate: 0) { _ in created += 1 }
                 }
                 ids.append(row)
             }
@@ -55,7 +56,7 @@ extension Runner {
                     let sent = nowMicros()
                     let json = BenchEvent.delta(micros: sent, k: Int(seq))
                     inFlight[ci] += 1
-                    logs[ci].append(ids[ci][s], seq: seq, json: json, text: "t=\(sent);", finalState: nil, budget: nil) { r in
+                    logs[ci].append(ids[ci][s], seq: seq, json: json, text: "t=\(sent);", finalState: nil) { r in
                         inFlight[ci] -= 1
                         switch r {
                         case .success: acked += 1; hist.record(nowMicros() - sent)

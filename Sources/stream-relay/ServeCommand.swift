@@ -59,9 +59,11 @@ enum ServeCommand {
             config.instanceName = "\(ProcessInfo.processInfo.hostName)-\(getpid())"
         }
         let budgets: BudgetPolicy
+        let models: ModelPolicy
         let adminKey: AdminKey?
         do {
             budgets = try BudgetPolicy.parse(config.budgets, defaultTier: config.defaultTier)
+            models = try ModelPolicy(specification: config.models, fallbackModel: config.upstreamModel)
             adminKey = try AdminKey.fromEnvironment(config.adminKey)
         } catch {
             printError("stream-relay: \(error)\n")
@@ -77,7 +79,7 @@ enum ServeCommand {
         let cfg = config
         let context = ServerContext(
             config: cfg, instance: cfg.instanceName, authenticator: authenticator, metrics: Metrics(),
-            budgets: budgets, adminKey: adminKey,
+            budgets: budgets, models: models, adminKey: adminKey,
             makeUpstreams: makeUpstreams,
             nowMs: { Int64(Date().timeIntervalSince1970 * 1000) })
         let server = RelayServer(context: context, redis: endpoint)

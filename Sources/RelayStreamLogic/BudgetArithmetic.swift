@@ -1,0 +1,76 @@
+/// The token arithmetic of budgets (issue 12): what a request may reserve at
+/// admission, the `max_tokens` the upstream gets, and what a settlement charges.
+/// Pure; the Redis side (`RelayRedis.BudgetLedger`, `Scripts.reserve`/`settle`) applies
+/// the same clamp atomically. Units: tokens.
+///
+/// What counts: **prompt + completion tokens** of every generation, as in the
+/// upstream's `usage` (`total_tokens`). Before the upstream reports usage, prompt tokens
+/// are estimated with ``estimatePromptTokens(_:)``.
+public enum BudgetArithmetic {
+    /// Tokens added per message for the role and framing (OpenAI's chat format adds
+    /// 3–4 per message; 4 keeps the estimate on the high side).
+    public static let perMessageOverhead = 4
+
+    /// The relay's prompt estimate: for each message, its content's UTF-8 bytes / 4
+    /// rounded up, plus ``perMessageOverhead``. English BPE tokenizers average about
+    /// 4 bytes per token, so this is close for English and over-estimates scripts whose
+    /// characters take 2–3 UTF-8 bytes (Arabic, Cyrillic); it under-estimates text made
+    /// of many one-byte tokens (digits, punctuation runs) — the estimation error that
+    /// can let `used` pass the limit (documented in the README).
+    public static func estimatePromptTokens<S: Sequence>(_ contents: S) -> Int where S.Element == String {
+        contents.reduce(0) { $0 + ($1.utf8.count + 3) / 4 + perMessageOverhead }
+    }
+
+    /// The completion tokens a request asks for before the budget: the request's
+    /// `max_tokens`, else `defaultCap`, never above `cap`; in summary mode never above
+    /// `summaryCap` (summary mode keeps its cap).
+    public static func wantedCompletion(maxTokens: Int?, summary: Bool, defaultCap: Int, cap: Int, summaryCap: Int) -> Int {
+        if summary { return max(1, min(maxTokens ?? summaryCap, summaryCap, cap)) }
+        return max(1, min(maxTokens ?? defaultCap, cap))
+    }
+
+    /// A reservation's outcome for the caller.
+    public struct Grant: Sendable, Equatable {
+        /// Tokens reserved (prompt estimate + completion allowed).
+        public var reserved: Int
+        /// `max_tokens` for the upstream: `reserved - promptEstimate`.
+        public var maxTokens: Int
+        /// `true` when the budget, not the request, set `maxTokens` (the `done` event
+        /// then says `budget_limited` when the answer stopped at it).
+        public var limitedByBudget: Bool
+    }
+
+    /// Clamps a request to what remains: `grant = min(want, limit - used - reserved)`
+    /// where `want = promptEstimate + wantedCompletion`. `nil` when fewer than
+    /// `minimumCompletion` completion tokens would remain: `429 token_budget_exhausted`
+    /// before the stream.
+    public static func grant(promptEstimate: Int, wantedCompletion: Int, remaining: Int, minimumCompletion: Int) -> Grant? {
+        let want = promptEstimate + wantedCompletion
+        let granted = min(want, max(0, remaining))
+        let completion = granted - promptEstimate
+        guard completion >= max(1, min(minimumCompletion, wantedCompletion)) else { return nil }
+        return Grant(reserved: granted, maxTokens: completion, limitedByBudget: granted < want)
+    }
+
+    /// The grant for this request from the tokens the ledger holds under its id (its
+    /// own reservation, or a concurrent retry's of the same id): `max_tokens` is what
+    /// is left after this request's prompt estimate, at least 1.
+    public static func grant(reservedTokens: Int, promptEstimate: Int, wantedCompletion: Int) -> Grant {
+        let completion = max(1, min(wantedCompletion, reservedTokens - promptEstimate))
+        return Grant(reserved: reservedTokens, maxTokens: completion, limitedByBudget: completion < wantedCompletion)
+    }
+
+    /// Tokens a settlement charges: the upstream's prompt tokens when it reported them
+    /// (else the estimate) plus the completion tokens generated (the upstream's count,
+    /// else the number of `delta` events).
+    public static func charge(reportedPrompt: Int?, promptEstimate: Int, completion: Int) -> Int {
+        max(0, reportedPrompt ?? promptEstimate) + max(0, completion)
+    }
+
+    /// What another instance charges for a stream whose owner died (`upstream_lost`):
+    /// the prompt estimate stored with the stream plus one token per `delta` event —
+    /// every event before the final one is a delta, so `lastSeqBefore` of them.
+    public static func chargeForLostStream(promptEstimate: Int, lastSeqBefore: UInt64) -> Int {
+        promptEstimate + Int(lastSeqBefore)
+    }
+}
