@@ -243,10 +243,10 @@ final class ClientKitTests: RelayTestCase {
 
     /// `relay:{id}:meta` state `cancelled`, the log ends with `done` `cancelled`, and
     /// `last_seq` stops moving.
-    func assertCancelled(_ id: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let meta = "relay:{\(id)}:meta"
+    func assertCancelled(_ id: String, sub: String = "client-kit", file: StaticString = #filePath, line: UInt = #line) throws {
+        let meta = streamKey(id, "meta", sub: sub)
         try eventually(5, "state cancelled") { try redis.cli("HGET", meta, "state") == "cancelled" }
-        let last = try redis.cli("XREVRANGE", "relay:{\(id)}:events", "+", "-", "COUNT", "1")
+        let last = try redis.cli("XREVRANGE", streamKey(id, "events", sub: sub), "+", "-", "COUNT", "1")
         XCTAssertTrue(last.contains("\"done\"") && last.contains("cancelled"), "log ends with done cancelled: \(last)", file: file, line: line)
         let seq = try redis.cli("HGET", meta, "last_seq")
         usleep(300_000)

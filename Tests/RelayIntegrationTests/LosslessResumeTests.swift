@@ -44,7 +44,7 @@ final class LosslessResumeTests: RelayTestCase {
         for _ in 0..<50 { events.append(try XCTUnwrap(try first.nextEvent())) }
         first.close()
         try eventually(20, "the window to move past the client") {
-            (Int(try redis.cli("HGET", "relay:{\(id)}:meta", "last_seq")) ?? 0) > 50 + 400
+            (Int(try redis.cli("HGET", streamKey(id, "meta"), "last_seq")) ?? 0) > 50 + 400
         }
         let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "50").readAll()
         XCTAssertGreaterThan(Int(rest.first?.lastEventId ?? "0") ?? 0, 51, "catch-up delta covers the missing events")
@@ -76,8 +76,8 @@ final class LosslessResumeTests: RelayTestCase {
         for (i, p) in pieces.enumerated() {
             let seq = String(i + 1)
             let json = StreamEvent.delta(p).json
-            let r = try redis.cli(["EVAL", Scripts.append, "6", k.events, k.meta, k.live, k.text, k.offsets, k.meta,
-                                   seq, json, "3", "60000", "", p, "1", "", "0"])
+            let r = try redis.cli(["EVAL", Scripts.append, "5", k.events, k.meta, k.live, k.text, k.offsets,
+                                   seq, json, "3", "60000", "", p, "1"])
             XCTAssertEqual(r, seq)
         }
         for from in 0..<pieces.count {
@@ -100,11 +100,11 @@ final class LosslessResumeTests: RelayTestCase {
         let auth = ("Authorization", "Bearer \(token)")
         let ok = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)", headers: [auth, ("Last-Event-ID", "5")])
         XCTAssertEqual(ok.status, 200)
-        try redis.cli("DEL", "relay:{\(id)}:text")
+        try redis.cli("DEL", streamKey(id, "text"))
         let gap = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)", headers: [auth, ("Last-Event-ID", "5")])
         XCTAssertEqual(gap.status, 409)
         XCTAssertEqual(gap.errorCode, "resume_gap")
-        try eventually(6, "the stream's TTL to pass") { try redis.cli("EXISTS", "relay:{\(id)}:meta") == "0" }
+        try eventually(6, "the stream's TTL to pass") { try redis.cli("EXISTS", streamKey(id, "meta")) == "0" }
         let gone = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)", headers: [auth, ("Last-Event-ID", "5")])
         XCTAssertEqual(gone.status, 404, "after the TTL nothing is left: stream_not_found")
     }
@@ -115,9 +115,8 @@ final class LosslessResumeTests: RelayTestCase {
             let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50000", "RELAY_LOSSLESS_RESUME": mode])
             let id = Chat.newID()
             _ = try Chat.start(port: relay.port, token: RelayProcess.token(), requestID: id).readAll()
-            let k = StreamKeys(id)
             var total = 0
-            for key in [k.events, k.meta, k.text, k.offsets] {
+            for key in ["events", "meta", "text", "offsets"].map({ streamKey(id, $0) }) {
                 total += Int(try redis.cli("MEMORY", "USAGE", key, "SAMPLES", "0")) ?? 0
             }
             usage[mode] = total

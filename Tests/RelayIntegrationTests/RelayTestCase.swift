@@ -1,4 +1,5 @@
 import Foundation
+import RelayAuth
 import RelayCore
 import RelayTestSupport
 import XCTest
@@ -18,6 +19,12 @@ class RelayTestCase: XCTestCase {
         relays.removeAll()
         redis?.stop()
         redis = nil
+    }
+
+    /// The Redis key `relay:{<ownerHash>:<id>}:<part>` of a stream of user `sub`
+    /// (issue 12: stream keys are namespaced by a hash of the owner).
+    func streamKey(_ id: String, _ part: String, sub: String = "alice") -> String {
+        "relay:{\(OwnerHash.of(sub)):\(id)}:\(part)"
     }
 
     /// Starts a relay on this test's Redis. Default rate 2,000 tokens/s (fast tests).

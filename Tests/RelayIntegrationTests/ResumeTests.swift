@@ -55,7 +55,7 @@ final class ResumeTests: RelayTestCase {
         // Without Last-Event-ID, a retried POST replays the stream from the start.
         let again = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 100).readAll()
         XCTAssertEqual(again.map(\.data), events.map(\.data))
-        XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "last_seq"), "101", "one generation only")
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "last_seq"), "101", "one generation only")
     }
 
     func testStallBetweenSubscribeAndReplayLosesNothing() throws {
@@ -107,6 +107,6 @@ final class ResumeTests: RelayTestCase {
                                        headers: [auth, ("Content-Type", "application/json"), ("X-Request-Id", unknown), ("Last-Event-ID", "5")],
                                        body: Chat.body())
         XCTAssertEqual(r.status, 404)
-        XCTAssertEqual(try redis.cli("EXISTS", "relay:{\(unknown)}:meta"), "0")
+        XCTAssertEqual(try redis.cli("EXISTS", streamKey(unknown, "meta")), "0")
     }
 }

@@ -18,16 +18,25 @@ final class SessionTests: RelayTestCase {
                                headers: [("Authorization", "Bearer \(key)")])
     }
 
-    func testOtherUsersGet404ForResumeAndDelete() throws {
+    func testOtherUsersIdsAreTheirOwnStreams() throws {
         let relay = try startRelay()
         let id = Chat.newID()
-        _ = try Chat.start(port: relay.port, token: RelayProcess.token(sub: "alice"), requestID: id, maxTokens: 5).readAll()
+        let alice = try Chat.start(port: relay.port, token: RelayProcess.token(sub: "alice"), requestID: id, maxTokens: 5).readAll()
         let bob = ("Authorization", "Bearer \(RelayProcess.token(sub: "bob"))")
         XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)", headers: [bob]).status, 404)
         XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "DELETE", path: "/api/chat/stream/\(id)", headers: [bob]).status, 404)
-        let retried = try HTTPClient.request(port: relay.port, method: "POST", path: "/api/chat/stream",
-                                             headers: [bob, ("Content-Type", "application/json"), ("X-Request-Id", id)], body: Chat.body())
-        XCTAssertEqual(retried.status, 404, "bob cannot take over alice's request id")
+        // Issue 12: bob's POST with alice's id is a fresh stream of bob's (no existence
+        // oracle: the same answer as for an unused id), and alice's stream is untouched.
+        let bobs = try Chat.start(port: relay.port, token: RelayProcess.token(sub: "bob"), requestID: id, maxTokens: 7)
+        XCTAssertEqual(bobs.status, 200)
+        XCTAssertEqual(bobs.header("X-Request-Id"), id)
+        let bobEvents = try bobs.readAll()
+        assertSequence(bobEvents)
+        XCTAssertEqual(bobEvents.count, 8, "bob's own 7 deltas and done, not alice's 5")
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta", sub: "bob"), "owner"), "bob")
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta", sub: "alice"), "last_seq"), "\(alice.count)")
+        let again = try Chat.resume(port: relay.port, token: RelayProcess.token(sub: "alice"), requestID: id, lastEventID: "0").readAll()
+        XCTAssertEqual(again.map(\.data), alice.map(\.data), "alice's stream is untouched")
     }
 
     func testRevocationOnOneRelayCutsLiveStreamsOnAnother() throws {
@@ -159,11 +168,15 @@ final class SessionTests: RelayTestCase {
         XCTAssertEqual(budget.status, 200)
         let obj = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(budget.body)) as? [String: Any])
         XCTAssertEqual(obj["used"] as? Int, usage.totalTokens, "usage accounted exactly once")
+        XCTAssertEqual(obj["reserved"] as? Int, 0, "the reservation was settled")
         XCTAssertEqual(obj["limit"] as? Int, 100)
         XCTAssertEqual(obj["tier"] as? String, "free")
         XCTAssertEqual(obj["remaining"] as? Int, max(0, 100 - usage.totalTokens))
         XCTAssertNotNil(obj["period"] as? String)
-        XCTAssertGreaterThanOrEqual(usage.totalTokens, 100)
+        // Issue 12: max_tokens 120 was clamped to what the budget of 100 left.
+        XCTAssertTrue(events.last!.data.contains("\"finish_reason\":\"length\"") && events.last!.data.contains("\"budget_limited\":true"),
+                      events.last!.data)
+        XCTAssertLessThanOrEqual(usage.totalTokens, 105, "at most the estimation error (5 %) over the limit")
         let refused = try HTTPClient.request(port: relay.port, method: "POST", path: "/api/chat/stream",
                                              headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
                                              body: Chat.body(maxTokens: 5))

@@ -39,10 +39,10 @@ final class StreamTests: RelayTestCase {
         let id = Chat.newID()
         let events = try Chat.start(port: relay.port, token: RelayProcess.token(), requestID: id, maxTokens: 999).readAll()
         XCTAssertEqual(events.count, 1000)
-        XCTAssertEqual(try redis.cli("XLEN", "relay:{\(id)}:events"), "200")
-        XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "last_seq"), "1000")
-        XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "state"), "done")
-        let first = try redis.cli("XRANGE", "relay:{\(id)}:events", "-", "+", "COUNT", "1")
+        XCTAssertEqual(try redis.cli("XLEN", streamKey(id, "events")), "200")
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "last_seq"), "1000")
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "state"), "done")
+        let first = try redis.cli("XRANGE", streamKey(id, "events"), "-", "+", "COUNT", "1")
         XCTAssertTrue(first.hasPrefix("801-0"), "oldest retained entry is 801-0, got \(first.prefix(20))")
     }
 
@@ -51,13 +51,13 @@ final class StreamTests: RelayTestCase {
         let id = Chat.newID()
         let c = try Chat.start(port: relay.port, token: RelayProcess.token(), requestID: id, maxTokens: 80)
         for _ in 0..<5 { _ = try c.nextEvent() }
-        let t1 = Int(try redis.cli("PTTL", "relay:{\(id)}:events")) ?? -1
-        let m1 = Int(try redis.cli("PTTL", "relay:{\(id)}:meta")) ?? -1
+        let t1 = Int(try redis.cli("PTTL", streamKey(id, "events"))) ?? -1
+        let m1 = Int(try redis.cli("PTTL", streamKey(id, "meta"))) ?? -1
         XCTAssertTrue((1...30_000).contains(t1), "events TTL set: \(t1)")
         XCTAssertTrue((1...30_000).contains(m1), "meta TTL set: \(m1)")
         // ~1 s later (40 more events at 40 tokens/s) the TTL has been refreshed, not run down.
         for _ in 0..<40 { _ = try c.nextEvent() }
-        let t2 = Int(try redis.cli("PTTL", "relay:{\(id)}:events")) ?? -1
+        let t2 = Int(try redis.cli("PTTL", streamKey(id, "events"))) ?? -1
         XCTAssertGreaterThan(t2, 29_000, "TTL refreshed by later appends: \(t2)")
         XCTAssertGreaterThan(t2, t1 - 500)
         c.close()
@@ -70,9 +70,9 @@ final class StreamTests: RelayTestCase {
         for _ in 0..<5 { _ = try c.nextEvent() }
         c.close()
         try eventually(10, "the generation to finish") {
-            try redis.cli("HGET", "relay:{\(id)}:meta", "state") == "done"
+            try redis.cli("HGET", streamKey(id, "meta"), "state") == "done"
         }
-        XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "last_seq"), "151")
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "last_seq"), "151")
     }
 
     func testHeartbeatsOnAnIdleStream() throws {

@@ -56,7 +56,7 @@ final class UpstreamRelayTests: RelayTestCase {
             return XCTFail("one 502 upstream_error event, got \(events.map(\.data))")
         }
         XCTAssertTrue(message.contains("429"), message)
-        XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "state"), "failed")
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "state"), "failed")
     }
 
     func testDeleteOnAnotherInstanceClosesTheUpstreamConnection() throws {
@@ -86,11 +86,11 @@ final class UpstreamRelayTests: RelayTestCase {
                 return XCTFail("ends with done cancelled, got \(rest.map(\.data))")
             }
             XCTAssertGreaterThanOrEqual(usage.completionTokens, Self.pieces.count)
-            XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "state"), "cancelled")
+            XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "state"), "cancelled")
             let again = try HTTPClient.request(port: b.port, method: "DELETE", path: "/api/chat/stream/\(id)",
                                                headers: [("Authorization", "Bearer \(token)")])
             XCTAssertEqual(again.status, 202, "a second DELETE changes nothing")
-            XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "state"), "cancelled")
+            XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "state"), "cancelled")
         }
         timings.sort()
         print(String(format: "DELETE on relay B → upstream connection closed by relay A: median %.1f ms, max %.1f ms (%d tries)",
@@ -107,7 +107,7 @@ final class UpstreamRelayTests: RelayTestCase {
         _ = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 3).readAll()
         XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "DELETE", path: "/api/chat/stream/\(id)", headers: [auth]).status, 202,
                        "DELETE of a finished stream is 202")
-        XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "state"), "done")
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "state"), "done")
     }
 
     func testKilledOwnerEndsWithUpstreamLostForAResumedClient() throws {
@@ -128,7 +128,7 @@ final class UpstreamRelayTests: RelayTestCase {
         }
         XCTAssertLessThan(elapsed, 5.5, "seen within 5 s of the owner's death")
         assertSequence(events + rest)
-        XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "state"), "failed")
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "state"), "failed")
         print(String(format: "owner SIGKILL → upstream_lost on the other relay after %.2f s", elapsed))
     }
 
