@@ -1,0 +1,64 @@
+import XCTest
+@testable import RelayStreamLogic
+
+/// `BudgetArithmetic`: the prompt estimate, the clamp at admission, the minimum, and
+/// what settlements charge (issue 12).
+final class BudgetArithmeticTests: XCTestCase {
+    func testPromptEstimateIsBytesOverFourRoundedUpPlusFourPerMessage() {
+        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens([]), 0)
+        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens([""]), 4)
+        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens(["abcd"]), 5)
+        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens(["abcde"]), 6, "rounded up")
+        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens(["Draft a mutual NDA"]), 9, "18 bytes → 5 + 4")
+        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens(["مرحبا"]), 3 + 4, "10 UTF-8 bytes → 3")
+        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens(["a", "b", "c"]), 15)
+    }
+
+    func testWantedCompletionUsesTheDefaultAndTheCaps() {
+        func want(_ m: Int?, summary: Bool = false) -> Int {
+            BudgetArithmetic.wantedCompletion(maxTokens: m, summary: summary, defaultCap: 4096, cap: 4096, summaryCap: 400)
+        }
+        XCTAssertEqual(want(nil), 4096)
+        XCTAssertEqual(want(100), 100)
+        XCTAssertEqual(want(100_000), 4096, "over the cap: clamped")
+        XCTAssertEqual(want(nil, summary: true), 400, "summary mode keeps its cap")
+        XCTAssertEqual(want(3000, summary: true), 400)
+        XCTAssertEqual(want(50, summary: true), 50)
+    }
+
+    func testGrantClampsToWhatRemainsAndRefusesBelowTheMinimum() {
+        // Plenty left: the whole want, not limited.
+        XCTAssertEqual(BudgetArithmetic.grant(promptEstimate: 9, wantedCompletion: 100, remaining: 1000, minimumCompletion: 16),
+                       .init(reserved: 109, maxTokens: 100, limitedByBudget: false))
+        // Budget 500, max_tokens 3000: clamped to 500 in all, 491 completion.
+        XCTAssertEqual(BudgetArithmetic.grant(promptEstimate: 9, wantedCompletion: 3000, remaining: 500, minimumCompletion: 16),
+                       .init(reserved: 500, maxTokens: 491, limitedByBudget: true))
+        // Exactly the minimum left after the prompt: granted.
+        XCTAssertEqual(BudgetArithmetic.grant(promptEstimate: 9, wantedCompletion: 100, remaining: 25, minimumCompletion: 16)?.maxTokens, 16)
+        // One less: refused (429 before the stream).
+        XCTAssertNil(BudgetArithmetic.grant(promptEstimate: 9, wantedCompletion: 100, remaining: 24, minimumCompletion: 16))
+        XCTAssertNil(BudgetArithmetic.grant(promptEstimate: 9, wantedCompletion: 100, remaining: 0, minimumCompletion: 16))
+        XCTAssertNil(BudgetArithmetic.grant(promptEstimate: 9, wantedCompletion: 100, remaining: -50, minimumCompletion: 16))
+        // A request that wants less than the minimum needs only what it wants.
+        XCTAssertEqual(BudgetArithmetic.grant(promptEstimate: 9, wantedCompletion: 5, remaining: 14, minimumCompletion: 16),
+                       .init(reserved: 14, maxTokens: 5, limitedByBudget: false))
+    }
+
+    func testGrantFromTheLedgerSeenByATwinRequest() {
+        let g = BudgetArithmetic.grant(reservedTokens: 500, promptEstimate: 9, wantedCompletion: 3000)
+        XCTAssertEqual(g, .init(reserved: 500, maxTokens: 491, limitedByBudget: true))
+        XCTAssertEqual(BudgetArithmetic.grant(reservedTokens: 109, promptEstimate: 9, wantedCompletion: 100),
+                       .init(reserved: 109, maxTokens: 100, limitedByBudget: false))
+        XCTAssertEqual(BudgetArithmetic.grant(reservedTokens: 5, promptEstimate: 9, wantedCompletion: 100).maxTokens, 1,
+                       "never below 1")
+    }
+
+    func testSettlementCharges() {
+        XCTAssertEqual(BudgetArithmetic.charge(reportedPrompt: 11, promptEstimate: 9, completion: 60), 71, "the upstream's prompt count wins")
+        XCTAssertEqual(BudgetArithmetic.charge(reportedPrompt: nil, promptEstimate: 9, completion: 60), 69, "else the estimate")
+        XCTAssertEqual(BudgetArithmetic.charge(reportedPrompt: nil, promptEstimate: 9, completion: -3), 9)
+        // Owner died after 41 events (all deltas): upstream_lost is seq 42.
+        XCTAssertEqual(BudgetArithmetic.chargeForLostStream(promptEstimate: 9, lastSeqBefore: 41), 50)
+        XCTAssertEqual(BudgetArithmetic.chargeForLostStream(promptEstimate: 9, lastSeqBefore: 0), 9)
+    }
+}
