@@ -294,8 +294,8 @@ public struct RelayConfig: Sendable, Equatable {
                doc: "running generations per session") { c, v in
             c.maxStreamsPerSession = try int(v, "RELAY_MAX_STREAMS_PER_SESSION", 1...10_000_000)
         },
-        Option(env: "RELAY_MODELS", flag: "--models", default: "—", unit: "tier=model|model,…",
-               doc: "models each tier may use, first = its default; unset: only UPSTREAM_MODEL; others get 400 model_not_allowed") { c, v in
+        Option(env: "RELAY_MODELS", flag: "--models", default: "—", unit: "tier=models,…",
+               doc: "models each tier may use (several joined by a vertical bar), the first its default; unset: only UPSTREAM_MODEL; another model: 400 model_not_allowed") { c, v in
             c.models = v
         },
         Option(env: "RELAY_ALLOW_SYSTEM_MESSAGES", flag: "--allow-system-messages", default: "off", unit: "on/off",

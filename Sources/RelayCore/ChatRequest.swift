@@ -109,3 +109,23 @@ public struct ChatRequest: Sendable, Equatable {
         return (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys])) ?? Data()
     }
 }
+
+extension ChatRequest {
+    /// Tokens added per message for its role and framing (OpenAI's chat format adds
+    /// 3–4 per message; 4 keeps the estimate on the high side).
+    public static let perMessageOverheadTokens = 4
+
+    /// The relay's prompt estimate (issue 12), used to reserve budget before the
+    /// upstream reports usage, and as the prompt count when it reports none: for each
+    /// message, its content's UTF-8 bytes / 4 rounded up, plus
+    /// ``perMessageOverheadTokens``. English BPE tokenizers average about 4 bytes per
+    /// token, so this is close for English, over-estimates scripts whose letters take
+    /// 2–3 UTF-8 bytes (Arabic, Cyrillic) and under-estimates text made of many
+    /// one-byte tokens (digits, punctuation runs). Units: tokens.
+    public static func estimatePromptTokens<S: Sequence>(_ contents: S) -> Int where S.Element == String {
+        contents.reduce(0) { $0 + ($1.utf8.count + 3) / 4 + perMessageOverheadTokens }
+    }
+
+    /// ``estimatePromptTokens(_:)`` of this request's messages.
+    public var estimatedPromptTokens: Int { ChatRequest.estimatePromptTokens(messages.map(\.content)) }
+}

@@ -25,8 +25,11 @@ public final class SessionStore {
         }
     }
 
-    /// Marks the session revoked for `ttlMs` and publishes it on `relay:revocations`
-    /// (every worker of every instance cuts its live streams). Idempotent.
+    /// Marks the session revoked for `ttlMs`, then publishes it on `relay:revocations`
+    /// (every worker of every instance cuts its live streams). Idempotent. The marker is
+    /// written before the publish (one connection, commands run in order): a request
+    /// that registers its streams and then checks the marker (issue 12) sees any
+    /// revocation whose message it could have missed.
     public func revoke(sid: String, ttlMs: Int, done: @escaping (Result<Void, RedisFailure>) -> Void) {
         connection.send(["SET", StreamKeys.revoked(sid: sid), "1", "PX", String(ttlMs)], nil)
         connection.send(["PUBLISH", StreamKeys.revocationsChannel, sid]) { r in

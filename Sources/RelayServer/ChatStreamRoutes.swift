@@ -55,7 +55,7 @@ final class ChatStreamRoutes {
         let config = gate.config
         let req = StreamAdmission.Request(
             id: id, explicitID: explicitID, ownerHash: ownerHash,
-            promptEstimate: BudgetArithmetic.estimatePromptTokens(request.messages.map(\.content)),
+            promptEstimate: request.estimatedPromptTokens,
             wantedCompletion: BudgetArithmetic.wantedCompletion(maxTokens: request.maxTokens, summary: request.mode == .summary,
                                                                 defaultCap: config.maxTokens, cap: config.maxTokens,
                                                                 summaryCap: config.summaryMaxTokens))

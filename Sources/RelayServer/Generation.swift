@@ -8,7 +8,7 @@ import RelayUpstream
 struct GenerationBudget {
     /// The budget hash (`BudgetLedger.key`).
     let key: String
-    /// The relay's prompt estimate, tokens (`BudgetArithmetic.estimatePromptTokens`).
+    /// The relay's prompt estimate, tokens (`ChatRequest.estimatePromptTokens`).
     let promptEstimate: Int
     /// The reservation's clamp: `max_tokens` given to the upstream, and whether the
     /// budget (not the request) set it.

@@ -49,16 +49,11 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         self.sessions = sessions
         pubsub.onMessage = { [unowned self] ch, payload in self.message(channel: ch, payload: payload) }
         pubsub.onResubscribed = { [unowned self] ch in
-            if ch == StreamKeys.revocationsChannel {
-                // Revocations published while the pub/sub connection was down were
-                // missed: check every live session's marker again (issue 12).
-                for sid in Set(self.allSubscriptions.map(\.sid) + self.generations.values.map(\.sid)) { self.recheckRevocation(sid: sid) }
-                return
-            }
+            if ch == StreamKeys.revocationsChannel { return self.recheckAllSessions() }
             guard let id = StreamKeys.requestID(fromLiveChannel: ch) else { return }
             for s in self.subscriptions[id]?.values ?? [:].values { s.replay() }
         }
-        pubsub.subscribe(StreamKeys.revocationsChannel) {}
+        pubsub.subscribe(StreamKeys.revocationsChannel) { [unowned self] in self.recheckAllSessions() }
         pubsub.subscribe(StreamKeys.cancelChannel) {}
         let hb = UInt64(context.config.heartbeatMs)
         heartbeatTimer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.tick() }
@@ -156,6 +151,13 @@ final class StreamHub: SubscriptionHost, GenerationHost {
                 then?(false)
             }
         }
+    }
+
+    /// Revocations published while this worker was not subscribed to
+    /// `relay:revocations` (before its first confirmation, or while the pub/sub
+    /// connection was down) were never delivered: check every live session's marker.
+    private func recheckAllSessions() {
+        for sid in Set(allSubscriptions.map(\.sid) + generations.values.map(\.sid)) { recheckRevocation(sid: sid) }
     }
 
     /// Every live subscription on this worker (for revocation, drain, heartbeats).

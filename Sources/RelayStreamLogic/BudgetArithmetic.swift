@@ -5,22 +5,8 @@
 ///
 /// What counts: **prompt + completion tokens** of every generation, as in the
 /// upstream's `usage` (`total_tokens`). Before the upstream reports usage, prompt tokens
-/// are estimated with ``estimatePromptTokens(_:)``.
+/// are estimated with `ChatRequest.estimatePromptTokens` (RelayCore).
 public enum BudgetArithmetic {
-    /// Tokens added per message for the role and framing (OpenAI's chat format adds
-    /// 3–4 per message; 4 keeps the estimate on the high side).
-    public static let perMessageOverhead = 4
-
-    /// The relay's prompt estimate: for each message, its content's UTF-8 bytes / 4
-    /// rounded up, plus ``perMessageOverhead``. English BPE tokenizers average about
-    /// 4 bytes per token, so this is close for English and over-estimates scripts whose
-    /// characters take 2–3 UTF-8 bytes (Arabic, Cyrillic); it under-estimates text made
-    /// of many one-byte tokens (digits, punctuation runs) — the estimation error that
-    /// can let `used` pass the limit (documented in the README).
-    public static func estimatePromptTokens<S: Sequence>(_ contents: S) -> Int where S.Element == String {
-        contents.reduce(0) { $0 + ($1.utf8.count + 3) / 4 + perMessageOverhead }
-    }
-
     /// The completion tokens a request asks for before the budget: the request's
     /// `max_tokens`, else `defaultCap`, never above `cap`; in summary mode never above
     /// `summaryCap` (summary mode keeps its cap).

@@ -112,7 +112,8 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
         }
         var maxTokens = request.maxTokens
         if request.mode == .summary { maxTokens = min(maxTokens ?? summaryMaxTokens, summaryMaxTokens) }
-        let prompt = request.messages.reduce(0) { $0 + SimulatedTokenizer.estimateTokens($1.content) + 4 }
+        // The relay's documented estimate (issue 12), so budgets settle exactly.
+        let prompt = request.estimatedPromptTokens
         return UpstreamPlan { loop in
             SimulatedUpstream(tokens: tokens, maxTokens: maxTokens, promptTokens: prompt, tokensPerSecond: rate, loop: loop)
         }

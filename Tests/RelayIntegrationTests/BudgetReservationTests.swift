@@ -20,7 +20,7 @@ final class BudgetReservationTests: RelayTestCase {
     }
 
     /// The relay's prompt estimate of `Chat.body`'s one message.
-    let promptEstimate = BudgetArithmetic.estimatePromptTokens(["Draft a mutual NDA"])
+    let promptEstimate = ChatRequest.estimatePromptTokens(["Draft a mutual NDA"])
 
     func testBudgetHoldsAgainstOneLargeAndNineConcurrentRequests() throws {
         let env = ["RELAY_BUDGETS": "free=500,pro=100000", "RELAY_MAX_STREAMS_PER_SESSION": "3"]

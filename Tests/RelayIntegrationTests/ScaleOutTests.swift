@@ -122,7 +122,9 @@ final class ScaleOutTests: RelayTestCase {
         var lost = 0, survivedOK = 0, lostLatency: [Double] = [], bad: [String] = []
         var owners: [String: Int] = [:]
         for r in results {
-            let owner = (try? redis.cli("HGET", streamKey(r.requestID, "meta"), "instance")) ?? "?"
+            // The stream's keys are scoped by its user's hash: find its meta by the id.
+            let meta = (try? redis.cli("KEYS", "relay:{*:\(r.requestID)}:meta")) ?? ""
+            let owner = (try? redis.cli("HGET", meta, "instance")) ?? "?"
             owners[owner, default: 0] += 1
             if r.hung { bad.append("\(r.requestID) hung at seq \(r.lastSeq) (owner \(owner))"); continue }
             if r.duplicates > 0 { bad.append("\(r.requestID): \(r.duplicates) duplicated events") }
@@ -385,7 +387,7 @@ final class ScaleOutTests: RelayTestCase {
         let ready = String(decoding: early.readToEnd(timeout: 5), as: UTF8.self)
         XCTAssertTrue(ready.hasPrefix("HTTP/1.1 503"), "readyz at once after SIGTERM: \(ready.prefix(200))")
         XCTAssertTrue(ready.contains("\"not_ready\"") && ready.contains("draining"), ready)
-        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "state"), "running", "the generation was still running")
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta", sub: "metrics"), "state"), "running", "the generation was still running")
         XCTAssertThrowsError(try HTTPClient.request(port: relay.port, method: "GET", path: "/readyz", timeout: 2),
                              "new connections are refused while draining (the LB retries them elsewhere)")
         // The client's response is ended (without done) so that it resumes elsewhere.
@@ -393,8 +395,8 @@ final class ScaleOutTests: RelayTestCase {
         XCTAssertFalse(rest.contains { (try? StreamEvent(json: $0.data))?.isTerminal == true }, "cut, not finished, by the drain")
         XCTAssertEqual(relay.terminate(timeout: 20), 0, "exit 0 after the drain")
         let drained = Date().timeIntervalSince(sigterm)
-        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "state"), "done", "the generation finished during the drain")
-        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "last_seq"), "151")
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta", sub: "metrics"), "state"), "done", "the generation finished during the drain")
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta", sub: "metrics"), "last_seq"), "151")
         print("drain: /readyz 503 at once, generation finished, exit 0 after \(String(format: "%.2f", drained)) s")
     }
 

@@ -1,3 +1,4 @@
+import RelayCore
 import XCTest
 @testable import RelayStreamLogic
 
@@ -5,13 +6,13 @@ import XCTest
 /// what settlements charge (issue 12).
 final class BudgetArithmeticTests: XCTestCase {
     func testPromptEstimateIsBytesOverFourRoundedUpPlusFourPerMessage() {
-        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens([]), 0)
-        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens([""]), 4)
-        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens(["abcd"]), 5)
-        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens(["abcde"]), 6, "rounded up")
-        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens(["Draft a mutual NDA"]), 9, "18 bytes → 5 + 4")
-        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens(["مرحبا"]), 3 + 4, "10 UTF-8 bytes → 3")
-        XCTAssertEqual(BudgetArithmetic.estimatePromptTokens(["a", "b", "c"]), 15)
+        XCTAssertEqual(ChatRequest.estimatePromptTokens([]), 0)
+        XCTAssertEqual(ChatRequest.estimatePromptTokens([""]), 4)
+        XCTAssertEqual(ChatRequest.estimatePromptTokens(["abcd"]), 5)
+        XCTAssertEqual(ChatRequest.estimatePromptTokens(["abcde"]), 6, "rounded up")
+        XCTAssertEqual(ChatRequest.estimatePromptTokens(["Draft a mutual NDA"]), 9, "18 bytes → 5 + 4")
+        XCTAssertEqual(ChatRequest.estimatePromptTokens(["مرحبا"]), 3 + 4, "10 UTF-8 bytes → 3")
+        XCTAssertEqual(ChatRequest.estimatePromptTokens(["a", "b", "c"]), 15)
     }
 
     func testWantedCompletionUsesTheDefaultAndTheCaps() {

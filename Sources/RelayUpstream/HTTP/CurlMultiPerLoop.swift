@@ -24,12 +24,6 @@ final class CurlMultiPerLoop {
 }
 
 extension ChatRequest {
-    /// Rough prompt size in tokens (used until the upstream reports its own count): the
-    /// simulated tokenizer's estimate plus 4 per message, as `SimulatedUpstreamFactory` does.
-    var estimatedPromptTokens: Int {
-        messages.reduce(0) { $0 + SimulatedTokenizer.estimateTokens($1.content) + 4 }
-    }
-
     /// The model to ask for: the request's, else `fallback`.
     /// - Throws: `APIError` 400 `invalid_request` when neither is set.
     func resolvedModel(_ fallback: String?) throws -> String {
