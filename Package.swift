@@ -15,7 +15,10 @@ let package = Package(
     targets: [
         // C modules: module maps and tiny shims only.
         .systemLibrary(name: "CLibevent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
-        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        // No pkgConfig: Debian's hiredis.pc puts -D_FILE_OFFSET_BITS=64 in Cflags, which SwiftPM
+        // refuses with a warning on every build; the shim includes <hiredis/…> and the module
+        // map links hiredis, and the define changes nothing on 64-bit Linux (off_t is 64-bit).
+        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(name: "CJWT", pkgConfig: "libjwt", providers: [.apt(["libjwt-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
@@ -33,7 +36,10 @@ let package = Package(
         .target(name: "RelayServer", dependencies: ["CLibevent", "RelayLoop", "RelayRedis", "RelayUpstream", "RelayAuth", "RelayCore"]),
         // Client kit: Foundation only, no C anywhere in its graph (builds for iOS).
         .target(name: "RelayClient", dependencies: ["RelayCore"]),
-        .executableTarget(name: "stream-relay", dependencies: ["RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayCore"]),
+        .executableTarget(name: "stream-relay", dependencies: ["RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayCore"],
+                          plugins: ["BuildInfoPlugin"]),
+        // Writes BuildInfo.swift (the git commit, for `stream-relay --version`) before each build.
+        .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         // Load generator and side-by-side benchmark with nginx + nchan (issue 7).
         .executableTarget(name: "stream-relay-bench", dependencies: ["CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis"]),
 

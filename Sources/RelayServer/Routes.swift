@@ -89,6 +89,7 @@ extension Worker {
     /// Answers an error before the stream, and counts it.
     func fail(_ ex: HTTPExchange, _ e: APIError) {
         metrics.add(.requestErrors)
+        if e.code == "token_budget_exhausted" { metrics.add(.budgetRefusals) }
         var headers: [(String, String)] = []
         if e.status == 401 { headers.append(("WWW-Authenticate", "Bearer")) }
         ex.respond(e, headers: headers)

@@ -57,6 +57,7 @@ final class Worker: @unchecked Sendable {
             self.log.connected()
             self.redisDownSinceMs = nil
             self.redisUpSinceMs = self.loop.nowMs
+            Log.debug("redis connected", ["worker": self.index])
         }
         commands.onDisconnect = { [unowned self] why in
             if self.redisDownSinceMs == nil { self.redisDownSinceMs = self.loop.nowMs }
@@ -212,6 +213,7 @@ final class Worker: @unchecked Sendable {
 
     private func tick() {
         flushCounters()
+        metrics.workerState(index, redisConnected: commands.isConnected && pubsub.isConnected, ready: isReady)
         let now = loop.nowMs
         let hb = UInt64(config.heartbeatMs)
         let nowS = context.nowMs() / 1000
