@@ -88,10 +88,10 @@ public struct LogFormatter: Sendable {
         return out
     }
 
-    /// RFC 3339 UTC with milliseconds, e.g. `2026-11-30T23:59:14.123Z` (truncated, not
-    /// rounded, to the millisecond). Dates before 1970 or after 9999 are clamped.
+    /// RFC 3339 UTC with milliseconds, e.g. `2026-11-30T23:59:14.123Z` (rounded to the
+    /// nearest millisecond). Dates before 1970 or after 9999 are clamped.
     public static func timestamp(_ date: Date) -> String {
-        let totalMs = max(0, min(253_402_300_799_999, Int64((date.timeIntervalSince1970 * 1000).rounded(.down))))
+        let totalMs = max(0, min(253_402_300_799_999, Int64((date.timeIntervalSince1970 * 1000).rounded())))
         let ms = Int(totalMs % 1000)
         let secs = totalMs / 1000
         let days = secs / 86_400
