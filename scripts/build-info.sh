@@ -2,13 +2,16 @@
 # build-info.sh PACKAGE_DIR OUTPUT_DIR — run by the BuildInfoPlugin before every build.
 # Writes OUTPUT_DIR/BuildInfo.swift with the git commit PACKAGE_DIR is checked out at
 # (12 hex digits, "-dirty" when tracked files differ from it), or "unknown" outside a git
-# checkout or without git (e.g. the Docker build). The file is rewritten only when its
+# checkout (or in a directory inside another repository) or without git (e.g. the Docker
+# build). The file is rewritten only when its
 # content changes, so a build of an unchanged checkout recompiles nothing.
 set -u
 pkg="$1"
 out="$2"
 commit=unknown
-if command -v git >/dev/null 2>&1 && git -C "$pkg" rev-parse --git-dir >/dev/null 2>&1; then
+# Only the package's own checkout counts, not a repository it happens to sit inside.
+if command -v git >/dev/null 2>&1 \
+   && [ "$(git -C "$pkg" rev-parse --show-toplevel 2>/dev/null)" = "$(cd "$pkg" && pwd -P)" ]; then
   if c="$(git -C "$pkg" rev-parse --short=12 HEAD 2>/dev/null)"; then
     commit="$c"
     git -C "$pkg" diff --quiet HEAD -- 2>/dev/null || commit="$c-dirty"
