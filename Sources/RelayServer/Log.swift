@@ -69,9 +69,6 @@ public enum Log {
         settings.withLock { $0 = s }
     }
 
-    /// Whether lines at `level` are written (skip building costly fields when not).
-    public static func isEnabled(_ level: LogLevel) -> Bool { settings.withLock { level >= $0.level } }
-
     /// Detail for debugging a deployment (off unless `RELAY_LOG_LEVEL=debug`).
     public static func debug(_ msg: String, _ fields: [String: Any] = [:]) { write(.debug, msg, fields) }
     /// Writes one log line. `fields` values must be strings, numbers or booleans.

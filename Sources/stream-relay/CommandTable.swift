@@ -32,7 +32,7 @@ enum CommandTable {
         Subcommand(name: "revoke", synopsis: "SESSION_ID", summary: "revoke a session on every relay (talks to Redis)",
                    run: { RevokeCommand.run(arguments: $0) }),
         Subcommand(name: "version", synopsis: "", summary: "print the version and the commit it was built from",
-                   run: { _ in print(versionLine); return 0 }),
+                   run: { versionCommand($0) }),
         Subcommand(name: "help", synopsis: "[COMMAND]", summary: "show this overview, or a command's options",
                    run: { await help($0) }),
     ]
@@ -40,6 +40,20 @@ enum CommandTable {
     /// `stream-relay 0.1.0 (commit 0123456789ab)`; the commit is "unknown" when built
     /// outside a git checkout.
     static var versionLine: String { "stream-relay \(version) (commit \(BuildInfo.commit))" }
+
+    /// `version` (also `--version`, `-V`): prints `versionLine`.
+    static func versionCommand(_ arguments: [String]) -> Int32 {
+        if arguments.contains("--help") || arguments.contains("-h") {
+            print("usage: stream-relay version   (also --version, -V)\nPrints the version and the commit it was built from.")
+            return 0
+        }
+        guard arguments.isEmpty else {
+            printError("version: unexpected \(arguments[0])\n")
+            return 2
+        }
+        print(versionLine)
+        return 0
+    }
 
     /// The overview printed by `stream-relay --help`.
     static var overview: String {
@@ -71,7 +85,6 @@ enum CommandTable {
             printError("stream-relay: unknown command \(name)\n\(overview)\n")
             return 2
         }
-        if c.name == "version" { print(c.summary); return 0 }
         return await c.run(["--help"])
     }
 

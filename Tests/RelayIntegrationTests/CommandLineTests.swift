@@ -23,7 +23,7 @@ final class CommandLineTests: XCTestCase {
     }
 
     func testCommandHelpShowsItsOptions() throws {
-        let expectations = ["serve": "--listen", "chat": "--url", "mint-token": "--sub", "revoke": "SESSION_ID"]
+        let expectations = ["serve": "--listen", "chat": "--url", "mint-token": "--sub", "revoke": "SESSION_ID", "version": "--version"]
         for (command, option) in expectations {
             for args in [["help", command], [command, "--help"]] {
                 let r = try relay(args)

@@ -107,23 +107,12 @@ final class OperationsTests: RelayTestCase {
     /// connected and ready counts fall below the worker count (what the alerts fire on).
     func testWorkerGaugesFollowRedisAvailability() throws {
         let relay = try startRelay(["RELAY_WORKERS": "2"])
-        func gauges() throws -> [String: Double] {
-            var out: [String: Double] = [:]
-            for line in try scrape(relay).split(separator: "\n") where line.hasPrefix("relay_workers") {
-                let parts = line.split(separator: " ")
-                if parts.count == 2 { out[String(parts[0])] = Double(parts[1]) }
-            }
-            return out
+        func gauges() throws -> [Double?] {
+            try ["relay_workers", "relay_workers_redis_connected", "relay_workers_ready"].map { try metric(relay, $0) }
         }
-        try eventually(10, "both workers report Redis connected and ready") {
-            let g = try gauges()
-            return g["relay_workers"] == 2 && g["relay_workers_redis_connected"] == 2 && g["relay_workers_ready"] == 2
-        }
+        try eventually(10, "both workers report Redis connected and ready") { try gauges() == [2, 2, 2] }
         redis.stop()
-        try eventually(10, "the workers report Redis lost") {
-            let g = try gauges()
-            return g["relay_workers"] == 2 && g["relay_workers_redis_connected"] == 0 && g["relay_workers_ready"] == 0
-        }
+        try eventually(10, "the workers report Redis lost") { try gauges() == [2, 0, 0] }
     }
 
     /// Budget refusals are counted in `relay_budget_refusals_total`.
@@ -138,9 +127,7 @@ final class OperationsTests: RelayTestCase {
                                            body: Array(#"{"messages":[{"role":"user","content":"hi"}]}"#.utf8))
             return r.status == 429
         }
-        let line = try scrape(relay).split(separator: "\n").first { $0.hasPrefix("relay_budget_refusals_total ") }
-        let value = try XCTUnwrap(line.flatMap { Double($0.split(separator: " ")[1]) })
-        XCTAssertGreaterThanOrEqual(value, 1)
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(try metric(relay, "relay_budget_refusals_total")), 1)
     }
 }
 

@@ -1,12 +1,15 @@
 import Foundation
 
 /// Runs a command-line tool (promtool, the relay binary's subcommands) to completion and
-/// returns its exit status and combined stdout + stderr.
+/// returns its exit status, stdout and stderr.
 public enum ToolProcess {
     /// The finished run.
     public struct Result {
         public var status: Int32
-        public var output: String
+        public var stdout: String
+        public var stderr: String
+        /// stdout then stderr, for assertion messages and tools that mix them.
+        public var output: String { stdout + stderr }
     }
 
     /// Runs `executable` with `arguments`, feeding `input` on stdin (empty when nil), in
@@ -24,12 +27,17 @@ public enum ToolProcess {
         p.arguments = arguments
         if let directory { p.currentDirectoryURL = directory }
         if let environment { p.environment = environment }
-        let outURL = FileManager.default.temporaryDirectory.appendingPathComponent("tool-\(UUID().uuidString.prefix(8)).out")
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("tool-\(UUID().uuidString.prefix(8))")
+        let outURL = base.appendingPathExtension("out"), errURL = base.appendingPathExtension("err")
         _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: outURL) }
-        let out = try FileHandle(forWritingTo: outURL)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(at: outURL)
+            try? FileManager.default.removeItem(at: errURL)
+        }
+        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
         p.standardOutput = out
-        p.standardError = out
+        p.standardError = err
         let stdin = Pipe()
         p.standardInput = stdin
         try p.run()
@@ -43,7 +51,9 @@ public enum ToolProcess {
             throw TestFailure("\(executable) \(arguments.joined(separator: " ")) did not finish in \(timeout) s")
         }
         try? out.close()
-        let text = (try? String(contentsOf: outURL, encoding: .utf8)) ?? ""
-        return Result(status: p.terminationStatus, output: text)
+        try? err.close()
+        return Result(status: p.terminationStatus,
+                      stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
+                      stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
     }
 }
