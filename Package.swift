@@ -22,32 +22,41 @@ let package = Package(
         .systemLibrary(name: "CJWT", pkgConfig: "libjwt", providers: [.apt(["libjwt-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
-        // Pure Swift: events, SSE framing and parsing, protocol types, configuration.
+        // Pure Swift: events, SSE framing and parsing, protocol types, error codes.
         .target(name: "RelayCore"),
+        // Server configuration (pure Swift): every option's variable, flag, default, unit, doc.
+        // Not in the client kit's graph.
+        .target(name: "RelayConfiguration", dependencies: ["RelayCore"]),
+        // Pure decisions of the server's stream machinery (no C): replay/live merge,
+        // append ack/resend, pub/sub channel states, lease and Redis-outage policies.
+        .target(name: "RelayStreamLogic", dependencies: ["RelayCore"]),
         // One libevent event_base per worker thread, timers.
         .target(name: "RelayLoop", dependencies: ["CLibevent", "RelayCore"]),
         // hiredis async connections on the worker loop: commands, scripts, pub/sub, event log.
-        .target(name: "RelayRedis", dependencies: ["CHiredis", "CLibevent", "RelayLoop", "RelayCore"]),
+        .target(name: "RelayRedis", dependencies: ["CHiredis", "CLibevent", "RelayLoop", "RelayStreamLogic", "RelayConfiguration", "RelayCore"]),
         // Upstream adapters (simulated, and later OpenAI / Anthropic).
-        .target(name: "RelayUpstream", dependencies: ["CCurl", "CLibevent", "RelayLoop", "RelayCore"]),
+        .target(name: "RelayUpstream", dependencies: ["CCurl", "CLibevent", "RelayLoop", "RelayConfiguration", "RelayCore"]),
         // JWT verification and minting (libjwt), claims, budgets by tier.
-        .target(name: "RelayAuth", dependencies: ["CJWT", "RelayCore"]),
+        .target(name: "RelayAuth", dependencies: ["CJWT", "RelayConfiguration", "RelayCore"]),
         // Workers, HTTP routes, generations, subscriptions.
-        .target(name: "RelayServer", dependencies: ["CLibevent", "RelayLoop", "RelayRedis", "RelayUpstream", "RelayAuth", "RelayCore"]),
+        .target(name: "RelayServer", dependencies: ["CLibevent", "RelayLoop", "RelayRedis", "RelayUpstream", "RelayAuth", "RelayStreamLogic", "RelayConfiguration", "RelayCore"]),
         // Client kit: Foundation only, no C anywhere in its graph (builds for iOS).
         .target(name: "RelayClient", dependencies: ["RelayCore"]),
-        .executableTarget(name: "stream-relay", dependencies: ["RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayCore"],
+        .executableTarget(name: "stream-relay", dependencies: ["RelayConfiguration", "RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayCore"],
                           plugins: ["BuildInfoPlugin"]),
         // Writes BuildInfo.swift (the git commit, for `stream-relay --version`) before each build.
         .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         // Load generator and side-by-side benchmark with nginx + nchan (issue 7).
-        .executableTarget(name: "stream-relay-bench", dependencies: ["CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis"]),
+        .executableTarget(name: "stream-relay-bench", dependencies: ["RelayConfiguration", "CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis"]),
 
+        // Pure test helpers shared by every test target (seeded generator).
+        .target(name: "RelayTestKit", path: "Tests/RelayTestKit"),
         .target(name: "RelayTestSupport", dependencies: ["RelayCore", "RelayAuth"], path: "Tests/RelayTestSupport"),
-        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore"]),
-        .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayCore"]),
-        .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore"]),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayConfiguration"]),
+        .testTarget(name: "RelayStreamLogicTests", dependencies: ["RelayStreamLogic", "RelayCore", "RelayTestKit"]),
+        .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayConfiguration", "RelayCore"]),
+        .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore", "RelayTestKit"]),
         .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore", "RelayTestSupport"]),
-        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayClient", "RelayTestSupport", "RelayCore", "stream-relay"]),
+        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayClient", "RelayTestSupport", "RelayTestKit", "RelayCore", "stream-relay"]),
     ]
 )

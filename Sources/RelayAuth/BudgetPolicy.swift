@@ -1,9 +1,11 @@
+import RelayConfiguration
+
 /// Token budgets per tier (`RELAY_BUDGETS`), in tokens per calendar month (UTC).
 public struct BudgetPolicy: Sendable, Equatable {
     /// The specification used when `RELAY_BUDGETS` is unset.
-    public static let defaultSpecification = "free=20000,pro=500000"
+    public static let defaultSpecification = RelayConfig.defaultBudgets
     /// The default tier used when `RELAY_DEFAULT_TIER` (or equivalent) is unset.
-    public static let defaultTierName = "free"
+    public static let defaultTierName = RelayConfig.defaultTierName
 
     /// Tokens per month by tier name.
     public let limits: [String: Int]

@@ -133,15 +133,3 @@ public final class RelayChatClient: Sendable {
         return APIError(status: status, code: "http_\(status)", message: "HTTP \(status)")
     }
 }
-
-/// A value behind a lock, for the few pieces of state shared across tasks.
-final class LockedBox<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var v: T
-    init(_ v: T) { self.v = v }
-    var value: T {
-        get { lock.withLock { v } }
-        set { lock.withLock { v = newValue } }
-    }
-    func mutate<R>(_ f: (inout T) -> R) -> R { lock.withLock { f(&v) } }
-}

@@ -25,26 +25,38 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "\(status) \(code): \(message)" }
 
+    /// An error with one of the relay's own codes; its status is the code's.
+    public init(_ code: ErrorCode, _ message: String) {
+        self.init(status: code.status, code: code.rawValue, message: message)
+    }
+
+    /// The relay's own code, `nil` for codes from elsewhere (a client-side `http_503`).
+    public var errorCode: ErrorCode? { ErrorCode(rawValue: code) }
+
     /// 400 `invalid_request`.
-    public static func invalidRequest(_ m: String) -> APIError { .init(status: 400, code: "invalid_request", message: m) }
+    public static func invalidRequest(_ m: String) -> APIError { .init(.invalidRequest, m) }
     /// 400 `invalid_json`.
-    public static func invalidJSON(_ m: String) -> APIError { .init(status: 400, code: "invalid_json", message: m) }
+    public static func invalidJSON(_ m: String) -> APIError { .init(.invalidJSON, m) }
     /// 400 `invalid_last_event_id`.
-    public static func invalidLastEventID(_ m: String) -> APIError { .init(status: 400, code: "invalid_last_event_id", message: m) }
+    public static func invalidLastEventID(_ m: String) -> APIError { .init(.invalidLastEventID, m) }
     /// 401 `unauthorized`.
-    public static func unauthorized(_ m: String) -> APIError { .init(status: 401, code: "unauthorized", message: m) }
+    public static func unauthorized(_ m: String) -> APIError { .init(.unauthorized, m) }
     /// 404 `stream_not_found`: unknown, expired, or another user's stream (never 403).
-    public static let streamNotFound = APIError(status: 404, code: "stream_not_found", message: "no such stream (unknown, expired, or not yours)")
+    public static let streamNotFound = APIError(.streamNotFound, "no such stream (unknown, expired, or not yours)")
     /// 404 `not_found`: no such route.
-    public static let routeNotFound = APIError(status: 404, code: "not_found", message: "no such route")
+    public static let routeNotFound = APIError(.routeNotFound, "no such route")
     /// 405 `method_not_allowed`.
-    public static func methodNotAllowed(_ allowed: String) -> APIError { .init(status: 405, code: "method_not_allowed", message: "allowed: \(allowed)") }
+    public static func methodNotAllowed(_ allowed: String) -> APIError { .init(.methodNotAllowed, "allowed: \(allowed)") }
     /// 409 `resume_gap`: `Last-Event-ID` is older than the retained window.
-    public static func resumeGap(_ m: String) -> APIError { .init(status: 409, code: "resume_gap", message: m) }
+    public static func resumeGap(_ m: String) -> APIError { .init(.resumeGap, m) }
     /// 413 `body_too_large`.
-    public static func bodyTooLarge(limit: Int) -> APIError { .init(status: 413, code: "body_too_large", message: "request body exceeds \(limit) bytes") }
+    public static func bodyTooLarge(limit: Int) -> APIError { .init(.bodyTooLarge, "request body exceeds \(limit) bytes") }
     /// 503 `not_ready`.
-    public static func notReady(_ m: String) -> APIError { .init(status: 503, code: "not_ready", message: m) }
+    public static func notReady(_ m: String) -> APIError { .init(.notReady, m) }
     /// 500 `internal_error`.
-    public static func internalError(_ m: String) -> APIError { .init(status: 500, code: "internal_error", message: m) }
+    public static func internalError(_ m: String) -> APIError { .init(.internalError, m) }
+    /// 401 `session_revoked` (an `error` event: the session was revoked mid-stream).
+    public static let sessionRevoked = APIError(.sessionRevoked, "the session was revoked")
+    /// 401 `token_expired` (an `error` event: the token expired mid-stream).
+    public static let tokenExpired = APIError(.tokenExpired, "the access token expired; reconnect with a fresh token")
 }

@@ -1,21 +1,12 @@
 import RelayCore
 
-/// A Redis failure reported to the relay: an error reply or a lost connection.
-public struct RedisFailure: Error, Sendable, CustomStringConvertible {
-    /// The error text (`DISCONNECTED …`, `NOSTREAM …`, `ERR …`).
-    public let message: String
-    public init(_ m: String) { message = m }
-    /// `true` when the command never reached Redis or its reply was lost.
-    public var isDisconnect: Bool { message.hasPrefix("DISCONNECTED") }
-    public var description: String { message }
-}
-
 /// What a resume needs to know about a stream (`Scripts.open`).
 public struct StreamInfo: Sendable, Equatable {
     /// Owner (the `sub` that created it).
     public var owner: String
-    /// `running`, `done`, `cancelled` or `failed`.
-    public var state: String
+    /// `running`, `done`, `cancelled` or `failed` (`StreamState`); `nil` for a value
+    /// this version does not know.
+    public var state: StreamState?
     /// The last appended seq (0 before the first event).
     public var lastSeq: UInt64
     /// The seq of the oldest retained entry, `nil` when no entry is retained.
@@ -88,7 +79,7 @@ public final class EventLog {
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
             guard let a = r.array, a.count >= 6 else { return done(.success(nil)) }
             let fid = a[3].string ?? ""
-            done(.success(StreamInfo(owner: a[0].string ?? "", state: a[1].string ?? "",
+            done(.success(StreamInfo(owner: a[0].string ?? "", state: StreamState(rawValue: a[1].string ?? ""),
                                      lastSeq: UInt64(a[2].string ?? "0") ?? 0,
                                      firstRetainedSeq: EventLog.seq(ofEntryID: fid),
                                      sid: a[4].string ?? "", textLength: Int(a[5].int ?? 0))))
@@ -139,6 +130,22 @@ public final class EventLog {
     /// Refreshes the owner lease of running generations (one pipelined `SET … PX` each).
     public func refreshLease(_ id: RequestID, instance: String) {
         connection.send(["SET", StreamKeys(id).lease, instance, "PX", String(EventLog.leaseMs)], nil)
+    }
+
+    /// Gives a created id back when its request was refused after `create` (nothing
+    /// was generated under it): `DEL` of its meta hash and lease (Redis `DEL` doc).
+    public func discard(_ id: RequestID) {
+        let k = StreamKeys(id)
+        connection.send(["DEL", k.meta, k.lease], nil)
+    }
+
+    /// Asks the owning instance, wherever it is, to stop generating `id`:
+    /// `PUBLISH relay:cancel <id>` (DESIGN §3 control channels).
+    public func publishCancel(_ id: RequestID, done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        connection.send(["PUBLISH", StreamKeys.cancelChannel, id.value]) { r in
+            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            done(.success(()))
+        }
     }
 
     /// Releases the lease of a finished generation.

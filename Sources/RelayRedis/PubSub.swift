@@ -1,4 +1,5 @@
 import RelayLoop
+import RelayStreamLogic
 
 /// The worker's pub/sub channel subscriptions over one `pubsub` `RedisConnection`
 /// (Redis `SUBSCRIBE`/`UNSUBSCRIBE`), shared by every stream on the worker.
@@ -12,30 +13,21 @@ import RelayLoop
 /// After a reconnect every wanted channel is subscribed again and `onResubscribed`
 /// tells the owner, which must re-read what it may have missed.
 public final class PubSub {
-    private enum State {
-        case subscribing
-        case subscribed
-        case unsubscribing
-    }
-
-    private struct Channel {
-        var state: State
-        var refs: Int
-        var waiters: [() -> Void]
-        var idleSinceMs: UInt64?
-    }
-
     /// A `message` on a subscribed channel: channel name and payload bytes.
     public var onMessage: ((String, [UInt8]) -> Void)?
     /// A channel was subscribed again after the connection came back.
     public var onResubscribed: ((String) -> Void)?
 
     /// Channels with no subscriber are unsubscribed after this long, ms.
-    public var idleUnsubscribeMs: UInt64 = 30_000
+    public var idleUnsubscribeMs: UInt64 {
+        get { table.idleUnsubscribeMs }
+        set { table.idleUnsubscribeMs = newValue }
+    }
 
     private let connection: RedisConnection
     private let loop: EventLoop
-    private var channels: [String: Channel] = [:]
+    /// The channel states (`RelayStreamLogic.ChannelTable`).
+    private var table = ChannelTable<() -> Void>()
     private var sweepTimer: LoopTimer?
 
     /// Takes over `connection` (role `.pubsub`); sets its callbacks.
@@ -43,9 +35,11 @@ public final class PubSub {
         self.loop = loop
         self.connection = connection
         connection.onPush = { [unowned self] r in self.push(r) }
-        connection.onConnect = { [unowned self] in self.reconnected() }
-        connection.onDisconnect = { [unowned self] _ in self.disconnected() }
-        sweepTimer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.sweep() }
+        connection.onConnect = { [unowned self] in self.send(self.table.reconnected()) }
+        connection.onDisconnect = { [unowned self] _ in self.table.disconnected() }
+        sweepTimer = LoopTimer(loop: loop, repeating: true) { [unowned self] in
+            self.send(self.table.sweep(nowMs: self.loop.nowMs))
+        }
         sweepTimer?.schedule(afterMs: 5_000)
     }
 
@@ -53,42 +47,28 @@ public final class PubSub {
     public var isConnected: Bool { connection.isConnected }
 
     /// Number of channels currently subscribed or being subscribed.
-    public var channelCount: Int { channels.count }
+    public var channelCount: Int { table.count }
 
     /// Adds a reference to `channel`; `ready` runs on the loop thread once Redis has
     /// confirmed the subscription (at once when it already has).
     public func subscribe(_ channel: String, ready: @escaping () -> Void) {
-        if var c = channels[channel] {
-            c.refs += 1
-            c.idleSinceMs = nil
-            if case .subscribed = c.state {
-                channels[channel] = c
-                ready()
-                return
-            }
-            c.waiters.append(ready)
-            channels[channel] = c
-            return
-        }
-        channels[channel] = Channel(state: .subscribing, refs: 1, waiters: [ready], idleSinceMs: nil)
-        if connection.isConnected { connection.send(["SUBSCRIBE", channel], nil) }
+        let (now, command) = table.subscribe(channel, connected: connection.isConnected, ready: ready)
+        if let command { send([command]) }
+        now?()
     }
 
     /// Drops a reference taken by `subscribe`. The channel is unsubscribed later if
     /// it stays unused.
     public func release(_ channel: String) {
-        guard var c = channels[channel] else { return }
-        c.refs = max(0, c.refs - 1)
-        if c.refs == 0 { c.idleSinceMs = loop.nowMs }
-        channels[channel] = c
+        table.release(channel, nowMs: loop.nowMs)
     }
 
-    private func sweep() {
-        let now = loop.nowMs
-        for (name, c) in channels where c.refs == 0 {
-            guard case .subscribed = c.state, let since = c.idleSinceMs, now >= since + idleUnsubscribeMs else { continue }
-            channels[name]?.state = .unsubscribing
-            connection.send(["UNSUBSCRIBE", name], nil)
+    private func send(_ commands: [ChannelTable<() -> Void>.Command]) {
+        for c in commands {
+            switch c {
+            case .subscribe(let ch): connection.send(["SUBSCRIBE", ch], nil)
+            case .unsubscribe(let ch): connection.send(["UNSUBSCRIBE", ch], nil)
+            }
         }
     }
 
@@ -99,41 +79,18 @@ public final class PubSub {
             guard let ch = items[1].string, case .bulk(let payload) = items[2] else { return }
             onMessage?(ch, payload)
         case "subscribe":
-            guard let ch = items[1].string, var c = channels[ch] else { return }
-            c.state = .subscribed
-            let waiters = c.waiters
-            c.waiters = []
-            channels[ch] = c
-            for w in waiters { w() }
-        case "unsubscribe":
-            guard let ch = items[1].string, let c = channels[ch] else { return }
-            if c.refs > 0 || !c.waiters.isEmpty {
-                channels[ch]?.state = .subscribing
-                connection.send(["SUBSCRIBE", ch], nil)
-            } else {
-                channels[ch] = nil
+            guard let ch = items[1].string else { return }
+            for w in table.confirmedSubscribe(ch) {
+                switch w {
+                case .ready(let f): f()
+                case .resubscribed: onResubscribed?(ch)
+                }
             }
+        case "unsubscribe":
+            guard let ch = items[1].string else { return }
+            if let c = table.confirmedUnsubscribe(ch) { send([c]) }
         default:
             break
-        }
-    }
-
-    private func disconnected() {
-        for name in channels.keys { channels[name]?.state = .subscribing }
-    }
-
-    private func reconnected() {
-        for (name, c) in channels {
-            if c.refs == 0 && c.waiters.isEmpty {
-                channels[name] = nil
-                continue
-            }
-            channels[name]?.state = .subscribing
-            let notify = c.refs > 0
-            channels[name]?.waiters.append { [weak self] in
-                if notify { self?.onResubscribed?(name) }
-            }
-            connection.send(["SUBSCRIBE", name], nil)
         }
     }
 }

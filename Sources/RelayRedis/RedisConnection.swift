@@ -1,6 +1,7 @@
 import CHiredis
 import RelayCore
 import RelayLoop
+import RelayConfiguration
 
 /// One hiredis async connection attached to a worker's `EventLoop`, confined to that
 /// loop's thread. It reconnects by itself with capped exponential backoff

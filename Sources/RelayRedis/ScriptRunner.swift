@@ -38,7 +38,7 @@ public final class ScriptRunner {
         argv.append(contentsOf: keys)
         argv.append(contentsOf: args)
         connection.send(argv) { [weak self] r in
-            if let e = r.errorMessage, e.hasPrefix("NOSCRIPT") {
+            if let e = r.errorMessage, RedisErrorCode(message: e) == .noScript {
                 self?.forget(script)
                 if retryNoScript, let self {
                     self.run(script, keys: keys, args: args, retryNoScript: false, reply: reply)

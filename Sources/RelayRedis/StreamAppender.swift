@@ -1,5 +1,6 @@
 import RelayCore
 import RelayLoop
+import RelayStreamLogic
 
 /// The ordered, pipelined append queue of one generation (DESIGN §3: "appends of one
 /// generation are pipelined in order").
@@ -12,8 +13,7 @@ import RelayLoop
 /// stored (its reply was lost) counts as an acknowledgement. Loop thread only.
 public final class StreamAppender {
     /// One event waiting for its acknowledgement.
-    struct Pending {
-        let seq: UInt64
+    struct Pending: @unchecked Sendable {
         let json: String
         let text: String
         let finalState: String?
@@ -30,16 +30,12 @@ public final class StreamAppender {
     private let loop: EventLoop
     private let id: RequestID
     private let keys: StreamKeys
-    private var queue: [Pending] = []
-    private var head = 0          // index of the oldest unacknowledged event in `queue`
-    private var nextToSend = 0    // index of the next event to send
-    private var inFlight = 0
-    private var recovering = false
-    private var failed = false
+    /// The ordering and acknowledgement decisions (`RelayStreamLogic.AppendQueue`).
+    private var queue = AppendQueue<Pending>()
     private var retryTimer: LoopTimer?
 
     /// The highest acknowledged seq.
-    public private(set) var ackedSeq: UInt64 = 0
+    public var ackedSeq: UInt64 { queue.ackedSeq }
 
     public init(log: EventLog, loop: EventLoop, id: RequestID) {
         self.log = log
@@ -49,57 +45,34 @@ public final class StreamAppender {
     }
 
     /// Events queued and not yet acknowledged.
-    public var backlog: Int { queue.count - head }
+    public var backlog: Int { queue.backlog }
 
     /// Queues an event and sends it at once unless a recovery is under way.
     public func append(seq: UInt64, json: String, text: String, finalState: String? = nil,
                        budget: (key: String, tokens: Int)? = nil) {
-        guard !failed else { return }
-        queue.append(Pending(seq: seq, json: json, text: text, finalState: finalState, budget: budget))
-        pump()
+        send(queue.enqueue(seq: seq, Pending(json: json, text: text, finalState: finalState, budget: budget)))
     }
 
-    private func pump() {
-        guard !recovering, !failed else { return }
-        while nextToSend < queue.count {
-            let p = queue[nextToSend]
-            nextToSend += 1
-            inFlight += 1
-            log.append(keys, seq: p.seq, json: p.json, text: p.text, finalState: p.finalState, budget: p.budget) { [weak self] r in
-                self?.replied(seq: p.seq, r)
+    private func send(_ items: [(seq: UInt64, item: Pending)]) {
+        for (seq, p) in items {
+            log.append(keys, seq: seq, json: p.json, text: p.text, finalState: p.finalState, budget: p.budget) { [weak self] r in
+                self?.replied(seq: seq, r)
             }
         }
     }
 
     private func replied(seq: UInt64, _ r: Result<UInt64, RedisFailure>) {
-        inFlight -= 1
+        let reply: AppendReply
         switch r {
-        case .success:
-            acknowledge(upTo: seq)
-        case .failure(let f):
-            if f.message.hasPrefix("OUTOFORDER"), let last = UInt64(f.message.split(separator: " ").last ?? ""), last >= seq {
-                acknowledge(upTo: seq)
-            } else if f.message.hasPrefix("NOSTREAM") || f.message.hasPrefix("FINISHED") {
-                failed = true
-                onPermanentFailure?(f)
-                return
-            } else {
-                recovering = true
-            }
+        case .success: reply = .stored
+        case .failure(let f): reply = f.appendReply
         }
-        if recovering && inFlight == 0 { scheduleResend() }
-        if !recovering && head == queue.count { onDrained?() }
-    }
-
-    private func acknowledge(upTo seq: UInt64) {
-        while head < queue.count && queue[head].seq <= seq {
-            ackedSeq = max(ackedSeq, queue[head].seq)
-            head += 1
-        }
-        if head > 256 && head * 2 > queue.count {
-            queue.removeFirst(head)
-            nextToSend = max(0, nextToSend - head)
-            head = 0
+        switch queue.replied(seq: seq, reply) {
+        case .wait: break
+        case .drained: onDrained?()
+        case .resend: scheduleResend()
+        case .failed:
+            if case .failure(let f) = r { onPermanentFailure?(f) }
         }
     }
 
@@ -111,10 +84,9 @@ public final class StreamAppender {
     }
 
     private func resend() {
-        guard inFlight == 0, !failed else { return }
+        guard queue.inFlight == 0, !queue.failed else { return }
         guard log.connection.isConnected else { return scheduleResend() }
-        recovering = false
-        nextToSend = head
-        pump()
+        send(queue.resend())
+        if queue.isDrained { onDrained?() }
     }
 }

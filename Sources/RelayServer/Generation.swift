@@ -11,7 +11,7 @@ final class Generation {
     let owner: String
     let sid: String
     let budgetKey: String?
-    unowned let worker: Worker
+    unowned let host: GenerationHost
     private let upstream: Upstream
     private let appender: StreamAppender
     private(set) var seq: UInt64 = 0
@@ -20,19 +20,19 @@ final class Generation {
     private var firstTokenMs: UInt64?
     private var completionTokens = 0
 
-    init(id: RequestID, owner: String, sid: String, budgetKey: String?, upstream: Upstream, worker: Worker) {
+    init(id: RequestID, owner: String, sid: String, budgetKey: String?, upstream: Upstream, host: GenerationHost) {
         self.id = id
         self.owner = owner
         self.sid = sid
         self.budgetKey = budgetKey
         self.upstream = upstream
-        self.worker = worker
-        self.startedMs = worker.loop.nowMs
-        self.appender = StreamAppender(log: worker.log, loop: worker.loop, id: id)
+        self.host = host
+        self.startedMs = host.loop.nowMs
+        self.appender = StreamAppender(log: host.log, loop: host.loop, id: id)
         appender.onPermanentFailure = { [weak self] f in self?.appendFailed(f) }
         appender.onDrained = { [weak self] in
             guard let self, self.finished else { return }
-            self.worker.generationEnded(self)
+            self.host.generationEnded(self)
         }
     }
 
@@ -40,7 +40,7 @@ final class Generation {
     func start() {
         upstream.start { [weak self] e in
             guard let self else { return }
-            if case .error = e, !self.finished { self.worker.metrics.add(.upstreamErrors) }
+            if case .error = e, !self.finished { self.host.upstreamFailed() }
             self.emit(e)
         }
     }
@@ -49,25 +49,25 @@ final class Generation {
         guard !finished else { return }
         seq += 1
         var text = ""
-        var finalState: String?
+        var finalState: StreamState?
         var budget: (key: String, tokens: Int)?
         switch e {
         case .delta(let t):
             text = t
             completionTokens += 1
             if firstTokenMs == nil {
-                firstTokenMs = worker.loop.nowMs
-                worker.metrics.observe(.timeToFirstToken, seconds: Double(firstTokenMs! - startedMs) / 1000)
+                firstTokenMs = host.loop.nowMs
+                host.firstToken(afterSeconds: Double(firstTokenMs! - startedMs) / 1000)
             }
         case .done(let reason, let usage):
-            finalState = reason == "cancelled" ? "cancelled" : "done"
+            finalState = reason == "cancelled" ? .cancelled : .done
             if let k = budgetKey { budget = (k, usage.totalTokens) }
         case .error:
-            finalState = "failed"
+            finalState = .failed
         }
         if finalState != nil { finished = true }
-        appender.append(seq: seq, json: e.json, text: text, finalState: finalState, budget: budget)
-        worker.eventsAppendedSinceFlush += 1
+        appender.append(seq: seq, json: e.json, text: text, finalState: finalState?.rawValue, budget: budget)
+        host.appended(events: 1)
     }
 
     /// Stops the upstream and ends the stream with `done` (`finish_reason:
@@ -90,6 +90,6 @@ final class Generation {
         if !finished { _ = upstream.cancel() }
         finished = true
         Log.warn("generation stopped: stream no longer accepts appends", ["requestId": id.value, "reason": f.message])
-        worker.generationEnded(self)
+        host.generationEnded(self)
     }
 }

@@ -89,7 +89,7 @@ public enum Log {
     }
 }
 
-extension Worker {
+extension Log {
     /// A short, non-reversible tag of an identifier for logs (FNV-1a 64, 8 hex
     /// digits): enough to correlate lines, never the session id itself.
     static func shortHash(_ s: String) -> String {

@@ -3,6 +3,7 @@ import RelayCore
 import RelayLoop
 import RelayRedis
 import Synchronization
+import RelayConfiguration
 
 /// A relay instance: N workers on N threads sharing one port, started by `start()`,
 /// drained by `drain()` (SIGTERM) and stopped by `stop()`.

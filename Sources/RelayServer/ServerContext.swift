@@ -1,6 +1,7 @@
 import RelayAuth
 import RelayCore
 import RelayUpstream
+import RelayConfiguration
 
 /// What every worker shares: immutable configuration, the authenticator, the metrics,
 /// and how to make a worker's upstream factory. Safe to read from any thread.

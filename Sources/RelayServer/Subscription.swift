@@ -1,36 +1,35 @@
 import RelayCore
 import RelayLoop
 import RelayRedis
+import RelayStreamLogic
 
 /// One client connection reading a stream (DESIGN §1 "Subscription"): subscribed to
 /// the stream's live channel first, then a replay of `(lastSent, +]` from the Redis
 /// stream, then live events, dropping every seq already written. A fresh stream and a
 /// resumed one take this same path.
 ///
-/// Every event is written once, in seq order: live events that arrive during a replay
-/// wait in `pending`; a live event that skips a seq (a message missed while Redis
-/// pub/sub reconnected) triggers another replay from the last seq written. When the
-/// retained window has moved past the client, the missing text is sent as one
-/// catch-up `delta` (lossless resume) or the stream ends with `409 resume_gap`.
-/// Loop thread only.
+/// Every event is written once, in seq order. The merge decisions — duplicates
+/// dropped, a live event that skips a seq triggers a replay, live events wait during
+/// a replay, catch-up vs `409 resume_gap` when the retained window moved past the
+/// client — are `RelayStreamLogic.ReplayMerge`'s; this class performs them (reads,
+/// writes, ends). Loop thread only.
 final class Subscription {
     let id: RequestID
     let owner: String
     let sid: String
     let exchange: HTTPExchange
-    unowned let worker: Worker
+    unowned let host: SubscriptionHost
+    /// The replay/live merge decisions.
+    private var merge: ReplayMerge
     /// The seq of the last event written to the client.
-    private(set) var lastSent: UInt64
+    var lastSent: UInt64 { merge.lastSent }
     /// When the client last got bytes (event or heartbeat), loop ms.
     var lastWriteMs: UInt64
     /// When the last event arrived or was written, loop ms (lease checks).
     var lastEventMs: UInt64
     /// Token `exp` of the connection (unix seconds), for expiry mid-stream.
     let tokenExpiry: Int64?
-    private var replaying = false
     private var stallTimer: LoopTimer?
-    private var replayAgain = false
-    private var pending: [SequencedEvent] = []
     private(set) var ended = false
     /// Events written to this client (metrics, summary log).
     private(set) var eventsWritten = 0
@@ -39,18 +38,18 @@ final class Subscription {
     /// How the response ended: `done`, `error:<code>`, `client_closed`, `aborted`.
     private(set) var outcome = "open"
 
-    init(id: RequestID, owner: String, sid: String, exchange: HTTPExchange, worker: Worker, lastSent: UInt64, tokenExpiry: Int64?) {
+    init(id: RequestID, owner: String, sid: String, exchange: HTTPExchange, host: SubscriptionHost, lastSent: UInt64, tokenExpiry: Int64?) {
         self.id = id
         self.owner = owner
         self.sid = sid
         self.exchange = exchange
-        self.worker = worker
-        self.lastSent = lastSent
+        self.host = host
+        self.merge = ReplayMerge(lastSent: lastSent)
         self.resumedFrom = lastSent
         self.tokenExpiry = tokenExpiry
-        self.lastWriteMs = worker.loop.nowMs
-        self.lastEventMs = worker.loop.nowMs
-        self.startedMs = worker.loop.nowMs
+        self.lastWriteMs = host.loop.nowMs
+        self.lastEventMs = host.loop.nowMs
+        self.startedMs = host.loop.nowMs
     }
 
     /// When the response started, loop ms.
@@ -59,15 +58,15 @@ final class Subscription {
     /// Subscribes to the live channel; the replay starts once Redis confirms it.
     func start() {
         exchange.onClose = { [weak self] in self?.clientClosed() }
-        let stall = UInt64(worker.config.debugReplayDelayMs)
-        worker.pubsub.subscribe(StreamKeys(id).live) { [weak self] in
+        let stall = host.replayStallMs
+        host.pubsub.subscribe(StreamKeys(id).live) { [weak self] in
             guard let self else { return }
             guard stall > 0 else { return self.replay() }
-            // Test fault injection: live events keep arriving (and wait in `pending`)
+            // Test fault injection: live events keep arriving (and are held)
             // while the replay is held back.
-            self.replaying = true
-            self.stallTimer = LoopTimer(loop: self.worker.loop) { [weak self] in
-                self?.replaying = false
+            self.merge.holdLive()
+            self.stallTimer = LoopTimer(loop: self.host.loop) { [weak self] in
+                self?.merge.releaseHold()
                 self?.replay()
             }
             self.stallTimer?.schedule(afterMs: stall)
@@ -77,87 +76,56 @@ final class Subscription {
     /// A live event from the pub/sub channel.
     func live(_ e: SequencedEvent) {
         guard !ended else { return }
-        lastEventMs = worker.loop.nowMs
-        if replaying {
-            pending.append(e)
-            return
+        lastEventMs = host.loop.nowMs
+        switch merge.live(e) {
+        case .drop, .hold: return
+        case .write: writeOne(e)
+        case .replay: replay()
         }
-        if e.seq <= lastSent { return }
-        if e.seq == lastSent + 1 {
-            writeOne(e)
-            return
-        }
-        pending.append(e)
-        replay()
     }
 
     /// Re-reads everything after `lastSent` (after a pub/sub reconnect or a seq gap).
     func replay() {
-        guard !ended else { return }
-        if replaying {
-            replayAgain = true
-            return
-        }
-        replaying = true
-        worker.log.range(id, after: lastSent) { [weak self] r in
+        guard !ended, merge.requestReplay() else { return }
+        host.log.range(id, after: lastSent) { [weak self] r in
             guard let self, !self.ended else { return }
             switch r {
             case .failure(let f):
-                self.replaying = false
-                self.worker.redisTrouble(self, f)
+                self.merge.readFailed()
+                self.host.redisTrouble(self, f)
             case .success(let events):
-                if let first = events.first, first.seq > self.lastSent + 1 {
-                    self.catchUp(to: first.seq - 1, then: events)
-                } else {
-                    self.finishReplay(events)
+                switch self.merge.judge(events, lossless: self.host.log.lossless) {
+                case .merge: self.finishReplay(events)
+                case .catchUp(let seq): self.catchUp(to: seq, then: events)
+                case .gap(let seq): self.fail(.resumeGap("the stream moved past event \(self.lastSent); events up to \(seq) are gone"))
                 }
             }
         }
     }
 
     private func catchUp(to seq: UInt64, then events: [SequencedEvent]) {
-        guard worker.log.lossless else {
-            return fail(.resumeGap("the stream moved past event \(lastSent); events up to \(seq) are gone"))
-        }
-        worker.log.catchUp(id, from: lastSent, to: seq) { [weak self] r in
+        host.log.catchUp(id, from: lastSent, to: seq) { [weak self] r in
             guard let self, !self.ended else { return }
             switch r {
             case .success(let text?):
                 // One ordinary, larger delta standing for events lastSent+1 … seq.
                 self.exchange.write(SSEFrame.event(seq: seq, json: StreamEvent.delta(text).json))
-                self.lastSent = seq
+                self.merge.caughtUp(to: seq)
                 self.eventsWritten += 1
                 self.finishReplay(events)
             case .success(nil):
                 self.fail(.resumeGap("events up to \(seq) and their text have expired"))
             case .failure(let f):
-                self.replaying = false
-                self.worker.redisTrouble(self, f)
+                self.merge.readFailed()
+                self.host.redisTrouble(self, f)
             }
         }
     }
 
     private func finishReplay(_ events: [SequencedEvent]) {
-        var batch = events.filter { $0.seq > lastSent }
-        var expected = (batch.last?.seq ?? lastSent) + 1
-        pending.sort { $0.seq < $1.seq }
-        var gap = false
-        for e in pending where e.seq >= expected {
-            if e.seq == expected {
-                batch.append(e)
-                expected += 1
-            } else {
-                gap = true
-                break
-            }
-        }
-        pending.removeAll()
-        replaying = false
-        write(batch)
-        if !ended && (gap || replayAgain) {
-            replayAgain = false
-            replay()
-        }
+        let merged = merge.finishReplay(events)
+        write(merged.events)
+        if !ended && merged.replayAgain { replay() }
     }
 
     /// Writes events as one chunk; ends the response after a terminal event.
@@ -165,37 +133,28 @@ final class Subscription {
         guard !events.isEmpty, !ended else { return }
         // Backpressure is judged on what is still unsent from earlier writes, so one
         // large write (a long catch-up) never cuts a client that keeps up.
-        guard !worker.isSlowConsumer(self) else { return }
+        guard !host.isSlowConsumer(self) else { return }
+        let (now, terminal) = merge.take(events)
         var chunk = ""
-        var terminal = false
-        var eventsWrittenNow = 0
-        for e in events where e.seq == lastSent + 1 {
-            chunk += SSEFrame.event(seq: e.seq, json: e.json)
-            lastSent = e.seq
-            eventsWritten += 1
-            eventsWrittenNow += 1
-            if e.isTerminal {
-                terminal = true
-                outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
-                break
-            }
-        }
+        for e in now { chunk += SSEFrame.event(seq: e.seq, json: e.json) }
+        eventsWritten += now.count
+        if terminal, let last = now.last { outcome = last.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error" }
         guard !chunk.isEmpty else { return }
         exchange.write(chunk)
-        lastWriteMs = worker.loop.nowMs
-        worker.eventsDeliveredSinceFlush += eventsWrittenNow
+        lastWriteMs = host.loop.nowMs
+        host.delivered(events: now.count)
         if terminal { end() }
     }
 
     /// The common live case (the next seq, no replay under way): one event, written
     /// without building an array and a concatenated chunk first.
     private func writeOne(_ e: SequencedEvent) {
-        guard !ended, !worker.isSlowConsumer(self) else { return }
+        guard !ended, !host.isSlowConsumer(self) else { return }
         exchange.write(SSEFrame.event(seq: e.seq, json: e.json))
-        lastSent = e.seq
+        merge.wrote(e)
         eventsWritten += 1
-        lastWriteMs = worker.loop.nowMs
-        worker.eventsDeliveredSinceFlush += 1
+        lastWriteMs = host.loop.nowMs
+        host.delivered(events: 1)
         if e.isTerminal {
             outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
             end()
@@ -204,7 +163,7 @@ final class Subscription {
 
     /// Writes a heartbeat comment if the connection has been quiet for `intervalMs`.
     func heartbeat(nowMs: UInt64, intervalMs: UInt64) {
-        guard !ended, nowMs >= lastWriteMs + intervalMs else { return }
+        guard !ended, ConnectionPolicy.heartbeatDue(nowMs: nowMs, lastWriteMs: lastWriteMs, intervalMs: intervalMs) else { return }
         exchange.write(SSEFrame.ping)
         lastWriteMs = nowMs
     }
@@ -225,7 +184,7 @@ final class Subscription {
         guard !ended else { return }
         ended = true
         exchange.endStream()
-        worker.subscriptionEnded(self)
+        host.subscriptionEnded(self)
     }
 
     /// Closes the connection without an event (drain, slow consumer): the client
@@ -235,13 +194,13 @@ final class Subscription {
         ended = true
         outcome = "aborted"
         exchange.abort()
-        worker.subscriptionEnded(self)
+        host.subscriptionEnded(self)
     }
 
     private func clientClosed() {
         guard !ended else { return }
         ended = true
         outcome = "client_closed"
-        worker.subscriptionEnded(self)
+        host.subscriptionEnded(self)
     }
 }

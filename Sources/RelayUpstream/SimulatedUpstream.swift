@@ -94,10 +94,11 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
     }
 
     /// - Throws: `APIError` 400 `invalid_request` for a model other than `simulated`, `simulated-ar`, `simulated-bench`.
-    public func makeUpstream(for request: ChatRequest, loop: EventLoop) throws -> Upstream {
+    public func prepare(_ request: ChatRequest) throws -> UpstreamPlan {
         let model = request.model ?? SimulatedDocuments.englishModel
+        let rate = tokensPerSecond
         if model == SimulatedDocuments.benchModel {
-            return BenchUpstream.make(maxTokens: request.maxTokens, tokensPerSecond: tokensPerSecond, loop: loop)
+            return UpstreamPlan { loop in BenchUpstream.make(maxTokens: request.maxTokens, tokensPerSecond: rate, loop: loop) }
         }
         guard let doc = SimulatedDocuments.document(forModel: model) else {
             throw APIError.invalidRequest("unknown model \"\(model)\" (the simulated upstream serves simulated, simulated-ar)")
@@ -112,7 +113,8 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
         var maxTokens = request.maxTokens
         if request.mode == .summary { maxTokens = min(maxTokens ?? summaryMaxTokens, summaryMaxTokens) }
         let prompt = request.messages.reduce(0) { $0 + SimulatedTokenizer.estimateTokens($1.content) + 4 }
-        return SimulatedUpstream(tokens: tokens, maxTokens: maxTokens, promptTokens: prompt,
-                                 tokensPerSecond: tokensPerSecond, loop: loop)
+        return UpstreamPlan { loop in
+            SimulatedUpstream(tokens: tokens, maxTokens: maxTokens, promptTokens: prompt, tokensPerSecond: rate, loop: loop)
+        }
     }
 }

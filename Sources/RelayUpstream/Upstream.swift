@@ -19,7 +19,29 @@ public protocol Upstream: AnyObject {
 
 /// Creates the `Upstream` for a request. One factory per worker (it may hold
 /// per-worker resources such as a libcurl multi handle).
+///
+/// Two phases, so the relay takes no upstream resources for a request it refuses:
+/// `prepare` checks the request (before admission), `UpstreamPlan.make` creates the
+/// call (only after the request was admitted).
 public protocol UpstreamFactory: AnyObject {
+    /// Checks `request` and fixes everything its call needs; takes no resources.
     /// - Throws: `APIError` (400 `invalid_request`) for a model this upstream does not serve.
-    func makeUpstream(for request: ChatRequest, loop: EventLoop) throws -> Upstream
+    func prepare(_ request: ChatRequest) throws -> UpstreamPlan
+}
+
+/// A checked request, ready to become an `Upstream` on a worker loop.
+public struct UpstreamPlan {
+    private let build: (EventLoop) throws -> Upstream
+    /// - Parameter build: creates the call on the given loop (called at most once).
+    public init(_ build: @escaping (EventLoop) throws -> Upstream) { self.build = build }
+    /// Creates the upstream call (not started).
+    /// - Throws: `APIError` 500 `internal_error` when the transport cannot be set up.
+    public func make(loop: EventLoop) throws -> Upstream { try build(loop) }
+}
+
+extension UpstreamFactory {
+    /// `prepare` then `make` in one step (tools and tests).
+    public func makeUpstream(for request: ChatRequest, loop: EventLoop) throws -> Upstream {
+        try prepare(request).make(loop: loop)
+    }
 }

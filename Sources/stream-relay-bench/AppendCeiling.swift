@@ -2,6 +2,7 @@ import Foundation
 import RelayCore
 import RelayLoop
 import RelayRedis
+import RelayConfiguration
 
 extension Runner {
     /// `append-ceiling`: the relay's Lua append script (`Scripts.append`, via

@@ -2,6 +2,7 @@ import Foundation
 import RelayAuth
 import RelayCore
 import RelayLoop
+import RelayConfiguration
 
 enum Bench {
     static func main(_ args: [String]) -> Int32 {

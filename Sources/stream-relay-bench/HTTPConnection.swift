@@ -1,5 +1,6 @@
 import CLibevent
 import Foundation
+import RelayCore
 import RelayLoop
 
 /// Wall-clock microseconds (CLOCK_REALTIME), the clock the producers embed.
@@ -53,7 +54,7 @@ final class SourceAddresses {
 /// sent on the same connection. Loop thread only.
 final class HTTPConnection {
     enum Framing { case chunked, length(Int), close }
-    private enum BodyState { case head, chunkSize, chunkData(Int), chunkCRLF, trailers, lengthData(Int), closeData, done }
+    private enum BodyState { case head, chunked(ChunkedBodyDecoder), lengthData(Int), closeData, done }
 
     private(set) var bev: OpaquePointer?
     private var state: BodyState = .head
@@ -195,33 +196,28 @@ final class HTTPConnection {
                 evbuffer_drain(input, n)
                 parseHead(head)
                 if closed { return }
-            case .chunkSize:
-                var len = 0
-                guard let line = evbuffer_readln(input, &len, EVBUFFER_EOL_CRLF) else {
-                    if avail > 1024 { return finish("bad chunk size line") }
+            case .chunked(var decoder):
+                // Size and trailer lines are read from a contiguous window; data is
+                // delivered zero-copy from the evbuffer's segments.
+                let window = decoder.needsWindow ? min(avail, ChunkedBodyDecoder.maxLineBytes + 2) : 0
+                let raw = window > 0 ? evbuffer_pullup(input, window) : nil
+                let step = decoder.next(UnsafeRawBufferPointer(start: raw, count: raw == nil ? 0 : window), available: avail)
+                state = .chunked(decoder)
+                switch step {
+                case .needMore:
                     return
-                }
-                let size = strtol(line, nil, 16)
-                free(line)
-                if size <= 0 { state = .trailers } else { state = .chunkData(size) }
-            case .chunkData(let remaining):
-                guard avail > 0 else { return }
-                let n = min(remaining, avail)
-                deliver(input, n)
-                if closed { return }
-                state = n == remaining ? .chunkCRLF : .chunkData(remaining - n)
-            case .chunkCRLF:
-                guard avail >= 2 else { return }
-                evbuffer_drain(input, 2)
-                state = .chunkSize
-            case .trailers:
-                var len = 0
-                guard let line = evbuffer_readln(input, &len, EVBUFFER_EOL_CRLF) else { return }
-                free(line)
-                if len == 0 {
+                case .skip(let n):
+                    evbuffer_drain(input, n)
+                case .data(let n):
+                    deliver(input, n)
+                    if closed { return }
+                case .end(let n):
+                    evbuffer_drain(input, n)
                     state = .done
                     onResponseEnd?()
                     if case .done = state { return }
+                case .malformed(let why):
+                    return finish(why)
                 }
             case .lengthData(let remaining):
                 if remaining == 0 {
@@ -278,7 +274,7 @@ final class HTTPConnection {
             if k == "content-length", case .close = framing, let n = Int(v) { framing = .length(n) }
         }
         switch framing {
-        case .chunked: state = .chunkSize
+        case .chunked: state = .chunked(ChunkedBodyDecoder())
         case .length(let n): state = .lengthData(n)
         case .close: state = .closeData
         }

@@ -119,11 +119,11 @@ enum ChatCommand {
         let request = ChatRequest(messages: [ChatMessage(role: "user", content: prompt)], model: o.model,
                                   maxTokens: o.maxTokens, mode: o.summary ? .summary : .full)
         let stream = client.startChat(request, options: .init(dropAfterEvents: o.dropAfter))
-        let interrupts = LockedCounter()
+        let interrupts = LockedBox(0)  // Ctrl-C presses, counted on the signal queue
         signal(SIGINT, SIG_IGN)
         let sigint = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         sigint.setEventHandler {
-            if interrupts.increment() > 1 { exit(130) }
+            if interrupts.mutate({ $0 += 1; return $0 }) > 1 { exit(130) }
             stream.stop()
         }
         sigint.resume()
@@ -222,11 +222,4 @@ final class Terminal: @unchecked Sendable {
         stdoutAtLineStart = true
         screenAtLineStart = true
     }
-}
-
-/// Counts Ctrl-C presses from the signal handler's queue.
-final class LockedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var n = 0
-    func increment() -> Int { lock.withLock { n += 1; return n } }
 }

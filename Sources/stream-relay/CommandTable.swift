@@ -31,6 +31,8 @@ enum CommandTable {
                    run: { MintTokenCommand.run(arguments: $0) }),
         Subcommand(name: "revoke", synopsis: "SESSION_ID", summary: "revoke a session on every relay (talks to Redis)",
                    run: { RevokeCommand.run(arguments: $0) }),
+        Subcommand(name: "docs", synopsis: "errors|config", summary: "print a README table generated from the code",
+                   run: { DocsCommand.run(arguments: $0) }),
         Subcommand(name: "version", synopsis: "", summary: "print the version and the commit it was built from",
                    run: { versionCommand($0) }),
         Subcommand(name: "help", synopsis: "[COMMAND]", summary: "show this overview, or a command's options",

@@ -2,6 +2,7 @@ import Foundation
 import RelayCore
 import RelayLoop
 import RelayRedis
+import RelayConfiguration
 
 /// `stream-relay revoke SESSION_ID`: sets `relay:revoked:{sid}` and publishes the sid
 /// on `relay:revocations` directly in Redis (`REDIS_URL`), so every relay instance

@@ -3,6 +3,7 @@ import RelayAuth
 import RelayCore
 import RelayServer
 import RelayUpstream
+import RelayConfiguration
 
 /// `stream-relay serve`: runs a relay instance until SIGTERM/SIGINT (graceful drain).
 enum ServeCommand {
@@ -124,9 +125,9 @@ enum ServeCommand {
             try http.validate()
             let h = http
             if config.upstream == "openai" {
-                return { OpenAIUpstreamFactory(config: h) }
+                return { HTTPUpstreamFactory(.openAI, config: h) }
             }
-            return { AnthropicUpstreamFactory(config: h) }
+            return { HTTPUpstreamFactory(.anthropic, config: h) }
         default:
             let rate = config.simulatedTokensPerSecond
             let summary = config.summaryMaxTokens

@@ -1,5 +1,6 @@
 import XCTest
 @testable import RelayAuth
+import RelayConfiguration
 
 final class JWTVerifierConfigurationTests: XCTestCase {
     private func assertConfigError(_ f: @autoclosure () throws -> JWTVerifier, file: StaticString = #filePath, line: UInt = #line) {

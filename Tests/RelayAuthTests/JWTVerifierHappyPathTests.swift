@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import RelayCore
 @testable import RelayAuth
 
 final class JWTVerifierHappyPathTests: XCTestCase {
@@ -56,21 +57,14 @@ final class JWTVerifierHappyPathTests: XCTestCase {
         let rs = Forge.libjwt(.rs256, claims: claims())
         let hs = Forge.hs256(payload: claims())
         let bad = Forge.hs256(payload: claims(), key: TestKeys.otherSecret)
-        let failures = LockedCounter()
+        let failures = LockedBox(0)
         DispatchQueue.concurrentPerform(iterations: 400) { i in
             switch i % 3 {
-            case 0: if (try? v.verify(rs, now: now))?.sub != "user-1" { failures.add() }
-            case 1: if (try? h.verify(hs, now: now))?.sub != "user-1" { failures.add() }
-            default: if (try? h.verify(bad, now: now)) != nil { failures.add() }
+            case 0: if (try? v.verify(rs, now: now))?.sub != "user-1" { failures.mutate { $0 += 1 } }
+            case 1: if (try? h.verify(hs, now: now))?.sub != "user-1" { failures.mutate { $0 += 1 } }
+            default: if (try? h.verify(bad, now: now)) != nil { failures.mutate { $0 += 1 } }
             }
         }
         XCTAssertEqual(failures.value, 0)
     }
-}
-
-final class LockedCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var n = 0
-    func add() { lock.lock(); n += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
 }

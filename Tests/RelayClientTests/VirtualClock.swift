@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestKit
 @testable import RelayClient
 
 /// A test clock: time moves only when the test calls `advance(by:)`; `sleep` returns
@@ -35,18 +36,8 @@ final class VirtualClock: RelayClock, @unchecked Sendable {
     }
 }
 
-/// A small deterministic generator (SplitMix64) so property tests are reproducible.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The shared seeded generator (`RelayTestKit.SplitMix64`) under this target's name.
+typealias SeededRandom = SplitMix64
 
 /// Splits `text` into random chunks at Unicode scalar boundaries (so a chunk may end
 /// inside a grapheme cluster, as a network delta can).

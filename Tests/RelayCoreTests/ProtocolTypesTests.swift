@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import RelayCore
+import RelayConfiguration
 
 final class ProtocolTypesTests: XCTestCase {
     func parse(_ json: String) throws -> ChatRequest { try ChatRequest.parse(Data(json.utf8)) }

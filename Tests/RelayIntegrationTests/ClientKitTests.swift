@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import RelayClient
 import RelayCore
+import RelayTestKit
 import RelayTestSupport
 import XCTest
 
@@ -506,28 +507,6 @@ struct FastClock: RelayClock {
     }
 }
 
-/// SplitMix64: a small seeded generator, so a failing run can be replayed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
-/// A value behind a lock, shared with `@Sendable` closures.
-final class Box<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var v: T
-    init(_ v: T) { self.v = v }
-    var value: T {
-        get { lock.withLock { v } }
-        set { lock.withLock { v = newValue } }
-    }
-    @discardableResult
-    func mutate<R>(_ f: (inout T) -> R) -> R { lock.withLock { f(&v) } }
-}
+/// The shared lock box (`RelayCore.LockedBox`) under this file's short name.
+typealias Box<T> = LockedBox<T>

@@ -14,7 +14,7 @@ final class CommandLineTests: XCTestCase {
         for flag in ["--help", "-h", "help"] {
             let r = try relay([flag])
             XCTAssertEqual(r.status, 0, r.output)
-            for command in ["serve", "chat", "mint-token", "revoke", "version", "help"] {
+            for command in ["serve", "chat", "mint-token", "revoke", "docs", "version", "help"] {
                 let lines = r.output.split(separator: "\n").filter { $0.hasPrefix("  \(command) ") || $0 == "  \(command)" }
                 XCTAssertEqual(lines.count, 1, "\(flag): one overview line for \(command):\n\(r.output)")
             }
@@ -23,7 +23,7 @@ final class CommandLineTests: XCTestCase {
     }
 
     func testCommandHelpShowsItsOptions() throws {
-        let expectations = ["serve": "--listen", "chat": "--url", "mint-token": "--sub", "revoke": "SESSION_ID", "version": "--version"]
+        let expectations = ["serve": "--listen", "chat": "--url", "mint-token": "--sub", "revoke": "SESSION_ID", "docs": "errors|config", "version": "--version"]
         for (command, option) in expectations {
             for args in [["help", command], [command, "--help"]] {
                 let r = try relay(args)

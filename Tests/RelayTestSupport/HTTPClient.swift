@@ -50,8 +50,7 @@ public final class SSEConnection {
 
     private var fd: Int32
     private var buffer: [UInt8] = []
-    private var chunked = false
-    private var remainingInChunk = 0
+    private var chunked: ChunkedBodyDecoder?
     private var contentLength: Int?
     private var pendingItems: [SSEParser.Item] = []
 
@@ -117,7 +116,7 @@ public final class SSEConnection {
             let v = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             headers.append((k, v))
         }
-        chunked = header("Transfer-Encoding")?.lowercased() == "chunked"
+        chunked = header("Transfer-Encoding")?.lowercased() == "chunked" ? ChunkedBodyDecoder() : nil
         contentLength = header("Content-Length").flatMap(Int.init)
     }
 
@@ -128,26 +127,27 @@ public final class SSEConnection {
     /// The next piece of the body, or nil at its end.
     public func readBody(timeout: Double) throws -> [UInt8]? {
         if ended { return nil }
-        if chunked {
-            if remainingInChunk == 0 {
-                guard let sizeLine = try readLine(timeout: timeout) else { ended = true; return nil }
-                let size = Int(sizeLine.split(separator: ";")[0], radix: 16) ?? 0
-                if size == 0 {
+        if var decoder = chunked {
+            defer { chunked = decoder }
+            while true {
+                let step = buffer.withUnsafeBytes { decoder.next($0, available: buffer.count) }
+                switch step {
+                case .needMore:
+                    if try !fill(timeout: timeout) { ended = true; return nil }
+                case .skip(let n):
+                    buffer.removeFirst(n)
+                case .data(let n):
+                    let out = Array(buffer[..<n])
+                    buffer.removeFirst(n)
+                    return out
+                case .end(let n):
+                    buffer.removeFirst(n)
                     ended = true
                     return nil
+                case .malformed(let why):
+                    throw TestFailure("bad chunked body: \(why)")
                 }
-                remainingInChunk = size
             }
-            if buffer.isEmpty, try !fill(timeout: timeout) { ended = true; return nil }
-            let n = min(remainingInChunk, buffer.count)
-            let out = Array(buffer[..<n])
-            buffer.removeFirst(n)
-            remainingInChunk -= n
-            if remainingInChunk == 0 {
-                while buffer.count < 2 { if try !fill(timeout: timeout) { break } }
-                if buffer.count >= 2 { buffer.removeFirst(2) }
-            }
-            return out
         }
         if let cl = contentLength, cl <= 0 { ended = true; return nil }
         if buffer.isEmpty, try !fill(timeout: timeout) { ended = true; return nil }

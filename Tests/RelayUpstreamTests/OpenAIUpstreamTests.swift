@@ -68,7 +68,7 @@ final class OpenAIUpstreamTests: UpstreamTestCase {
         let script = FakeUpstreamServer.Script([.head(status: 200, contentType: "text/event-stream"),
                                                 .trickle(body, pieceSize: piece, pauseMs: 1)])
         let s = try server([Self.openAIPath: script])
-        let up = try OpenAIUpstreamFactory(config: config(s), multi: harness.multi).makeUpstream(for: Self.question, loop: harness.loop)
+        let up = try HTTPUpstreamFactory(.openAI, config: config(s), multi: harness.multi).makeUpstream(for: Self.question, loop: harness.loop)
         let events = harness.collect(up)
         XCTAssertEqual(events.text, OpenAIFixtures.pieces.joined())
         XCTAssertEqual(events.last, expectedDone)
@@ -159,7 +159,7 @@ final class OpenAIUpstreamTests: UpstreamTestCase {
     }
 
     func testNoModelAnywhereIsInvalidRequest() throws {
-        let f = OpenAIUpstreamFactory(config: HTTPUpstreamConfig(baseURL: "http://127.0.0.1:9", apiKey: ""), multi: harness.multi)
+        let f = HTTPUpstreamFactory(.openAI, config: HTTPUpstreamConfig(baseURL: "http://127.0.0.1:9", apiKey: ""), multi: harness.multi)
         XCTAssertThrowsError(try f.makeUpstream(for: Self.question, loop: harness.loop)) { e in
             XCTAssertEqual((e as? APIError)?.code, "invalid_request")
         }
@@ -172,7 +172,7 @@ final class OpenAIUpstreamTests: UpstreamTestCase {
 
     func testSuccessiveStreamsReuseTheConnection() throws {
         let s = try server([Self.openAIPath: Self.sse(OpenAIFixtures.normal)])
-        let f = OpenAIUpstreamFactory(config: config(s), multi: harness.multi)
+        let f = HTTPUpstreamFactory(.openAI, config: config(s), multi: harness.multi)
         for _ in 0..<3 {
             let events = harness.collect(try f.makeUpstream(for: Self.question, loop: harness.loop))
             XCTAssertEqual(events.last, expectedDone)
@@ -184,7 +184,7 @@ final class OpenAIUpstreamTests: UpstreamTestCase {
 
     func testFactoryMakesItsOwnMultiWhenNoneGiven() throws {
         let s = try server([Self.openAIPath: Self.sse(OpenAIFixtures.normal)])
-        let f = OpenAIUpstreamFactory(config: config(s))
+        let f = HTTPUpstreamFactory(.openAI, config: config(s))
         let events = harness.collect(try f.makeUpstream(for: Self.question, loop: harness.loop))
         XCTAssertEqual(events.last, expectedDone)
     }

@@ -47,7 +47,7 @@ final class UpstreamCancelTests: UpstreamTestCase {
     func testCancelClosesTheOpenAIConnectionAtOnce() throws {
         let body = OpenAIFixtures.roleChunk + ["One", " two", " three"].map(OpenAIFixtures.content).joined()
         let s = try server([Self.openAIPath: streamThenHold(body)])
-        let up = try OpenAIUpstreamFactory(config: config(s), multi: harness.multi).makeUpstream(for: Self.question, loop: harness.loop)
+        let up = try HTTPUpstreamFactory(.openAI, config: config(s), multi: harness.multi).makeUpstream(for: Self.question, loop: harness.loop)
         let (usage, _, box) = cancelAfter(3, up, server: s, label: "openai")
         XCTAssertEqual(box.events.deltas, ["One", " two", " three"])
         XCTAssertEqual(usage.completionTokens, 3)
@@ -59,7 +59,7 @@ final class UpstreamCancelTests: UpstreamTestCase {
         let body = AnthropicFixtures.messageStart(input: 25) + AnthropicFixtures.blockStart
             + AnthropicFixtures.text("Alpha") + AnthropicFixtures.text(" beta")
         let s = try server([Self.anthropicPath: streamThenHold(body)])
-        let up = try AnthropicUpstreamFactory(config: config(s), multi: harness.multi).makeUpstream(for: Self.question, loop: harness.loop)
+        let up = try HTTPUpstreamFactory(.anthropic, config: config(s), multi: harness.multi).makeUpstream(for: Self.question, loop: harness.loop)
         let (usage, _, _) = cancelAfter(2, up, server: s, label: "anthropic")
         XCTAssertEqual(usage, Usage(promptTokens: 25, completionTokens: 2))
     }
@@ -70,7 +70,7 @@ final class UpstreamCancelTests: UpstreamTestCase {
         // removed as soon as libcurl returns.
         let body = OpenAIFixtures.roleChunk + ["a", "b", "c", "d"].map(OpenAIFixtures.content).joined()
         let s = try server([Self.openAIPath: streamThenHold(body)])
-        let up = try OpenAIUpstreamFactory(config: config(s), multi: harness.multi).makeUpstream(for: Self.question, loop: harness.loop)
+        let up = try HTTPUpstreamFactory(.openAI, config: config(s), multi: harness.multi).makeUpstream(for: Self.question, loop: harness.loop)
         var usage: Usage?
         var t0: UInt64 = 0
         let events = harness.collect(up) { e in
@@ -92,7 +92,7 @@ final class UpstreamCancelTests: UpstreamTestCase {
 
     func testCancelBeforeAnyByteAndTwice() throws {
         let s = try server([Self.openAIPath: .init([.holdOpen])])
-        let up = try OpenAIUpstreamFactory(config: config(s), multi: harness.multi).makeUpstream(for: Self.question, loop: harness.loop)
+        let up = try HTTPUpstreamFactory(.openAI, config: config(s), multi: harness.multi).makeUpstream(for: Self.question, loop: harness.loop)
         var events: [StreamEvent] = []
         up.start { events.append($0) }
         XCTAssertTrue(harness.spin(upTo: 2_000) { s.requests.count == 1 })
@@ -109,7 +109,7 @@ final class UpstreamCancelTests: UpstreamTestCase {
     func testManyCancelledGenerationsLeaveNothingBehind() throws {
         let body = OpenAIFixtures.roleChunk + OpenAIFixtures.content("x")
         let s = try server([Self.openAIPath: streamThenHold(body)])
-        let f = OpenAIUpstreamFactory(config: config(s), multi: harness.multi)
+        let f = HTTPUpstreamFactory(.openAI, config: config(s), multi: harness.multi)
         func rssKB() -> Int {
             let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? "0 0"
             return (Int(statm.split(separator: " ")[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024

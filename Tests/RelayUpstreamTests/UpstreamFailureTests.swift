@@ -27,7 +27,7 @@ final class UpstreamFailureTests: UpstreamTestCase {
         let port = UInt16(bigEndian: addr.sin_port)
         var c = HTTPUpstreamConfig(baseURL: "http://127.0.0.1:\(port)", apiKey: "k", defaultModel: "m")
         c.noProxy = "*"
-        let up = try OpenAIUpstreamFactory(config: c, multi: harness.multi).makeUpstream(for: Self.question, loop: harness.loop)
+        let up = try HTTPUpstreamFactory(.openAI, config: c, multi: harness.multi).makeUpstream(for: Self.question, loop: harness.loop)
         let events = harness.collect(up)
         assertEndsWithError(events, status: 502, code: "upstream_error", containing: "upstream connection failed")
         XCTAssertEqual(events.count, 1)

@@ -1,7 +1,8 @@
+import RelayConfiguration
 import RelayCore
 
-/// Settings shared by the HTTP upstream adapters (`OpenAIUpstreamFactory`,
-/// `AnthropicUpstreamFactory`). Units are in each name; defaults follow DESIGN §6 / issue 4.
+/// Settings of the HTTP upstream adapters (`HTTPUpstreamFactory`, `.openAI` and
+/// `.anthropic`). Units are in each name; defaults follow DESIGN §6 / issue 4.
 public struct HTTPUpstreamConfig: Sendable, Equatable {
     /// `UPSTREAM_URL`: scheme, host, optional port and path prefix, e.g.
     /// `https://api.openai.com`, `http://127.0.0.1:8000` (vLLM), `https://api.anthropic.com`.

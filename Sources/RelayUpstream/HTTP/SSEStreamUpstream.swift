@@ -59,7 +59,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
         guard self.emit == nil, transfer == nil else { return }
         self.emit = emit
         idleTimer = LoopTimer(loop: multi.loop) { [unowned self] in
-            self.fail(504, "upstream_timeout", "no data from the upstream for \(self.config.idleTimeoutMs) ms")
+            self.fail(.upstreamTimeout, "no data from the upstream for \(self.config.idleTimeoutMs) ms")
         }
         do {
             let t = try UpstreamTransfer(request: request, multi: multi)
@@ -70,7 +70,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
         } catch {
             // Never emit from inside start(): report on the next loop turn.
             failure = LoopTimer(loop: multi.loop) { [unowned self] in
-                self.fail(502, "upstream_error", "cannot start the upstream request: \(error)")
+                self.fail(.upstreamError, "cannot start the upstream request: \(error)")
             }
             failure?.schedule(afterMs: 0)
         }
@@ -111,7 +111,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
                 phase = .errorBody(status: status)
             } else if let ct = t.contentType, !ct.lowercased().hasPrefix("text/event-stream") {
                 let what = UpstreamErrorBody.isHTML(contentType: ct, text: "") ? "an HTML page" : "\(ct)"
-                fail(502, "upstream_error", "upstream \(status) answered with \(what) instead of text/event-stream")
+                fail(.upstreamError, "upstream \(status) answered with \(what) instead of text/event-stream")
                 return false
             } else {
                 phase = .streaming
@@ -141,15 +141,15 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
             failWithStatus(status, contentType: t.contentType)
         case (.finished(let status), .waiting):
             if (200..<300).contains(status) {
-                fail(502, "upstream_error", "upstream \(status) answered with an empty body")
+                fail(.upstreamError, "upstream \(status) answered with an empty body")
             } else {
                 failWithStatus(status, contentType: t.contentType)
             }
         case (.failed(let code, let message), .waiting):
             if code == 28 {  // CURLE_OPERATION_TIMEDOUT: the connect timeout
-                fail(504, "upstream_timeout", "upstream connect timed out: \(message)")
+                fail(.upstreamTimeout, "upstream connect timed out: \(message)")
             } else {
-                fail(502, "upstream_error", "upstream connection failed: \(message)")
+                fail(.upstreamError, "upstream connection failed: \(message)")
             }
         case (.finished, .streaming), (.failed, .streaming):
             parser.finish()
@@ -158,7 +158,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
             } else {
                 var why = "upstream closed the stream before its end"
                 if case .failed(_, let m) = completion { why += " (\(m))" }
-                fail(502, "upstream_error", why)
+                fail(.upstreamError, why)
             }
         }
     }
@@ -170,7 +170,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
         do {
             items = try parser.feed(bytes)
         } catch {
-            fail(502, "upstream_error", "upstream sent an SSE line longer than \(config.maxLineBytes) bytes")
+            fail(.upstreamError, "upstream sent an SSE line longer than \(config.maxLineBytes) bytes")
             return false
         }
         if items.contains(where: { if case .event = $0 { return true } else { return false } }) {
@@ -178,7 +178,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
         } else {
             bytesSinceEvent += bytes.count
             if bytesSinceEvent > config.maxEventBytes {
-                fail(502, "upstream_error", "upstream sent more than \(config.maxEventBytes) bytes without completing an event")
+                fail(.upstreamError, "upstream sent more than \(config.maxEventBytes) bytes without completing an event")
                 return false
             }
         }
@@ -189,7 +189,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
             do {
                 step = try dialect.step(message)
             } catch {
-                fail(502, "upstream_error", "malformed \(Dialect.name) stream chunk: \(error.reason)")
+                fail(.upstreamError, "malformed \(Dialect.name) stream chunk: \(error.reason)")
                 return false
             }
             switch step {
@@ -202,7 +202,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
             case .end:
                 finish(.done(finishReason: dialect.finishReason ?? "stop", usage: usage), drain: true)
             case .fail(let why):
-                fail(502, "upstream_error", why)
+                fail(.upstreamError, why)
                 return false
             }
         }
@@ -216,11 +216,11 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
     }
 
     private func failWithStatus(_ status: Int, contentType: String?) {
-        fail(502, "upstream_error", UpstreamErrorBody.describe(status: status, body: errorBody, contentType: contentType))
+        fail(.upstreamError, UpstreamErrorBody.describe(status: status, body: errorBody, contentType: contentType))
     }
 
-    private func fail(_ status: Int, _ code: String, _ message: String) {
-        finish(.error(status: status, code: code, message: message), drain: false)
+    private func fail(_ code: ErrorCode, _ message: String) {
+        finish(APIError(code, message).asEvent, drain: false)
     }
 
     /// Emits the terminal event once, after stopping the transfer (so nothing re-enters).

@@ -47,7 +47,7 @@ class UpstreamTestCase: XCTestCase {
         let s = try server([Self.openAIPath: script])
         var c = config(s)
         tweak(&c)
-        let up = try OpenAIUpstreamFactory(config: c, multi: harness.multi).makeUpstream(for: request, loop: harness.loop)
+        let up = try HTTPUpstreamFactory(.openAI, config: c, multi: harness.multi).makeUpstream(for: request, loop: harness.loop)
         return (harness.collect(up, file: file, line: line), s)
     }
 
@@ -58,7 +58,7 @@ class UpstreamTestCase: XCTestCase {
         let s = try server([Self.anthropicPath: script])
         var c = config(s)
         tweak(&c)
-        let up = try AnthropicUpstreamFactory(config: c, multi: harness.multi).makeUpstream(for: request, loop: harness.loop)
+        let up = try HTTPUpstreamFactory(.anthropic, config: c, multi: harness.multi).makeUpstream(for: request, loop: harness.loop)
         return (harness.collect(up, file: file, line: line), s)
     }
 

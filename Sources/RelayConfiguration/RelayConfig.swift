@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where the relay finds Redis: `redis://host:port[/db]` or `unix:///path[?db=N]`.
 public enum RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     case tcp(host: String, port: Int, db: Int)
@@ -103,9 +105,9 @@ public struct RelayConfig: Sendable, Equatable {
     /// Admin bearer key; admin routes are off when unset.
     public var adminKey: String?
     /// Tokens per calendar month by tier, e.g. `free=20000,pro=500000`.
-    public var budgets = "free=20000,pro=500000"
+    public var budgets = RelayConfig.defaultBudgets
     /// Tier of tokens without a `tier` claim.
-    public var defaultTier = "free"
+    public var defaultTier = RelayConfig.defaultTierName
     /// Running generations per session; default 3.
     public var maxStreamsPerSession = 3
     /// Drain timeout on SIGTERM, ms; default 30,000.
@@ -137,20 +139,61 @@ public struct RelayConfig: Sendable, Equatable {
 
     public init() {}
 
-    /// One configuration knob: environment variable, flag, help text.
+    /// One configuration knob — the single source of its environment variable, flag,
+    /// default, unit and documentation: `stream-relay serve --help` and the README's
+    /// configuration table (`markdownTable`, checked by `ConfigTableTests`) are rendered
+    /// from it.
     public struct Option: Sendable {
         /// The environment variable, e.g. `RELAY_LISTEN`.
         public let env: String
         /// The matching flag, e.g. `--listen`.
         public let flag: String
-        /// One line for `--help`, with the default.
-        public let help: String
+        /// The default as written in the variable (`15s`, `200`), or a description
+        /// (`cores`, `—` for unset).
+        public let defaultValue: String
+        /// Unit or shape of the value (`duration`, `bytes`, `tokens`, …); durations take
+        /// `300`, `300s`, `5m`, `1500ms`, `1h`.
+        public let unit: String
+        /// One line: what the option does.
+        public let doc: String
         let apply: @Sendable (inout RelayConfig, String) throws -> Void
+
+        init(env: String, flag: String, default d: String, unit: String, doc: String,
+             apply: @escaping @Sendable (inout RelayConfig, String) throws -> Void) {
+            self.env = env
+            self.flag = flag
+            self.defaultValue = d
+            self.unit = unit
+            self.doc = doc
+            self.apply = apply
+        }
+
+        /// One line for `--help`: the doc and the default.
+        public var help: String { defaultValue == "—" ? doc : "\(doc) (default \(defaultValue))" }
+
+        /// Applies `value` to `config` as the variable would.
+        /// - Throws: `ConfigError` naming the variable.
+        public func apply(_ value: String, to config: inout RelayConfig) throws { try apply(&config, value) }
     }
+
+    /// The README's configuration table (Markdown), one row per option in `--help` order.
+    public static var markdownTable: String {
+        var out = "| variable | flag | default | unit | meaning |\n|---|---|---|---|---|\n"
+        for o in options {
+            out += "| `\(o.env)` | `\(o.flag)` | \(o.defaultValue == "—" ? "—" : "`\(o.defaultValue)`") | \(o.unit) | \(o.doc) |\n"
+        }
+        return out
+    }
+
+    /// Tokens per calendar month by tier when `RELAY_BUDGETS` is unset.
+    public static let defaultBudgets = "free=20000,pro=500000"
+    /// Tier of tokens without a `tier` claim when `RELAY_DEFAULT_TIER` is unset.
+    public static let defaultTierName = "free"
 
     /// Every knob, in `--help` order.
     public static let options: [Option] = [
-        Option(env: "RELAY_LISTEN", flag: "--listen", help: "host:port to listen on (default 127.0.0.1:8080)") { c, v in
+        Option(env: "RELAY_LISTEN", flag: "--listen", default: "127.0.0.1:8080", unit: "host:port",
+               doc: "host:port to listen on") { c, v in
             guard let colon = v.lastIndex(of: ":"), let p = Int(v[v.index(after: colon)...]), (0...65535).contains(p) else {
                 throw ConfigError("RELAY_LISTEN must be host:port, got \"\(v)\"")
             }
@@ -158,103 +201,135 @@ public struct RelayConfig: Sendable, Equatable {
             c.listenHost = h.isEmpty ? "0.0.0.0" : h.trimmingCharacters(in: "[]")
             c.listenPort = p
         },
-        Option(env: "RELAY_WORKERS", flag: "--workers", help: "worker threads, each with its own event loop (default: cores)") { c, v in
+        Option(env: "RELAY_WORKERS", flag: "--workers", default: "cores", unit: "threads",
+               doc: "worker threads, each with its own event loop") { c, v in
             c.workers = try int(v, "RELAY_WORKERS", 1...256)
         },
-        Option(env: "REDIS_URL", flag: "--redis-url", help: "redis://host:port[/db] or unix:///path; unset: start a private redis-server") { c, v in
+        Option(env: "REDIS_URL", flag: "--redis-url", default: "—", unit: "URL",
+               doc: "redis://host:port[/db] or unix:///path[?db=N]; unset: a private redis-server on a temp Unix socket") { c, v in
             c.redis = try RedisEndpoint.parse(v)
         },
-        Option(env: "RELAY_BUFFER_EVENTS", flag: "--buffer-events", help: "events kept per stream, XADD MAXLEN (default 200)") { c, v in
+        Option(env: "RELAY_BUFFER_EVENTS", flag: "--buffer-events", default: "200", unit: "events",
+               doc: "events kept per stream, XADD MAXLEN") { c, v in
             c.bufferEvents = try int(v, "RELAY_BUFFER_EVENTS", 1...1_000_000)
         },
-        Option(env: "RELAY_BUFFER_TTL", flag: "--buffer-ttl", help: "stream TTL after the last append: 300, 300s, 5m, 1500ms (default 300s)") { c, v in
+        Option(env: "RELAY_BUFFER_TTL", flag: "--buffer-ttl", default: "300s", unit: "duration",
+               doc: "stream TTL after the last append: 300, 300s, 5m, 1500ms") { c, v in
             c.bufferTTLms = try duration(v, "RELAY_BUFFER_TTL", 1...86_400_000)
         },
-        Option(env: "RELAY_HEARTBEAT", flag: "--heartbeat", help: "': ping' comment interval on idle streams (default 15s)") { c, v in
+        Option(env: "RELAY_HEARTBEAT", flag: "--heartbeat", default: "15s", unit: "duration",
+               doc: "': ping' comment interval on idle streams") { c, v in
             c.heartbeatMs = try duration(v, "RELAY_HEARTBEAT", 10...3_600_000)
         },
-        Option(env: "RELAY_UPSTREAM", flag: "--upstream", help: "upstream adapter: simulated (default), openai, anthropic") { c, v in
+        Option(env: "RELAY_UPSTREAM", flag: "--upstream", default: "simulated", unit: "name",
+               doc: "upstream adapter: simulated, openai, anthropic") { c, v in
             guard ["simulated", "openai", "anthropic"].contains(v) else {
                 throw ConfigError("RELAY_UPSTREAM must be simulated, openai or anthropic, got \"\(v)\"")
             }
             c.upstream = v
         },
-        Option(env: "RELAY_SIMULATED_TOKENS_PER_SECOND", flag: "--simulated-tokens-per-second", help: "simulated upstream rate in tokens/s (default 50)") { c, v in
+        Option(env: "RELAY_SIMULATED_TOKENS_PER_SECOND", flag: "--simulated-tokens-per-second", default: "50", unit: "tokens/s",
+               doc: "simulated upstream rate in tokens/s") { c, v in
             guard let d = Double(v), d > 0, d <= 1_000_000 else {
                 throw ConfigError("RELAY_SIMULATED_TOKENS_PER_SECOND must be a number in (0, 1000000], got \"\(v)\"")
             }
             c.simulatedTokensPerSecond = d
         },
-        Option(env: "RELAY_MAX_BODY_BYTES", flag: "--max-body-bytes", help: "largest request body in bytes (default 1048576)") { c, v in
+        Option(env: "RELAY_MAX_BODY_BYTES", flag: "--max-body-bytes", default: "1048576", unit: "bytes",
+               doc: "largest request body in bytes") { c, v in
             c.maxBodyBytes = try int(v, "RELAY_MAX_BODY_BYTES", 1024...(64 << 20))
         },
-        Option(env: "RELAY_INSTANCE", flag: "--instance", help: "instance name stored with each stream (default hostname-pid)") { c, v in
+        Option(env: "RELAY_INSTANCE", flag: "--instance", default: "hostname-pid", unit: "name",
+               doc: "instance name stored with each stream") { c, v in
             guard !v.isEmpty, v.utf8.count <= 128 else { throw ConfigError("RELAY_INSTANCE must be 1-128 bytes") }
             c.instanceName = v
         },
-        Option(env: "RELAY_JWT_SECRET", flag: "--jwt-secret", help: "HS256 shared secret for client JWTs") { c, v in
+        Option(env: "RELAY_JWT_SECRET", flag: "--jwt-secret", default: "generated dev secret", unit: "string ≥ 32 bytes",
+               doc: "HS256 shared secret for client JWTs") { c, v in
             guard v.utf8.count >= 32 else { throw ConfigError("RELAY_JWT_SECRET must be at least 32 bytes (RFC 7518 §3.2)") }
             c.jwtSecret = v
         },
-        Option(env: "RELAY_JWT_PUBLIC_KEY", flag: "--jwt-public-key", help: "PEM file of the RS256/ES256 public key (instead of a secret)") { c, v in
+        Option(env: "RELAY_JWT_PUBLIC_KEY", flag: "--jwt-public-key", default: "—", unit: "path",
+               doc: "PEM file of the RS256/ES256 public key (instead of a secret)") { c, v in
             c.jwtPublicKeyPath = v
         },
-        Option(env: "RELAY_JWT_ALGORITHM", flag: "--jwt-algorithm", help: "RS256 or ES256, with --jwt-public-key (default RS256)") { c, v in
+        Option(env: "RELAY_JWT_ALGORITHM", flag: "--jwt-algorithm", default: "RS256", unit: "name",
+               doc: "RS256 or ES256, with --jwt-public-key") { c, v in
             guard ["RS256", "ES256"].contains(v) else { throw ConfigError("RELAY_JWT_ALGORITHM must be RS256 or ES256, got \"\(v)\"") }
             c.jwtAlgorithm = v
         },
-        Option(env: "RELAY_JWT_ISSUER", flag: "--jwt-issuer", help: "required iss claim (optional)") { c, v in c.jwtIssuer = v },
-        Option(env: "RELAY_JWT_AUDIENCE", flag: "--jwt-audience", help: "required aud claim (optional)") { c, v in c.jwtAudience = v },
-        Option(env: "RELAY_JWT_LEEWAY", flag: "--jwt-leeway", help: "clock leeway for exp/nbf (default 30s)") { c, v in
+        Option(env: "RELAY_JWT_ISSUER", flag: "--jwt-issuer", default: "—", unit: "string",
+               doc: "required iss claim (optional)") { c, v in c.jwtIssuer = v },
+        Option(env: "RELAY_JWT_AUDIENCE", flag: "--jwt-audience", default: "—", unit: "string",
+               doc: "required aud claim (optional)") { c, v in c.jwtAudience = v },
+        Option(env: "RELAY_JWT_LEEWAY", flag: "--jwt-leeway", default: "30s", unit: "duration",
+               doc: "clock leeway for exp/nbf") { c, v in
             c.jwtLeewaySeconds = try duration(v, "RELAY_JWT_LEEWAY", 0...3_600_000) / 1000
         },
-        Option(env: "RELAY_ADMIN_KEY", flag: "--admin-key", help: "bearer key of the admin routes (off when unset)") { c, v in
+        Option(env: "RELAY_ADMIN_KEY", flag: "--admin-key", default: "off", unit: "string ≥ 16 bytes",
+               doc: "bearer key of the admin routes (off when unset)") { c, v in
             guard v.utf8.count >= 16 else { throw ConfigError("RELAY_ADMIN_KEY must be at least 16 bytes") }
             c.adminKey = v
         },
-        Option(env: "RELAY_BUDGETS", flag: "--budgets", help: "tokens per calendar month by tier (default free=20000,pro=500000)") { c, v in
+        Option(env: "RELAY_BUDGETS", flag: "--budgets", default: "\(RelayConfig.defaultBudgets)", unit: "tier=tokens/month,…",
+               doc: "tokens per calendar month by tier") { c, v in
             c.budgets = v
         },
-        Option(env: "RELAY_DEFAULT_TIER", flag: "--default-tier", help: "tier of tokens without a tier claim (default free)") { c, v in
+        Option(env: "RELAY_DEFAULT_TIER", flag: "--default-tier", default: "\(RelayConfig.defaultTierName)", unit: "name",
+               doc: "tier of tokens without a tier claim") { c, v in
             c.defaultTier = v
         },
-        Option(env: "RELAY_MAX_STREAMS_PER_SESSION", flag: "--max-streams-per-session", help: "running generations per session (default 3)") { c, v in
+        Option(env: "RELAY_MAX_STREAMS_PER_SESSION", flag: "--max-streams-per-session", default: "3", unit: "generations",
+               doc: "running generations per session") { c, v in
             c.maxStreamsPerSession = try int(v, "RELAY_MAX_STREAMS_PER_SESSION", 1...10_000_000)
         },
-        Option(env: "RELAY_DRAIN_TIMEOUT", flag: "--drain-timeout", help: "graceful drain limit on SIGTERM (default 30s)") { c, v in
+        Option(env: "RELAY_DRAIN_TIMEOUT", flag: "--drain-timeout", default: "30s", unit: "duration",
+               doc: "graceful drain limit on SIGTERM") { c, v in
             c.drainTimeoutMs = try duration(v, "RELAY_DRAIN_TIMEOUT", 0...3_600_000)
         },
-        Option(env: "RELAY_MAX_PENDING_BYTES", flag: "--max-pending-bytes", help: "unsent bytes per client before disconnecting it (default 262144)") { c, v in
+        Option(env: "RELAY_MAX_PENDING_BYTES", flag: "--max-pending-bytes", default: "262144", unit: "bytes",
+               doc: "unsent bytes per client before disconnecting it") { c, v in
             c.maxPendingBytes = try int(v, "RELAY_MAX_PENDING_BYTES", 1024...(1 << 30))
         },
-        Option(env: "RELAY_REDIS_OUTAGE_GRACE", flag: "--redis-outage-grace", help: "Redis outage tolerated by live streams (default 5s)") { c, v in
+        Option(env: "RELAY_REDIS_OUTAGE_GRACE", flag: "--redis-outage-grace", default: "5s", unit: "duration",
+               doc: "Redis outage tolerated by live streams") { c, v in
             c.redisOutageGraceMs = try duration(v, "RELAY_REDIS_OUTAGE_GRACE", 0...3_600_000)
         },
-        Option(env: "RELAY_MAX_CONNECTIONS", flag: "--max-connections", help: "open client streams per instance before 503 (default 10000)") { c, v in
+        Option(env: "RELAY_MAX_CONNECTIONS", flag: "--max-connections", default: "10000", unit: "connections",
+               doc: "open client streams per instance before 503") { c, v in
             c.maxConnections = try int(v, "RELAY_MAX_CONNECTIONS", 1...10_000_000)
         },
-        Option(env: "UPSTREAM_URL", flag: "--upstream-url", help: "upstream base URL for openai/anthropic") { c, v in
+        Option(env: "UPSTREAM_URL", flag: "--upstream-url", default: "—", unit: "URL",
+               doc: "upstream base URL for openai/anthropic") { c, v in
             guard v.hasPrefix("http://") || v.hasPrefix("https://") else { throw ConfigError("UPSTREAM_URL must be an http(s) URL, got \"\(v)\"") }
             c.upstreamURL = v
         },
-        Option(env: "UPSTREAM_API_KEY", flag: "--upstream-api-key", help: "upstream API key") { c, v in c.upstreamAPIKey = v },
-        Option(env: "UPSTREAM_MODEL", flag: "--upstream-model", help: "upstream model when the request names none") { c, v in c.upstreamModel = v },
-        Option(env: "RELAY_UPSTREAM_IDLE_TIMEOUT", flag: "--upstream-idle-timeout", help: "no upstream bytes for this long: 504 upstream_timeout (default 60s)") { c, v in
+        Option(env: "UPSTREAM_API_KEY", flag: "--upstream-api-key", default: "—", unit: "string",
+               doc: "upstream API key") { c, v in c.upstreamAPIKey = v },
+        Option(env: "UPSTREAM_MODEL", flag: "--upstream-model", default: "—", unit: "name",
+               doc: "upstream model when the request names none") { c, v in c.upstreamModel = v },
+        Option(env: "RELAY_UPSTREAM_IDLE_TIMEOUT", flag: "--upstream-idle-timeout", default: "60s", unit: "duration",
+               doc: "no upstream bytes for this long: 504 upstream_timeout") { c, v in
             c.upstreamIdleTimeoutMs = try duration(v, "RELAY_UPSTREAM_IDLE_TIMEOUT", 100...3_600_000)
         },
-        Option(env: "RELAY_SUMMARY_MAX_TOKENS", flag: "--summary-max-tokens", help: "max_tokens cap in summary mode (default 400)") { c, v in
+        Option(env: "RELAY_SUMMARY_MAX_TOKENS", flag: "--summary-max-tokens", default: "400", unit: "tokens",
+               doc: "max_tokens cap in summary mode") { c, v in
             c.summaryMaxTokens = try int(v, "RELAY_SUMMARY_MAX_TOKENS", 1...1_000_000)
         },
-        Option(env: "RELAY_REQUEST_TIMEOUT", flag: "--request-timeout", help: "time to send a whole request before the connection is dropped (default 30s)") { c, v in
+        Option(env: "RELAY_REQUEST_TIMEOUT", flag: "--request-timeout", default: "30s", unit: "duration",
+               doc: "time to send a whole request before the connection is dropped") { c, v in
             c.requestTimeoutMs = try duration(v, "RELAY_REQUEST_TIMEOUT", 1000...3_600_000)
         },
-        Option(env: "RELAY_REVOCATION_TTL", flag: "--revocation-ttl", help: "how long a session revocation lasts; cover the longest token lifetime (default 24h)") { c, v in
+        Option(env: "RELAY_REVOCATION_TTL", flag: "--revocation-ttl", default: "24h", unit: "duration",
+               doc: "how long a session revocation lasts; cover the longest token lifetime") { c, v in
             c.revocationTTLms = try duration(v, "RELAY_REVOCATION_TTL", 1000...(400 * 86_400_000))
         },
-        Option(env: "RELAY_DEBUG_REPLAY_DELAY", flag: "--debug-replay-delay", help: "test fault injection: stall between subscribe and replay (default 0)") { c, v in
+        Option(env: "RELAY_DEBUG_REPLAY_DELAY", flag: "--debug-replay-delay", default: "0", unit: "duration",
+               doc: "test fault injection: stall between subscribe and replay") { c, v in
             c.debugReplayDelayMs = try duration(v, "RELAY_DEBUG_REPLAY_DELAY", 0...60_000)
         },
-        Option(env: "RELAY_LOSSLESS_RESUME", flag: "--lossless-resume", help: "keep the full text for resumes beyond the window: on/off (default on)") { c, v in
+        Option(env: "RELAY_LOSSLESS_RESUME", flag: "--lossless-resume", default: "on", unit: "on/off",
+               doc: "keep the full text for resumes beyond the window: on/off") { c, v in
             c.losslessResume = try bool(v, "RELAY_LOSSLESS_RESUME")
         },
     ]

@@ -1,0 +1,17 @@
+import RelayCore
+
+/// The live channel's message format (DESIGN §3, `relay:{id}:live`): `<seq> <event JSON>`,
+/// published by `Scripts.append` and read by every worker's pub/sub dispatch.
+public enum LivePayload {
+    /// Parses one live message into its event; `nil` when the seq is missing, longer
+    /// than 20 digits or not all digits.
+    public static func parse(_ p: [UInt8]) -> SequencedEvent? {
+        guard let sp = p.firstIndex(of: 0x20), sp > 0, sp <= 20 else { return nil }
+        var seq: UInt64 = 0
+        for b in p[..<sp] {
+            guard b >= 0x30 && b <= 0x39 else { return nil }
+            seq = seq &* 10 &+ UInt64(b - 0x30)
+        }
+        return SequencedEvent(seq: seq, json: String(decoding: p[(sp + 1)...], as: UTF8.self))
+    }
+}

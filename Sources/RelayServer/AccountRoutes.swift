@@ -1,0 +1,46 @@
+import RelayAuth
+import RelayCore
+import RelayRedis
+
+/// `GET /api/budget` and `POST /admin/sessions/{sid}/revoke` (issue 3). Loop thread only.
+final class AccountRoutes {
+    private let gate: RequestGuard
+    private var context: ServerContext { gate.context }
+
+    init(gate: RequestGuard) { self.gate = gate }
+
+    /// `GET /api/budget` (issue 3): `{"tier","limit","used","remaining","period"}`,
+    /// tokens of the caller's tier in the current calendar month (UTC).
+    func budget(_ ex: HTTPExchange) {
+        guard let who = gate.authenticate(ex) else { return }
+        let period = BudgetPolicy.period(now: context.nowMs() / 1000)
+        let tier = context.budgets.effectiveTier(who.tier)
+        let limit = context.budgets.limit(forTier: who.tier)
+        gate.checkSession(ex, who) { [weak self] in
+            self?.gate.sessions.budgetUsed(user: who.user, period: period) { r in
+                guard ex.isOpen else { return }
+                guard case .success(let used) = r else { return ex.respond(.notReady("Redis is not available")) }
+                let body = "{\"tier\":\(JSONText.quoted(tier)),\"limit\":\(limit),\"used\":\(used),\"remaining\":\(max(0, limit - used)),\"period\":\(JSONText.quoted(period))}"
+                ex.respond(status: 200, contentType: "application/json", body: body)
+            }
+        }
+    }
+
+    /// `POST /admin/sessions/{sid}/revoke` (issue 3): admin key only (constant-time
+    /// check; 401 alike when the key is wrong or admin routes are off). 202, idempotent.
+    /// The caller has been checked against the admin key already (`Router`).
+    func revokeSession(_ ex: HTTPExchange, sid: String) {
+        guard !sid.isEmpty, sid.utf8.count <= 256, !sid.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+            return gate.fail(ex, .invalidRequest("bad session id"))
+        }
+        gate.sessions.revoke(sid: sid, ttlMs: context.config.revocationTTLms) { r in
+            guard ex.isOpen else { return }
+            switch r {
+            case .failure: ex.respond(.notReady("Redis is not available"))
+            case .success:
+                Log.info("session revoked", ["sidHash": Log.shortHash(sid)])
+                ex.respond(status: 202, contentType: "application/json", body: "{\"revoked\":true}")
+            }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import RelayCore
+import RelayRedis
+import RelayUpstream
+
+/// The routing table (DESIGN §2): maps method and path to a route handler
+/// (`ChatStreamRoutes`, `AccountRoutes`) or answers the operational endpoints
+/// (`/healthz`, `/readyz`, `/metrics`) itself. Unknown paths are 404 `not_found`; a
+/// known path with another method is 405 with `Allow`. Loop thread only.
+final class Router {
+    private let context: ServerContext
+    private let hub: StreamHub
+    private let gate: RequestGuard
+    private let chat: ChatStreamRoutes
+    private let account: AccountRoutes
+    private let isReady: () -> Bool
+
+    /// - Parameter isReady: `/readyz`'s answer (Redis reachable and not draining).
+    init(context: ServerContext, hub: StreamHub, upstreams: UpstreamFactory, isReady: @escaping () -> Bool) {
+        self.context = context
+        self.hub = hub
+        gate = RequestGuard(context: context, sessions: hub.sessions)
+        chat = ChatStreamRoutes(gate: gate, hub: hub, upstreams: upstreams)
+        account = AccountRoutes(gate: gate)
+        self.isReady = isReady
+    }
+
+    func route(_ ex: HTTPExchange) {
+        let path = ex.path
+        let streamPrefix = "/api/chat/stream/"
+        switch path {
+        case "/api/chat/stream":
+            guard ex.method == .post else { return gate.methodNotAllowed(ex, "POST") }
+            chat.start(ex)
+        case "/healthz":
+            guard ex.method == .get || ex.method == .head else { return gate.methodNotAllowed(ex, "GET") }
+            ex.respond(status: 200, contentType: "application/json", body: "{\"status\":\"ok\"}")
+        case "/readyz":
+            guard ex.method == .get || ex.method == .head else { return gate.methodNotAllowed(ex, "GET") }
+            if isReady() {
+                ex.respond(status: 200, contentType: "application/json", body: "{\"status\":\"ready\"}")
+            } else {
+                ex.respond(.notReady(hub.draining ? "draining" : "Redis is not reachable"))
+            }
+        case "/metrics":
+            guard ex.method == .get else { return gate.methodNotAllowed(ex, "GET") }
+            hub.flushCounters()
+            ex.respond(status: 200, contentType: "text/plain; version=0.0.4", body: context.metrics.render())
+        case "/api/budget":
+            guard ex.method == .get else { return gate.methodNotAllowed(ex, "GET") }
+            account.budget(ex)
+        default:
+            if path.hasPrefix(streamPrefix) {
+                let rawID = path.dropFirst(streamPrefix.count)
+                switch ex.method {
+                case .get: chat.resume(ex, rawID: rawID)
+                case .delete: chat.cancel(ex, rawID: rawID)
+                default: gate.methodNotAllowed(ex, "GET, DELETE")
+                }
+            } else if path.hasPrefix("/admin/") {
+                // Every /admin/ path answers 401 alike without the admin key, so nothing
+                // tells which admin routes exist (issue 3).
+                guard let key = context.adminKey,
+                      (try? key.authorize(authorizationValues: ex.headerValues("Authorization"))) != nil else {
+                    return gate.fail(ex, .unauthorized("admin credentials required"))
+                }
+                guard path.hasPrefix("/admin/sessions/"), path.hasSuffix("/revoke"),
+                      path.count > "/admin/sessions//revoke".count else { return ex.respond(.routeNotFound) }
+                guard ex.method == .post else { return gate.methodNotAllowed(ex, "POST") }
+                let raw = String(path.dropFirst("/admin/sessions/".count).dropLast("/revoke".count))
+                guard let sid = HTTPExchange.percentDecoded(raw) else {
+                    return gate.fail(ex, .invalidRequest("bad session id encoding"))
+                }
+                account.revokeSession(ex, sid: sid)
+            } else {
+                ex.respond(.routeNotFound)
+            }
+        }
+    }
+}

@@ -1,0 +1,41 @@
+import RelayLoop
+import RelayRedis
+
+/// What a `Subscription` may ask of the worker that hosts it (implemented by
+/// `StreamHub`): the loop, the event log and pub/sub, and four reports back. Loop
+/// thread only.
+protocol SubscriptionHost: AnyObject {
+    /// The worker's loop (timers, `nowMs`).
+    var loop: EventLoop { get }
+    /// Replays and lossless catch-ups.
+    var log: EventLog { get }
+    /// Live channel subscriptions.
+    var pubsub: PubSub { get }
+    /// Test fault injection (`RELAY_DEBUG_REPLAY_DELAY_MS`): hold each first replay back this long, ms.
+    var replayStallMs: UInt64 { get }
+    /// The subscription ended (any way); the host forgets it.
+    func subscriptionEnded(_ s: Subscription)
+    /// A Redis read of `s` failed; the host retries its replay shortly.
+    func redisTrouble(_ s: Subscription, _ f: RedisFailure)
+    /// `true` (and the connection is closed) when `s` has more unsent output than allowed.
+    func isSlowConsumer(_ s: Subscription) -> Bool
+    /// Counts events written to clients (flushed to `/metrics` on each tick).
+    func delivered(events: Int)
+}
+
+/// What a `Generation` may ask of the worker that hosts it (implemented by
+/// `StreamHub`). Loop thread only.
+protocol GenerationHost: AnyObject {
+    /// The worker's loop (timers, `nowMs`).
+    var loop: EventLoop { get }
+    /// Appends.
+    var log: EventLog { get }
+    /// Time to first token, seconds.
+    func firstToken(afterSeconds s: Double)
+    /// The upstream ended the generation with an error (`relay_upstream_errors_total`).
+    func upstreamFailed()
+    /// Counts events appended (flushed to `/metrics` on each tick).
+    func appended(events: Int)
+    /// The generation is over and its appends are settled; the host forgets it.
+    func generationEnded(_ g: Generation)
+}

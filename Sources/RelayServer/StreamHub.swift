@@ -1,0 +1,280 @@
+import RelayCore
+import RelayLoop
+import RelayRedis
+import RelayStreamLogic
+import RelayConfiguration
+
+/// The worker's live streams (DESIGN §1): the registries of subscriptions and
+/// generations keyed by `RequestID`, pub/sub dispatch (live events, cancels,
+/// revocations), and the worker's ticks — heartbeats, token expiry, the Redis-outage
+/// cut-off, owner leases, replay retries — plus slow-consumer checks, drain
+/// bookkeeping and the per-event counters. Hosts `Subscription` and `Generation`
+/// through `SubscriptionHost` / `GenerationHost`. Loop thread only.
+final class StreamHub: SubscriptionHost, GenerationHost {
+    let index: Int
+    let context: ServerContext
+    let loop: EventLoop
+    let log: EventLog
+    let pubsub: PubSub
+    let sessions: SessionStore
+    var metrics: Metrics { context.metrics }
+    var config: RelayConfig { context.config }
+    var replayStallMs: UInt64 { UInt64(config.debugReplayDelayMs) }
+
+    private var subscriptions: [String: [ObjectIdentifier: Subscription]] = [:]
+    private(set) var generations: [String: Generation] = [:]
+    private var heartbeatTimer: LoopTimer?
+    private var retryTimer: LoopTimer?
+    private var leaseTimer: LoopTimer?
+    private var replayRetries: [ObjectIdentifier: Subscription] = [:]
+    /// The Redis-outage policy (`RelayStreamLogic.RedisOutage`): when streams are cut,
+    /// and when leases may be judged again after the connection came back.
+    private var outage = RedisOutage()
+    private(set) var draining = false
+    private var drainDone: (() -> Void)?
+    /// Per-event counters are kept here (no lock per event) and added to the shared
+    /// `Metrics` on every tick (at most 1 s behind) and before `/metrics`.
+    private var eventsDeliveredSinceFlush = 0
+    private var eventsAppendedSinceFlush = 0
+
+    init(index: Int, context: ServerContext, loop: EventLoop, log: EventLog, pubsub: PubSub, sessions: SessionStore) {
+        self.index = index
+        self.context = context
+        self.loop = loop
+        self.log = log
+        self.pubsub = pubsub
+        self.sessions = sessions
+        pubsub.onMessage = { [unowned self] ch, payload in self.message(channel: ch, payload: payload) }
+        pubsub.onResubscribed = { [unowned self] ch in
+            guard let id = StreamKeys.requestID(fromLiveChannel: ch) else { return }
+            for s in self.subscriptions[id]?.values ?? [:].values { s.replay() }
+        }
+        pubsub.subscribe(StreamKeys.revocationsChannel) {}
+        pubsub.subscribe(StreamKeys.cancelChannel) {}
+        let hb = UInt64(context.config.heartbeatMs)
+        heartbeatTimer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.tick() }
+        heartbeatTimer?.schedule(afterMs: max(10, min(1000, hb / 4)))
+        retryTimer = LoopTimer(loop: loop) { [unowned self] in self.retryReplays() }
+        leaseTimer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.leaseTick() }
+        leaseTimer?.schedule(afterMs: UInt64(EventLog.leaseMs / 3))
+    }
+
+    /// Cancels the timers (worker stop).
+    func stop() {
+        heartbeatTimer?.cancel()
+        retryTimer?.cancel()
+        leaseTimer?.cancel()
+    }
+
+    // MARK: Redis connection state
+
+    /// The command connection came up.
+    func redisConnected() {
+        outage.connected(nowMs: loop.nowMs)
+    }
+
+    /// The command connection was lost (or a command found it down).
+    func redisDisconnected() {
+        outage.disconnected(nowMs: loop.nowMs)
+    }
+
+    // MARK: Registry
+
+    func register(_ s: Subscription) {
+        subscriptions[s.id.value, default: [:]][ObjectIdentifier(s)] = s
+        metrics.gauge(.liveConnections, 1)
+    }
+
+    func subscriptionEnded(_ s: Subscription) {
+        let key = ObjectIdentifier(s)
+        replayRetries[key] = nil
+        guard subscriptions[s.id.value]?.removeValue(forKey: key) != nil else { return }
+        if subscriptions[s.id.value]?.isEmpty == true { subscriptions[s.id.value] = nil }
+        pubsub.release(StreamKeys(s.id).live)
+        metrics.gauge(.liveConnections, -1)
+        Log.info("stream", ["requestId": s.id.value, "tokensSent": s.eventsWritten, "latencyMs": Int(loop.nowMs - s.startedMs),
+                            "resumes": s.resumedFrom > 0 ? 1 : 0, "outcome": s.outcome])
+    }
+
+    func register(_ g: Generation) {
+        generations[g.id.value] = g
+        metrics.gauge(.runningGenerations, 1)
+        metrics.add(.streamsStarted)
+    }
+
+    func generationEnded(_ g: Generation) {
+        guard generations[g.id.value] === g else { return }
+        generations[g.id.value] = nil
+        log.releaseLease(g.id)
+        sessions.release(sid: g.sid, id: g.id)
+        metrics.gauge(.runningGenerations, -1)
+        metrics.observe(.streamDuration, seconds: Double(loop.nowMs - g.startedMs) / 1000)
+        if draining { checkDrained() }
+    }
+
+    /// Every live subscription on this worker (for revocation, drain, heartbeats).
+    var allSubscriptions: [Subscription] { subscriptions.values.flatMap { $0.values } }
+
+    // MARK: Pub/sub
+
+    private func message(channel: String, payload: [UInt8]) {
+        if let id = StreamKeys.requestID(fromLiveChannel: channel) {
+            guard let subs = subscriptions[id], let e = LivePayload.parse(payload) else { return }
+            for s in subs.values { s.live(e) }
+        } else if channel == StreamKeys.cancelChannel {
+            let id = String(decoding: payload, as: UTF8.self)
+            if let g = generations[id] {
+                metrics.add(.cancels)
+                g.cancel()
+            }
+        } else if channel == StreamKeys.revocationsChannel {
+            revoked(sid: String(decoding: payload, as: UTF8.self))
+        }
+    }
+
+    /// Cuts every live stream and generation of session `sid` (issue 3).
+    func revoked(sid: String) {
+        var cut = 0
+        for s in allSubscriptions where s.sid == sid {
+            s.fail(.sessionRevoked)
+            cut += 1
+        }
+        for g in generations.values where g.sid == sid {
+            g.abort(.sessionRevoked)
+        }
+        if cut > 0 { metrics.add(.revocations, cut) }
+    }
+
+    // MARK: Timers
+
+    private func tick() {
+        flushCounters()
+        let now = loop.nowMs
+        let hb = UInt64(config.heartbeatMs)
+        let nowS = context.nowMs() / 1000
+        let grace = UInt64(context.config.redisOutageGraceMs)
+        let cut = outage.cutsStreams(nowMs: now, graceMs: grace)
+        for s in allSubscriptions {
+            if cut {
+                s.fail(APIError(.redisUnavailable, "Redis has been unreachable for more than \(grace) ms"))
+                continue
+            }
+            if ConnectionPolicy.tokenExpired(nowS: nowS, expiresAt: s.tokenExpiry, leewayS: Int64(config.jwtLeewaySeconds)) {
+                s.fail(.tokenExpired)
+                continue
+            }
+            s.heartbeat(nowMs: now, intervalMs: hb)
+        }
+    }
+
+    /// Every `leaseMs / 3`: refresh the leases of the generations this worker owns,
+    /// and for streams read here but generated elsewhere that have been silent for
+    /// a while, end them with `upstream_lost` if their owner's lease has lapsed
+    /// (issue 4: an instance died mid-generation), or with `stream_lost` if the stream
+    /// no longer exists in Redis at all (Redis restarted without persistence, or the
+    /// stream expired): no event can ever arrive for it, and without this its readers
+    /// would wait forever on heartbeats.
+    private func leaseTick() {
+        guard log.connection.isConnected else { return }
+        let untilMs = context.nowMs() + Int64(EventLog.leaseMs)
+        for g in generations.values where !g.finished {
+            log.refreshLease(g.id, instance: context.instance)
+            sessions.refresh(sid: g.sid, id: g.id, untilMs: untilMs)
+        }
+        let now = loop.nowMs
+        let leaseMs = UInt64(EventLog.leaseMs)
+        guard outage.leasesJudgeable(nowMs: now, leaseMs: leaseMs) else { return }
+        let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
+        for (id, subs) in subscriptions where generations[id] == nil {
+            guard let quietSince = subs.values.map(\.lastEventMs).max(),
+                  LeasePolicy.shouldCheckOwner(nowMs: now, quietSinceMs: quietSince, leaseMs: leaseMs),
+                  let rid = subs.values.first?.id else { continue }
+            log.expireLease(rid, event: lost) { [weak self] r in
+                guard case .success(let n) = r else { return }
+                switch LeasePolicy.expiry(fromReply: n) {
+                case .ownerAlive: break
+                case .ended(let seq):
+                    Log.warn("owner lease lapsed: stream ended with upstream_lost", ["requestId": id, "seq": Int(seq)])
+                case .vanished:
+                    guard let self else { return }
+                    let gone = APIError(.streamLost, "this answer's events are gone from Redis (restarted without persistence, or expired); retry the request")
+                    let readers = self.subscriptions[id]?.values.map { $0 } ?? []
+                    for s in readers { s.fail(gone) }
+                    if !readers.isEmpty { Log.warn("stream vanished from Redis: readers ended with stream_lost", ["requestId": id, "readers": readers.count]) }
+                }
+            }
+        }
+    }
+
+    // MARK: Counters
+
+    func delivered(events: Int) { eventsDeliveredSinceFlush += events }
+    func appended(events: Int) { eventsAppendedSinceFlush += events }
+    func firstToken(afterSeconds s: Double) { metrics.observe(.timeToFirstToken, seconds: s) }
+    func upstreamFailed() { metrics.add(.upstreamErrors) }
+
+    /// Adds the per-event counters to the shared `Metrics`.
+    func flushCounters() {
+        if eventsDeliveredSinceFlush > 0 {
+            metrics.add(.eventsDelivered, eventsDeliveredSinceFlush)
+            eventsDeliveredSinceFlush = 0
+        }
+        if eventsAppendedSinceFlush > 0 {
+            metrics.add(.eventsAppended, eventsAppendedSinceFlush)
+            eventsAppendedSinceFlush = 0
+        }
+    }
+
+    // MARK: Subscription reports
+
+    /// A subscription's Redis read failed: retry it shortly (the outage check in
+    /// `tick` ends it if Redis stays away longer than the grace period).
+    func redisTrouble(_ s: Subscription, _ f: RedisFailure) {
+        if f.isDisconnect { redisDisconnected() }
+        replayRetries[ObjectIdentifier(s)] = s
+        if retryTimer?.isScheduled == false { retryTimer?.schedule(afterMs: 250) }
+    }
+
+    private func retryReplays() {
+        let list = replayRetries.values
+        replayRetries.removeAll()
+        for s in list { s.replay() }
+    }
+
+    /// Closes a connection whose unsent output passed `RELAY_MAX_PENDING_BYTES`
+    /// (issue 6) and returns true: the client resumes from Redis later; memory stays
+    /// bounded however slowly clients read.
+    func isSlowConsumer(_ s: Subscription) -> Bool {
+        let pending = s.exchange.pendingOutputBytes
+        guard pending > config.maxPendingBytes else { return false }
+        metrics.add(.slowConsumerDisconnects)
+        Log.warn("slow consumer disconnected", ["requestId": s.id.value, "pendingBytes": pending])
+        s.abort()
+        return true
+    }
+
+    // MARK: Drain
+
+    /// Ends live client responses (clients resume elsewhere), keeps owned generations
+    /// running until they finish; calls `done` when none is left.
+    func drain(done: @escaping () -> Void) {
+        draining = true
+        drainDone = done
+        for s in allSubscriptions { s.abort() }
+        checkDrained()
+    }
+
+    /// Drain timeout: end the remaining generations with an error.
+    func abortGenerations() {
+        for g in generations.values {
+            g.abort(APIError(.upstreamLost, "the relay instance shut down before the answer finished"))
+        }
+    }
+
+    private func checkDrained() {
+        if generations.isEmpty, let d = drainDone {
+            drainDone = nil
+            d()
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import RelayCore
+import RelayLoop
+
+/// `RELAY_UPSTREAM=openai|anthropic`: makes upstreams that stream over HTTPS from an
+/// LLM API through the worker's libcurl multi handle. The two APIs differ only in
+/// their dialect: the request (path, headers, body) built here, and the stream
+/// mapping in `OpenAIDialect` / `AnthropicDialect`. Failures: see `SSEStreamUpstream`
+/// (502 `upstream_error`, 504 `upstream_timeout`). One factory per worker, used on its
+/// loop thread.
+///
+/// * `.openAI` — any OpenAI-compatible `POST {UPSTREAM_URL}/v1/chat/completions`
+///   (OpenAI, vLLM, llama.cpp server, Ollama, LiteLLM). Headers `Content-Type:
+///   application/json`, `Accept: text/event-stream`, `Authorization: Bearer
+///   {UPSTREAM_API_KEY}` (omitted when the key is empty); body
+///   `{"model","messages","stream":true,"stream_options":{"include_usage":true},"max_tokens"?}`.
+///   Summary mode caps `max_tokens` at `config.summaryMaxTokens` and puts
+///   `config.summaryInstruction` first as a system message.
+/// * `.anthropic` — the Messages API, `POST {UPSTREAM_URL}/v1/messages`. Headers
+///   `Content-Type`, `Accept`, `x-api-key` (omitted when empty), `anthropic-version:
+///   {config.anthropicVersion}`; body `{"model","max_tokens","stream":true,"system"?,"messages"}`
+///   with the request's `system` messages moved to `system`. `max_tokens` is the
+///   request's or `config.defaultMaxTokens` (required by the API); summary mode caps it
+///   at `config.summaryMaxTokens` and puts `config.summaryInstruction` first in `system`.
+///
+/// `model` is the request's or `config.defaultModel`.
+public final class HTTPUpstreamFactory: UpstreamFactory {
+    /// Which API the upstream speaks.
+    public enum API: String, Sendable {
+        /// OpenAI-compatible chat completions.
+        case openAI = "openai"
+        /// Anthropic Messages.
+        case anthropic
+    }
+
+    /// The API spoken.
+    public let api: API
+    /// The settings in use.
+    public let config: HTTPUpstreamConfig
+    private let multis: CurlMultiPerLoop
+
+    /// - Parameters:
+    ///   - config: `UPSTREAM_URL`, `UPSTREAM_API_KEY`, `UPSTREAM_MODEL`, timeouts, limits.
+    ///   - multi: the worker's `CurlMulti`; `nil`: the factory makes one per loop on first use.
+    public init(_ api: API, config: HTTPUpstreamConfig, multi: CurlMulti? = nil) {
+        self.api = api
+        self.config = config
+        multis = CurlMultiPerLoop(multi)
+    }
+
+    /// - Throws: `APIError` 400 `invalid_request` when the request names no model and no
+    ///   default is configured. The plan's `make` throws 500 `internal_error` when
+    ///   libcurl cannot be set up.
+    public func prepare(_ request: ChatRequest) throws -> UpstreamPlan {
+        let model = try request.resolvedModel(config.defaultModel)
+        let summary = request.mode == .summary ? config.summaryInstruction : nil
+        switch api {
+        case .openAI:
+            let body = OpenAIDialect.body(model: model, messages: request.messages,
+                                          maxTokens: request.effectiveMaxTokens(summaryCap: config.summaryMaxTokens),
+                                          summaryInstruction: summary)
+            var headers: [String] = []
+            if !config.apiKey.isEmpty { headers.append("Authorization: Bearer \(config.apiKey)") }
+            return plan(path: "/v1/chat/completions", headers: headers, body: body, request: request) { OpenAIDialect() }
+        case .anthropic:
+            let maxTokens = request.mode == .summary
+                ? request.effectiveMaxTokens(summaryCap: config.summaryMaxTokens) ?? config.summaryMaxTokens
+                : request.maxTokens ?? config.defaultMaxTokens
+            let body = AnthropicDialect.body(model: model, messages: request.messages, maxTokens: maxTokens,
+                                             summaryInstruction: summary)
+            var headers = ["anthropic-version: \(config.anthropicVersion)"]
+            if !config.apiKey.isEmpty { headers.append("x-api-key: \(config.apiKey)") }
+            return plan(path: "/v1/messages", headers: headers, body: body, request: request) { AnthropicDialect() }
+        }
+    }
+
+    /// The transfer request (JSON in, SSE out) and, on `make`, the streaming upstream.
+    private func plan<D: UpstreamDialect>(path: String, headers: [String], body: [UInt8], request: ChatRequest,
+                                          dialect: @escaping () -> D) -> UpstreamPlan {
+        let req = UpstreamTransfer.Request(url: config.endpoint(path),
+                                           headers: ["Content-Type: application/json", "Accept: text/event-stream"] + headers,
+                                           body: body, connectTimeoutMs: config.connectTimeoutMs,
+                                           noProxy: config.noProxy, caInfo: config.caInfo)
+        let config = self.config, multis = self.multis, prompt = request.estimatedPromptTokens
+        return UpstreamPlan { loop in
+            SSEStreamUpstream(request: req, multi: try multis.multi(for: loop), config: config,
+                              dialect: dialect(), estimatedPromptTokens: prompt)
+        }
+    }
+}
