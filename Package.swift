@@ -48,6 +48,6 @@ let package = Package(
         .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayCore"]),
         .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore"]),
         .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore", "RelayTestSupport"]),
-        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayClient", "RelayTestSupport", "RelayCore", "stream-relay"]),
+        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayClient", "RelayClientCurl", "RelayTestSupport", "RelayCore", "stream-relay"]),
     ]
 )

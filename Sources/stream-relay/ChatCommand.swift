@@ -24,6 +24,8 @@ enum ChatCommand {
       --summary        ask for a summary-mode answer ("mode":"summary")
       --drop-after N   cut the connection once after N events, to show a resume
       --output FILE    also write the answer text, exactly as received, to FILE
+      --transport T    curl (default: libcurl, cheap on CPU) or urlsession (Foundation's
+                       URLSession, the kit's default on Apple platforms)
     Text goes to standard output; status lines (connection, progress, direction) to
     standard error; the last line on standard output is the telemetry JSON
     {"latencyMs","reconnections","requestId","tokensReceived"}.
@@ -42,6 +44,7 @@ enum ChatCommand {
         var summary = false
         var dropAfter: Int?
         var output: String?
+        var transport = "curl"
     }
 
     /// Parses `arguments`; returns the options or a usage error message.
@@ -70,6 +73,10 @@ enum ChatCommand {
                 case "--prompt": o.prompt = try value(a)
                 case "--summary": o.summary = true
                 case "--output": o.output = try value(a)
+                case "--transport":
+                    let v = try value(a)
+                    guard v == "curl" || v == "urlsession" else { throw UsageError(message: "--transport must be curl or urlsession") }
+                    o.transport = v
                 case "--max-tokens":
                     let v = try value(a)
                     guard let n = Int(v), n > 0 else { throw UsageError(message: "--max-tokens must be a positive integer") }
@@ -129,7 +136,7 @@ enum ChatCommand {
         }
 
         let client = RelayChatClient(baseURLs: o.urls, tokenProvider: { _ in try tokenSource.read() },
-                                     transport: CurlTransport())
+                                     transport: o.transport == "curl" ? CurlTransport() as any RelayTransport : URLSessionTransport())
         let out = Terminal()
         if let budget = try? await client.fetchBudget() {
             out.status(budget.pillText + (budget.isWarning ? " (low)" : ""))
