@@ -505,6 +505,66 @@ final class ClientKitTests: RelayTestCase {
         XCTAssertEqual(urls, [url(capped.port), url(relay.port)], "refused by the capped relay, then back on the other")
     }
 
+    /// The connection drops while the app is in the background (`dropAfterEvents`); the
+    /// app comes back 90 s later (clock time; `FastClock` at 100×): no `timedOut` (the
+    /// hard timeout counts only foreground, connected time), no reconnection while in
+    /// the background, and on foreground the answer resumes from `lastEventId` at once,
+    /// byte-identical.
+    func testDropInTheBackgroundResumesOnForegroundNinetySecondsLater() async throws {
+        let relay = try startRelay()
+        let reference = try referenceText(relay, maxTokens: 150)
+        let clock = FastClock(factor: 100)
+        let c = client([relay.port], clock: clock)
+        let stream = c.startChat(request(maxTokens: 150), options: .init(dropAfterEvents: 20))
+        stream.enterBackground()
+        let backgroundAt = clock.nowMs()
+        let foregroundAt = Box<Int64?>(nil)
+        let early = Box<[ChatUpdate]>([])
+        Task {
+            // The scenario itself: 90 s of clock time in the background.
+            while clock.nowMs() - backgroundAt < 90_000 { try await Task.sleep(nanoseconds: 10_000_000) }
+            foregroundAt.value = clock.nowMs()
+            stream.enterForeground()
+        }
+        let out = try await collect(stream, timeout: 15) { u in
+            if foregroundAt.value == nil { early.mutate { $0.append(u) } }
+        }
+        XCTAssertEqual(out.completion, .finished(finishReason: "length"), "\(out.statuses)")
+        XCTAssertEqual(out.text, reference, "no token dropped")
+        XCTAssertFalse(early.value.contains { if case .connection(.reconnecting) = $0 { return true } else { return false } },
+                       "no reconnection in the background: \(early.value)")
+        XCTAssertFalse(early.value.contains { if case .render = $0 { return true } else { return false } }, "nothing rendered in the background")
+        XCTAssertTrue(out.statuses.contains(.reconnecting(attempt: 1, url: url(relay.port), lastEventId: 20)), "\(out.statuses)")
+        XCTAssertFalse(out.statuses.contains { if case .waitingToReconnect = $0 { return true } else { return false } }, "at once")
+    }
+
+    /// Stop while the stream's own base URL (a proxy) resets the `DELETE`: the UI gets
+    /// `stopped` at once; the `DELETE` is retried 1 s later (clock time) on the next base
+    /// URL, whose relay cancels the generation; the counters show two attempts, delivered.
+    func testStopDeleteIsRetriedOnTheNextBaseURL() async throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "200"])
+        let proxy = try FlakyProxy(upstreamPort: relay.port)
+        defer { proxy.stop() }
+        proxy.setPlan { i in i == 0 ? .forward : .acceptAndClose(reset: true) }   // the stream passes, the DELETE is reset
+        let c = client([proxy.port, relay.port], clock: FastClock())
+        let stream = c.startChat(request(maxTokens: 5_000))
+        let stopped = Box(false)
+        let out = try await collect(stream, timeout: 10) { u in
+            if case .render(let r) = u, !r.text.isEmpty, !stopped.value {
+                stopped.value = true
+                stream.stop()
+            }
+        }
+        XCTAssertEqual(out.completion, .stopped)
+        await c.waitForStopDeliveries()
+        let d = c.stopDeliveries
+        XCTAssertEqual(d.requested, 1)
+        XCTAssertEqual(d.delivered, 1)
+        XCTAssertEqual(d.attempts, 2, "reset by the proxy, then accepted by the relay")
+        XCTAssertEqual(proxy.connectionCount, 2, "the stream and the first DELETE")
+        try assertCancelled(stream.requestId.value)
+    }
+
     /// `stream-relay chat` end to end (libcurl transport): a dropped connection and a
     /// resume (`--drop-after`), and a token file holding a 3 s token that is rewritten
     /// with a fresh one while the answer streams: the relay ends the stream with
