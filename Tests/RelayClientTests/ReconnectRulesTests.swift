@@ -18,6 +18,14 @@ final class ReconnectRulesTests: XCTestCase {
 
     func e(_ status: Int, _ code: String) -> APIError { APIError(status: status, code: code, message: code) }
 
+    /// A policy that dropped at 0 and is reconnecting (attempt 1) at 1 s.
+    func reconnecting() -> ReconnectPolicy {
+        var p = streaming()
+        _ = p.connectionLost(now: 0)
+        _ = p.tick(now: 1_000)
+        return p
+    }
+
     func test503WaitsTheLongerOfRetryAfterAndBackoffPlusJitter() {
         var p = streaming()
         XCTAssertEqual(p.connectionLost(jitterMs: 30, now: 100), .wait(until: 1_130))
@@ -64,9 +72,7 @@ final class ReconnectRulesTests: XCTestCase {
     }
 
     func testA401AfterTheFreshTokenFails() {
-        var p = streaming()
-        _ = p.connectionLost(now: 0)
-        _ = p.tick(now: 1_000)
+        var p = reconnecting()
         XCTAssertEqual(p.responseOpened(status: 401, contentType: nil, error: e(401, "unauthorized"), now: 1_000), .wait(until: 1_000))
         XCTAssertTrue(p.freshTokenNeeded)
         XCTAssertEqual(p.tick(now: 1_000), .reconnect(lastEventId: 5))
@@ -76,9 +82,7 @@ final class ReconnectRulesTests: XCTestCase {
     }
 
     func testTokenRefreshCountsTowardTheThree() {
-        var p = streaming()
-        _ = p.connectionLost(now: 0)
-        _ = p.tick(now: 1_000)
+        var p = reconnecting()
         _ = p.connectionLost(now: 1_000)
         _ = p.tick(now: 2_000)
         XCTAssertEqual(p.responseOpened(status: 401, contentType: nil, error: e(401, "token_expired"), now: 2_000), .wait(until: 2_000))
@@ -90,18 +94,14 @@ final class ReconnectRulesTests: XCTestCase {
         var p = streaming()
         XCTAssertEqual(p.eventReceived(seq: 5, event: .error(status: 401, code: "session_revoked", message: "m"), now: 0),
                        .finish(.failed(status: 401, code: "session_revoked", message: "m")))
-        var q = streaming()
-        _ = q.connectionLost(now: 0)
-        _ = q.tick(now: 1_000)
+        var q = reconnecting()
         XCTAssertEqual(q.responseOpened(status: 401, contentType: nil, error: e(401, "session_revoked"), now: 1_000),
                        .finish(.failed(status: 401, code: "session_revoked", message: "session_revoked")))
         var r = ReconnectPolicy()
         _ = r.start(now: 0)
         XCTAssertEqual(r.responseOpened(status: 401, contentType: nil, error: e(401, "token_expired"), now: 0),
                        .finish(.failed(status: 401, code: "token_expired", message: "token_expired")))
-        var s = streaming()
-        _ = s.connectionLost(now: 0)
-        _ = s.tick(now: 1_000)
+        var s = reconnecting()
         XCTAssertEqual(s.responseOpened(status: 429, contentType: nil, error: e(429, "rate_limited"), now: 1_000),
                        .finish(.failed(status: 429, code: "rate_limited", message: "rate_limited")))
     }

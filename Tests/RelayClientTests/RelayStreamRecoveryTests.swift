@@ -43,6 +43,18 @@ final class RelayStreamRecoveryTests: XCTestCase {
         }
     }
 
+    /// Starts a chat, streams `events` deltas on the first connection, drops it with
+    /// `error`, and advances the clock to the first reconnection. Returns the update log.
+    func dropThenReconnect(_ s: Setup, after events: Int, error: String) async throws -> UpdateLog {
+        let t = s.transport
+        let log = UpdateLog(s.client.startChat(request))
+        try await t.waitForRequests(1)
+        t.open(0, frames: frames(0, events))
+        t.send([.end(error: error)], to: 0)
+        try await advance(s.clock, until: "reconnection 1") { t.requests.count == 2 }
+        return log
+    }
+
     func waits(_ u: [ChatUpdate]) -> [[Int64]] {
         u.compactMap { if case .connection(.waitingToReconnect(let a, let d)) = $0 { return [Int64(a), d] } else { return nil } }
     }
@@ -74,11 +86,7 @@ final class RelayStreamRecoveryTests: XCTestCase {
     func test401ToAReconnectRefreshesOnceThenASecond401Fails() async throws {
         let s = setup()
         let t = s.transport
-        let log = UpdateLog(s.client.startChat(request))
-        try await t.waitForRequests(1)
-        t.open(0, frames: frames(0, 3))
-        t.send([.end(error: "connection reset")], to: 0)
-        try await advance(s.clock, until: "reconnection 1") { t.requests.count == 2 }
+        let log = try await dropThenReconnect(s, after: 3, error: "connection reset")
         t.refuse(1, status: 401, code: "token_expired")
         try await advance(s.clock, until: "reconnection 2") { t.requests.count == 3 }
         XCTAssertEqual(s.reasons.value, [.connect, .connect, .expired])
@@ -93,11 +101,7 @@ final class RelayStreamRecoveryTests: XCTestCase {
     func test503WithRetryAfterIsARetryableDropOnTheNextURL() async throws {
         let s = setup(jitter: 70)
         let t = s.transport
-        let log = UpdateLog(s.client.startChat(request))
-        try await t.waitForRequests(1)
-        t.open(0, frames: frames(0, 2))
-        t.send([.end(error: "connection refused")], to: 0)
-        try await advance(s.clock, until: "reconnection 1") { t.requests.count == 2 }
+        let log = try await dropThenReconnect(s, after: 2, error: "connection refused")
         XCTAssertEqual(t.requests[1].url.host, "relay-b.test")
         t.refuse(1, status: 503, code: "not_ready", retryAfter: "2")
         try await advance(s.clock, until: "reconnection 2") { t.requests.count == 3 }
@@ -115,11 +119,7 @@ final class RelayStreamRecoveryTests: XCTestCase {
     func testSessionRevokedOnAReconnectIsTerminal() async throws {
         let s = setup()
         let t = s.transport
-        let log = UpdateLog(s.client.startChat(request))
-        try await t.waitForRequests(1)
-        t.open(0, frames: frames(0, 2))
-        t.send([.end(error: "reset")], to: 0)
-        try await advance(s.clock, until: "reconnection") { t.requests.count == 2 }
+        let log = try await dropThenReconnect(s, after: 2, error: "reset")
         t.refuse(1, status: 401, code: "session_revoked")
         let u = try await log.finished()
         XCTAssertEqual(u.completion, .failed(status: 401, code: "session_revoked", message: "session_revoked"))

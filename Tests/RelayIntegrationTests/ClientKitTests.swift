@@ -210,13 +210,7 @@ final class ClientKitTests: RelayTestCase {
         let c = client([relay.port])
         let stream = c.startChat(request(maxTokens: 5_000))
         let id = stream.requestId.value
-        let stopped = Box(false)
-        let out = try await collect(stream, timeout: 10) { u in
-            if case .render(let r) = u, !r.text.isEmpty, !stopped.value {
-                stopped.value = true
-                stream.stop()
-            }
-        }
+        let out = try await collectStoppingAtFirstText(stream)
         XCTAssertEqual(out.completion, .stopped)
         XCTAssertEqual(stream.completion, .stopped)
         XCTAssertFalse(out.statuses.contains { if case .reconnecting = $0 { return true } else { return false } },
@@ -548,13 +542,7 @@ final class ClientKitTests: RelayTestCase {
         proxy.setPlan { i in i == 0 ? .forward : .acceptAndClose(reset: true) }   // the stream passes, the DELETE is reset
         let c = client([proxy.port, relay.port], clock: FastClock())
         let stream = c.startChat(request(maxTokens: 5_000))
-        let stopped = Box(false)
-        let out = try await collect(stream, timeout: 10) { u in
-            if case .render(let r) = u, !r.text.isEmpty, !stopped.value {
-                stopped.value = true
-                stream.stop()
-            }
-        }
+        let out = try await collectStoppingAtFirstText(stream)
         XCTAssertEqual(out.completion, .stopped)
         await c.waitForStopDeliveries()
         let d = c.stopDeliveries
@@ -592,9 +580,10 @@ final class ClientKitTests: RelayTestCase {
         let rewritten = Box(false)
         out.fileHandleForReading.readabilityHandler = { h in
             let d = h.availableData
-            stdout.mutate { $0.append(d) }
-            // Text is streaming: the refresher writes a fresh token (atomically, by rename).
-            if !d.isEmpty, !rewritten.value {
+            let total = stdout.mutate { $0.append(d); return $0.count }
+            // Text well past event 5 means the resume after the drop is made (with the
+            // 3 s token): now the refresher writes a fresh token (atomically, by rename).
+            if total > 300, !rewritten.value {
                 rewritten.value = true
                 try? Data(RelayProcess.token(sid: sid).utf8).write(to: tokenFile, options: .atomic)
             }
@@ -639,6 +628,17 @@ final class ClientKitTests: RelayTestCase {
         var telemetry: TelemetryRecord? {
             if case .telemetry(let t)? = updates.last { return t }
             return nil
+        }
+    }
+
+    /// Reads `stream`, pressing Stop once the first text is on screen.
+    func collectStoppingAtFirstText(_ stream: RelayStream) async throws -> Outcome {
+        let stopped = Box(false)
+        return try await collect(stream, timeout: 10) { u in
+            if case .render(let r) = u, !r.text.isEmpty, !stopped.value {
+                stopped.value = true
+                stream.stop()
+            }
         }
     }
 
