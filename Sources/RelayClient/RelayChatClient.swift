@@ -155,12 +155,7 @@ public final class RelayChatClient: Sendable {
     /// Sends the `DELETE` of a stopped answer in the background (see `cancel`) and
     /// counts the outcome in `stopDeliveries`.
     func deliverStop(requestId: RequestID, preferredURLIndex: Int) {
-        stops.started()
-        let task = Task {
-            let status = await self.cancel(requestId: requestId, preferredURLIndex: preferredURLIndex)
-            self.stops.finished(delivered: status != nil)
-        }
-        stops.track(task)
+        stops.start { await self.cancel(requestId: requestId, preferredURLIndex: preferredURLIndex) != nil }
     }
 
     /// What became of the `DELETE`s sent for stopped answers (the UI never waits for them).

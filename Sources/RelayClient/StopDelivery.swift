@@ -28,16 +28,30 @@ public final class StopDelivery: Sendable {
         public init() {}
     }
 
-    private let box = LockedBox<(counts: Counts, tasks: [Task<Void, Never>])>((Counts(), []))
+    private let box = LockedBox<(counts: Counts, tasks: [Int: Task<Void, Never>], nextId: Int)>((Counts(), [:], 0))
 
     init() {}
 
     var counts: Counts { box.value.counts }
-    func started() { box.mutate { $0.counts.requested += 1 } }
     func attempted() { box.mutate { $0.counts.attempts += 1 } }
-    func finished(delivered: Bool) {
-        box.mutate { if delivered { $0.counts.delivered += 1 } else { $0.counts.failed += 1 } }
+
+    /// Runs `deliver` (returning whether a relay answered) in the background and counts it.
+    func start(_ deliver: @escaping @Sendable () async -> Bool) {
+        box.mutate { s in
+            s.counts.requested += 1
+            let id = s.nextId
+            s.nextId += 1
+            // The task cannot finish before it is registered: it needs the lock to count.
+            s.tasks[id] = Task {
+                let delivered = await deliver()
+                self.box.mutate { s in
+                    if delivered { s.counts.delivered += 1 } else { s.counts.failed += 1 }
+                    s.tasks[id] = nil
+                }
+            }
+        }
     }
-    func track(_ t: Task<Void, Never>) { box.mutate { $0.tasks.append(t) } }
-    func pending() -> [Task<Void, Never>] { box.value.tasks }
+
+    /// The deliveries still running.
+    func pending() -> [Task<Void, Never>] { Array(box.value.tasks.values) }
 }

@@ -55,6 +55,18 @@ final class RelayStreamRecoveryTests: XCTestCase {
         return log
     }
 
+    /// Starts a chat, streams 5 deltas, goes to the background and drops the connection.
+    func dropInTheBackground(_ s: Setup) async throws -> (RelayStream, UpdateLog) {
+        let t = s.transport
+        let stream = s.client.startChat(request)
+        let log = UpdateLog(stream)
+        try await t.waitForRequests(1)
+        t.open(0, frames: frames(0, 5))
+        stream.enterBackground()
+        t.send([.end(error: "network connection lost")], to: 0)
+        return (stream, log)
+    }
+
     func waits(_ u: [ChatUpdate]) -> [[Int64]] {
         u.compactMap { if case .connection(.waitingToReconnect(let a, let d)) = $0 { return [Int64(a), d] } else { return nil } }
     }
@@ -130,12 +142,7 @@ final class RelayStreamRecoveryTests: XCTestCase {
     func testDropInTheBackgroundResumesOnForegroundNinetySecondsLater() async throws {
         let s = setup()
         let t = s.transport
-        let stream = s.client.startChat(request)
-        let log = UpdateLog(stream)
-        try await t.waitForRequests(1)
-        t.open(0, frames: frames(0, 5))
-        stream.enterBackground()
-        t.send([.end(error: "network connection lost")], to: 0)
+        let (stream, log) = try await dropInTheBackground(s)
         s.clock.advance(by: 90_000)   // the hard timeout must not count this
         stream.enterForeground()
         try await t.waitForRequests(2)
@@ -151,12 +158,7 @@ final class RelayStreamRecoveryTests: XCTestCase {
     func testForegroundAfterFiveIdleMinutesNeedsResume() async throws {
         let s = setup()
         let t = s.transport
-        let stream = s.client.startChat(request)
-        let log = UpdateLog(stream)
-        try await t.waitForRequests(1)
-        t.open(0, frames: frames(0, 5))
-        stream.enterBackground()
-        t.send([.end(error: "network connection lost")], to: 0)
+        let (stream, log) = try await dropInTheBackground(s)
         s.clock.advance(by: 300_001)
         stream.enterForeground()
         let u = try await log.finished()
