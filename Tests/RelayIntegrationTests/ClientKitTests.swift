@@ -426,8 +426,10 @@ final class ClientKitTests: RelayTestCase {
     /// stream with `token_expired`; the provider is asked once with `.expired`, and the
     /// answer resumes from the last id with the fresh token, byte-identical.
     func testExpiredTokenMidStreamIsRefreshedOnceAndTheAnswerResumes() async throws {
-        let relay = try startRelay(["RELAY_JWT_LEEWAY": "0", "RELAY_SIMULATED_TOKENS_PER_SECOND": "150"])
-        let maxTokens = 600   // 4 s at 150 tokens/s: outlives the 3 s token
+        let relay = try startRelay(["RELAY_JWT_LEEWAY": "0", "RELAY_HEARTBEAT": "1s", "RELAY_SIMULATED_TOKENS_PER_SECOND": "150"])
+        // 6 s at 150 tokens/s. The relay ends a stream once `now > exp` in whole seconds,
+        // checked every heartbeat / 4 (250 ms here): 3–4.25 s after minting.
+        let maxTokens = 900
         let reference = try referenceText(try startRelay(), maxTokens: maxTokens)   // a fast relay, same text
         let sid = "expiry-\(UUID().uuidString.prefix(8))"
         let short = RelayProcess.token(sid: sid, ttl: 3)
@@ -559,8 +561,8 @@ final class ClientKitTests: RelayTestCase {
     /// `token_expired`, `chat` re-reads the file and resumes; the text equals an
     /// uninterrupted run's.
     func testChatCommandResumesAfterADropAndAnExpiredTokenFromTheTokenFile() throws {
-        let relay = try startRelay(["RELAY_JWT_LEEWAY": "0", "RELAY_SIMULATED_TOKENS_PER_SECOND": "150"])
-        let maxTokens = 600
+        let relay = try startRelay(["RELAY_JWT_LEEWAY": "0", "RELAY_HEARTBEAT": "1s", "RELAY_SIMULATED_TOKENS_PER_SECOND": "150"])
+        let maxTokens = 900   // 6 s: outlives the 3 s token (see the test above)
         let reference = try referenceText(try startRelay(), maxTokens: maxTokens)   // a fast relay, same text
         let sid = "chat-\(UUID().uuidString.prefix(8))"
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("chat-\(UUID().uuidString.prefix(8))")
