@@ -94,5 +94,7 @@ doc = {
     "cases": cases,
 }
 out = pathlib.Path(__file__).with_name("sse.json")
-out.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+# U+FEFF is written as an escape: some JSON readers drop a literal BOM character inside strings.
+text = json.dumps(doc, ensure_ascii=False, indent=1).replace("\ufeff", "\\ufeff")
+out.write_text(text + "\n", encoding="utf-8")
 print(f"wrote {out} ({len(cases)} cases)")
