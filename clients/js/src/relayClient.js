@@ -44,6 +44,8 @@ export class RelayAPIError extends Error {
     this.name = 'RelayAPIError';
     this.status = status;
     this.code = code;
+    /** The relay's message, without the status and code. */
+    this.detail = message;
   }
 }
 
@@ -356,7 +358,7 @@ export class RelayStream {
       try { body = (await res.text()).slice(0, MAX_ERROR_BODY); } catch { /* keep empty */ }
       if (id !== this._connId || this._ended) return;
       const e = decodeAPIError(res.status, body);
-      this._perform(this.policy.responseOpened(res.status, ct, { code: e.code, message: e.message, retryAfterSec: parseRetryAfter(res.headers.get('retry-after')) }, clock.now()));
+      this._perform(this.policy.responseOpened(res.status, ct, { code: e.code, message: e.detail, retryAfterSec: parseRetryAfter(res.headers.get('retry-after')) }, clock.now()));
       return;
     }
     this._perform(this.policy.responseOpened(200, ct, {}, now));
