@@ -343,4 +343,7 @@ class ChatDemoEndToEnd(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    result = unittest.main(verbosity=2, exit=False).result
+    failed = len(result.failures) + len(result.errors)
+    print(f"browser e2e: {result.testsRun - failed - len(result.skipped)} passed, {failed} failed, {len(result.skipped)} skipped")
+    sys.exit(0 if result.wasSuccessful() and not result.skipped else 1)
