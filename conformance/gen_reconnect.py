@@ -16,6 +16,9 @@ def reconnect(last, refresh=None):
     if refresh is not None: a["refreshToken"] = refresh
     return a
 def finish(kind, **kw): return {"action": "finish", "completion": {"kind": kind, **kw}}
+def after_one_drop():
+    """Start, one event (seq 1), a drop at 30 ms and the reconnect it leads to at 1030 ms."""
+    return [start(), ok(10), delta(20, 1), drop(30, wait(1030)), tick(1030, reconnect(1))]
 
 cases = [
  {"name": "drop after events: wait 1 s, reconnect with Last-Event-ID, finish on done",
@@ -78,8 +81,7 @@ cases = [
             tick(61019), tick(61020, finish("timedOut"))]},
  {"name": "503 with Retry-After on a reconnect is a retryable drop",
   "rule": "503 with Retry-After: R → wait max(R × 1000, backoff) + jitter, rotate base URL",
-  "steps": [start(), ok(10), delta(20, 1), drop(30, wait(1030)), tick(1030, reconnect(1)),
-            resp(1100, 503, "not_ready", wait(6100), retryAfter=5), tick(6100, reconnect(1))]},
+  "steps": after_one_drop() + [resp(1100, 503, "not_ready", wait(6100), retryAfter=5), tick(6100, reconnect(1))]},
  {"name": "503 on the first request without Retry-After waits the backoff",
   "rule": "503 (any attempt) with or without Retry-After",
   "steps": [start(), resp(10, 503, "not_ready", wait(1010)), tick(1010, reconnect(0))]},
@@ -102,22 +104,19 @@ cases = [
             resp(1050, 401, "token_expired", finish("failed", status=401, code="token_expired"))]},
  {"name": "401 unauthorized on a reconnect also refreshes the token",
   "rule": "a 401 response to a reconnect whose error code is token_expired or unauthorized",
-  "steps": [start(), ok(10), delta(20, 1), drop(30, wait(1030)), tick(1030, reconnect(1)),
-            resp(1040, 401, "unauthorized", wait(1040)), tick(1040, reconnect(1, refresh=True)), ok(1050), delta(1060, 2)]},
+  "steps": after_one_drop() + [resp(1040, 401, "unauthorized", wait(1040)), tick(1040, reconnect(1, refresh=True)), ok(1050), delta(1060, 2)]},
  {"name": "session_revoked error event is terminal",
   "rule": "session_revoked (event or response code) is terminal: failed(401)",
   "steps": [start(), ok(10), delta(20, 1), {"at": 30, "input": "event", "seq": 1, "event": {"type": "error", "status": 401, "code": "session_revoked", "message": "revoked"}, "expect": finish("failed", status=401, code="session_revoked")}]},
  {"name": "session_revoked response to a reconnect is terminal",
   "rule": "session_revoked (event or response code) is terminal: failed(401)",
-  "steps": [start(), ok(10), delta(20, 1), drop(30, wait(1030)), tick(1030, reconnect(1)),
-            resp(1040, 401, "session_revoked", finish("failed", status=401, code="session_revoked"))]},
+  "steps": after_one_drop() + [resp(1040, 401, "session_revoked", finish("failed", status=401, code="session_revoked"))]},
  {"name": "429 is terminal",
   "rule": "Other non-200 responses (400, 404, 409, 413, 429 …) are terminal failures",
   "steps": [start(), resp(10, 429, "token_budget_exhausted", finish("failed", status=429, code="token_budget_exhausted"))]},
  {"name": "404 on a reconnect is terminal",
   "rule": "Other non-200 responses are terminal failures",
-  "steps": [start(), ok(10), delta(20, 1), drop(30, wait(1030)), tick(1030, reconnect(1)),
-            resp(1040, 404, "not_found", finish("failed", status=404, code="not_found"))]},
+  "steps": after_one_drop() + [resp(1040, 404, "not_found", finish("failed", status=404, code="not_found"))]},
  {"name": "200 that is not text/event-stream fails",
   "rule": "a content type other than text/event-stream fails at once",
   "steps": [start(), {"at": 10, "input": "response", "status": 200, "contentType": "application/json", "expect": finish("failed", status=200, code="bad_content_type")}]},

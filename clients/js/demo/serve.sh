@@ -12,27 +12,11 @@ PORT=${DEMO_PORT:-8090}
 PORT_A=${DEMO_RELAY_A_PORT:-18581}
 PORT_B=${DEMO_RELAY_B_PORT:-18582}
 [ -x "$BIN" ] || { echo "build first: swift build" >&2; exit 2; }
+RATE=${DEMO_TOKENS_PER_SECOND:-60}
 work=$(mktemp -d /tmp/stream-relay-web-demo.XXXXXX)
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-redis-server --port 0 --unixsocket "$work/redis.sock" --save "" --appendonly no --dir "$work" --loglevel warning >"$work/redis.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do redis-cli -s "$work/redis.sock" ping >/dev/null 2>&1 && break; sleep 0.05; done
-export REDIS_URL="unix://$work/redis.sock"
-export RELAY_JWT_SECRET="web-demo-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-export RELAY_SIMULATED_TOKENS_PER_SECOND=${DEMO_TOKENS_PER_SECOND:-60}
-RELAY_LISTEN=127.0.0.1:$PORT_A RELAY_INSTANCE=relay-A "$BIN" serve 2>"$work/relay-a.log" &
-pids+=($!)
-RELAY_LISTEN=127.0.0.1:$PORT_B RELAY_INSTANCE=relay-B "$BIN" serve 2>"$work/relay-b.log" &
-pids+=($!)
-for port in $PORT_A $PORT_B; do
-  for _ in $(seq 200); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.05; done
-done
+# shellcheck source=../../../scripts/relay-pair.sh
+source scripts/relay-pair.sh
 clients/js/demo/render-nginx-conf.sh "127.0.0.1:$PORT" "127.0.0.1:$PORT_A" "127.0.0.1:$PORT_B" >"$work/nginx.conf"
 user=""; [ "$(id -u)" -eq 0 ] && user="user root;"
 nginx -p "$work/" -e "$work/nginx-error.log" -c "$work/nginx.conf" -g "pid $work/nginx.pid; daemon off; $user" &
