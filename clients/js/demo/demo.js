@@ -59,7 +59,7 @@ $('jump').addEventListener('click', () => { scroll.jumpToLatest(); $('jump').hid
 /** Runs one answer in `view` (a fresh view for a Resume). */
 function run(stream, view) {
   const index = demo.answers.length;
-  const record = { index, requestId: stream.requestId, model: stream.request.model, text: '', layout: null, completion: null, cancelStatus: null, statuses: [] };
+  const record = { index, requestId: stream.requestId, model: stream.request.model, text: '', layout: null, completion: null, cancelStatus: null, statuses: [], urls: [] };
   demo.answers.push(record);
   view.text.dataset.index = String(index);
   current = stream;
@@ -88,6 +88,7 @@ function run(stream, view) {
       }
       case 'connection':
         record.statuses.push(u.status);
+        if (u.url !== undefined) record.urls.push(u.url);
         view.status.textContent = u.status === 'waitingToReconnect' ? `connection lost — reconnecting (attempt ${u.attempt}) in ${(u.delayMs / 1000).toFixed(1)} s`
           : u.status === 'reconnecting' ? `resuming after event ${u.lastEventId}…` : u.status === 'connecting' ? 'connecting…' : '';
         break;

@@ -71,7 +71,9 @@ def http_get(port, path, headers=None, timeout=5.0):
 
 class CuttingProxy:
     """A loopback TCP proxy to one upstream. When armed, it cuts (closes both sides of) the
-    next `POST /…/api/chat/stream` connection after `after_bytes` response bytes."""
+    next `POST /…/api/chat/stream` connection after `after_bytes` response bytes. While
+    `dead`, every connection gets a 200 `text/event-stream` head and is then closed without
+    a byte of body (a relay dying at once): the client sees a dropped stream, not an HTTP error."""
 
     def __init__(self, upstream_port):
         self.upstream_port = upstream_port
@@ -83,6 +85,9 @@ class CuttingProxy:
         self.lock = threading.Lock()
         self.cut_after = None
         self.cuts = 0
+        self.dead = False
+        self.die_after_cut = False
+        self.dead_answers = 0
         self.closed = False
         self.sockets = set()
         threading.Thread(target=self._accept, daemon=True).start()
@@ -97,6 +102,9 @@ class CuttingProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            if self.dead:
+                threading.Thread(target=self._die, args=(client,), daemon=True).start()
+                continue
             try:
                 upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=5)
             except OSError:
@@ -108,6 +116,22 @@ class CuttingProxy:
             state = {"post_stream": False, "sent": 0}
             threading.Thread(target=self._pump, args=(client, upstream, state, True), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, state, False), daemon=True).start()
+
+    def _die(self, client):
+        try:
+            client.settimeout(5)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                data = client.recv(65536)
+                if not data:
+                    break
+                head += data
+            client.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+            with self.lock:
+                self.dead_answers += 1
+        except OSError:
+            pass
+        client.close()
 
     def _pump(self, src, dst, state, request_side):
         try:
@@ -124,6 +148,7 @@ class CuttingProxy:
                         if cut:
                             self.cut_after = None
                             self.cuts += 1
+                            self.dead = self.die_after_cut
                     if cut:
                         break
                 dst.sendall(data)
@@ -291,6 +316,7 @@ class ChatDemoEndToEnd(unittest.TestCase):
         self.assertEqual(self.proxy.cuts, 1, "the proxy cut the stream once")
         self.assertEqual(a["completion"], {"kind": "finished", "finishReason": "stop"})
         self.assertIn("reconnecting", a["statuses"])
+        self.assertEqual(a["urls"], ["/a", "/b"], "sent to relay A (through the cutting proxy), resumed on relay B")
         self.assertGreaterEqual(a["telemetry"]["reconnections"], 1)
         self.assertEqual(sorted(a["telemetry"].keys()), ["latencyMs", "reconnections", "requestId", "tokensReceived"])
         reference = ref_path.read_bytes()
@@ -321,7 +347,32 @@ class ChatDemoEndToEnd(unittest.TestCase):
         self.assertEqual(self.driver.execute_script("return getComputedStyle(arguments[0]).direction", box), "rtl")
         self.screenshot("js-demo-arabic.png")
 
-    def test_3_stop_sends_delete_and_the_relay_stops_generating(self):
+    def test_3_resume_button_after_three_failed_reconnections(self):
+        self.driver.get(f"http://127.0.0.1:{self.nginx_port}/demo/?run={time.monotonic_ns()}#token={self.token}&base=/a")
+        wait_until("budget pill", lambda: "remaining" in self.driver.find_element(By.ID, "budget").text, 15)
+        ref_proc, ref_path = self.reference("simulated")
+        self.proxy.die_after_cut = True
+        self.proxy.arm(after_bytes=20_000)
+        try:
+            i = self.send("simulated")
+            a = self.wait_finished(i, 30)
+            self.assertEqual(a["completion"], {"kind": "needsResume"})
+            self.assertEqual(a["statuses"].count("reconnecting"), 3, a["statuses"])
+            self.assertEqual(self.proxy.dead_answers, 3)
+            button = self.driver.find_element(By.ID, f"resume-{i}")
+            self.assertEqual(button.text, "Resume")
+        finally:
+            self.proxy.die_after_cut = False
+            self.proxy.dead = False
+        button.click()
+        b = self.wait_finished(i + 1)
+        self.assertEqual(ref_proc.wait(timeout=60), 0, "reference run failed")
+        self.assertEqual(b["completion"], {"kind": "finished", "finishReason": "stop"})
+        self.assertNotEqual(b["requestId"], a["requestId"], "Resume re-sends the whole request")
+        self.assertEqual(b["text"].encode("utf-8"), ref_path.read_bytes())
+        self.assertEqual(b["telemetry"]["reconnections"], 4, "3 reconnections + the manual resume")
+
+    def test_4_stop_sends_delete_and_the_relay_stops_generating(self):
         self.open_page()
         i = self.send("simulated")
         wait_until("some text", lambda: len((self.answer(i) or {}).get("text", "")) > 300, 20)
