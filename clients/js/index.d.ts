@@ -25,6 +25,8 @@ export interface Flush { text: string; reason: FlushReason; }
 export const RENDER_INTERVAL_MS: 50;
 export const LONG_RUN_CHARACTERS: 64;
 export function graphemes(s: string): string[];
+/** Grapheme clusters without Intl.Segmenter (a UAX #29 subset). */
+export function graphemesFallback(s: string): string[];
 export function safeCut(s: string): { cut: number; longRun: boolean };
 export class RenderBuffer {
   constructor(now: number, options?: { held?: boolean });

@@ -13,22 +13,33 @@ const WS = /^\p{White_Space}+$/u;
 const segmenter = typeof Intl !== 'undefined' && typeof Intl.Segmenter === 'function'
   ? new Intl.Segmenter(undefined, { granularity: 'grapheme' }) : null;
 
+const RI = /^[\u{1F1E6}-\u{1F1FF}]$/u;
+const EXTEND = /^[\p{M}\u200d\ufe0e\ufe0f\u{1F3FB}-\u{1F3FF}\u{E0020}-\u{E007F}]$/u;
+
 /**
- * Grapheme clusters of `s` (UAX #29 through `Intl.Segmenter`; where a runtime lacks it,
- * e.g. older Hermes, code points with combining marks, ZWJ sequences and variation
- * selectors attached to the scalar before them).
+ * Grapheme clusters without `Intl.Segmenter` (older Hermes): a UAX #29 subset that keeps
+ * CR LF, combining marks, variation selectors, emoji modifiers and tag characters with the
+ * scalar before them, a ZWJ with the scalar after it, and regional indicators in pairs (flags).
+ * @param {string} s @returns {string[]}
+ */
+export function graphemesFallback(s) {
+  /** @type {string[]} */
+  const out = [];
+  for (const cp of s) {
+    const prev = out.length ? out[out.length - 1] : null;
+    const joins = prev !== null && (EXTEND.test(cp) || prev.endsWith('\u200d') || (prev === '\r' && cp === '\n')
+      || (RI.test(cp) && RI.test(prev)));
+    if (joins) out[out.length - 1] = prev + cp; else out.push(cp);
+  }
+  return out;
+}
+
+/**
+ * Grapheme clusters of `s` (UAX #29 through `Intl.Segmenter`, else `graphemesFallback`).
  * @param {string} s @returns {string[]}
  */
 export function graphemes(s) {
-  if (segmenter) return Array.from(segmenter.segment(s), (x) => x.segment);
-  const out = [];
-  for (const cp of s) {
-    const prev = out.length ? out[out.length - 1] : '';
-    if (out.length && (/^[\p{M}\u200d\ufe0f\u{1f3fb}-\u{1f3ff}]$/u.test(cp) || prev.endsWith('\u200d') || (prev === '\r' && cp === '\n'))) {
-      out[out.length - 1] = prev + cp;
-    } else out.push(cp);
-  }
-  return out;
+  return segmenter ? Array.from(segmenter.segment(s), (x) => x.segment) : graphemesFallback(s);
 }
 
 /**
