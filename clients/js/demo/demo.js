@@ -59,7 +59,7 @@ $('jump').addEventListener('click', () => { scroll.jumpToLatest(); $('jump').hid
 /** Runs one answer in `view` (a fresh view for a Resume). */
 function run(stream, view) {
   const index = demo.answers.length;
-  const record = { index, requestId: stream.requestId, model: stream.request.model, text: '', layout: null, completion: null, cancelStatus: null, statuses: [], urls: [] };
+  const record = { index, requestId: stream.requestId, model: stream.request.model, text: '', layout: null, completion: null, cancelStatus: null, statuses: [], urls: [], progressTexts: [] };
   demo.answers.push(record);
   view.text.dataset.index = String(index);
   current = stream;
@@ -82,7 +82,10 @@ function run(stream, view) {
         if (r.appended) { view.text.append(document.createTextNode(r.appended)); record.text += r.appended; }
         view.typing.hidden = !r.showsTypingIndicator;
         view.progress.hidden = !r.progress;
-        if (r.progress) view.progress.textContent = r.progress.text;
+        if (r.progress) {
+          view.progress.textContent = r.progress.text;
+          if (record.progressTexts.at(-1) !== r.progress.text) record.progressTexts.push(r.progress.text);
+        }
         follow();
         break;
       }
@@ -99,6 +102,7 @@ function run(stream, view) {
         record.completion = c;
         record.telemetry = u.record;
         view.typing.hidden = true;
+        view.progress.hidden = true;   // progress is for drafting; the answer is over
         current = null;
         $('stop').disabled = true;
         $('send').disabled = client.budget ? !client.budget.canSend : false;

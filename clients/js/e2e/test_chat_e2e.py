@@ -21,6 +21,7 @@ import http.client
 import json
 import os
 import pathlib
+import re
 import shutil
 import socket
 import subprocess
@@ -324,6 +325,9 @@ class ChatDemoEndToEnd(unittest.TestCase):
         self.assertEqual(a["text"].encode("utf-8"), reference, "kit text differs from the uninterrupted run")
         self.assertEqual(self.dom_text(i).encode("utf-8"), reference, "page text differs from the uninterrupted run")
         self.assertEqual(a["layout"]["direction"], "ltr")
+        progress = a["progressTexts"]
+        self.assertTrue(progress and all(re.fullmatch(r"Drafting clause \d+ of \d+…", t) for t in progress), progress)
+        self.assertGreater(len(progress), 3, "the clause count advanced while drafting")
         self.assertEqual(self.driver.find_element(By.CSS_SELECTOR, f".answer-text[data-index='{i}']").get_attribute("dir"), "ltr")
         self.screenshot("js-demo-english.png")
 
