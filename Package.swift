@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 /// StreamRelay: a resumable SSE relay for LLM responses, its Swift client kit and tools.
@@ -32,8 +32,14 @@ let package = Package(
         // Workers, HTTP routes, generations, subscriptions.
         .target(name: "RelayServer", dependencies: ["CLibevent", "RelayLoop", "RelayRedis", "RelayUpstream", "RelayAuth", "RelayCore"]),
         // Client kit: Foundation only, no C anywhere in its graph (builds for iOS).
-        .target(name: "RelayClient", dependencies: ["RelayCore"]),
-        .executableTarget(name: "stream-relay", dependencies: ["RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayCore"]),
+        // Complete strict concurrency (Swift 6 language mode) with every warning an error, so
+        // the Linux build stands for the iOS one as closely as it can (issue 15).
+        .target(name: "RelayClient", dependencies: ["RelayCore"],
+                swiftSettings: [.treatAllWarnings(as: .error)]),
+        // A libcurl transport for the kit, for the Linux CLI only (issue 15): not part of the
+        // kit's graph, which stays Foundation-only.
+        .target(name: "RelayClientCurl", dependencies: ["CCurl", "RelayClient"]),
+        .executableTarget(name: "stream-relay", dependencies: ["RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayClientCurl", "RelayCore"]),
         // Load generator and side-by-side benchmark with nginx + nchan (issue 7).
         .executableTarget(name: "stream-relay-bench", dependencies: ["CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis"]),
 
@@ -42,6 +48,6 @@ let package = Package(
         .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayCore"]),
         .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore"]),
         .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore", "RelayTestSupport"]),
-        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayClient", "RelayTestSupport", "RelayCore", "stream-relay"]),
+        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayClient", "RelayClientCurl", "RelayTestSupport", "RelayCore", "stream-relay"]),
     ]
 )
