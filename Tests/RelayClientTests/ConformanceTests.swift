@@ -183,8 +183,8 @@ final class ConformanceTests: XCTestCase {
     // MARK: - Reconnect decision tables
 
     /// The Swift action in the vectors' shape (`refreshToken` is compared only when the
-    /// vector names it; RelayClient's `reconnect` does not carry it yet, so it reads false).
-    private func actionShape(_ a: ReconnectPolicy.Action, expect: [String: Any]) -> [String: AnyHashable] {
+    /// vector names it).
+    private func actionShape(_ a: ReconnectPolicy.Action, refreshToken: Bool, expect: [String: Any]) -> [String: AnyHashable] {
         switch a {
         case .none: return ["action": "none"]
         case .sendRequest: return ["action": "sendRequest"]
@@ -192,7 +192,7 @@ final class ConformanceTests: XCTestCase {
         case .wait(let until): return ["action": "wait", "until": until]
         case .reconnect(let last):
             var d: [String: AnyHashable] = ["action": "reconnect", "lastEventId": Int64(last)]
-            if expect["refreshToken"] != nil { d["refreshToken"] = false }
+            if expect["refreshToken"] != nil { d["refreshToken"] = refreshToken }
             return d
         case .finish(let c):
             let completion: [String: AnyHashable]
@@ -223,10 +223,12 @@ final class ConformanceTests: XCTestCase {
     func testReconnectTables() throws {
         for c in try cases("reconnect.json") {
             var p = ReconnectPolicy(backoffMs: 1000)
+            // The vectors' random source: jitter = floor(random × 251) ms (CLIENT_RULES.md).
+            let jitter = Int64(((c["random"] as? NSNumber)?.doubleValue ?? 0) * Double(ReconnectPolicy.maxJitterMs + 1))
             for (i, s) in (c["steps"] as? [[String: Any]] ?? []).enumerated() {
                 let at = (s["at"] as? NSNumber)?.int64Value ?? 0
                 let input = s["input"] as? String ?? ""
-                let a: ReconnectPolicy.Action
+                var a: ReconnectPolicy.Action
                 switch input {
                 case "start": a = p.start(now: at)
                 case "rtt":
@@ -235,25 +237,33 @@ final class ConformanceTests: XCTestCase {
                 case "response":
                     let status = (s["status"] as? NSNumber)?.intValue ?? 0
                     let err = (s["code"] as? String).map { APIError(status: status, code: $0, message: "") }
-                    a = p.responseOpened(status: status, contentType: s["contentType"] as? String, error: err, now: at)
+                    let retryAfter = (s["retryAfter"] as? NSNumber).map { $0.int64Value * 1000 }
+                    a = p.responseOpened(status: status, contentType: s["contentType"] as? String, error: err,
+                                         retryAfterMs: retryAfter, jitterMs: jitter, now: at)
                 case "event":
                     let json = try JSONSerialization.data(withJSONObject: s["event"] ?? [:])
                     let ev = try? StreamEvent(json: String(decoding: json, as: UTF8.self))
-                    a = p.eventReceived(seq: (s["seq"] as? NSNumber)?.uint64Value, event: ev, now: at)
-                case "drop": a = p.connectionLost(now: at)
+                    a = p.eventReceived(seq: (s["seq"] as? NSNumber)?.uint64Value, event: ev, jitterMs: jitter, now: at)
+                case "drop": a = p.connectionLost(jitterMs: jitter, now: at)
                 case "tick": a = p.tick(now: at)
-                // RelayClient's ReconnectPolicy has no background/foreground inputs yet (the
-                // driver only pauses rendering): background does nothing, foreground returns none.
-                case "background": a = .none
-                case "foreground": a = .none
-                case "stop": a = p.stop()
+                case "background":
+                    p.enterBackground(now: at)
+                    a = .none
+                case "foreground": a = p.enterForeground(now: at)
+                case "stop": a = p.stop(now: at)
                 case "resume": a = p.resume(now: at)
                 default:
                     fail("reconnect.json", c, "unknown input \(input)")
                     a = .none
                 }
+                // `refreshToken`: whether the provider must be asked first (freshTokenNeeded).
+                var refresh = false
+                if case .reconnect = a {
+                    refresh = p.freshTokenNeeded
+                    if refresh { p.freshTokenFetched() }
+                }
                 let want = s["expect"] as? [String: Any] ?? [:]
-                let got = AnyHashable(actionShape(a, expect: want))
+                let got = AnyHashable(actionShape(a, refreshToken: refresh, expect: want))
                 if got != normalized(want) {
                     fail("reconnect.json", c, "step \(i) (\(input) at \(at) ms): got \(got), want \(normalized(want))")
                     break
