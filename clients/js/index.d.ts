@@ -24,18 +24,17 @@ export type FlushReason = 'interval' | 'paragraphBreak' | 'thematicBreak' | 'lon
 export interface Flush { text: string; reason: FlushReason; }
 export const RENDER_INTERVAL_MS: 50;
 export const LONG_RUN_CHARACTERS: 64;
+export const FIRST_RENDER_CHARACTERS: 30;
 export function graphemes(s: string): string[];
 /** Grapheme clusters without Intl.Segmenter (a UAX #29 subset). */
 export function graphemesFallback(s: string): string[];
 export function safeCut(s: string): { cut: number; longRun: boolean };
 export class RenderBuffer {
-  constructor(now: number, options?: { held?: boolean });
+  constructor(now: number);
   readonly pending: string;
   readonly isBackground: boolean;
   readonly isFinished: boolean;
   readonly hasFlushed: boolean;
-  readonly isHeld: boolean;
-  release(): void;
   append(delta: string, now: number): Flush | null;
   tick(now: number): Flush | null;
   finish(now: number): Flush | null;

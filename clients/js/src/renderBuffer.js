@@ -5,6 +5,8 @@ import { MarkdownLineScanner, isBlank, isThematicBreak } from './markdownLines.j
 export const RENDER_INTERVAL_MS = 50;
 /** Held characters (grapheme clusters) of unspaced text after which they are released. */
 export const LONG_RUN_CHARACTERS = 64;
+/** Characters (grapheme clusters) the first timed flush waits for, unless a break came first. */
+export const FIRST_RENDER_CHARACTERS = 30;
 
 /** @typedef {'interval' | 'paragraphBreak' | 'thematicBreak' | 'longRun' | 'done' | 'foreground'} FlushReason */
 /** @typedef {{text: string, reason: FlushReason}} Flush */
@@ -74,27 +76,26 @@ export function safeCut(s) {
  * * at once when a blank line (`\n\n`) or a thematic break line (`---`, `***`, `___`)
  *   outside fenced code completes; otherwise every 50 ms (`tick`);
  * * never mid-word, never splitting a grapheme cluster; unspaced runs of 64 clusters go;
+ * * the first timed flush also waits for 30 characters (a paragraph or thematic break,
+ *   or `done`, skips that wait);
  * * everything at `finish()` (`done`, error, stop, timeout);
- * * nothing while `held` (until the text direction is decided, CLIENT_RULES.md) or in
- *   the background (`enterForeground` replays what was buffered).
- * The concatenation of all flushes equals the concatenation of all deltas.
+ * * nothing in the background (`enterForeground` replays what was buffered).
+ * The concatenation of all flushes equals the concatenation of all deltas. Holding text
+ * until the direction is decided is the renderer's job (`ResponseRenderer`), as in the
+ * Swift kit.
  */
 export class RenderBuffer {
-  /** @param {number} now ms @param {{held?: boolean}} [options] held: start held (release with `release()`). */
-  constructor(now, options = {}) {
+  /** @param {number} now ms: the 50 ms interval starts here */
+  constructor(now) {
     /** Text received but not yet flushed. */
     this.pending = '';
     this.isBackground = false;
     this.isFinished = false;
     this.hasFlushed = false;
-    /** `true` while nothing may be shown (direction not decided). */
-    this.isHeld = options.held ?? false;
+    this._boundarySeen = false;
     this._lastFlushAt = now;
     this._scanner = new MarkdownLineScanner();
   }
-
-  /** Ends the hold (the direction is decided); the next boundary or tick may flush. */
-  release() { this.isHeld = false; }
 
   /** Adds a delta; returns a flush when it completed a paragraph or thematic break. @param {string} delta @param {number} now @returns {Flush | null} */
   append(delta, now) {
@@ -106,14 +107,17 @@ export class RenderBuffer {
       if (isBlank(line.text)) reason = reason ?? 'paragraphBreak';
       else if (!line.insideFence && !line.isFence && isThematicBreak(line.text)) reason = 'thematicBreak';
     }
-    if (!reason || this.isBackground || this.isHeld) return null;
+    if (!reason) return null;
+    this._boundarySeen = true;
+    if (this.isBackground) return null;
     return this._flushSafePrefix(reason, now);
   }
 
   /** The 50 ms timer: flushes the safe prefix when ≥ 50 ms passed since the last flush. @param {number} now @returns {Flush | null} */
   tick(now) {
-    if (this.isBackground || this.isFinished || this.isHeld || this.pending === '') return null;
+    if (this.isBackground || this.isFinished || this.pending === '') return null;
     if (now - this._lastFlushAt < RENDER_INTERVAL_MS) return null;
+    if (!this.hasFlushed && !this._boundarySeen && graphemes(this.pending).length < FIRST_RENDER_CHARACTERS) return null;
     return this._flushSafePrefix('interval', now);
   }
 
@@ -121,7 +125,6 @@ export class RenderBuffer {
   finish(now) {
     if (this.isFinished) return null;
     this.isFinished = true;
-    this.isHeld = false;
     this._scanner.finish();
     if (this.isBackground) return null;
     return this._flushAll('done', now);
@@ -135,7 +138,6 @@ export class RenderBuffer {
     if (!this.isBackground) return null;
     this.isBackground = false;
     if (this.isFinished) return this._flushAll('foreground', now);
-    if (this.isHeld) return null;
     return this._flushSafePrefix('foreground', now);
   }
 

@@ -29,7 +29,9 @@ export class ResponseRenderer {
     /** @type {{prompt_tokens?: number, completion_tokens?: number, total_tokens?: number} | null} */
     this.usage = null;
     this.typing = new TypingIndicator(now);
-    this._buffer = new RenderBuffer(now, { held: true });
+    this._buffer = new RenderBuffer(now);
+    /** @type {import('./renderBuffer.js').Flush | null} text the buffer released before the direction was decided */
+    this._held = null;
     this._direction = new DirectionDecider();
     this._progress = new DraftProgress({ expectedTotal: options.expectedSections ?? null });
   }
@@ -47,9 +49,8 @@ export class ResponseRenderer {
         this.tokensReceived += 1;
         if (this.firstTokenAt === null) this.firstTokenAt = now;
         this._progress.append(s);
-        if (this._direction.append(s)) this._buffer.release();
-        const f = this._buffer.append(s, now);
-        return f ? this._update(f, now) : null;
+        this._direction.append(s);
+        return this._release(this._buffer.append(s, now), now);
       }
       case 'done':
         this.usage = event.usage ?? null;
@@ -63,8 +64,7 @@ export class ResponseRenderer {
   /** The 50 ms timer. @param {number} now @returns {RenderUpdate | null} */
   tick(now) {
     if (this.completion) return null;
-    const f = this._buffer.tick(now);
-    return f ? this._update(f, now) : null;
+    return this._release(this._buffer.tick(now), now);
   }
 
   /** Ends the answer: decides the direction if still open, releases everything. @param {import('./reconnectPolicy.js').Completion} c @param {number} now @returns {RenderUpdate | null} */
@@ -73,8 +73,8 @@ export class ResponseRenderer {
     this.completion = c;
     this._progress.finish();
     this._direction.finish();
-    const f = this._buffer.finish(now);
-    if (f) return this._update(f, now);
+    const u = this._release(this._buffer.finish(now), now);
+    if (u) return u;
     if (this._buffer.isBackground) return null;
     return this._snapshot('', c, null);
   }
@@ -84,14 +84,29 @@ export class ResponseRenderer {
   /** @param {number} now @returns {RenderUpdate | null} */
   enterForeground(now) {
     if (!this._buffer.isBackground) return null;
-    const f = this._buffer.enterForeground(now);
-    if (f) return this._update(f, now);
+    const u = this._release(this._buffer.enterForeground(now), now);
+    if (u) return u;
     return this.completion ? this._snapshot('', this.completion, null) : null;
   }
 
   /** The current progress. */
   progress() {
     return this._progress.snapshot(Math.max(this.tokensReceived, this.usage?.completion_tokens ?? 0));
+  }
+
+  /**
+   * Shows `f` — together with text released earlier but held because the direction was
+   * not decided yet (CLIENT_RULES.md: nothing is rendered before the decision) — once the
+   * direction is decided and the app is in the foreground; holds it otherwise. The held
+   * text thus appears at the delta that completes the sample, with the latest reason.
+   * @param {import('./renderBuffer.js').Flush | null} f @param {number} now @returns {RenderUpdate | null}
+   */
+  _release(f, now) {
+    if (f) this._held = { text: (this._held?.text ?? '') + f.text, reason: f.reason };
+    const h = this._held;
+    if (!this._direction.isDecided || this._buffer.isBackground || !h || h.text === '') return null;
+    this._held = null;
+    return this._update(h, now);
   }
 
   /** @param {import('./renderBuffer.js').Flush} f @param {number} now */

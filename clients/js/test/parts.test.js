@@ -14,9 +14,12 @@ test('an endless SSE line is refused with SSELineTooLongError', () => {
   assert.throws(() => p.feed(new TextEncoder().encode('data: 0123456789abcdef')), SSELineTooLongError);
 });
 
-test('the render buffer never releases text while held, and releases on finish', () => {
-  const b = new RenderBuffer(0, { held: true });
-  assert.equal(b.append('Paragraph one.\n\n', 10), null);
-  assert.equal(b.tick(100), null);
-  assert.deepEqual(b.finish(120), { text: 'Paragraph one.\n\n', reason: 'done' });
+test('the first timed flush waits for 30 characters unless a break came first', () => {
+  const b = new RenderBuffer(0);
+  b.append('Short words here ', 10);
+  assert.equal(b.tick(100), null, '17 characters');
+  assert.deepEqual(b.append('and more words to pass thirty ', 110), null);
+  assert.deepEqual(b.tick(150), { text: 'Short words here and more words to pass thirty', reason: 'interval' });
+  const c = new RenderBuffer(0);
+  assert.deepEqual(c.append('Hi.\n\n', 10), { text: 'Hi.\n\n', reason: 'paragraphBreak' });
 });
