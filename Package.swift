@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 /// StreamRelay: a resumable SSE relay for LLM responses, its Swift client kit and tools.
@@ -41,8 +41,14 @@ let package = Package(
         // Workers, HTTP routes, generations, subscriptions.
         .target(name: "RelayServer", dependencies: ["CLibevent", "RelayLoop", "RelayRedis", "RelayUpstream", "RelayAuth", "RelayStreamLogic", "RelayConfiguration", "RelayCore"]),
         // Client kit: Foundation only, no C anywhere in its graph (builds for iOS).
-        .target(name: "RelayClient", dependencies: ["RelayCore"]),
-        .executableTarget(name: "stream-relay", dependencies: ["RelayConfiguration", "RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayCore"],
+        // Complete strict concurrency (Swift 6 language mode) with every warning an error, so
+        // the Linux build stands for the iOS one as closely as it can (issue 15).
+        .target(name: "RelayClient", dependencies: ["RelayCore"],
+                swiftSettings: [.treatAllWarnings(as: .error)]),
+        // A libcurl transport for the kit, for the Linux CLI only (issue 15): not part of the
+        // kit's graph, which stays Foundation-only.
+        .target(name: "RelayClientCurl", dependencies: ["CCurl", "RelayClient"]),
+        .executableTarget(name: "stream-relay", dependencies: ["RelayConfiguration", "RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayClientCurl", "RelayCore"],
                           plugins: ["BuildInfoPlugin"]),
         // Writes BuildInfo.swift (the git commit, for `stream-relay --version`) before each build.
         .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
@@ -57,6 +63,6 @@ let package = Package(
         .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayConfiguration", "RelayCore"]),
         .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore", "RelayTestKit"]),
         .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore", "RelayTestSupport"]),
-        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayClient", "RelayTestSupport", "RelayTestKit", "RelayCore", "stream-relay"]),
+        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayClient", "RelayClientCurl", "RelayTestSupport", "RelayTestKit", "RelayCore", "stream-relay"]),
     ]
 )
