@@ -37,6 +37,19 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(unknown.output.contains("unknown command frobnicate"), unknown.output)
     }
 
+    /// `chat` takes the prompt as its one positional argument (the end-to-end chat test in
+    /// ClientKitTests streams with it); a second prompt is a usage error, not a guess.
+    func testChatRefusesTwoPrompts() throws {
+        for args in [["chat", "first", "second"], ["chat", "--prompt", "first", "second"], ["chat", "first", "--prompt", "second"]] {
+            let r = try relay(args)
+            XCTAssertEqual(r.status, 2, "\(args): \(r.output)")
+            XCTAssertTrue(r.output.contains("the prompt is given twice"), "\(args):\n\(r.output)")
+        }
+        let unknown = try relay(["chat", "--frobnicate", "x"])
+        XCTAssertEqual(unknown.status, 2)
+        XCTAssertTrue(unknown.output.contains("unexpected argument --frobnicate"), unknown.output)
+    }
+
     func testVersionNamesTheCommit() throws {
         let pattern = try NSRegularExpression(pattern: #"^stream-relay \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)$"#)
         var seen = Set<String>()
