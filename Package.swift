@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 /// StreamRelay: a resumable SSE relay for LLM responses, its Swift client kit and tools.
@@ -15,7 +15,10 @@ let package = Package(
     targets: [
         // C modules: module maps and tiny shims only.
         .systemLibrary(name: "CLibevent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
-        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        // No pkgConfig: Debian's hiredis.pc puts -D_FILE_OFFSET_BITS=64 in Cflags, which SwiftPM
+        // refuses with a warning on every build; the shim includes <hiredis/…> and the module
+        // map links hiredis, and the define changes nothing on 64-bit Linux (off_t is 64-bit).
+        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(name: "CJWT", pkgConfig: "libjwt", providers: [.apt(["libjwt-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
@@ -38,8 +41,17 @@ let package = Package(
         // Workers, HTTP routes, generations, subscriptions.
         .target(name: "RelayServer", dependencies: ["CLibevent", "RelayLoop", "RelayRedis", "RelayUpstream", "RelayAuth", "RelayStreamLogic", "RelayConfiguration", "RelayCore"]),
         // Client kit: Foundation only, no C anywhere in its graph (builds for iOS).
-        .target(name: "RelayClient", dependencies: ["RelayCore"]),
-        .executableTarget(name: "stream-relay", dependencies: ["RelayConfiguration", "RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayCore"]),
+        // Complete strict concurrency (Swift 6 language mode) with every warning an error, so
+        // the Linux build stands for the iOS one as closely as it can (issue 15).
+        .target(name: "RelayClient", dependencies: ["RelayCore"],
+                swiftSettings: [.treatAllWarnings(as: .error)]),
+        // A libcurl transport for the kit, for the Linux CLI only (issue 15): not part of the
+        // kit's graph, which stays Foundation-only.
+        .target(name: "RelayClientCurl", dependencies: ["CCurl", "RelayClient"]),
+        .executableTarget(name: "stream-relay", dependencies: ["RelayConfiguration", "RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayClientCurl", "RelayCore"],
+                          plugins: ["BuildInfoPlugin"]),
+        // Writes BuildInfo.swift (the git commit, for `stream-relay --version`) before each build.
+        .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         // Load generator and side-by-side benchmark with nginx + nchan (issue 7).
         .executableTarget(name: "stream-relay-bench", dependencies: ["RelayConfiguration", "CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis"]),
 
@@ -51,6 +63,6 @@ let package = Package(
         .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayConfiguration", "RelayCore"]),
         .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore", "RelayTestKit"]),
         .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore", "RelayTestSupport"]),
-        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayAuth", "RelayStreamLogic", "RelayClient", "RelayTestSupport", "RelayTestKit", "RelayCore", "stream-relay"]),
+        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayAuth", "RelayStreamLogic", "RelayClient", "RelayClientCurl", "RelayTestSupport", "RelayTestKit", "RelayCore", "stream-relay"]),
     ]
 )

@@ -14,32 +14,8 @@ PORT_B=${DEMO_PORT_B:-18482}
 
 work=$(mktemp -d /tmp/stream-relay-demo.XXXXXX)
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-redis-server --port 0 --unixsocket "$work/redis.sock" --save "" --appendonly no --dir "$work" \
-  --loglevel warning >"$work/redis.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do redis-cli -s "$work/redis.sock" ping >/dev/null 2>&1 && break; sleep 0.05; done
-
-export REDIS_URL="unix://$work/redis.sock"
-export RELAY_JWT_SECRET="demo-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-export RELAY_SIMULATED_TOKENS_PER_SECOND=$RATE
-RELAY_LISTEN=127.0.0.1:$PORT_A RELAY_INSTANCE=relay-A "$BIN" serve 2>"$work/relay-a.log" &
-pids+=($!)
-RELAY_LISTEN=127.0.0.1:$PORT_B RELAY_INSTANCE=relay-B "$BIN" serve 2>"$work/relay-b.log" &
-pids+=($!)
-for port in $PORT_A $PORT_B; do
-  for _ in $(seq 200); do
-    curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-    sleep 0.05
-  done
-  curl -fs "http://127.0.0.1:$port/readyz" >/dev/null || { echo "relay on $port did not start" >&2; cat "$work"/relay-*.log >&2; exit 1; }
-done
+# shellcheck source=scripts/relay-pair.sh
+source scripts/relay-pair.sh
 TOKEN=$("$BIN" mint-token --sub demo-user --sid demo-session --tier pro --ttl 3600)
 
 echo "== StreamRelay demo: redis $REDIS_URL, relay A :$PORT_A, relay B :$PORT_B, $RATE tokens/s"

@@ -1,20 +1,34 @@
+import Foundation
 import RelayCore
 
 /// The connection rules of one chat response as a pure state machine (issue 5 item 3,
-/// DESIGN §8). The networking layer reports what happened and performs the returned
-/// `Action`; every time is an argument in ms, so tests drive it with a virtual clock.
+/// issue 15, DESIGN §8, `CLIENT_RULES.md` "Reconnect decisions"). The networking layer
+/// reports what happened and performs the returned `Action`; every time is an argument
+/// in ms and every random jitter an argument too, so tests drive it with a virtual
+/// clock and fixed values.
 ///
-/// * A drop (network error, or the body ending without `done`/`error`) waits
-///   `backoffMs` — 1 s, or 3 s when `NetworkAdvice` saw RTT > 500 ms — then reconnects
-///   with `Last-Event-ID`. At most 3 reconnections in a row without an event in between;
-///   the next drop ends in `needsResume` (a manual Resume re-sends the whole request).
-/// * No resume once the stream has been idle (no event) for more than 5 minutes: the
-///   relay keeps a stream's events for 300 s (DESIGN §3), so it ends in `needsResume`.
-/// * 60 s without any event (and no `done`) is the hard timeout: the answer is
-///   complete as it stands and a retry is offered (`timedOut`). The clock starts when
-///   the request is sent and restarts at every event.
-/// * A non-200 response or a content type other than `text/event-stream` fails at once,
-///   without reconnecting. `done` and `error` events are terminal.
+/// * A **drop** (network error, connection refused or reset, or the body ending without
+///   `done`/`error`) waits `backoffMs + jitter` — 1 s, or 3 s when `NetworkAdvice` saw
+///   RTT > 500 ms, plus 0–250 ms — then reconnects with `Last-Event-ID` on the next base
+///   URL. At most 3 reconnections in a row without an event in between; the next failure
+///   ends in `needsResume` (a manual Resume re-sends the whole request).
+/// * **503** (a draining relay, or one at its connection cap) is a drop that waits
+///   `max(Retry-After × 1000, backoffMs) + jitter` (RFC 9110 §10.2.3); it counts toward the 3.
+/// * **`token_expired`** (an `error` event, or a 401 `token_expired`/`unauthorized` answer
+///   to a reconnection) asks the token provider for a fresh token (`freshTokenNeeded`)
+///   and reconnects from `lastEventId` after the jitter only; it counts toward the 3. Once
+///   per expiry: a 401 to the reconnection made with the fresh token fails the answer.
+///   `session_revoked` is terminal.
+/// * No resume once more than 5 minutes have passed since the last event (`now` must
+///   come from a clock that advances while the device sleeps): the relay keeps a
+///   stream's events for 300 s (DESIGN §3), so it ends in `needsResume`.
+/// * **Hard timeout**: 60 s without any event (and no `done`), counting only time spent
+///   in the foreground while connecting or connected → `timedOut` (complete as it
+///   stands, retry offered).
+/// * **Background**: a drop while in the background waits; `enterForeground` within 5
+///   minutes of the last event reconnects at once from `lastEventId`.
+/// * Other non-200 responses, or a content type other than `text/event-stream`, fail at
+///   once. `done` and other `error` events are terminal.
 /// * `stop()` ends the response as `stopped`; a connection loss after it is ignored —
 ///   a user stop is never a network failure.
 public struct ReconnectPolicy: Sendable, Equatable {
@@ -28,6 +42,9 @@ public struct ReconnectPolicy: Sendable, Equatable {
         case streaming
         /// Waiting until `until` (ms) before reconnection `attempt`.
         case waiting(attempt: Int, until: Int64)
+        /// The connection dropped while the app was in the background: waiting for
+        /// `enterForeground`.
+        case suspended
         /// Over; nothing more will be sent or received.
         case ended(Completion)
     }
@@ -41,6 +58,7 @@ public struct ReconnectPolicy: Sendable, Equatable {
         /// Reconnect: `GET /api/chat/stream/{requestId}` with `Last-Event-ID: lastEventId`
         /// (when no event was received yet, re-send the `POST` with the same
         /// `X-Request-Id`, which resumes the stream the relay may already have started).
+        /// Ask the token provider for a fresh token first when `freshTokenNeeded`.
         case reconnect(lastEventId: UInt64)
         /// Call `tick(now:)` at or after `until` (ms).
         case wait(until: Int64)
@@ -52,10 +70,12 @@ public struct ReconnectPolicy: Sendable, Equatable {
 
     /// Reconnections in a row (without an event between them) before `needsResume`.
     public static let maxAttempts = 3
-    /// Idle time after which a stream can no longer be resumed, ms (5 min).
+    /// Time since the last event after which a stream can no longer be resumed, ms (5 min).
     public static let idleLimitMs: Int64 = 300_000
-    /// Time without an event (and no `done`) after which the answer is complete, ms.
+    /// Foreground, connected time without an event (and no `done`) after which the answer is complete, ms.
     public static let hardTimeoutMs: Int64 = 60_000
+    /// Upper bound of the random jitter added to every reconnection wait, ms.
+    public static let maxJitterMs: Int64 = 250
 
     /// The current state.
     public private(set) var state: State = .idle
@@ -66,8 +86,23 @@ public struct ReconnectPolicy: Sendable, Equatable {
     /// Wait before each reconnection, ms; set from `NetworkAdvice.reconnectBackoffMs`.
     public var backoffMs: Int64
 
+    /// `true` when the next connection must use a token the provider has just been
+    /// asked for again (after `token_expired`).
+    public private(set) var freshTokenNeeded = false
+    /// The length of the current (or last) reconnection wait, ms.
+    public private(set) var waitMs: Int64 = 0
+    /// `true` while the app is in the foreground.
+    public private(set) var isForeground = true
+
     private var failuresInARow = 0
     private var lastEventAt: Int64 = 0
+    /// The connection in flight uses a token fetched for an expiry and no event has
+    /// confirmed it yet: another 401 is final.
+    private var refreshedForExpiry = false
+    /// Foreground time spent connecting or connected, ms (the hard timeout's clock).
+    private var activeMs: Int64 = 0
+    private var activeSince: Int64?
+    private var activeAtLastEvent: Int64 = 0
 
     public init(backoffMs: Int64 = NetworkAdvice.normalBackoffMs) {
         self.backoffMs = backoffMs
@@ -79,14 +114,22 @@ public struct ReconnectPolicy: Sendable, Equatable {
         return false
     }
 
-    /// When the caller must next call `tick(now:)`: the reconnect time while waiting,
-    /// else the hard-timeout deadline; `nil` when idle or ended.
+    /// When the caller must next call `tick(now:)` at the latest, assuming the app stays
+    /// as it is: the reconnect time while waiting, the hard-timeout deadline while
+    /// connecting or connected in the foreground; `nil` otherwise.
     public var nextDeadline: Int64? {
         switch state {
-        case .idle, .ended: return nil
-        case .waiting(_, let until): return min(until, lastEventAt + Self.hardTimeoutMs)
-        case .connecting, .streaming: return lastEventAt + Self.hardTimeoutMs
+        case .waiting(_, let until): return until
+        case .connecting, .streaming:
+            guard let since = activeSince else { return nil }
+            return since + (activeAtLastEvent + Self.hardTimeoutMs - activeMs)
+        case .idle, .suspended, .ended: return nil
         }
+    }
+
+    /// Foreground, connected time since the last event, ms.
+    public func activeSinceLastEvent(now: Int64) -> Int64 {
+        activeMs + (activeSince.map { now - $0 } ?? 0) - activeAtLastEvent
     }
 
     /// Starts the response: send the request.
@@ -104,95 +147,192 @@ public struct ReconnectPolicy: Sendable, Equatable {
     }
 
     private mutating func begin(now: Int64) -> Action {
-        state = .connecting(attempt: 0)
+        activeMs = 0
+        activeSince = nil
+        activeAtLastEvent = 0
+        set(.connecting(attempt: 0), now: now)
         lastEventId = 0
         lastEventAt = now
         failuresInARow = 0
+        freshTokenNeeded = false
+        refreshedForExpiry = false
         return .sendRequest
     }
 
+    /// Changes state, opening or closing the hard timeout's clock.
+    private mutating func set(_ s: State, now: Int64) {
+        state = s
+        let active: Bool
+        switch s {
+        case .connecting, .streaming: active = isForeground
+        default: active = false
+        }
+        if active, activeSince == nil {
+            activeSince = now
+        } else if !active, let since = activeSince {
+            activeMs += now - since
+            activeSince = nil
+        }
+    }
+
     /// Response headers arrived. `error` is the decoded `{"error":{…}}` body of a
-    /// non-200 response, when there is one.
-    public mutating func responseOpened(status: Int, contentType: String?, error: APIError? = nil, now: Int64) -> Action {
-        guard case .connecting = state else { return .none }
+    /// non-200 response, when there is one; `retryAfterMs` its `Retry-After`, in ms.
+    /// `jitterMs` (0–250) is added to a reconnection wait.
+    public mutating func responseOpened(status: Int, contentType: String?, error: APIError? = nil,
+                                        retryAfterMs: Int64? = nil, jitterMs: Int64 = 0, now: Int64) -> Action {
+        guard case .connecting(let attempt) = state else { return .none }
         guard status == 200 else {
             let e = error ?? APIError(status: status, code: "http_\(status)", message: "HTTP \(status)")
-            return end(.failed(status: status, code: e.code, message: e.message))
+            if status == 503 {
+                return drop(now: now, waitMs: max(retryAfterMs ?? 0, backoffMs) + jitterMs)
+            }
+            if status == 401, attempt > 0, e.code == "token_expired" || e.code == "unauthorized", !refreshedForExpiry {
+                return tokenExpired(now: now, jitterMs: jitterMs)
+            }
+            return end(.failed(status: status, code: e.code, message: e.message), now: now)
         }
         guard Self.isEventStream(contentType) else {
             return end(.failed(status: status, code: "bad_content_type",
-                               message: "expected text/event-stream, got \(contentType ?? "none")"))
+                               message: "expected text/event-stream, got \(contentType ?? "none")"), now: now)
         }
-        state = .streaming
+        set(.streaming, now: now)
         return .none
     }
 
     /// An event arrived with its SSE `id` (`seq`) and, when decodable, its content.
-    public mutating func eventReceived(seq: UInt64?, event: StreamEvent?, now: Int64) -> Action {
+    public mutating func eventReceived(seq: UInt64?, event: StreamEvent?, jitterMs: Int64 = 0, now: Int64) -> Action {
         guard case .streaming = state else { return .none }
         if let seq { lastEventId = seq }
         lastEventAt = now
+        activeAtLastEvent = activeMs + (activeSince.map { now - $0 } ?? 0)
         failuresInARow = 0
+        refreshedForExpiry = false
         switch event {
         case .done(let reason, _)?:
-            return end(reason == "cancelled" ? .stopped : .finished(finishReason: reason))
+            return end(reason == "cancelled" ? .stopped : .finished(finishReason: reason), now: now)
+        case .error(_, "token_expired", _)?:
+            return tokenExpired(now: now, jitterMs: jitterMs)
         case .error(let status, let code, let message)?:
-            return end(.failed(status: status, code: code, message: message))
+            return end(.failed(status: status, code: code, message: message), now: now)
         case .delta?, nil:
             return .none
         }
     }
 
-    /// The connection failed or its body ended without `done`/`error`.
-    public mutating func connectionLost(now: Int64) -> Action {
+    /// The connection failed (refused, reset, timed out) or its body ended without
+    /// `done`/`error`. `jitterMs` (0–250) is added to the wait.
+    public mutating func connectionLost(jitterMs: Int64 = 0, now: Int64) -> Action {
         switch state {
         case .connecting, .streaming:
-            if now - lastEventAt > Self.idleLimitMs || failuresInARow >= Self.maxAttempts {
-                return end(.needsResume)
-            }
-            failuresInARow += 1
-            let until = now + backoffMs
-            state = .waiting(attempt: failuresInARow, until: until)
-            return .wait(until: until)
-        case .idle, .waiting, .ended:
+            return drop(now: now, waitMs: backoffMs + jitterMs)
+        case .idle, .waiting, .suspended, .ended:
             return .none
         }
     }
 
-    /// Time passed: reconnects when the backoff is over, ends on the hard timeout.
+    /// A retryable failure: wait `waitMs`, or wait for the foreground when in the background.
+    private mutating func drop(now: Int64, waitMs: Int64) -> Action {
+        if now - lastEventAt > Self.idleLimitMs || failuresInARow >= Self.maxAttempts {
+            return end(.needsResume, now: now)
+        }
+        guard isForeground else {
+            set(.suspended, now: now)
+            return .none
+        }
+        failuresInARow += 1
+        self.waitMs = waitMs
+        let until = now + waitMs
+        set(.waiting(attempt: failuresInARow, until: until), now: now)
+        return .wait(until: until)
+    }
+
+    /// The token expired: ask the provider once, reconnect after the jitter only.
+    private mutating func tokenExpired(now: Int64, jitterMs: Int64) -> Action {
+        freshTokenNeeded = true
+        refreshedForExpiry = true
+        return drop(now: now, waitMs: jitterMs)
+    }
+
+    /// The networking layer asked the provider for the fresh token.
+    public mutating func freshTokenFetched() {
+        freshTokenNeeded = false
+    }
+
+    /// Time passed: reconnects when the wait is over, ends on the hard timeout or the idle limit.
     public mutating func tick(now: Int64) -> Action {
         switch state {
         case .waiting(let attempt, let until):
-            if now - lastEventAt > Self.idleLimitMs { return end(.needsResume) }
-            if now - lastEventAt >= Self.hardTimeoutMs { return end(.timedOut) }
+            if now - lastEventAt > Self.idleLimitMs { return end(.needsResume, now: now) }
             guard now >= until else { return .none }
-            state = .connecting(attempt: attempt)
+            if !isForeground {
+                failuresInARow -= 1   // not attempted: the foreground makes it
+                set(.suspended, now: now)
+                return .none
+            }
+            set(.connecting(attempt: attempt), now: now)
             reconnections += 1
             return .reconnect(lastEventId: lastEventId)
         case .connecting, .streaming:
-            if now - lastEventAt >= Self.hardTimeoutMs { return end(.timedOut) }
+            if activeSinceLastEvent(now: now) >= Self.hardTimeoutMs { return end(.timedOut, now: now) }
             return .none
-        case .idle, .ended:
+        case .idle, .suspended, .ended:
             return .none
         }
     }
 
+    /// The app went to the background: the hard timeout's clock pauses; a drop from
+    /// now on waits for the foreground.
+    public mutating func enterBackground(now: Int64) {
+        isForeground = false
+        set(state, now: now)
+    }
+
+    /// The app is back. After a drop in the background: reconnect at once from
+    /// `lastEventId` when the last event is at most 5 minutes old, else `needsResume`.
+    public mutating func enterForeground(now: Int64) -> Action {
+        isForeground = true
+        guard case .suspended = state else {
+            set(state, now: now)
+            return .none
+        }
+        if now - lastEventAt > Self.idleLimitMs || failuresInARow >= Self.maxAttempts {
+            return end(.needsResume, now: now)
+        }
+        failuresInARow += 1
+        reconnections += 1
+        set(.connecting(attempt: failuresInARow), now: now)
+        return .reconnect(lastEventId: lastEventId)
+    }
+
     /// The user pressed Stop: cancel and `DELETE`. `.none` when already ended.
-    public mutating func stop() -> Action {
+    public mutating func stop(now: Int64 = 0) -> Action {
         switch state {
         case .ended: return .none
         case .idle:
-            state = .ended(.stopped)
+            set(.ended(.stopped), now: now)
             return .finish(.stopped)
         default:
-            state = .ended(.stopped)
+            set(.ended(.stopped), now: now)
             return .stop
         }
     }
 
-    private mutating func end(_ c: Completion) -> Action {
-        state = .ended(c)
+    private mutating func end(_ c: Completion, now: Int64) -> Action {
+        set(.ended(c), now: now)
         return .finish(c)
+    }
+
+    /// `Retry-After` as ms: delay-seconds, or an HTTP-date relative to `date`
+    /// (RFC 9110 §10.2.3); `nil` when absent or unreadable.
+    public static func retryAfterMs(_ value: String?, date: Date = Date()) -> Int64? {
+        guard let v = value?.trimming(" \t"), !v.isEmpty else { return nil }
+        if let s = Int64(v), s >= 0 { return min(s, 3_600) * 1_000 }
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "GMT")
+        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let d = f.date(from: v) else { return nil }
+        return min(max(0, Int64(d.timeIntervalSince(date) * 1000)), 3_600_000)
     }
 
     /// `true` for `text/event-stream`, parameters and case ignored (RFC 9110 §8.3.1).

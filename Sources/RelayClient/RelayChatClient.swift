@@ -16,39 +16,63 @@ import RelayCore
 /// }
 /// ```
 public final class RelayChatClient: Sendable {
+    /// Why the kit asks the token provider for a bearer token.
+    public enum TokenReason: Sendable, Equatable {
+        /// A connection, reconnection or `DELETE` is about to be made: a cached token is fine.
+        case connect
+        /// The relay said the token expired (`token_expired`, or a 401 to a
+        /// reconnection): return a freshly issued one. Asked once per expiry.
+        case expired
+    }
+
     /// Relay base URLs (`https://host:port`); reconnections rotate through them, so a
     /// stream resumes on another instance when one is gone.
     public let baseURLs: [URL]
-    /// Returns a bearer token; called on every connection and reconnection.
-    public let token: @Sendable () async throws -> String
-    /// Time source (ms); inject a virtual clock in tests.
+    /// Returns a bearer token; called on every connection and reconnection, with
+    /// `.expired` once per expiry.
+    public let tokenProvider: @Sendable (TokenReason) async throws -> String
+    /// Time source (ms); inject a virtual clock in tests. Its clock must keep advancing
+    /// while the device sleeps (the 5-minute idle rule).
     public let clock: any RelayClock
     /// Receives one record per finished answer (never content).
     public let telemetry: TelemetrySink?
-    let configuration: URLSessionConfiguration
+    /// The HTTP stack.
+    public let transport: any RelayTransport
+    /// The random jitter added to every reconnection wait, ms, in [0, 250].
+    let jitter: @Sendable () -> Int64
     let budgetBox = LockedBox<BudgetState?>(nil)
+    let stops = StopDelivery()
 
     /// - Parameters:
     ///   - baseURLs: at least one relay base URL.
-    ///   - token: the bearer token source, asked on every (re)connection.
+    ///   - tokenProvider: the bearer token source, asked on every (re)connection with
+    ///     `.connect` and, once per expiry, with `.expired`.
     ///   - clock: the time source, `SystemClock()` by default.
     ///   - telemetry: the telemetry hook.
-    ///   - configuration: the `URLSession` configuration (e.g. with test `protocolClasses`).
-    ///     Its request timeout is raised to at least 40 s — longer than two of the relay's
-    ///     15 s heartbeats, so only a dead connection times out.
-    public init(baseURLs: [URL], token: @escaping @Sendable () async throws -> String,
+    ///   - transport: the HTTP stack, `URLSessionTransport()` by default.
+    ///   - jitter: the random source of reconnection jitter, ms in [0, 250] (uniform by default).
+    public init(baseURLs: [URL], tokenProvider: @escaping @Sendable (TokenReason) async throws -> String,
                 clock: any RelayClock = SystemClock(), telemetry: TelemetrySink? = nil,
-                configuration: URLSessionConfiguration = .default) {
+                transport: any RelayTransport = URLSessionTransport(),
+                jitter: @escaping @Sendable () -> Int64 = { Int64.random(in: 0...ReconnectPolicy.maxJitterMs) }) {
         precondition(!baseURLs.isEmpty, "RelayChatClient needs at least one base URL")
         self.baseURLs = baseURLs
-        self.token = token
+        self.tokenProvider = tokenProvider
         self.clock = clock
         self.telemetry = telemetry
-        let c = configuration
-        c.timeoutIntervalForRequest = max(c.timeoutIntervalForRequest, 40)
-        c.requestCachePolicy = .reloadIgnoringLocalCacheData
-        c.urlCache = nil
-        self.configuration = c
+        self.transport = transport
+        self.jitter = { min(max(0, jitter()), ReconnectPolicy.maxJitterMs) }
+    }
+
+    /// A client whose token closure is asked on every connection (it must return a
+    /// fresh token when the last one expired), over `URLSession` with `configuration`
+    /// (e.g. with test `protocolClasses`).
+    public convenience init(baseURLs: [URL], token: @escaping @Sendable () async throws -> String,
+                            clock: any RelayClock = SystemClock(), telemetry: TelemetrySink? = nil,
+                            configuration: URLSessionConfiguration = .default,
+                            jitter: @escaping @Sendable () -> Int64 = { Int64.random(in: 0...ReconnectPolicy.maxJitterMs) }) {
+        self.init(baseURLs: baseURLs, tokenProvider: { _ in try await token() }, clock: clock, telemetry: telemetry,
+                  transport: URLSessionTransport(configuration: configuration), jitter: jitter)
     }
 
     /// Options of one chat.
@@ -91,10 +115,11 @@ public final class RelayChatClient: Sendable {
     public func fetchBudget() async throws -> BudgetState {
         var lastError: Error = APIError(status: 0, code: "unreachable", message: "no relay reachable")
         for base in baseURLs {
-            var req = URLRequest(url: base.appendingPathComponent("api/budget"))
-            req.setValue("Bearer \(try await token())", forHTTPHeaderField: "Authorization")
+            let req = TransportRequest(method: "GET", url: base.appendingPathComponent("api/budget"),
+                                       headers: [("Authorization", "Bearer \(try await tokenProvider(.connect))")],
+                                       timeoutMs: 10_000)
             do {
-                let (status, body) = try await HTTPFetch.perform(req, configuration: configuration)
+                let (status, body) = try await transport.fetch(req)
                 guard status == 200 else { throw Self.apiError(status: status, body: body) }
                 let b = try BudgetState(json: body)
                 budgetBox.value = b
@@ -108,20 +133,38 @@ public final class RelayChatClient: Sendable {
         throw lastError
     }
 
-    /// `DELETE /api/chat/stream/{requestId}`, trying each base URL until one answers.
-    /// Returns the HTTP status (202 when accepted), or `nil` when none answered.
+    /// `DELETE /api/chat/stream/{requestId}`: at most `StopDelivery.maxAttempts` (3)
+    /// attempts, `StopDelivery.retryDelayMs` (1 s, on `clock`) apart, each with a 10 s
+    /// timeout, rotating through the base URLs from `preferredURLIndex`. Returns the
+    /// HTTP status of the first answer (202 when accepted; 404 when the stream is
+    /// already gone), or `nil` when no attempt was answered (or no token could be had).
     @discardableResult
     public func cancel(requestId: RequestID, preferredURLIndex: Int = 0) async -> Int? {
-        for k in 0..<baseURLs.count {
-            let base = baseURLs[(preferredURLIndex + k) % baseURLs.count]
-            var req = URLRequest(url: base.appendingPathComponent("api/chat/stream/\(requestId.value)"))
-            req.httpMethod = "DELETE"
-            req.timeoutInterval = 10
-            guard let t = try? await token() else { return nil }
-            req.setValue("Bearer \(t)", forHTTPHeaderField: "Authorization")
-            if let (status, _) = try? await HTTPFetch.perform(req, configuration: configuration) { return status }
+        for attempt in 0..<StopDelivery.maxAttempts {
+            if attempt > 0 { try? await clock.sleep(ms: StopDelivery.retryDelayMs) }
+            let base = baseURLs[((preferredURLIndex + attempt) % baseURLs.count + baseURLs.count) % baseURLs.count]
+            guard let t = try? await tokenProvider(.connect) else { return nil }
+            let req = TransportRequest(method: "DELETE", url: base.appendingPathComponent("api/chat/stream/\(requestId.value)"),
+                                       headers: [("Authorization", "Bearer \(t)")], timeoutMs: StopDelivery.timeoutMs)
+            stops.attempted()
+            if let (status, _) = try? await transport.fetch(req), status > 0, status < 500 { return status }
         }
         return nil
+    }
+
+    /// Sends the `DELETE` of a stopped answer in the background (see `cancel`) and
+    /// counts the outcome in `stopDeliveries`.
+    func deliverStop(requestId: RequestID, preferredURLIndex: Int) {
+        stops.start { await self.cancel(requestId: requestId, preferredURLIndex: preferredURLIndex) != nil }
+    }
+
+    /// What became of the `DELETE`s sent for stopped answers (the UI never waits for them).
+    public var stopDeliveries: StopDelivery.Counts { stops.counts }
+
+    /// Waits until every `DELETE` started so far has been answered or given up (a CLI
+    /// calls it before exiting; an app need not).
+    public func waitForStopDeliveries() async {
+        for t in stops.pending() { await t.value }
     }
 
     /// Decodes `{"error":{"code","message"}}`; a generic error when the body is not that.

@@ -9,14 +9,18 @@ import RelayCore
 /// and the `.telemetry` record.
 ///
 /// Behaviour (rules in `ReconnectPolicy`, `ResponseRenderer`):
-/// * `POST /api/chat/stream` with `X-Request-Id`, streamed through `URLSession` with a
-///   data delegate; events parsed by `RelayCore.SSEParser`; `lastEventId` kept in memory.
-/// * On a drop: wait 1 s (3 s when the measured RTT — request sent to response
-///   headers — or the reported one is over 500 ms), then `GET /api/chat/stream/{id}`
-///   with `Last-Event-ID`, rotating through the client's base URLs; at most 3 times,
-///   then the completion `needsResume`, and `resume()` re-sends the whole request.
-/// * The bearer token is asked from the client's closure on every connection.
-/// * `stop()` cancels the connection and sends `DELETE`; it is never taken for a drop.
+/// * `POST /api/chat/stream` with `X-Request-Id`, streamed through the client's
+///   `RelayTransport`; events parsed by `RelayCore.SSEParser`; `lastEventId` kept in memory.
+/// * On a drop or a 503: wait 1 s (3 s when the measured RTT — request sent to response
+///   headers — or the reported one is over 500 ms; at least `Retry-After`) plus 0–250 ms
+///   of jitter, then `GET /api/chat/stream/{id}` with `Last-Event-ID`, rotating through
+///   the client's base URLs; at most 3 times, then the completion `needsResume`, and
+///   `resume()` re-sends the whole request.
+/// * The bearer token is asked from the client's provider on every connection; after
+///   `token_expired` it is asked with `.expired` and the answer resumes.
+/// * In the background a drop waits; `enterForeground()` resumes at once.
+/// * `stop()` completes the answer as `stopped` at once; the `DELETE` goes out in the
+///   background (`RelayChatClient.stopDeliveries`); a stop is never taken for a drop.
 ///
 /// The state lives in one task (`StreamDriver.run`); the public methods only post
 /// inputs to it, so they may be called from any thread.
@@ -60,11 +64,14 @@ public final class RelayStream: AsyncSequence, Sendable {
     /// /api/chat/stream/{requestId}`; the answer completes as `stopped`.
     public func stop() { inputs.yield(.stop) }
 
-    /// The app went to the background: render updates pause (the stream keeps reading).
-    public func enterBackground() { inputs.yield(.background) }
+    /// The app went to the background: render updates pause (the stream keeps reading
+    /// while the system lets it); the hard timeout pauses; a drop waits for the foreground.
+    public func enterBackground() { inputs.yield(.background(at: client.clock.nowMs())) }
 
-    /// The app is back: everything buffered is replayed in one update.
-    public func enterForeground() { inputs.yield(.foreground) }
+    /// The app is back: everything buffered is replayed in one update; after a drop in
+    /// the background the stream resumes at once from `lastEventId` (within 5 minutes
+    /// of the last event, else `needsResume`).
+    public func enterForeground() { inputs.yield(.foreground(at: client.clock.nowMs())) }
 
     /// The manual Resume / Retry: re-sends the whole request as a new stream (new
     /// request id, next base URL); its telemetry counts this as a reconnection.
@@ -80,10 +87,12 @@ public final class RelayStream: AsyncSequence, Sendable {
 /// What the driver reacts to.
 enum StreamInput: Sendable {
     case tick
-    case connection(id: Int, ConnectionEvent)
+    /// An event of connection `id`, stamped with the clock time it arrived (ms).
+    case connection(id: Int, ConnectionEvent, at: Int64)
     case stop
-    case background
-    case foreground
+    /// The app's state changed at this clock time (ms, stamped when the app said so).
+    case background(at: Int64)
+    case foreground(at: Int64)
 }
 
 /// Runs one `RelayStream`. All mutable state is confined to `run(_:)`'s task (inputs
@@ -102,13 +111,14 @@ final class StreamDriver: @unchecked Sendable {
     private var renderer: ResponseRenderer
     private var parser = SSEParser()
     private let startedAt: Int64
-    private var connection: HTTPConnection?
+    private var connection: (any TransportConnection)?
     private var connectionID = 0
     private var connectStartedAt: Int64 = 0
     private var urlIndex: Int
     private var errorStatus: Int?
     private var errorBody = Data()
     private var errorContentType: String?
+    private var errorRetryAfter: String?
     private var eventsReceived = 0
     private var dropped = false
     private var ended = false
@@ -166,20 +176,22 @@ final class StreamDriver: @unchecked Sendable {
             if let u = renderer.tick(now: now) { output.yield(.render(u)) }
             await perform(policy.tick(now: now))
         case .stop:
-            await perform(policy.stop())
-        case .background:
+            await perform(policy.stop(now: now))
+        case .background(let at):
             renderer.enterBackground()
-        case .foreground:
+            policy.enterBackground(now: min(at, now))
+        case .foreground(let at):
             if let u = renderer.enterForeground(now: now) { output.yield(.render(u)) }
-        case .connection(let id, let event):
+            await perform(policy.enterForeground(now: min(at, now)))
+        case .connection(let id, let event, let at):
             guard id == connectionID, connection != nil else { return }
-            await handle(event, now: now)
+            await handle(event, now: min(at, now))
         }
     }
 
     private func handle(_ event: ConnectionEvent, now: Int64) async {
         switch event {
-        case .response(let status, let contentType):
+        case .response(let status, let contentType, let retryAfter):
             if now - connectStartedAt > Int64(NetworkAdvice.slowRttMs) {
                 policy.backoffMs = max(reportedBackoff, NetworkAdvice.slowBackoffMs)
             }
@@ -190,6 +202,7 @@ final class StreamDriver: @unchecked Sendable {
             } else {
                 errorStatus = status
                 errorContentType = contentType
+                errorRetryAfter = retryAfter
                 errorBody = Data()
             }
         case .data(let d):
@@ -202,7 +215,7 @@ final class StreamDriver: @unchecked Sendable {
                 items = try parser.feed(d)
             } catch {
                 dropConnection()
-                return await perform(policy.connectionLost(now: now))
+                return await perform(policy.connectionLost(jitterMs: client.jitter(), now: now))
             }
             for item in items {
                 guard case .event(let msg) = item, !ended else { continue }
@@ -214,10 +227,12 @@ final class StreamDriver: @unchecked Sendable {
             if let status = errorStatus {
                 errorStatus = nil
                 let e = RelayChatClient.apiError(status: status, body: errorBody)
-                return await perform(policy.responseOpened(status: status, contentType: errorContentType, error: e, now: now))
+                return await perform(policy.responseOpened(status: status, contentType: errorContentType, error: e,
+                                                           retryAfterMs: ReconnectPolicy.retryAfterMs(errorRetryAfter),
+                                                           jitterMs: client.jitter(), now: now))
             }
             _ = parser.finish()   // an incomplete event is discarded with its id (WHATWG §9.2.6)
-            await perform(policy.connectionLost(now: now))
+            await perform(policy.connectionLost(jitterMs: client.jitter(), now: now))
         }
     }
 
@@ -228,9 +243,9 @@ final class StreamDriver: @unchecked Sendable {
         // relay's mid-stream `error` (session_revoked, token_expired) repeats the last
         // delta's seq so that a resume skips nothing, and must not be taken for a drop.
         if let seq, seq <= policy.lastEventId, event?.isTerminal != true { return }
-        let action = policy.eventReceived(seq: seq, event: event, now: now)
+        let action = policy.eventReceived(seq: seq, event: event, jitterMs: client.jitter(), now: now)
         eventsReceived += 1
-        if let event {
+        if let event, !Self.isTokenExpiry(event) {
             if let u = renderer.receive(event, now: now) { output.yield(.render(u)) }
             if case .done(_, let usage) = event {
                 let b = client.budgetBox.mutate { (b: inout BudgetState?) -> BudgetState? in
@@ -244,14 +259,19 @@ final class StreamDriver: @unchecked Sendable {
         if let n = options.dropAfterEvents, !dropped, !ended, eventsReceived >= n {
             dropped = true
             dropConnection()
-            await perform(policy.connectionLost(now: now))
+            await perform(policy.connectionLost(jitterMs: client.jitter(), now: now))
         }
+    }
+
+    /// `token_expired` is not the end of the answer: the renderer never sees it.
+    static func isTokenExpiry(_ e: StreamEvent) -> Bool {
+        if case .error(_, "token_expired", _) = e { return true }
+        return false
     }
 
     // MARK: - Actions
 
     private func perform(_ action: ReconnectPolicy.Action) async {
-        let now = clock.nowMs()
         switch action {
         case .none:
             break
@@ -265,14 +285,14 @@ final class StreamDriver: @unchecked Sendable {
                 output.yield(.connection(.reconnecting(attempt: attempt, url: baseURL, lastEventId: last)))
             }
             await connect(post: last == 0, lastEventId: last)
-        case .wait(let until):
+        case .wait:
             if case .waiting(let attempt, _) = policy.state {
-                output.yield(.connection(.waitingToReconnect(attempt: attempt, delayMs: until - now)))
+                output.yield(.connection(.waitingToReconnect(attempt: attempt, delayMs: policy.waitMs)))
             }
         case .stop:
             dropConnection()
-            _ = await client.cancel(requestId: options.requestId, preferredURLIndex: urlIndex)
             complete(.stopped)
+            client.deliverStop(requestId: options.requestId, preferredURLIndex: urlIndex)
         case .finish(let c):
             dropConnection()
             complete(c)
@@ -288,30 +308,38 @@ final class StreamDriver: @unchecked Sendable {
         errorStatus = nil
         let token: String
         do {
-            token = try await client.token()
+            if policy.freshTokenNeeded {
+                policy.freshTokenFetched()
+                token = try await client.tokenProvider(.expired)
+            } else {
+                token = try await client.tokenProvider(.connect)
+            }
         } catch {
             let e = APIError.unauthorized("no bearer token: \(error)")
             return await perform(policy.responseOpened(status: 401, contentType: nil, error: e, now: clock.nowMs()))
         }
         guard id == connectionID, !ended else { return }   // stopped while fetching the token
-        var req: URLRequest
+        var headers: [(name: String, value: String)] = [
+            ("Authorization", "Bearer \(token)"),
+            ("Accept", "text/event-stream"),
+            ("X-Request-Id", options.requestId.value),
+            ("Cache-Control", "no-store"),
+        ]
+        let req: TransportRequest
         if post {
-            req = URLRequest(url: baseURL.appendingPathComponent("api/chat/stream"))
-            req.httpMethod = "POST"
-            req.httpBody = request.jsonBody
-            req.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            headers.append(("Content-Type", "application/json"))
+            req = TransportRequest(method: "POST", url: baseURL.appendingPathComponent("api/chat/stream"), headers: headers,
+                                   body: request.jsonBody)
         } else {
-            req = URLRequest(url: baseURL.appendingPathComponent("api/chat/stream/\(options.requestId.value)"))
-            req.setValue(String(lastEventId), forHTTPHeaderField: "Last-Event-ID")
+            headers.append(("Last-Event-ID", String(lastEventId)))
+            req = TransportRequest(method: "GET", url: baseURL.appendingPathComponent("api/chat/stream/\(options.requestId.value)"),
+                                   headers: headers)
         }
-        req.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-        req.setValue("text/event-stream", forHTTPHeaderField: "Accept")
-        req.setValue(options.requestId.value, forHTTPHeaderField: "X-Request-Id")
-        req.setValue("no-store", forHTTPHeaderField: "Cache-Control")
         connectStartedAt = clock.nowMs()
         let inputs = self.inputs
-        connection = HTTPConnection(request: req, configuration: client.configuration) { event in
-            inputs.yield(.connection(id: id, event))
+        let clock = self.clock
+        connection = client.transport.stream(req) { event in
+            inputs.yield(.connection(id: id, event, at: clock.nowMs()))
         }
     }
 

@@ -55,7 +55,9 @@ public struct ResponseRenderer: Sendable {
     private var buffer: RenderBuffer
     private var direction = DirectionDetector()
     private var progress: DraftProgress
-    private var received = ""          // first characters received, for direction
+    /// Text the buffer released before the direction was decided: nothing is shown
+    /// before the decision (`CLIENT_RULES.md`), so it waits here.
+    private var held: RenderBuffer.Flush?
 
     /// - Parameters:
     ///   - now: when the request was sent, ms.
@@ -73,9 +75,9 @@ public struct ResponseRenderer: Sendable {
         case .delta(let s):
             tokensReceived += 1
             if firstTokenAt == nil { firstTokenAt = now }
-            if received.unicodeScalars.count < 4_000 { received += s }
+            direction.feed(s)
             progress.append(s)
-            return buffer.append(s, now: now).map { update(for: $0, now: now) }
+            return release(buffer.append(s, now: now), now: now)
         case .done(let reason, let u):
             usage = u
             return finish(reason == "cancelled" ? .stopped : .finished(finishReason: reason), now: now)
@@ -87,7 +89,7 @@ public struct ResponseRenderer: Sendable {
     /// The 50 ms timer.
     public mutating func tick(now: Int64) -> RenderUpdate? {
         guard completion == nil else { return nil }
-        return buffer.tick(now: now).map { update(for: $0, now: now) }
+        return release(buffer.tick(now: now), now: now)
     }
 
     /// Ends the answer (`done`, `error`, stop, timeout, needsResume): releases all
@@ -96,7 +98,8 @@ public struct ResponseRenderer: Sendable {
         guard completion == nil else { return nil }
         completion = c
         progress.finish()
-        if let f = buffer.finish(now: now) { return update(for: f, now: now) }
+        direction.decideNow()
+        if let u = release(buffer.finish(now: now), now: now) { return u }
         if buffer.isBackground { return nil }
         return RenderUpdate(appended: "", text: text, layout: direction.layout, progress: currentProgress(),
                             showsTypingIndicator: false, completion: c, reason: nil)
@@ -108,7 +111,7 @@ public struct ResponseRenderer: Sendable {
     /// The app came back: everything buffered is replayed in one update.
     public mutating func enterForeground(now: Int64) -> RenderUpdate? {
         guard buffer.isBackground else { return nil }
-        if let f = buffer.enterForeground(now: now) { return update(for: f, now: now) }
+        if let u = release(buffer.enterForeground(now: now), now: now) { return u }
         if let c = completion {
             return RenderUpdate(appended: "", text: text, layout: direction.layout, progress: currentProgress(),
                                 showsTypingIndicator: false, completion: c, reason: nil)
@@ -120,8 +123,19 @@ public struct ResponseRenderer: Sendable {
         progress.snapshot(tokensReceived: max(tokensReceived, usage?.completionTokens ?? 0))
     }
 
+    /// Shows `f` (and text held before the decision) once the direction is decided and
+    /// the app is in the foreground; holds it otherwise.
+    private mutating func release(_ f: RenderBuffer.Flush?, now: Int64) -> RenderUpdate? {
+        if let f {
+            held = RenderBuffer.Flush(text: (held?.text ?? "") + f.text, reason: f.reason)
+        }
+        guard direction.layout != nil, !buffer.isBackground, let h = held, !h.text.isEmpty else { return nil }
+        held = nil
+        return update(for: h, now: now)
+    }
+
     private mutating func update(for f: RenderBuffer.Flush, now: Int64) -> RenderUpdate {
-        let layout = direction.decide(from: received)
+        let layout = direction.decideNow()
         text += f.text
         typing.textRendered(now: now)
         let done = buffer.isFinished ? completion : nil

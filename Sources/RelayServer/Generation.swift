@@ -61,7 +61,11 @@ final class Generation {
     func start() {
         guard !finished, !started else { return }
         started = true
-        upstream.start { [weak self] e in self?.emit(e) }
+        upstream.start { [weak self] e in
+            guard let self else { return }
+            if case .error = e, !self.finished { self.host.upstreamFailed() }
+            self.emit(e)
+        }
     }
 
     private func emit(_ e: StreamEvent, charge: Int? = nil) {

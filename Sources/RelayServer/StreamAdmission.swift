@@ -108,7 +108,6 @@ final class StreamAdmission {
             case .success(.settled):
                 if ex.isOpen { then(.existing) }
             case .success(.refused(let remaining)):
-                self.metrics.add(.budgetRefusals)
                 if !req.explicitID { self.sessions.release(owner: req.ownerHash, sid: who.sid, id: req.id) }
                 if ex.isOpen {
                     self.gate.fail(ex, APIError(.tokenBudgetExhausted, "the \(self.context.budgets.effectiveTier(who.tier)) tier's \(limit) tokens for \(period) are used up or reserved (\(remaining) left)"))

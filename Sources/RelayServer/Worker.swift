@@ -21,6 +21,7 @@ final class Worker: @unchecked Sendable {
     private let hub: StreamHub
     private var router: Router?
     private var listener: HTTPListener?
+    private var stateTimer: LoopTimer?
 
     /// - Parameters:
     ///   - listenFD: a bound, listening, non-blocking socket (one per worker, `SO_REUSEPORT`).
@@ -41,6 +42,7 @@ final class Worker: @unchecked Sendable {
         commands.onConnect = { [unowned hub] in
             log.connected()
             hub.redisConnected()
+            Log.debug("redis connected", ["worker": index])
         }
         commands.onDisconnect = { [unowned hub] why in
             hub.redisDisconnected()
@@ -55,6 +57,15 @@ final class Worker: @unchecked Sendable {
                             isReady: { [unowned self] in self.isReady })
         self.router = router
         listener = try HTTPListener(loop: loop, config: config, listenFD: listenFD) { ex in router.route(ex) }
+        // Every second: this worker's Redis and readiness state for `/metrics`
+        // (`relay_workers_redis_connected`, `relay_workers_ready`; the alerts use them).
+        reportState()
+        stateTimer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.reportState() }
+        stateTimer?.schedule(afterMs: 1000)
+    }
+
+    private func reportState() {
+        hub.metrics.workerState(index, redisConnected: commands.isConnected && pubsub.isConnected, ready: isReady)
     }
 
     /// Runs the loop until `stop()`.
@@ -62,6 +73,7 @@ final class Worker: @unchecked Sendable {
 
     /// Frees the listener and the Redis connections, then stops the loop. Loop thread.
     func stop() {
+        stateTimer?.cancel()
         listener?.close()
         listener = nil
         hub.stop()

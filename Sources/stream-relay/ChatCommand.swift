@@ -1,6 +1,7 @@
 import Foundation
 import Dispatch
 import RelayClient
+import RelayClientCurl
 import RelayCore
 
 /// `stream-relay chat`: a terminal client built on `RelayClient` (issue 5 item 11). It
@@ -9,17 +10,24 @@ import RelayCore
 /// show a resume (`--drop-after N`), and ends with the telemetry record as one JSON line.
 enum ChatCommand {
     static let usage = """
-    usage: stream-relay chat --prompt TEXT [--url URL]... [--token JWT] [--model M]
-                             [--max-tokens N] [--summary] [--drop-after N]
+    usage: stream-relay chat [--prompt] TEXT [--url URL]... [--token JWT | --token-file PATH]
+                             [--model M] [--max-tokens N] [--summary] [--drop-after N]
       --url URL        relay base URL (default http://127.0.0.1:8080); repeat it to let
                        reconnections rotate through several relay instances
       --token JWT      bearer token (default: RELAY_TOKEN); see `stream-relay mint-token`
+      --token-file PATH  read the bearer token from PATH on every connection (a token
+                       refresher may rewrite it, as with Kubernetes projected tokens);
+                       after `token_expired` the answer resumes with the file's new token
       --model M        model name passed to the relay
-      --prompt TEXT    the user message (or - to read it from standard input)
+      --prompt TEXT    the user message (or - to read it from standard input); it may
+                       also be given as the one positional argument:
+                       stream-relay chat "Draft a mutual NDA"
       --max-tokens N   maximum tokens to generate
       --summary        ask for a summary-mode answer ("mode":"summary")
       --drop-after N   cut the connection once after N events, to show a resume
       --output FILE    also write the answer text, exactly as received, to FILE
+      --transport T    curl (default: libcurl, cheap on CPU) or urlsession (Foundation's
+                       URLSession, the kit's default on Apple platforms)
     Text goes to standard output; status lines (connection, progress, direction) to
     standard error; the last line on standard output is the telemetry JSON
     {"latencyMs","reconnections","requestId","tokensReceived"}.
@@ -31,12 +39,14 @@ enum ChatCommand {
     struct Options {
         var urls: [URL] = []
         var token: String?
+        var tokenFile: String?
         var model: String?
         var prompt: String?
         var maxTokens: Int?
         var summary = false
         var dropAfter: Int?
         var output: String?
+        var transport = "curl"
     }
 
     /// Parses `arguments`; returns the options or a usage error message.
@@ -60,10 +70,17 @@ enum ChatCommand {
                     }
                     o.urls.append(u)
                 case "--token": o.token = try value(a)
+                case "--token-file": o.tokenFile = try value(a)
                 case "--model": o.model = try value(a)
-                case "--prompt": o.prompt = try value(a)
+                case "--prompt":
+                    guard o.prompt == nil else { throw UsageError(message: "the prompt is given twice") }
+                    o.prompt = try value(a)
                 case "--summary": o.summary = true
                 case "--output": o.output = try value(a)
+                case "--transport":
+                    let v = try value(a)
+                    guard v == "curl" || v == "urlsession" else { throw UsageError(message: "--transport must be curl or urlsession") }
+                    o.transport = v
                 case "--max-tokens":
                     let v = try value(a)
                     guard let n = Int(v), n > 0 else { throw UsageError(message: "--max-tokens must be a positive integer") }
@@ -72,7 +89,11 @@ enum ChatCommand {
                     let v = try value(a)
                     guard let n = Int(v), n > 0 else { throw UsageError(message: "--drop-after must be a positive integer") }
                     o.dropAfter = n
-                default: throw UsageError(message: "unexpected argument \(a)")
+                default:
+                    // The prompt as a positional argument, the way LLM command-line tools take it.
+                    guard a == "-" || !a.hasPrefix("-") else { throw UsageError(message: "unexpected argument \(a)") }
+                    guard o.prompt == nil else { throw UsageError(message: "the prompt is given twice (\(a))") }
+                    o.prompt = a
                 }
                 i += 1
             }
@@ -97,8 +118,23 @@ enum ChatCommand {
         case .success(let parsed): o = parsed
         }
         if o.urls.isEmpty { o.urls = [URL(string: "http://127.0.0.1:8080")!] }
-        guard let token = o.token ?? ProcessInfo.processInfo.environment["RELAY_TOKEN"], !token.isEmpty else {
-            printError("chat: no token (--token or RELAY_TOKEN; `stream-relay mint-token` makes one)\n")
+        if o.token != nil && o.tokenFile != nil {
+            printError("chat: give --token or --token-file, not both\n")
+            return 2
+        }
+        let tokenSource: TokenSource
+        if let path = o.tokenFile {
+            tokenSource = .file(path)
+            do {
+                _ = try tokenSource.read()
+            } catch {
+                printError("chat: \(error)\n")
+                return 2
+            }
+        } else if let token = o.token ?? ProcessInfo.processInfo.environment["RELAY_TOKEN"], !token.isEmpty {
+            tokenSource = .fixed(token)
+        } else {
+            printError("chat: no token (--token, --token-file or RELAY_TOKEN; `stream-relay mint-token` makes one)\n")
             return 2
         }
         if o.prompt == "-" { o.prompt = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) }
@@ -107,7 +143,8 @@ enum ChatCommand {
             return 2
         }
 
-        let client = RelayChatClient(baseURLs: o.urls, token: { token })
+        let client = RelayChatClient(baseURLs: o.urls, tokenProvider: { _ in try tokenSource.read() },
+                                     transport: o.transport == "curl" ? CurlTransport() as any RelayTransport : URLSessionTransport())
         let out = Terminal()
         if let budget = try? await client.fetchBudget() {
             out.status(budget.pillText + (budget.isWarning ? " (low)" : ""))
@@ -168,6 +205,11 @@ enum ChatCommand {
                 out.line(t.json)
             }
         }
+        if case .stopped? = completion {
+            await client.waitForStopDeliveries()   // the DELETE went out in the background
+            let d = client.stopDeliveries
+            out.status(d.delivered > 0 ? "■ DELETE delivered" : "! DELETE not delivered after \(d.attempts) attempts")
+        }
         if let path = o.output {
             do {
                 try answer.write(to: URL(fileURLWithPath: path))
@@ -186,7 +228,7 @@ enum ChatCommand {
     static func describe(_ c: Completion?) -> String {
         switch c {
         case .finished(let reason)?: return "✓ done (\(reason))"
-        case .stopped?: return "■ stopped (DELETE sent)"
+        case .stopped?: return "■ stopped"
         case .timedOut?: return "! no `done` within 60 s — the answer is complete as shown; retry is possible"
         case .needsResume?: return "! could not resume after 3 attempts — re-send the request to retry"
         case .failed(let status, let code, let message)?: return "✗ \(status) \(code): \(message)"
@@ -221,5 +263,30 @@ final class Terminal: @unchecked Sendable {
         FileHandle.standardOutput.write(Data(((stdoutAtLineStart ? "" : "\n") + s + "\n").utf8))
         stdoutAtLineStart = true
         screenAtLineStart = true
+    }
+}
+
+/// Where `chat` gets its bearer token: a fixed string, or a file read again on every
+/// connection (so a token refresher that rewrites it — the way Kubernetes projected
+/// service-account tokens work — is picked up, and `token_expired` resumes).
+enum TokenSource: Sendable {
+    case fixed(String)
+    case file(String)
+
+    struct ReadError: Error, CustomStringConvertible { var description: String }
+
+    /// The token, whitespace trimmed.
+    /// - Throws: `ReadError` when the file cannot be read or is empty.
+    func read() throws -> String {
+        switch self {
+        case .fixed(let t): return t
+        case .file(let path):
+            guard let d = FileManager.default.contents(atPath: path) else {
+                throw ReadError(description: "cannot read the token file \(path)")
+            }
+            let t = String(decoding: d, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !t.isEmpty else { throw ReadError(description: "the token file \(path) is empty") }
+            return t
+        }
     }
 }

@@ -13,6 +13,8 @@ final class MockRelay: @unchecked Sendable {
         var status = 200
         var contentType = "text/event-stream"
         var chunks: [Data] = []
+        /// Extra response headers (e.g. `Retry-After`).
+        var headers: [String: String] = [:]
         /// `nil`: keep the connection open; `.some(nil)`: clean end; `.some(error)`: fail.
         var end: URLError?? = .some(nil)
     }
@@ -80,7 +82,7 @@ final class MockRelay: @unchecked Sendable {
     }
 }
 
-final class MockURLProtocol: URLProtocol, @unchecked Sendable {
+final class MockURLProtocol: URLProtocol {
     override class func canInit(with request: URLRequest) -> Bool { true }
     override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
 
@@ -88,7 +90,7 @@ final class MockURLProtocol: URLProtocol, @unchecked Sendable {
         guard let relay = MockRelay.current else { return }
         let r = relay.reply(for: request)
         let response = HTTPURLResponse(url: request.url!, statusCode: r.status, httpVersion: "HTTP/1.1",
-                                       headerFields: ["Content-Type": r.contentType])!
+                                       headerFields: r.headers.merging(["Content-Type": r.contentType]) { a, _ in a })!
         client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
         for c in r.chunks { client?.urlProtocol(self, didLoad: c) }
         switch r.end {
@@ -96,6 +98,12 @@ final class MockURLProtocol: URLProtocol, @unchecked Sendable {
         case .some(.none): client?.urlProtocolDidFinishLoading(self)
         case .some(.some(let e)): client?.urlProtocol(self, didFailWithError: e)
         }
+    }
+
+    /// An `{"error":{…}}` answer.
+    static func error(_ status: Int, _ code: String, headers: [String: String] = [:]) -> MockRelay.Reply {
+        .init(status: status, contentType: "application/json",
+              chunks: [Data(#"{"error":{"code":"\#(code)","message":"\#(code)"}}"#.utf8)], headers: headers)
     }
 
     override func stopLoading() {}

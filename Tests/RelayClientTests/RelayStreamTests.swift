@@ -16,9 +16,14 @@ final class RelayStreamTests: XCTestCase {
     let request = ChatRequest(messages: [ChatMessage(role: "user", content: "hi")])
 
     func client(_ relay: MockRelay, clock: VirtualClock, tokens: LockedBox<Int> = LockedBox(0),
-                telemetry: LockedBox<[TelemetryRecord]> = LockedBox([])) -> RelayChatClient {
-        RelayChatClient(baseURLs: urls, token: { tokens.mutate { $0 += 1; return "tok\($0)" } }, clock: clock,
-                        telemetry: { r in telemetry.mutate { $0.append(r) } }, configuration: relay.configuration)
+                telemetry: LockedBox<[TelemetryRecord]> = LockedBox([]), jitter: Int64 = 0,
+                reasons: LockedBox<[RelayChatClient.TokenReason]> = LockedBox([])) -> RelayChatClient {
+        RelayChatClient(baseURLs: urls, tokenProvider: { why in
+                            reasons.mutate { $0.append(why) }
+                            return tokens.mutate { $0 += 1; return "tok\($0)" }
+                        }, clock: clock,
+                        telemetry: { r in telemetry.mutate { $0.append(r) } },
+                        transport: URLSessionTransport(configuration: relay.configuration), jitter: { jitter })
     }
 
     func testWholeStreamInOddChunks() async throws {
@@ -151,7 +156,8 @@ final class RelayStreamTests: XCTestCase {
                 : .init(chunks: [Data(MockRelay.frames([.delta("Hello there, general ")]).utf8)], end: .none)   // stays open
         }
         let clock = VirtualClock()
-        let stream = client(relay, clock: clock).startChat(request)
+        let c = client(relay, clock: clock)
+        let stream = c.startChat(request)
         let updates = await withRunningClock(clock) { () -> [ChatUpdate] in
             var all: [ChatUpdate] = []
             for await u in stream {
@@ -161,6 +167,8 @@ final class RelayStreamTests: XCTestCase {
             return all
         }
         XCTAssertEqual(updates.completion, .stopped)
+        await c.waitForStopDeliveries()
+        XCTAssertEqual(c.stopDeliveries.delivered, 1)
         XCTAssertEqual(relay.requests.map(\.method), ["POST", "DELETE"])
         XCTAssertEqual(relay.requests[1].url.path, "/api/chat/stream/\(stream.requestId.value)")
         XCTAssertEqual(relay.requests[1].header("Authorization"), "Bearer tok2")

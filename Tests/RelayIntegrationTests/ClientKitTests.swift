@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import RelayClient
+import RelayClientCurl
 import RelayCore
 import RelayTestKit
 import RelayTestSupport
@@ -149,7 +150,7 @@ final class ClientKitTests: RelayTestCase {
         let tele = Box<[TelemetryRecord]>([])
         let tokens = Box(0)
         let c = RelayChatClient(baseURLs: [url(proxy.port)], token: { tokens.mutate { $0 += 1 }; return RelayProcess.token() },
-                                telemetry: { r in tele.mutate { $0.append(r) } }, configuration: .ephemeral)
+                                telemetry: { r in tele.mutate { $0.append(r) } }, configuration: .ephemeral, jitter: { 0 })
         let stream = c.startChat(request(maxTokens: 200))
         let t0 = Date()
         let out = try await collect(stream, timeout: 15)
@@ -210,13 +211,7 @@ final class ClientKitTests: RelayTestCase {
         let c = client([relay.port])
         let stream = c.startChat(request(maxTokens: 5_000))
         let id = stream.requestId.value
-        let stopped = Box(false)
-        let out = try await collect(stream, timeout: 10) { u in
-            if case .render(let r) = u, !r.text.isEmpty, !stopped.value {
-                stopped.value = true
-                stream.stop()
-            }
-        }
+        let out = try await collectStoppingAtFirstText(stream)
         XCTAssertEqual(out.completion, .stopped)
         XCTAssertEqual(stream.completion, .stopped)
         XCTAssertFalse(out.statuses.contains { if case .reconnecting = $0 { return true } else { return false } },
@@ -293,8 +288,10 @@ final class ClientKitTests: RelayTestCase {
     }
 
     /// Revocation while the client waits to reconnect: the reconnection is refused
-    /// with plain HTTP 401 `unauthorized` ("session revoked", DESIGN §2) and the answer
-    /// fails there — no second attempt, no loop.
+    /// with plain HTTP 401 `unauthorized` ("session revoked", DESIGN §2). A 401 to a
+    /// reconnection may be an expired token (`CLIENT_RULES.md`), so the provider is asked
+    /// once for a fresh token; the reconnection with it is refused again and the answer
+    /// fails there — no third attempt, no loop.
     func testRevokedWhileDisconnectedFailsOnTheFirstReconnection() async throws {
         let relay = try startRelay(["RELAY_ADMIN_KEY": Self.adminKey, "RELAY_SIMULATED_TOKENS_PER_SECOND": "100"])
         let sid = "revoked-\(UUID().uuidString.prefix(8))"
@@ -312,8 +309,8 @@ final class ClientKitTests: RelayTestCase {
             return XCTFail("fails with HTTP 401 unauthorized (session revoked), got \(String(describing: out.completion)); \(out.statuses)")
         }
         let attempts = out.statuses.filter { if case .reconnecting = $0 { return true } else { return false } }
-        XCTAssertEqual(attempts.count, 1, "exactly one reconnection, refused: \(out.statuses)")
-        XCTAssertEqual(tokens.value, 2)
+        XCTAssertEqual(attempts.count, 2, "one reconnection, then one with a fresh token, both refused: \(out.statuses)")
+        XCTAssertEqual(tokens.value, 3)
     }
 
     static func revoke(_ relay: RelayProcess, sid: String) throws -> Int {
@@ -373,19 +370,12 @@ final class ClientKitTests: RelayTestCase {
     /// The relay's connection dies while the response head is arriving (a FIN or a RST
     /// after part of the status line or headers). The client must take it as a drop,
     /// resume on the other URL and finish the answer. Run through `stream-relay chat`
-    /// (built on the kit) in a child process, because on Linux FoundationNetworking
-    /// (swift-corelibs-foundation #5285, fixed by PR #5286) may stop the whole process
-    /// with `Fatal error: Transfer completed, but there's no response.` — which would
-    /// take the test runner down with it. The in-process random cuts therefore stay
-    /// out of the head for FIN cuts.
+    /// in a child process: `chat` streams over libcurl (`CurlTransport`), which reports
+    /// such a cut as an ordinary error. (FoundationNetworking's `URLSession` in Swift 6.3
+    /// instead stops the whole process with "Transfer completed, but there's no
+    /// response" — swift-corelibs-foundation #5285, fixed by PR #5286 — which is why the
+    /// in-process random cuts keep FIN cuts out of the head.)
     func testConnectionLostInsideTheResponseHeadIsADrop() throws {
-        // Swift 6.3's FoundationNetworking (URLSession on Linux) traps with "Transfer
-        // completed, but there's no response" when a connection closes cleanly inside
-        // the response head (swift-corelibs-foundation issue 5285, fixed upstream by
-        // PR 5286). Apple's URLSession is not affected. Run with
-        // RELAY_TEST_KNOWN_TOOLCHAIN_BUGS=1 to check a toolchain for the fix.
-        try XCTSkipUnless(ProcessInfo.processInfo.environment["RELAY_TEST_KNOWN_TOOLCHAIN_BUGS"] == "1",
-                          "FoundationNetworking on this toolchain crashes on a FIN inside the response head (corelibs-foundation #5285)")
         let relay = try startRelay()
         let reference = try referenceText(relay, maxTokens: 60)
         let proxy = try FlakyProxy(upstreamPort: relay.port)
@@ -431,6 +421,196 @@ final class ClientKitTests: RelayTestCase {
         XCTAssertEqual(crashes, [], "the client process crashed instead of resuming")
     }
 
+    // MARK: - 7. Issue 15: token expiry, a draining relay, `stream-relay chat`
+
+    /// A token minted with a 3 s lifetime (relay leeway 0): the relay ends the live
+    /// stream with `token_expired`; the provider is asked once with `.expired`, and the
+    /// answer resumes from the last id with the fresh token, byte-identical.
+    func testExpiredTokenMidStreamIsRefreshedOnceAndTheAnswerResumes() async throws {
+        let relay = try startRelay(["RELAY_JWT_LEEWAY": "0", "RELAY_HEARTBEAT": "1s", "RELAY_SIMULATED_TOKENS_PER_SECOND": "150"])
+        // 6 s at 150 tokens/s. The relay ends a stream once `now > exp` in whole seconds,
+        // checked every heartbeat / 4 (250 ms here): 3–4.25 s after minting.
+        let maxTokens = 900
+        let reference = try referenceText(try startRelay(), maxTokens: maxTokens)   // a fast relay, same text
+        let sid = "expiry-\(UUID().uuidString.prefix(8))"
+        let short = RelayProcess.token(sid: sid, ttl: 3)
+        let reasons = Box<[RelayChatClient.TokenReason]>([])
+        let c = RelayChatClient(baseURLs: [url(relay.port)], tokenProvider: { why in
+            reasons.mutate { $0.append(why) }
+            return why == .expired ? RelayProcess.token(sid: sid) : short
+        }, transport: URLSessionTransport(configuration: .ephemeral))
+        let out = try await collect(c.startChat(request(maxTokens: maxTokens)), timeout: 20)
+        XCTAssertEqual(out.completion, .finished(finishReason: "length"), "\(out.statuses)")
+        XCTAssertEqual(out.text, reference)
+        XCTAssertEqual(reasons.value.filter { $0 == .expired }.count, 1, "asked once for the expiry: \(reasons.value)")
+        XCTAssertGreaterThanOrEqual(out.telemetry?.reconnections ?? 0, 1)
+        XCTAssertTrue(out.statuses.contains { if case .reconnecting(_, _, let last) = $0 { return last > 0 } else { return false } },
+                      "resumed from the last id: \(out.statuses)")
+    }
+
+    /// Two relays behind two base URLs; the first is SIGTERMed (drain) mid-answer: its
+    /// live connection closes and it refuses new ones. The client resumes on the other
+    /// (reconnections rotate) and the answer completes byte-identical, over libcurl and
+    /// over URLSession alike.
+    func testSIGTERMedRelayBehindTwoBaseURLsResumesOnTheOther() async throws {
+        let maxTokens = 400
+        let reference = try referenceText(try startRelay(), maxTokens: maxTokens)   // a fast relay, same text
+        for transport in [URLSessionTransport(configuration: .ephemeral) as any RelayTransport, CurlTransport()] {
+            let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "300", "RELAY_DRAIN_TIMEOUT": "20s"]
+            let a = try startRelay(env)
+            let b = try startRelay(env)
+            let c = RelayChatClient(baseURLs: [url(a.port), url(b.port)], tokenProvider: { _ in RelayProcess.token(sub: "drain") },
+                                    clock: FastClock(), transport: transport)
+            let stream = c.startChat(request(maxTokens: maxTokens))
+            let terminated = Box(false)
+            let out = try await collect(stream, timeout: 25) { u in
+                if case .render(let r) = u, !r.text.isEmpty, !terminated.value {
+                    terminated.value = true
+                    DispatchQueue.global().async { a.terminate() }
+                }
+            }
+            let what = "\(type(of: transport))"
+            XCTAssertEqual(out.completion, .finished(finishReason: "length"), "\(what): \(out.statuses)")
+            XCTAssertEqual(out.text, reference, what)
+            XCTAssertTrue(out.statuses.contains { if case .reconnecting(_, let u, _) = $0 { return u == url(b.port) } else { return false } },
+                          "\(what): resumed on the other relay: \(out.statuses)")
+            b.terminate()
+        }
+    }
+
+    /// A relay at its connection cap answers the resume with `503 not_ready` and
+    /// `Retry-After: 1`: a retryable drop — the client waits `max(1 s, backoff) + jitter`,
+    /// rotates to the other base URL and completes the answer.
+    func test503WithRetryAfterOnAResumeIsARetryableDrop() async throws {
+        let capped = try startRelay(["RELAY_MAX_CONNECTIONS": "1", "RELAY_SIMULATED_TOKENS_PER_SECOND": "50"])
+        let open = try Chat.start(port: capped.port, token: RelayProcess.token(sub: "occupant"), maxTokens: 2_000)
+        defer { open.close() }
+        XCTAssertNotNil(try open.nextEvent(), "the occupant's stream is live")
+        let relay = try startRelay()
+        let reference = try referenceText(relay, maxTokens: 120)
+        let c = RelayChatClient(baseURLs: [url(relay.port), url(capped.port)], tokenProvider: { _ in RelayProcess.token() },
+                                clock: FastClock(), transport: URLSessionTransport(configuration: .ephemeral), jitter: { 40 })
+        let out = try await collect(c.startChat(request(maxTokens: 120), options: .init(dropAfterEvents: 10)))
+        XCTAssertEqual(out.completion, .finished(finishReason: "length"), "\(out.statuses)")
+        XCTAssertEqual(out.text, reference)
+        let waits = out.statuses.compactMap { s -> [Int64]? in
+            if case .waitingToReconnect(let a, let d) = s { return [Int64(a), d] }
+            return nil
+        }
+        XCTAssertEqual(waits, [[1, 1_040], [2, 1_040]], "the drop, then the 503 (Retry-After: 1 s), each + 40 ms jitter")
+        let urls = out.statuses.compactMap { s -> URL? in if case .reconnecting(_, let u, _) = s { return u } else { return nil } }
+        XCTAssertEqual(urls, [url(capped.port), url(relay.port)], "refused by the capped relay, then back on the other")
+    }
+
+    /// The connection drops while the app is in the background (`dropAfterEvents`); the
+    /// app comes back 90 s later (clock time; `FastClock` at 100×): no `timedOut` (the
+    /// hard timeout counts only foreground, connected time), no reconnection while in
+    /// the background, and on foreground the answer resumes from `lastEventId` at once,
+    /// byte-identical.
+    func testDropInTheBackgroundResumesOnForegroundNinetySecondsLater() async throws {
+        let relay = try startRelay()
+        let reference = try referenceText(relay, maxTokens: 150)
+        let clock = FastClock(factor: 100)
+        let c = client([relay.port], clock: clock)
+        let stream = c.startChat(request(maxTokens: 150), options: .init(dropAfterEvents: 20))
+        stream.enterBackground()
+        let backgroundAt = clock.nowMs()
+        let foregroundAt = Box<Int64?>(nil)
+        let early = Box<[ChatUpdate]>([])
+        Task {
+            // The scenario itself: 90 s of clock time in the background.
+            while clock.nowMs() - backgroundAt < 90_000 { try await Task.sleep(nanoseconds: 10_000_000) }
+            foregroundAt.value = clock.nowMs()
+            stream.enterForeground()
+        }
+        let out = try await collect(stream, timeout: 15) { u in
+            if foregroundAt.value == nil { early.mutate { $0.append(u) } }
+        }
+        XCTAssertEqual(out.completion, .finished(finishReason: "length"), "\(out.statuses)")
+        XCTAssertEqual(out.text, reference, "no token dropped")
+        XCTAssertFalse(early.value.contains { if case .connection(.reconnecting) = $0 { return true } else { return false } },
+                       "no reconnection in the background: \(early.value)")
+        XCTAssertFalse(early.value.contains { if case .render = $0 { return true } else { return false } }, "nothing rendered in the background")
+        XCTAssertTrue(out.statuses.contains(.reconnecting(attempt: 1, url: url(relay.port), lastEventId: 20)), "\(out.statuses)")
+        XCTAssertFalse(out.statuses.contains { if case .waitingToReconnect = $0 { return true } else { return false } }, "at once")
+    }
+
+    /// Stop while the stream's own base URL (a proxy) resets the `DELETE`: the UI gets
+    /// `stopped` at once; the `DELETE` is retried 1 s later (clock time) on the next base
+    /// URL, whose relay cancels the generation; the counters show two attempts, delivered.
+    func testStopDeleteIsRetriedOnTheNextBaseURL() async throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "200"])
+        let proxy = try FlakyProxy(upstreamPort: relay.port)
+        defer { proxy.stop() }
+        proxy.setPlan { i in i == 0 ? .forward : .acceptAndClose(reset: true) }   // the stream passes, the DELETE is reset
+        let c = client([proxy.port, relay.port], clock: FastClock())
+        let stream = c.startChat(request(maxTokens: 5_000))
+        let out = try await collectStoppingAtFirstText(stream)
+        XCTAssertEqual(out.completion, .stopped)
+        await c.waitForStopDeliveries()
+        let d = c.stopDeliveries
+        XCTAssertEqual(d.requested, 1)
+        XCTAssertEqual(d.delivered, 1)
+        XCTAssertEqual(d.attempts, 2, "reset by the proxy, then accepted by the relay")
+        XCTAssertEqual(proxy.connectionCount, 2, "the stream and the first DELETE")
+        try assertCancelled(stream.requestId.value)
+    }
+
+    /// `stream-relay chat` end to end (libcurl transport): a dropped connection and a
+    /// resume (`--drop-after`), and a token file holding a 3 s token that is rewritten
+    /// with a fresh one while the answer streams: the relay ends the stream with
+    /// `token_expired`, `chat` re-reads the file and resumes; the text equals an
+    /// uninterrupted run's.
+    func testChatCommandResumesAfterADropAndAnExpiredTokenFromTheTokenFile() throws {
+        let relay = try startRelay(["RELAY_JWT_LEEWAY": "0", "RELAY_HEARTBEAT": "1s", "RELAY_SIMULATED_TOKENS_PER_SECOND": "150"])
+        let maxTokens = 900   // 6 s: outlives the 3 s token (see the test above)
+        let reference = try referenceText(try startRelay(), maxTokens: maxTokens)   // a fast relay, same text
+        let sid = "chat-\(UUID().uuidString.prefix(8))"
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("chat-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let tokenFile = dir.appendingPathComponent("token")
+        let outFile = dir.appendingPathComponent("answer.txt")
+        try Data((RelayProcess.token(sid: sid, ttl: 3) + "\n").utf8).write(to: tokenFile)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: TestPaths.relayBinary)
+        p.arguments = ["chat", "Draft a mutual NDA", "--max-tokens", String(maxTokens), "--token-file", tokenFile.path,
+                       "--url", "http://127.0.0.1:\(relay.port)", "--drop-after", "5", "--output", outFile.path]
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        let stdout = Box(Data()), stderr = Box(Data())
+        let rewritten = Box(false)
+        out.fileHandleForReading.readabilityHandler = { h in
+            let d = h.availableData
+            let total = stdout.mutate { $0.append(d); return $0.count }
+            // Text well past event 5 means the resume after the drop is made (with the
+            // 3 s token): now the refresher writes a fresh token (atomically, by rename).
+            if total > 300, !rewritten.value {
+                rewritten.value = true
+                try? Data(RelayProcess.token(sid: sid).utf8).write(to: tokenFile, options: .atomic)
+            }
+        }
+        err.fileHandleForReading.readabilityHandler = { h in let d = h.availableData; stderr.mutate { $0.append(d) } }
+        try p.run()
+        let deadline = Date().addingTimeInterval(30)
+        while p.isRunning && Date() < deadline { usleep(20_000) }
+        if p.isRunning { p.terminate() }
+        p.waitUntilExit()
+        out.fileHandleForReading.readabilityHandler = nil
+        err.fileHandleForReading.readabilityHandler = nil
+        stdout.mutate { $0.append(out.fileHandleForReading.readDataToEndOfFile()) }
+        stderr.mutate { $0.append(err.fileHandleForReading.readDataToEndOfFile()) }
+        let errText = String(decoding: stderr.value, as: UTF8.self)
+        XCTAssertEqual(p.terminationStatus, 0, errText)
+        XCTAssertEqual(try String(contentsOf: outFile, encoding: .utf8), reference)
+        XCTAssertTrue(errText.contains("resuming after event 5 "), "the drop after 5 events resumed: \(errText)")
+        let lines = String(decoding: stdout.value, as: UTF8.self).split(separator: "\n")
+        let tele = try JSONSerialization.jsonObject(with: Data((lines.last ?? "").utf8)) as? [String: Any]
+        XCTAssertGreaterThanOrEqual(tele?["reconnections"] as? Int ?? 0, 2, "the drop and the token expiry: \(errText)")
+        XCTAssertEqual(Set(tele?.keys.map { $0 } ?? []), ["requestId", "tokensReceived", "latencyMs", "reconnections"])
+    }
+
     // MARK: - Helpers
 
     /// Everything a `RelayStream` yielded.
@@ -451,6 +631,17 @@ final class ClientKitTests: RelayTestCase {
         var telemetry: TelemetryRecord? {
             if case .telemetry(let t)? = updates.last { return t }
             return nil
+        }
+    }
+
+    /// Reads `stream`, pressing Stop once the first text is on screen.
+    func collectStoppingAtFirstText(_ stream: RelayStream) async throws -> Outcome {
+        let stopped = Box(false)
+        return try await collect(stream, timeout: 10) { u in
+            if case .render(let r) = u, !r.text.isEmpty, !stopped.value {
+                stopped.value = true
+                stream.stop()
+            }
         }
     }
 

@@ -1,0 +1,259 @@
+// Type declarations of @streamrelay/client (hand-written; the implementation is src/*.js).
+// Units: times in ms, budgets in tokens, RTT in ms, downlink in Mbit/s.
+
+// ---- SSE (WHATWG HTML §9.2.5–9.2.6) ----
+export type SSEItem =
+  | { kind: 'event'; type: string; data: string; lastEventId: string }
+  | { kind: 'comment'; text: string };
+export class SSELineTooLongError extends Error { readonly limit: number; }
+/** Incremental SSE parser over bytes split anywhere; `finish()` ends one connection's stream. */
+export class SSEParser {
+  constructor(options?: { maxLineChars?: number });
+  readonly maxLineChars: number;
+  /** Committed last event ID string. */
+  readonly lastEventId: string;
+  /** `retry:` in ms, or null when never set. */
+  readonly retry: number | null;
+  /** @throws SSELineTooLongError */
+  feed(chunk: Uint8Array | string): SSEItem[];
+  finish(): SSEItem[];
+}
+
+// ---- Render buffer ----
+export type FlushReason = 'interval' | 'paragraphBreak' | 'thematicBreak' | 'longRun' | 'done' | 'foreground';
+export interface Flush { text: string; reason: FlushReason; }
+export const RENDER_INTERVAL_MS: 50;
+export const LONG_RUN_CHARACTERS: 64;
+export const FIRST_RENDER_CHARACTERS: 30;
+export function graphemes(s: string): string[];
+/** Grapheme clusters without Intl.Segmenter (a UAX #29 subset). */
+export function graphemesFallback(s: string): string[];
+export function safeCut(s: string): { cut: number; longRun: boolean };
+export class RenderBuffer {
+  constructor(now: number);
+  readonly pending: string;
+  readonly isBackground: boolean;
+  readonly isFinished: boolean;
+  readonly hasFlushed: boolean;
+  append(delta: string, now: number): Flush | null;
+  tick(now: number): Flush | null;
+  finish(now: number): Flush | null;
+  enterBackground(): void;
+  enterForeground(now: number): Flush | null;
+}
+
+// ---- Direction (CLIENT_RULES.md) ----
+export interface TextLayout { direction: 'ltr' | 'rtl'; isArabic: boolean; lineHeight: number; }
+export const SAMPLE_SCALARS: 30;
+export const MARKDOWN_SYNTAX: ReadonlySet<string>;
+export const ARABIC_LINE_HEIGHT: 1.8;
+export const DEFAULT_LINE_HEIGHT: 1.4;
+export function isArabicScalar(codePoint: number): boolean;
+export function layoutForSample(sample: string[]): TextLayout;
+export function decideDirection(deltas: string[]): TextLayout;
+export class DirectionDecider {
+  readonly sample: string[];
+  readonly layout: TextLayout | null;
+  readonly isDecided: boolean;
+  /** Returns the layout when this delta completed the 30-scalar sample, else null. */
+  append(delta: string): TextLayout | null;
+  finish(): TextLayout;
+}
+
+// ---- Draft progress ----
+export interface ProgressSnapshot { index: number; title: string; total: number | null; text: string; }
+export const LONG_ANSWER_TOKENS: 1000;
+export function headingNumber(title: string): number | null;
+export function statedCount(line: string): number | null;
+export class DraftProgress {
+  constructor(options?: { expectedTotal?: number | null; noun?: string });
+  readonly headings: { level: number; title: string; number: number | null }[];
+  readonly total: number | null;
+  append(delta: string): void;
+  finish(): void;
+  snapshot(tokensReceived: number): ProgressSnapshot | null;
+}
+export interface MarkdownLine { text: string; insideFence: boolean; isFence: boolean; }
+export class MarkdownLineScanner {
+  readonly inFence: boolean;
+  feed(text: string): MarkdownLine[];
+  finish(): MarkdownLine | null;
+}
+
+// ---- Reconnect policy (CLIENT_RULES.md) ----
+export type Completion =
+  | { kind: 'finished'; finishReason: string }
+  | { kind: 'stopped' }
+  | { kind: 'timedOut' }
+  | { kind: 'needsResume' }
+  | { kind: 'failed'; status: number; code: string; message: string };
+export type Action =
+  | { type: 'none' }
+  | { type: 'sendRequest' }
+  | { type: 'reconnect'; lastEventId: number; refreshToken: boolean }
+  | { type: 'wait'; until: number }
+  | { type: 'stop' }
+  | { type: 'finish'; completion: Completion };
+export interface StreamEventJSON { type: 'delta' | 'done' | 'error' | string; [field: string]: unknown; }
+export const MAX_ATTEMPTS: 3;
+export const IDLE_LIMIT_MS: 300000;
+export const HARD_TIMEOUT_MS: 60000;
+export const MAX_JITTER_MS: 250;
+export function offersRetry(c: Completion): boolean;
+export function isEventStream(contentType: string | null | undefined): boolean;
+export class ReconnectPolicy {
+  constructor(options?: { backoffMs?: number; random?: () => number });
+  backoffMs: number;
+  readonly state: 'idle' | 'connecting' | 'streaming' | 'waiting' | 'suspended' | 'ended';
+  readonly attempt: number;
+  readonly completion: Completion | null;
+  readonly lastEventId: number;
+  readonly reconnections: number;
+  readonly isBackground: boolean;
+  readonly isEnded: boolean;
+  readonly nextDeadline: number | null;
+  jitterMs(): number;
+  start(now: number): Action;
+  resume(now: number): Action;
+  responseOpened(status: number, contentType: string | null, info: { code?: string; message?: string; retryAfterSec?: number | null }, now: number): Action;
+  eventReceived(seq: number | null, event: StreamEventJSON | null, now: number): Action;
+  connectionLost(now: number): Action;
+  tick(now: number): Action;
+  enterBackground(now: number): void;
+  enterForeground(now: number): Action;
+  stop(): Action;
+}
+
+// ---- Renderer ----
+export interface RenderUpdate {
+  appended: string;
+  text: string;
+  layout: TextLayout | null;
+  progress: ProgressSnapshot | null;
+  showsTypingIndicator: boolean;
+  completion: Completion | null;
+  reason: FlushReason | null;
+}
+export class ResponseRenderer {
+  constructor(now: number, options?: { expectedSections?: number | null });
+  readonly text: string;
+  readonly tokensReceived: number;
+  readonly firstTokenAt: number | null;
+  readonly completion: Completion | null;
+  readonly layout: TextLayout | null;
+  readonly isBackground: boolean;
+  readonly typing: TypingIndicator;
+  receive(event: StreamEventJSON, now: number): RenderUpdate | null;
+  tick(now: number): RenderUpdate | null;
+  finish(c: Completion, now: number): RenderUpdate | null;
+  enterBackground(): void;
+  enterForeground(now: number): RenderUpdate | null;
+  progress(): ProgressSnapshot | null;
+}
+
+// ---- UI state ----
+export const EXPECTED_FIRST_TOKEN_MS: 500;
+export class TypingIndicator {
+  constructor(startedAt: number);
+  readonly startedAt: number;
+  readonly firstRenderAt: number | null;
+  readonly isVisible: boolean;
+  textRendered(now: number): void;
+  isOverdue(now: number): boolean;
+}
+export class AutoScroll {
+  constructor(bottomTolerance?: number);
+  readonly isFollowing: boolean;
+  readonly shouldScrollOnUpdate: boolean;
+  readonly showsJumpToLatest: boolean;
+  userScrolled(distanceFromBottom: number): void;
+  jumpToLatest(): void;
+}
+export interface BudgetJSON { tier?: string; limit: number; used?: number; remaining?: number; period?: string; }
+export class BudgetState {
+  constructor(b: BudgetJSON);
+  static fromJSON(obj: unknown): BudgetState;
+  tier: string; limit: number; used: number; remaining: number; period: string;
+  apply(usage: { total_tokens?: number }): void;
+  readonly canSend: boolean;
+  readonly isWarning: boolean;
+  /** `~2,400 tokens remaining this month`. */
+  readonly pillText: string;
+}
+/** The Network Information API shape (`navigator.connection`); map React Native NetInfo to it. */
+export interface NetworkConditions { effectiveType?: string | null; type?: string | null; rtt?: number | null; downlink?: number | null; }
+export interface NetworkAdvice { warning: string | null; reconnectBackoffMs: number; suggestsSummaryMode: boolean; }
+export const SLOW_CONNECTION_WARNING: string;
+export const NORMAL_BACKOFF_MS: 1000;
+export const SLOW_BACKOFF_MS: 3000;
+export function networkAdvice(c: NetworkConditions | null | undefined): NetworkAdvice;
+export function browserNetworkConditions(): NetworkConditions | null;
+export interface TelemetryRecord { requestId: string; tokensReceived: number; latencyMs: number; reconnections: number; }
+export function telemetryRecord(requestId: string, tokensReceived: number, latencyMs: number, reconnections: number): TelemetryRecord;
+
+// ---- Client ----
+export interface Clock {
+  /** ms on a clock that keeps advancing while the device sleeps (Date.now()). */
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+export const systemClock: Clock;
+export const STOP_ATTEMPTS: 3;
+export const STOP_RETRY_MS: 1000;
+export const STOP_TIMEOUT_MS: 10000;
+export function randomRequestId(random?: () => number): string;
+export class RelayAPIError extends Error { readonly status: number; readonly code: string; readonly detail: string; }
+export function decodeAPIError(status: number, body: string): RelayAPIError;
+export function parseRetryAfter(value: string | null): number | null;
+export interface ChatRequest { messages: { role: string; content: string }[]; model?: string; max_tokens?: number; mode?: 'full' | 'summary'; }
+export interface ClientOptions {
+  /** Relay base URLs; reconnections rotate through them. */
+  baseURLs: string[];
+  /** Bearer token provider, called on every connection; `refresh: true` after `token_expired`. */
+  token: (info: { refresh: boolean }) => string | Promise<string>;
+  /** A fetch whose responses have a streaming `body` (React Native: `fetch` from `expo/fetch`). */
+  fetch?: typeof fetch;
+  clock?: Clock;
+  random?: () => number;
+  telemetry?: (record: TelemetryRecord) => void;
+}
+export type ChatUpdate =
+  | { kind: 'layout'; layout: TextLayout }
+  | { kind: 'render'; update: RenderUpdate }
+  | { kind: 'connection'; status: 'connecting'; url: string }
+  | { kind: 'connection'; status: 'streaming' }
+  | { kind: 'connection'; status: 'waitingToReconnect'; attempt: number; delayMs: number }
+  | { kind: 'connection'; status: 'reconnecting'; attempt: number; url: string; lastEventId: number }
+  | { kind: 'advice'; advice: NetworkAdvice }
+  | { kind: 'budget'; budget: BudgetState }
+  | { kind: 'cancelled'; status: number | null }
+  | { kind: 'telemetry'; record: TelemetryRecord };
+export interface StreamOptions {
+  requestId?: string;
+  expectedSections?: number | null;
+  network?: NetworkConditions | null;
+  firstURLIndex?: number;
+  onUpdate?: (update: ChatUpdate) => void;
+}
+export class RelayChatClient {
+  constructor(options: ClientOptions);
+  readonly baseURLs: string[];
+  budget: BudgetState | null;
+  baseURL(index: number): string;
+  startChat(request: ChatRequest, options?: StreamOptions): RelayStream;
+  fetchBudget(): Promise<BudgetState>;
+  cancel(requestId: string, preferredIndex?: number): Promise<number | null>;
+}
+export class RelayStream implements AsyncIterable<ChatUpdate> {
+  readonly requestId: string;
+  readonly request: ChatRequest;
+  readonly completion: Completion | null;
+  readonly finished: Promise<Completion>;
+  subscribe(fn: (update: ChatUpdate) => void): () => void;
+  [Symbol.asyncIterator](): AsyncIterator<ChatUpdate>;
+  stop(): void;
+  enterBackground(): void;
+  enterForeground(): void;
+  resume(): RelayStream;
+}

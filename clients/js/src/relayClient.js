@@ -1,0 +1,456 @@
+// The networking layer: RelayChatClient starts answers; RelayStream runs one answer over
+// fetch + ReadableStream, applying ReconnectPolicy and ResponseRenderer (DESIGN §8).
+import { SSEParser } from './sseParser.js';
+import { ReconnectPolicy } from './reconnectPolicy.js';
+import { ResponseRenderer } from './responseRenderer.js';
+import { RENDER_INTERVAL_MS } from './renderBuffer.js';
+import { BudgetState, networkAdvice, telemetryRecord, SLOW_RTT_MS, SLOW_BACKOFF_MS } from './uiState.js';
+
+/** DELETE attempts on Stop, the pause between them (ms) and each one's timeout (ms). */
+export const STOP_ATTEMPTS = 3;
+export const STOP_RETRY_MS = 1000;
+export const STOP_TIMEOUT_MS = 10000;
+/** Largest error body read from a non-200 response, characters. */
+const MAX_ERROR_BODY = 65536;
+
+/**
+ * @typedef {object} Clock
+ * @property {() => number} now ms on a clock that keeps advancing while the device sleeps (`Date.now()`)
+ * @property {(fn: () => void, ms: number) => any} setTimeout
+ * @property {(handle: any) => void} clearTimeout
+ */
+
+/** The real clock: `Date.now()` and the global timers. @type {Clock} */
+export const systemClock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => globalThis.setTimeout(fn, ms),
+  clearTimeout: (h) => globalThis.clearTimeout(h),
+};
+
+/** A random request id (`X-Request-Id`): 32 hex digits. @param {() => number} random */
+export function randomRequestId(random = Math.random) {
+  const c = /** @type {any} */ (globalThis).crypto;
+  if (c && typeof c.randomUUID === 'function' && random === Math.random) return c.randomUUID().replace(/-/g, '');
+  let s = '';
+  for (let i = 0; i < 32; i++) s += Math.floor(random() * 16).toString(16);
+  return s;
+}
+
+/** An HTTP error in the relay's JSON shape `{"error":{"code","message"}}`. */
+export class RelayAPIError extends Error {
+  /** @param {number} status @param {string} code @param {string} message */
+  constructor(status, code, message) {
+    super(`${status} ${code}: ${message}`);
+    this.name = 'RelayAPIError';
+    this.status = status;
+    this.code = code;
+    /** The relay's message, without the status and code. */
+    this.detail = message;
+  }
+}
+
+/** Decodes an error body, or a generic error. @param {number} status @param {string} body */
+export function decodeAPIError(status, body) {
+  try {
+    const o = JSON.parse(body);
+    if (o && o.error && typeof o.error.code === 'string') return new RelayAPIError(status, o.error.code, String(o.error.message ?? ''));
+  } catch { /* not JSON */ }
+  return new RelayAPIError(status, `http_${status}`, `HTTP ${status}`);
+}
+
+/** `Retry-After` in seconds (delay-seconds form, RFC 9110 §10.2.3), or null. @param {string | null} v */
+export function parseRetryAfter(v) {
+  if (v === null || !/^\s*[0-9]+\s*$/.test(v)) return null;
+  return Number(v.trim());
+}
+
+/**
+ * @typedef {object} ClientOptions
+ * @property {string[]} baseURLs relay base URLs (`https://host`, or a path prefix like `/r1` on the page's origin); reconnections rotate through them
+ * @property {(info: {refresh: boolean}) => string | Promise<string>} token bearer token provider, called on every connection; `refresh: true` after `token_expired`
+ * @property {typeof fetch} [fetch] a fetch whose `response.body` is a `ReadableStream` (React Native: `expo/fetch`)
+ * @property {Clock} [clock]
+ * @property {() => number} [random] [0, 1) source for jitter and request ids
+ * @property {(record: {requestId: string, tokensReceived: number, latencyMs: number, reconnections: number}) => void} [telemetry]
+ */
+
+/** Starts chats against one or more relays and reads the token budget. */
+export class RelayChatClient {
+  /** @param {ClientOptions} options */
+  constructor(options) {
+    if (!options || !Array.isArray(options.baseURLs) || options.baseURLs.length === 0) throw new TypeError('RelayChatClient needs at least one base URL');
+    this.baseURLs = options.baseURLs.map((u) => u.replace(/\/+$/, ''));
+    this.token = options.token;
+    this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+    this.telemetry = options.telemetry ?? null;
+    /** @type {BudgetState | null} the budget last read or updated by a `done` */
+    this.budget = null;
+  }
+
+  /** @param {number} i */
+  baseURL(i) { const n = this.baseURLs.length; return this.baseURLs[((i % n) + n) % n]; }
+
+  /**
+   * Starts an answer: `POST /api/chat/stream` at once.
+   * @param {{messages: {role: string, content: string}[], model?: string, max_tokens?: number, mode?: string}} request
+   * @param {StreamOptions} [options]
+   */
+  startChat(request, options = {}) {
+    return new RelayStream(this, request, options, 0);
+  }
+
+  /** `GET /api/budget`, trying each base URL until one answers. @returns {Promise<BudgetState>} @throws {RelayAPIError} */
+  async fetchBudget() {
+    /** @type {any} */
+    let last = new RelayAPIError(0, 'unreachable', 'no relay reachable');
+    for (const base of this.baseURLs) {
+      let res;
+      try {
+        res = await this.fetch(`${base}/api/budget`, { headers: { Authorization: `Bearer ${await this.token({ refresh: false })}` } });
+      } catch (e) { last = e; continue; }
+      const body = await res.text();
+      if (res.status !== 200) throw decodeAPIError(res.status, body);
+      this.budget = BudgetState.fromJSON(JSON.parse(body));
+      return this.budget;
+    }
+    throw last;
+  }
+
+  /**
+   * `DELETE /api/chat/stream/{id}`: at most 3 attempts 1 s apart, rotating base URLs from
+   * `preferredIndex`, each with a 10 s timeout. Resolves to the status (202) or null.
+   * @param {string} requestId @param {number} [preferredIndex]
+   */
+  async cancel(requestId, preferredIndex = 0) {
+    for (let k = 0; k < STOP_ATTEMPTS; k++) {
+      if (k > 0) await new Promise((r) => this.clock.setTimeout(() => r(undefined), STOP_RETRY_MS));
+      const ac = new AbortController();
+      const timer = this.clock.setTimeout(() => ac.abort(), STOP_TIMEOUT_MS);
+      try {
+        const token = await this.token({ refresh: false });
+        const res = await this.fetch(`${this.baseURL(preferredIndex + k)}/api/chat/stream/${encodeURIComponent(requestId)}`, {
+          method: 'DELETE', headers: { Authorization: `Bearer ${token}`, 'X-Request-Id': requestId }, signal: ac.signal,
+        });
+        try { await res.text(); } catch { /* body irrelevant */ }
+        if (res.status < 500) return res.status;
+      } catch { /* network error or timeout: next attempt */ } finally { this.clock.clearTimeout(timer); }
+    }
+    return null;
+  }
+}
+
+/**
+ * @typedef {object} StreamOptions
+ * @property {string} [requestId] `X-Request-Id` (random by default)
+ * @property {number | null} [expectedSections] number of clauses, when the app knows it
+ * @property {import('./uiState.js').NetworkConditions | null} [network] the device's network (NetInfo / navigator.connection)
+ * @property {number} [firstURLIndex] index into baseURLs of the first connection
+ * @property {(update: ChatUpdate) => void} [onUpdate] receives every update
+ */
+
+/**
+ * One element of a stream's updates, in order:
+ * `{kind:'layout', layout}` (direction decided, before any text), `{kind:'render', update}`,
+ * `{kind:'connection', status, attempt?, url?, lastEventId?, delayMs?}`,
+ * `{kind:'advice', advice}`, `{kind:'budget', budget}`, and last `{kind:'telemetry', record}`.
+ * @typedef {{kind: string, [k: string]: any}} ChatUpdate
+ */
+
+/** One answer being streamed. Subscribe with `onUpdate`, `subscribe()` or `for await`. */
+export class RelayStream {
+  /** @param {RelayChatClient} client @param {any} request @param {StreamOptions} options @param {number} priorReconnections */
+  constructor(client, request, options, priorReconnections) {
+    this.client = client;
+    this.request = request;
+    this.options = options;
+    this.requestId = options.requestId ?? randomRequestId(client.random);
+    this._prior = priorReconnections;
+    /** @type {((u: ChatUpdate) => void)[]} */
+    this._listeners = options.onUpdate ? [options.onUpdate] : [];
+    /** @type {ChatUpdate[]} */
+    this._queue = [];
+    /** @type {((v: IteratorResult<ChatUpdate>) => void) | null} */
+    this._waiter = null;
+    this._closed = false;
+    const now = client.clock.now();
+    this.startedAt = now;
+    this.advice = networkAdvice(options.network ?? null);
+    this.policy = new ReconnectPolicy({ backoffMs: this.advice.reconnectBackoffMs, random: client.random });
+    this.renderer = new ResponseRenderer(now, { expectedSections: options.expectedSections ?? null });
+    this._parser = new SSEParser();
+    this._urlIndex = options.firstURLIndex ?? 0;
+    this._connId = 0;
+    /** @type {AbortController | null} */
+    this._abort = null;
+    this._ended = false;
+    this._layoutSent = false;
+    this._renderTimer = null;
+    this._deadlineTimer = null;
+    /** @type {import('./reconnectPolicy.js').Completion | null} */
+    this.completion = null;
+    /** Resolves when the stream has ended, with its completion. */
+    this.finished = new Promise((resolve) => { this._resolveFinished = resolve; });
+    queueMicrotask(() => this._start());
+  }
+
+  /** @param {(u: ChatUpdate) => void} fn @returns {() => void} unsubscribe */
+  subscribe(fn) { this._listeners.push(fn); return () => { this._listeners = this._listeners.filter((f) => f !== fn); }; }
+
+  [Symbol.asyncIterator]() {
+    return {
+      next: () => {
+        if (this._queue.length) return Promise.resolve({ value: /** @type {ChatUpdate} */ (this._queue.shift()), done: false });
+        if (this._closed) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((r) => { this._waiter = r; });
+      },
+    };
+  }
+
+  /** Stop: the UI gets `stopped` at once; the DELETE goes out in the background. */
+  stop() { this._perform(this.policy.stop()); }
+
+  /** The app went to the background: render updates pause. */
+  enterBackground() { this.renderer.enterBackground(); this.policy.enterBackground(this.client.clock.now()); }
+
+  /** The app is back: buffered text is replayed; a dropped stream reconnects at once. */
+  enterForeground() {
+    const now = this.client.clock.now();
+    const u = this.renderer.enterForeground(now);
+    if (u) this._render(u);
+    this._perform(this.policy.enterForeground(now));
+    if (this._ended && !this.renderer.isBackground) this._close();
+  }
+
+  /** The manual Resume / Retry: re-sends the whole request as a new stream (new id, next base URL). */
+  resume() {
+    return new RelayStream(this.client, this.request, { ...this.options, requestId: undefined, firstURLIndex: this._urlIndex + 1 },
+      this._prior + this.policy.reconnections + 1);
+  }
+
+  // ---- internals ----
+
+  /** @param {ChatUpdate} u */
+  _emit(u) {
+    for (const f of this._listeners) { try { f(u); } catch (e) { queueMicrotask(() => { throw e; }); } }
+    if (this._waiter) { const w = this._waiter; this._waiter = null; w({ value: u, done: false }); } else this._queue.push(u);
+  }
+
+  _start() {
+    if (this.advice.warning || this.advice.suggestsSummaryMode) this._emit({ kind: 'advice', advice: this.advice });
+    this._scheduleRender();
+    this._perform(this.policy.start(this.client.clock.now()));
+  }
+
+  _scheduleRender() {
+    this._renderTimer = this.client.clock.setTimeout(() => {
+      this._renderTimer = null;
+      if (this._ended) return;
+      const u = this.renderer.tick(this.client.clock.now());
+      if (u) this._render(u);
+      this._scheduleRender();
+    }, RENDER_INTERVAL_MS);
+  }
+
+  _scheduleDeadline() {
+    if (this._deadlineTimer !== null) this.client.clock.clearTimeout(this._deadlineTimer);
+    this._deadlineTimer = null;
+    const d = this.policy.nextDeadline;
+    if (d === null || this._ended) return;
+    this._deadlineTimer = this.client.clock.setTimeout(() => {
+      this._deadlineTimer = null;
+      this._perform(this.policy.tick(this.client.clock.now()));
+    }, Math.max(0, d - this.client.clock.now()));
+  }
+
+  /** @param {import('./responseRenderer.js').RenderUpdate} u */
+  _render(u) {
+    if (!this._layoutSent && u.layout) {
+      this._layoutSent = true;
+      this._emit({ kind: 'layout', layout: u.layout });
+    }
+    this._emit({ kind: 'render', update: u });
+  }
+
+  /** @param {import('./reconnectPolicy.js').Action} a */
+  _perform(a) {
+    switch (a.type) {
+      case 'sendRequest':
+        this._emit({ kind: 'connection', status: 'connecting', url: this.client.baseURL(this._urlIndex) });
+        this._connect(true, 0, false);
+        break;
+      case 'reconnect':
+        this._urlIndex += 1;
+        this._emit({ kind: 'connection', status: 'reconnecting', attempt: this.policy.attempt, url: this.client.baseURL(this._urlIndex), lastEventId: a.lastEventId });
+        this._connect(a.lastEventId === 0, a.lastEventId, a.refreshToken);
+        break;
+      case 'wait':
+        this._emit({ kind: 'connection', status: 'waitingToReconnect', attempt: this.policy.attempt, delayMs: a.until - this.client.clock.now() });
+        break;
+      case 'stop':
+        this._dropConnection();
+        this.client.cancel(this.requestId, this._urlIndex).then((status) => this._emit({ kind: 'cancelled', status }));
+        this._complete({ kind: 'stopped' });
+        break;
+      case 'finish':
+        this._dropConnection();
+        this._complete(a.completion);
+        break;
+      default: break;
+    }
+    this._scheduleDeadline();
+  }
+
+  _dropConnection() {
+    this._connId += 1;
+    if (this._abort) { const ac = this._abort; this._abort = null; ac.abort(); }
+  }
+
+  /** @param {boolean} post @param {number} lastEventId @param {boolean} refresh */
+  async _connect(post, lastEventId, refresh) {
+    const id = ++this._connId;
+    this._parser.finish();
+    const clock = this.client.clock;
+    let token;
+    try {
+      token = await this.client.token({ refresh });
+    } catch (e) {
+      if (id !== this._connId || this._ended) return;
+      this._perform(this.policy.responseOpened(401, null, { code: 'unauthorized', message: `no bearer token: ${e}` }, clock.now()));
+      return;
+    }
+    if (id !== this._connId || this._ended) return;
+    const base = this.client.baseURL(this._urlIndex);
+    /** @type {Record<string, string>} */
+    const headers = { Authorization: `Bearer ${token}`, Accept: 'text/event-stream', 'X-Request-Id': this.requestId, 'Cache-Control': 'no-store' };
+    /** @type {RequestInit} */
+    const init = { headers, cache: 'no-store' };
+    let url;
+    if (post) {
+      url = `${base}/api/chat/stream`;
+      init.method = 'POST';
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(this.request);
+    } else {
+      url = `${base}/api/chat/stream/${encodeURIComponent(this.requestId)}`;
+      init.method = 'GET';
+      headers['Last-Event-ID'] = String(lastEventId);
+    }
+    const ac = new AbortController();
+    this._abort = ac;
+    init.signal = ac.signal;
+    const sentAt = clock.now();
+    let res;
+    try {
+      res = await this.client.fetch(url, init);
+    } catch {
+      if (id !== this._connId || this._ended) return;
+      this._lost();
+      return;
+    }
+    if (id !== this._connId || this._ended) return;
+    const now = clock.now();
+    if (now - sentAt > SLOW_RTT_MS) this.policy.backoffMs = Math.max(this.policy.backoffMs, SLOW_BACKOFF_MS);
+    const ct = res.headers.get('content-type');
+    if (res.status !== 200) {
+      let body = '';
+      try { body = (await res.text()).slice(0, MAX_ERROR_BODY); } catch { /* keep empty */ }
+      if (id !== this._connId || this._ended) return;
+      const e = decodeAPIError(res.status, body);
+      this._perform(this.policy.responseOpened(res.status, ct, { code: e.code, message: e.detail, retryAfterSec: parseRetryAfter(res.headers.get('retry-after')) }, clock.now()));
+      return;
+    }
+    this._perform(this.policy.responseOpened(200, ct, {}, now));
+    if (this.policy.state !== 'streaming') return;
+    this._emit({ kind: 'connection', status: 'streaming' });
+    try {
+      if (res.body && typeof res.body.getReader === 'function') {
+        const reader = res.body.getReader();
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (id !== this._connId || this._ended) { reader.cancel().catch(() => {}); return; }
+          if (done) break;
+          if (!this._feed(value)) return;
+        }
+      } else {
+        // A fetch without streaming bodies (React Native's built-in): all at once at the end.
+        const text = await res.text();
+        if (id !== this._connId || this._ended) return;
+        if (!this._feed(new TextEncoder().encode(text))) return;
+      }
+    } catch {
+      if (id !== this._connId || this._ended) return;
+    }
+    if (id !== this._connId || this._ended) return;
+    this._lost();
+  }
+
+  _lost() {
+    this._connId += 1;
+    this._abort = null;
+    this._parser.finish();
+    this._perform(this.policy.connectionLost(this.client.clock.now()));
+  }
+
+  /** Parses a chunk and handles its events. `false` when the connection was dropped or the answer ended. @param {Uint8Array} chunk */
+  _feed(chunk) {
+    let items;
+    try { items = this._parser.feed(chunk); } catch { this._dropConnection(); this._lost(); return false; }
+    const id = this._connId;
+    for (const it of items) {
+      if (it.kind !== 'event') continue;
+      this._received(it.data, it.lastEventId);
+      if (id !== this._connId || this._ended) return false;
+    }
+    return true;
+  }
+
+  /** @param {string} data @param {string} lastEventId */
+  _received(data, lastEventId) {
+    const now = this.client.clock.now();
+    const seq = /^[0-9]+$/.test(lastEventId) ? Number(lastEventId) : null;
+    let event = null;
+    try { event = JSON.parse(data); } catch { event = null; }
+    const terminal = event && (event.type === 'done' || event.type === 'error');
+    // Already seen (the relay's terminal `error` repeats the last delta's seq: not skipped).
+    if (seq !== null && seq <= this.policy.lastEventId && !terminal) return;
+    const action = this.policy.eventReceived(seq, event, now);
+    const refreshing = event && event.type === 'error' && action.type !== 'finish';
+    if (event && !refreshing) {
+      const u = this.renderer.receive(event, now);
+      if (u) this._render(u);
+      if (event.type === 'done' && this.client.budget && event.usage) {
+        this.client.budget.apply(event.usage);
+        this._emit({ kind: 'budget', budget: this.client.budget });
+      }
+    }
+    if (refreshing) this._dropConnection();
+    this._perform(action);
+  }
+
+  /** @param {import('./reconnectPolicy.js').Completion} c */
+  _complete(c) {
+    if (this._ended) return;
+    this._ended = true;
+    this.completion = c;
+    const u = this.renderer.finish(c, this.client.clock.now());
+    if (u) this._render(u);
+    if (this._renderTimer !== null) this.client.clock.clearTimeout(this._renderTimer);
+    if (this._deadlineTimer !== null) this.client.clock.clearTimeout(this._deadlineTimer);
+    this._renderTimer = this._deadlineTimer = null;
+    if (!this.renderer.isBackground) this._close();
+  }
+
+  _close() {
+    if (this._closed) return;
+    const first = this.renderer.firstTokenAt;
+    const record = telemetryRecord(this.requestId, this.renderer.tokensReceived, first === null ? 0 : first - this.startedAt,
+      this._prior + this.policy.reconnections);
+    if (this.client.telemetry) this.client.telemetry(record);
+    this._emit({ kind: 'telemetry', record });
+    this._closed = true;
+    if (this._waiter) { const w = this._waiter; this._waiter = null; w({ value: undefined, done: true }); }
+    /** @type {any} */ (this)._resolveFinished(this.completion);
+  }
+}

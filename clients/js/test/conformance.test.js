@@ -1,0 +1,111 @@
+// Runs the language-neutral vectors in /conformance against the JS kit.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { SSEParser } from '../src/sseParser.js';
+import { DirectionDecider } from '../src/textDirection.js';
+import { ResponseRenderer } from '../src/responseRenderer.js';
+import { ReconnectPolicy } from '../src/reconnectPolicy.js';
+import { networkAdvice } from '../src/uiState.js';
+
+const dir = fileURLToPath(new URL('../../../conformance/', import.meta.url));
+const load = (name) => JSON.parse(readFileSync(dir + name, 'utf8'));
+
+/** The byte input of an SSE case. */
+function bytesOf(c) {
+  return c.inputHex !== undefined ? Uint8Array.from(c.inputHex.match(/../g) ?? [], (h) => parseInt(h, 16)) : new TextEncoder().encode(c.input);
+}
+
+function runSSE(chunks) {
+  const p = new SSEParser();
+  const items = [];
+  for (const ch of chunks) items.push(...p.feed(ch));
+  assert.deepEqual(p.finish(), []);
+  return {
+    items: items.map((i) => (i.kind === 'event' ? { event: { type: i.type, data: i.data, id: i.lastEventId } } : { comment: i.text })),
+    lastEventId: p.lastEventId,
+    retry: p.retry,
+  };
+}
+
+for (const c of load('sse.json').cases) {
+  test(`sse: ${c.name}`, () => {
+    const b = bytesOf(c);
+    const plans = [['whole', [b]], ['byte by byte', Array.from(b, (_, i) => b.subarray(i, i + 1))]];
+    for (let k = 0; k <= b.length; k++) plans.push([`split at ${k}`, [b.subarray(0, k), b.subarray(k)]]);
+    for (const [name, chunks] of plans) assert.deepEqual(runSSE(chunks), c.expect, name);
+  });
+}
+
+for (const c of load('rtl.json').cases) {
+  test(`rtl: ${c.name}`, () => {
+    const d = new DirectionDecider();
+    let decidedAt = null;
+    c.deltas.forEach((x, i) => { if (d.append(x) && decidedAt === null) decidedAt = i; });
+    const layout = d.finish();
+    assert.equal(decidedAt, c.expect.decidedAfterDelta, 'decidedAfterDelta');
+    assert.deepEqual(layout, { direction: c.expect.direction, isArabic: c.expect.isArabic, lineHeight: c.expect.lineHeight });
+  });
+}
+
+for (const c of load('render.json').cases) {
+  test(`render: ${c.name}`, () => {
+    const r = new ResponseRenderer(0);
+    const flushes = [];
+    let direction = null;
+    const record = (at, u) => {
+      if (!u || u.appended === '') return;
+      assert.ok(u.layout, 'text released before the direction was decided');
+      direction ??= u.layout.direction;
+      flushes.push({ at, text: u.appended, reason: u.reason });
+    };
+    for (const s of c.steps) {
+      if ('delta' in s) record(s.at, r.receive({ type: 'delta', content: s.delta }, s.at));
+      else if (s.tick) record(s.at, r.tick(s.at));
+      else if (s.background) r.enterBackground();
+      else if (s.foreground) record(s.at, r.enterForeground(s.at));
+      else if ('done' in s) record(s.at, r.receive({ type: 'done', finish_reason: s.done, usage: {} }, s.at));
+    }
+    assert.deepEqual(flushes, c.expect.flushes);
+    assert.equal(direction, c.expect.direction);
+  });
+}
+
+/** The JS action in the vectors' shape. */
+function actionOf(a, expect) {
+  switch (a.type) {
+    case 'wait': return { action: 'wait', until: a.until };
+    case 'reconnect': return 'refreshToken' in expect ? { action: 'reconnect', lastEventId: a.lastEventId, refreshToken: a.refreshToken } : { action: 'reconnect', lastEventId: a.lastEventId };
+    case 'finish': {
+      const c = a.completion;
+      const completion = c.kind === 'finished' ? { kind: c.kind, finishReason: c.finishReason }
+        : c.kind === 'failed' ? { kind: c.kind, status: c.status, code: c.code } : { kind: c.kind };
+      return { action: 'finish', completion };
+    }
+    default: return { action: a.type };
+  }
+}
+
+for (const c of load('reconnect.json').cases) {
+  test(`reconnect: ${c.name}`, () => {
+    const p = new ReconnectPolicy({ backoffMs: 1000, random: () => c.random ?? 0 });
+    c.steps.forEach((s, i) => {
+      let a;
+      switch (s.input) {
+        case 'start': a = p.start(s.at); break;
+        case 'rtt': p.backoffMs = networkAdvice({ rtt: s.rttMs }).reconnectBackoffMs; a = { type: 'none' }; break;
+        case 'response': a = p.responseOpened(s.status, s.contentType, { code: s.code, message: '', retryAfterSec: s.retryAfter ?? null }, s.at); break;
+        case 'event': a = p.eventReceived(s.seq, s.event, s.at); break;
+        case 'drop': a = p.connectionLost(s.at); break;
+        case 'tick': a = p.tick(s.at); break;
+        case 'background': p.enterBackground(s.at); a = { type: 'none' }; break;
+        case 'foreground': a = p.enterForeground(s.at); break;
+        case 'stop': a = p.stop(); break;
+        case 'resume': a = p.resume(s.at); break;
+        default: throw new Error(`unknown input ${s.input}`);
+      }
+      assert.deepEqual(actionOf(a, s.expect), s.expect, `step ${i} (${s.input} at ${s.at})`);
+    });
+  });
+}

@@ -1,0 +1,22 @@
+// Compile-only check of index.d.ts (tsc --noEmit -p test/types): how an app uses the kit.
+import { RelayChatClient, ChatUpdate, ReconnectPolicy, DirectionDecider, BudgetState, networkAdvice } from '../../index';
+
+const client = new RelayChatClient({ baseURLs: ['https://relay.example'], token: async ({ refresh }) => (refresh ? 'new' : 'old') });
+const stream = client.startChat({ messages: [{ role: 'user', content: 'Draft an NDA' }], model: 'simulated' }, { network: { effectiveType: '4g', rtt: 80, downlink: 10 } });
+const off = stream.subscribe((u: ChatUpdate) => {
+  if (u.kind === 'layout') { const dir: 'ltr' | 'rtl' = u.layout.direction; void dir; }
+  if (u.kind === 'render') { const t: string = u.update.appended; void t; }
+  if (u.kind === 'telemetry') { const n: number = u.record.reconnections; void n; }
+});
+off();
+const p = new ReconnectPolicy({ backoffMs: 1000, random: () => 0 });
+const a = p.start(0);
+if (a.type === 'reconnect') { const id: number = a.lastEventId; void id; }
+const d = new DirectionDecider();
+d.append('مرحبا');
+const l = d.finish();
+const b = new BudgetState({ limit: 100, used: 10 });
+const s: string = b.pillText + networkAdvice(null).reconnectBackoffMs + l.lineHeight;
+void s;
+async function iterate() { for await (const u of stream) { void u; } }
+void iterate;
