@@ -135,9 +135,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     /// subscription of session `sid` was registered here, so a revocation published
     /// from now on reaches them through `relay:revocations`, and one published before
     /// wrote its marker first (`SessionStore.revoke`) and is seen here. Cuts the
-    /// session's streams when the marker exists, or — when Redis cannot say — the
-    /// generations that have not started yet and the given subscriptions (fail closed).
-    /// `then(true)` when the session is still valid.
+    /// session's streams on this worker when the marker exists. `then(true)` when the
+    /// session is still valid; `then(false)` when revoked or when Redis could not say
+    /// (the caller fails closed: it ends what it registered).
     func recheckRevocation(sid: String, then: ((Bool) -> Void)? = nil) {
         sessions.isRevoked(sid: sid) { [weak self] r in
             guard let self else { return }
