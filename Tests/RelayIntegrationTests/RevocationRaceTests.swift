@@ -75,4 +75,26 @@ final class RevocationRaceTests: RelayTestCase {
         XCTAssertEqual(misses.value, [], "every raced request was refused or cut")
         XCTAssertEqual(results.value.values.reduce(0, +), trials)
     }
+
+    /// A revocation published while the worker's pub/sub connection is down reaches no
+    /// subscriber; when the connection is back the worker checks the markers of the
+    /// sessions it serves and cuts the revoked one.
+    func testRevocationPublishedWhileThePubSubConnectionIsDownStillCuts() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20", "RELAY_WORKERS": "1"])
+        let sid = "outage-\(UUID().uuidString.prefix(8))"
+        let c = try Chat.start(port: relay.port, token: RelayProcess.token(sid: sid), maxTokens: 1000)
+        _ = try XCTUnwrap(try c.nextEvent())
+        // Drop the pub/sub connection (it reconnects after 100 ms), then revoke the way
+        // the revoke route does: marker first, then the message — which nobody receives.
+        try redis.cli("CLIENT", "KILL", "TYPE", "pubsub")
+        let receivers = try redis.cli("EVAL", "redis.call('SET', KEYS[1], '1', 'PX', '60000') return redis.call('PUBLISH', 'relay:revocations', ARGV[1])",
+                                      "1", "relay:revoked:{\(sid)}", sid)
+        XCTAssertEqual(receivers, "0", "the revocation was published while no worker listened")
+        var cut = false
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline, let e = try c.nextEvent(timeout: 5) {
+            if e.data.contains("\"session_revoked\"") { cut = true; break }
+        }
+        XCTAssertTrue(cut, "the stream ends with session_revoked after the pub/sub connection is back")
+    }
 }
