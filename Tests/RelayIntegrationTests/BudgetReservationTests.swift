@@ -159,4 +159,19 @@ final class BudgetReservationTests: RelayTestCase {
         try eventually(5, "settled by b") { try ledger(user).reserved == 0 }
         XCTAssertEqual(try ledger(user).used, promptEstimate + lostSeq - 1, "prompt estimate + one token per delta stored")
     }
+
+    func testSummaryModeKeepsItsCapAndAnUncutAnswerIsNotBudgetLimited() throws {
+        let relay = try startRelay(["RELAY_SUMMARY_MAX_TOKENS": "40"])
+        let user = "summary-\(UUID().uuidString.prefix(8))"
+        let c = try SSEConnection(port: relay.port, method: "POST", path: "/api/chat/stream",
+                                  headers: [("Authorization", "Bearer \(RelayProcess.token(sub: user))"), ("Content-Type", "application/json")],
+                                  body: Chat.body(maxTokens: 3000, mode: "summary"))
+        let events = try c.readAll()
+        XCTAssertEqual(events.count, 41, "40 deltas (the summary cap), then done")
+        let last = try XCTUnwrap(events.last?.data)
+        XCTAssertTrue(last.contains("\"finish_reason\":\"length\""), last)
+        XCTAssertFalse(last.contains("budget_limited"), "the cap, not the budget, stopped it: \(last)")
+        try eventually(5, "settled") { try ledger(user).reserved == 0 }
+        XCTAssertEqual(try ledger(user).used, promptEstimate + 40)
+    }
 }
