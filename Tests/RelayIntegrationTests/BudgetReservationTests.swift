@@ -46,7 +46,7 @@ final class BudgetReservationTests: RelayTestCase {
                 let token = RelayProcess.token(sub: sub, sid: sids[i % 3])
                 let c = try? Chat.start(port: port, token: token, maxTokens: maxTokens)
                 let events = (c?.status == 200 ? try? c?.readAll() : nil) ?? []
-                out.mutate { $0[i] = (c?.status ?? -1, events ?? []) }
+                out.mutate { $0[i] = (c?.status ?? -1, events) }
             }
             return out.value.map { (status: $0.0, events: $0.1) }
         }
