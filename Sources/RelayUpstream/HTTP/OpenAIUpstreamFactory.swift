@@ -16,13 +16,17 @@ import RelayLoop
 public final class OpenAIUpstreamFactory: UpstreamFactory {
     /// The settings in use.
     public let config: HTTPUpstreamConfig
+    /// Skipped chunks and replaced surrogate halves of every upstream this factory makes.
+    public let counters: UpstreamTextCounters
     private let multis: CurlMultiPerLoop
 
     /// - Parameters:
     ///   - config: `UPSTREAM_URL`, `UPSTREAM_API_KEY`, `UPSTREAM_MODEL`, timeouts, limits.
     ///   - multi: the worker's `CurlMulti`; `nil`: the factory makes one per loop on first use.
-    public init(config: HTTPUpstreamConfig, multi: CurlMulti? = nil) {
+    ///   - counters: shared by all workers' factories so `/metrics` reads one total.
+    public init(config: HTTPUpstreamConfig, multi: CurlMulti? = nil, counters: UpstreamTextCounters = UpstreamTextCounters()) {
         self.config = config
+        self.counters = counters
         multis = CurlMultiPerLoop(multi)
     }
 
@@ -40,6 +44,7 @@ public final class OpenAIUpstreamFactory: UpstreamFactory {
                                            connectTimeoutMs: config.connectTimeoutMs,
                                            noProxy: config.noProxy, caInfo: config.caInfo)
         return SSEStreamUpstream(request: req, multi: try multis.multi(for: loop), config: config,
-                                 dialect: OpenAIDialect(), estimatedPromptTokens: request.estimatedPromptTokens)
+                                 dialect: OpenAIDialect(), estimatedPromptTokens: request.estimatedPromptTokens,
+                                 counters: counters)
     }
 }
