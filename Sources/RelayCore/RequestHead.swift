@@ -93,6 +93,12 @@ public struct RequestHeadRejection: Error, Sendable, Equatable, CustomStringConv
         case unsupportedTransferCoding
         /// Head longer than the limit, or too many field lines: 431 (RFC 6585 §5).
         case headTooLarge
+        /// `Content-Length` (or the chunks' total) above `Limits.maxBodyBytes`: 413
+        /// `body_too_large` (RFC 9110 §15.5.14), before any of the body is read.
+        case bodyTooLarge
+        /// Chunked body that breaks RFC 9112 §7.1 (chunk-size not hex, missing CRLF after the
+        /// data, bad trailer line): 400, then close.
+        case invalidChunkedBody
     }
 
     /// What was wrong.
@@ -118,6 +124,8 @@ public struct RequestHeadRejection: Error, Sendable, Equatable, CustomStringConv
             error = APIError(status: 431, code: "request_header_fields_too_large", message: message)
         case .targetTooLong:
             error = APIError(status: 414, code: "uri_too_long", message: message)
+        case .bodyTooLarge:
+            error = APIError(status: 413, code: "body_too_large", message: message)
         default:
             error = APIError.invalidRequest(message)
         }

@@ -39,7 +39,8 @@
 ///   (§7.1), and is refused on HTTP/1.0 (§6.1 "faulty framing"); another coding before it
 ///   (`gzip, chunked`) → 501 (§6.1 SHOULD).
 /// * Size: more than `limits.maxHeadBytes` bytes or `limits.maxFieldLines` field lines → 431
-///   (RFC 6585 §5).
+///   (RFC 6585 §5); a `Content-Length` above `limits.maxBodyBytes` → 413 `body_too_large`
+///   (RFC 9110 §15.5.14), answered before the body is read.
 ///
 /// Pure Swift (no C, no Foundation); memory is bounded by `limits.maxHeadBytes`.
 public struct RequestHeadValidator: Sendable {
@@ -53,6 +54,9 @@ public struct RequestHeadValidator: Sendable {
         public var maxFieldLines = 100
         /// Most empty lines ignored before the request line (400 above).
         public var maxLeadingEmptyLines = 4
+        /// Largest accepted body in bytes (`RELAY_MAX_BODY_BYTES`); a larger `Content-Length`
+        /// is refused with 413 at the end of the head. `nil`: no limit here.
+        public var maxBodyBytes: Int?
         /// Methods the relay serves, in the order listed in `Allow`.
         public var allowedMethods: [String] = ["GET", "HEAD", "POST", "DELETE"]
 
@@ -288,6 +292,9 @@ public struct RequestHeadValidator: Sendable {
             if codings.count > 1 { return reject(.unsupportedTransferCoding, "only the chunked transfer coding is supported") }
             framing = .chunked
         } else if let n = contentLength {
+            if let max = limits.maxBodyBytes, n > max {
+                return reject(.bodyTooLarge, "request body exceeds \(max) bytes")
+            }
             framing = .length(n)
         }
         if minor == 1, host == nil { return reject(.missingHost, "HTTP/1.1 request without Host") }
