@@ -29,18 +29,19 @@ SWIFTC="${SWIFTC:-swiftc}"
 C=Sources/RelayCore
 CORE_ERR="$C/APIError.swift $C/JSONText.swift $C/StreamEvent.swift"
 declare -A SOURCES=(
-    [sse_parser]="$C/SSEParser.swift $C/SSEMessage.swift"
+    [sse_parser]="fuzz/targets/fuzz_input.swift $C/SSEParser.swift $C/SSEMessage.swift"
     [stream_identifiers]="$C/StreamIdentifiers.swift $CORE_ERR"
     [chat_request]="$C/ChatRequest.swift $CORE_ERR"
     [jwt_compact]="Sources/RelayAuth/CompactJWS.swift Sources/RelayAuth/Base64URL.swift Sources/RelayAuth/AuthError.swift $CORE_ERR"
     [openai_chunk]="fuzz/targets/dialect_support.swift"
     [anthropic_chunk]="fuzz/targets/dialect_support.swift"
-    [request_head]="$C/RequestHead.swift $C/RequestHeadValidator.swift $CORE_ERR"
+    [request_head]="fuzz/targets/fuzz_input.swift $C/RequestHead.swift $C/RequestHeadValidator.swift $CORE_ERR"
+    [request_framer]="fuzz/targets/fuzz_input.swift $C/RequestFramer.swift $C/RequestHead.swift $C/RequestHeadValidator.swift $CORE_ERR"
 )
 DIALECT="Sources/RelayUpstream/HTTP/OpenAIDialect.swift Sources/RelayUpstream/HTTP/AnthropicDialect.swift Sources/RelayUpstream/HTTP/UpstreamDialect.swift Sources/RelayUpstream/HTTP/UpstreamErrorBody.swift $C/LenientJSON.swift $C/SurrogateJoiner.swift $C/SSEParser.swift $C/SSEMessage.swift $C/ChatRequest.swift $CORE_ERR"
 SOURCES[openai_chunk]+=" $DIALECT"
 SOURCES[anthropic_chunk]+=" $DIALECT"
-ALL=(sse_parser stream_identifiers chat_request jwt_compact openai_chunk anthropic_chunk request_head)
+ALL=(sse_parser stream_identifiers chat_request jwt_compact openai_chunk anthropic_chunk request_head request_framer)
 [[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=("${ALL[@]}")
 
 build() {

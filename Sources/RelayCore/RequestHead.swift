@@ -113,21 +113,16 @@ public struct RequestHeadRejection: Error, Sendable, Equatable, CustomStringConv
     init(_ reason: Reason, _ message: String, allow: String? = nil) {
         self.reason = reason
         self.allow = allow
+        let (status, code): (Int, String)
         switch reason {
-        case .methodNotAllowed:
-            error = APIError(status: 405, code: "method_not_allowed", message: message)
-        case .unsupportedVersion:
-            error = APIError(status: 505, code: "http_version_not_supported", message: message)
-        case .unsupportedTransferCoding:
-            error = APIError(status: 501, code: "not_implemented", message: message)
-        case .headTooLarge:
-            error = APIError(status: 431, code: "request_header_fields_too_large", message: message)
-        case .targetTooLong:
-            error = APIError(status: 414, code: "uri_too_long", message: message)
-        case .bodyTooLarge:
-            error = APIError(status: 413, code: "body_too_large", message: message)
-        default:
-            error = APIError.invalidRequest(message)
+        case .methodNotAllowed: (status, code) = (405, "method_not_allowed")
+        case .bodyTooLarge: (status, code) = (413, "body_too_large")
+        case .targetTooLong: (status, code) = (414, "uri_too_long")
+        case .headTooLarge: (status, code) = (431, "request_header_fields_too_large")
+        case .unsupportedTransferCoding: (status, code) = (501, "not_implemented")
+        case .unsupportedVersion: (status, code) = (505, "http_version_not_supported")
+        default: (status, code) = (400, "invalid_request")
         }
+        error = APIError(status: status, code: code, message: message)
     }
 }

@@ -11,15 +11,14 @@ private func events(_ bytes: ArraySlice<UInt8>, cut: Int, limits: RequestHeadVal
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRequestFramer(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    guard size >= 2 else { return 0 }
+    guard let input = FuzzInput(data, size) else { return 0 }
     var limits = RequestHeadValidator.Limits()
-    if data[0] & 1 == 1 {
+    if input.flags & 1 == 1 {
         limits.maxHeadBytes = 256
         limits.maxFieldLines = 6
         limits.maxBodyBytes = 64
     }
-    let bytes = Array(UnsafeBufferPointer(start: data + 2, count: size - 2))[...]
-    let cut = Int(data[1]) % (bytes.count + 1)
+    let (bytes, cut) = (input.payload, input.cut)
     let whole = events(bytes, cut: bytes.count, limits: limits)
     let split = events(bytes, cut: cut, limits: limits)
     guard whole.0 == split.0, whole.1 == split.1, whole.2 == split.2 else { fatalError("split at \(cut) changed the events") }

@@ -19,15 +19,14 @@ private func outcome(_ bytes: ArraySlice<UInt8>, cut: Int, limits: RequestHeadVa
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRequestHead(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    guard size >= 2 else { return 0 }
+    guard let input = FuzzInput(data, size) else { return 0 }
     var limits = RequestHeadValidator.Limits()
-    if data[0] & 1 == 1 {  // small limits so the fuzzer reaches 414 / 431 often
+    if input.flags & 1 == 1 {  // small limits so the fuzzer reaches 414 / 431 often
         limits.maxHeadBytes = 256
         limits.maxTargetBytes = 32
         limits.maxFieldLines = 6
     }
-    let bytes = Array(UnsafeBufferPointer(start: data + 2, count: size - 2))[...]
-    let cut = Int(data[1]) % (bytes.count + 1)
+    let (bytes, cut) = (input.payload, input.cut)
     let whole = outcome(bytes, cut: bytes.count, limits: limits)
     let split = outcome(bytes, cut: cut, limits: limits)
     guard whole == split else { fatalError("split at \(cut): \(split) vs whole \(whole)") }

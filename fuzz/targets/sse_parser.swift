@@ -21,10 +21,10 @@ private func run(_ bytes: [UInt8], splits: [Int], maxLine: Int) -> ([SSEParser.I
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzSSEParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    guard size >= 2 else { return 0 }
-    let maxLine = Int(data[0]) * 4 + 1  // small limits exercise lineTooLong
-    let bytes = Array(UnsafeBufferPointer(start: data + 2, count: size - 2))
-    let cut = bytes.isEmpty ? 0 : Int(data[1]) % (bytes.count + 1)
+    guard let input = FuzzInput(data, size) else { return 0 }
+    let maxLine = Int(input.flags) * 4 + 1  // small limits exercise lineTooLong
+    let bytes = Array(input.payload)
+    let cut = input.cut
     let whole = run(bytes, splits: [], maxLine: maxLine)
     let split = run(bytes, splits: [cut], maxLine: maxLine)
     if whole.3 != split.3 { fatalError("lineTooLong differs when split at \(cut)") }
