@@ -26,6 +26,8 @@ while [[ $# -gt 0 ]]; do
 done
 
 SWIFTC="${SWIFTC:-swiftc}"
+# A trap under ASan otherwise waits on the Swift runtime backtracer; libFuzzer prints the stack.
+export SWIFT_BACKTRACE=enable=no
 C=Sources/RelayCore
 CORE_ERR="$C/APIError.swift $C/JSONText.swift $C/StreamEvent.swift"
 declare -A SOURCES=(
