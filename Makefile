@@ -26,12 +26,12 @@ test: deps
 bench: deps
 	@scripts/bench.sh
 
-# libFuzzer targets of the pure parsers, 60 s each (docs/FUZZING.md); fuzz-smoke: 8 s each (CI).
+# libFuzzer targets of the pure parsers, 60 s each (docs/FUZZING.md); fuzz-smoke: 6 s each (CI).
 fuzz:
 	@scripts/fuzz.sh --seconds 60
 
 fuzz-smoke:
-	@scripts/fuzz.sh --seconds 8
+	@scripts/fuzz.sh --seconds 6
 
 clean:
 	rm -rf .build
