@@ -8,6 +8,7 @@ public final class Metrics: Sendable {
     public enum Counter: Int, CaseIterable, Sendable {
         case eventsAppended, eventsDelivered, streamsStarted, resumesOK, resumesGap, resumesNotFound, resumesCatchUp
         case revocations, cancels, slowConsumerDisconnects, requestErrors, upstreamErrors
+        case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
 
         var name: String {
             switch self {
@@ -23,17 +24,40 @@ public final class Metrics: Sendable {
             case .slowConsumerDisconnects: return "relay_slow_consumer_disconnects_total"
             case .requestErrors: return "relay_request_errors_total"
             case .upstreamErrors: return "relay_upstream_errors_total"
+            case .jwksFetchesOK: return "relay_jwks_fetches_total{result=\"ok\"}"
+            case .jwksFetchesFailed: return "relay_jwks_fetches_total{result=\"error\"}"
+            case .jwksUnknownKidRefetches: return "relay_jwks_unknown_kid_refetches_total"
+            }
+        }
+
+        /// `# HELP` text, where given.
+        var help: String? {
+            switch self {
+            case .jwksFetchesOK, .jwksFetchesFailed:
+                return "JWKS fetches by result; on error the last good key set stays in use"
+            case .jwksUnknownKidRefetches:
+                return "JWKS refetches started because a token named an unknown kid (at most one per RELAY_JWT_JWKS_MIN_INTERVAL)"
+            default: return nil
             }
         }
     }
 
     /// Up/down gauges.
     public enum Gauge: Int, CaseIterable, Sendable {
-        case liveConnections, runningGenerations
+        case liveConnections, runningGenerations, jwksKeys
         var name: String {
             switch self {
             case .liveConnections: return "relay_live_connections"
             case .runningGenerations: return "relay_running_generations"
+            case .jwksKeys: return "relay_jwks_keys"
+            }
+        }
+
+        /// `# HELP` text, where given.
+        var help: String? {
+            switch self {
+            case .jwksKeys: return "usable keys in the current JWKS (0 before the first good fetch)"
+            default: return nil
             }
         }
     }
@@ -78,6 +102,11 @@ public final class Metrics: Sendable {
         state.withLock { $0.counters[c.rawValue] += n }
     }
 
+    /// Sets a gauge to `v`.
+    public func set(_ g: Gauge, _ v: Int) {
+        state.withLock { $0.gauges[g.rawValue] = v }
+    }
+
     /// Adds `n` (may be negative) to a gauge.
     public func gauge(_ g: Gauge, _ n: Int) {
         state.withLock { $0.gauges[g.rawValue] += n }
@@ -106,10 +135,14 @@ public final class Metrics: Sendable {
         var typed = Set<String>()
         for c in Counter.allCases {
             let base = String(c.name.prefix { $0 != "{" })
-            if typed.insert(base).inserted { out += "# TYPE \(base) counter\n" }
+            if typed.insert(base).inserted {
+                if let help = c.help { out += "# HELP \(base) \(help)\n" }
+                out += "# TYPE \(base) counter\n"
+            }
             out += "\(c.name) \(s.counters[c.rawValue])\n"
         }
         for g in Gauge.allCases {
+            if let help = g.help { out += "# HELP \(g.name) \(help)\n" }
             out += "# TYPE \(g.name) gauge\n\(g.name) \(s.gauges[g.rawValue])\n"
         }
         for (name, v) in extra {

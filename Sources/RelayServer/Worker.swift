@@ -1,3 +1,4 @@
+import RelayAuth
 import RelayCore
 import RelayLoop
 import RelayRedis
@@ -21,11 +22,14 @@ final class Worker: @unchecked Sendable {
     private let hub: StreamHub
     private var router: Router?
     private var listener: HTTPListener?
+    private var jwksFetcher: JWKSFetcher?
+    private let jwks: JWKSKeyStore?
 
     /// - Parameters:
     ///   - listenFD: a bound, listening, non-blocking socket (one per worker, `SO_REUSEPORT`).
     init(index: Int, context: ServerContext, listenFD: Int32, redis: RedisEndpoint) throws {
         self.index = index
+        jwks = context.jwks
         loop = try EventLoop()
         commands = RedisConnection(loop: loop, endpoint: redis, role: .commands)
         pubsubConnection = RedisConnection(loop: loop, endpoint: redis, role: .pubsub)
@@ -54,6 +58,12 @@ final class Worker: @unchecked Sendable {
                             isReady: { [unowned self] in self.isReady })
         self.router = router
         listener = try HTTPListener(loop: loop, config: config, listenFD: listenFD) { ex in router.route(ex) }
+        // One JWKS fetcher per process, on worker 0 (issue 19); the others read its store.
+        if index == 0, let store = context.jwks, let url = config.jwtJWKSURL {
+            let f = try JWKSFetcher(loop: loop, store: store, metrics: context.metrics, config: config, url: url)
+            jwksFetcher = f
+            f.start()
+        }
     }
 
     /// Runs the loop until `stop()`.
@@ -63,14 +73,19 @@ final class Worker: @unchecked Sendable {
     func stop() {
         listener?.close()
         listener = nil
+        jwksFetcher?.stop()
+        jwksFetcher = nil
         hub.stop()
         commands.close()
         pubsubConnection.close()
         loop.stop()
     }
 
-    /// `/readyz`: Redis (commands and pub/sub) reachable and not draining.
-    var isReady: Bool { !hub.draining && commands.isConnected && pubsub.isConnected }
+    /// `/readyz`: Redis (commands and pub/sub) reachable, not draining, and a JWKS loaded
+    /// when one is configured.
+    var isReady: Bool {
+        !hub.draining && commands.isConnected && pubsub.isConnected && (jwks?.hasKeys ?? true)
+    }
 
     /// Stops accepting, ends live client responses (clients resume elsewhere), keeps
     /// owned generations running until they finish; calls `done` when none is left.
