@@ -49,7 +49,10 @@ final class JWKSFetcher: UpstreamTransferDelegate, @unchecked Sendable {
 
     /// Starts fetching (at once) and accepts unknown-`kid` refetch requests. Loop thread.
     func start() {
-        store.setRefetchHandler { [loop, weak self] in
+        // Runs on the worker that met the unknown kid, before its 401 is sent, and only when
+        // the store's gate allowed it: the counter is exact when the response arrives.
+        store.setRefetchHandler { [loop, metrics, weak self] in
+            metrics.add(.jwksUnknownKidRefetches)
             loop.post { [weak self] in self?.refetchForUnknownKid() }
         }
         fetch()
@@ -67,7 +70,6 @@ final class JWKSFetcher: UpstreamTransferDelegate, @unchecked Sendable {
 
     private func refetchForUnknownKid() {
         guard !stopped else { return }
-        metrics.add(.jwksUnknownKidRefetches)
         fetch()
     }
 
