@@ -48,6 +48,30 @@ static inline int srossl_push_bn(OSSL_PARAM_BLD *bld, const char *name, const un
     return *keep != NULL && OSSL_PARAM_BLD_push_BN(bld, name, *keep) == 1;
 }
 
+/* Builds a key of `type` ("RSA", "EC") from the parameters in `bld` with EVP_PKEY_fromdata,
+ * checks it (EVP_PKEY_public_check; EVP_PKEY_pairwise_check when `pairwise`), and returns
+ * its PEM (malloc'd) or NULL. *bits (if not NULL) receives the key size. */
+static inline char *srossl_finish(const char *type, OSSL_PARAM_BLD *bld, int private_key, int pairwise, int *bits) {
+    char *out = NULL;
+    EVP_PKEY *pkey = NULL;
+    EVP_PKEY_CTX *check = NULL;
+    OSSL_PARAM *params = OSSL_PARAM_BLD_to_param(bld);
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, type, NULL);
+    if (params == NULL || ctx == NULL || EVP_PKEY_fromdata_init(ctx) != 1) goto done;
+    if (EVP_PKEY_fromdata(ctx, &pkey, private_key ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY, params) != 1) goto done;
+    check = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
+    if (check == NULL || EVP_PKEY_public_check(check) != 1) goto done;
+    if (pairwise && EVP_PKEY_pairwise_check(check) != 1) goto done;
+    if (bits != NULL) *bits = EVP_PKEY_get_bits(pkey);
+    out = srossl_pem_of(pkey, private_key);
+done:
+    EVP_PKEY_CTX_free(check);
+    EVP_PKEY_CTX_free(ctx);
+    EVP_PKEY_free(pkey);
+    OSSL_PARAM_free(params);
+    return out;
+}
+
 /* RSA key from big-endian n, e (public) and, when private, d, p, q, dp, dq, qi
  * (order: n e d p q dp dq qi; p..qi may be absent together). Returns a PEM
  * ("PUBLIC KEY" SubjectPublicKeyInfo or PKCS#8 "PRIVATE KEY"), malloc'd, or NULL.
@@ -60,9 +84,6 @@ static inline char *srossl_rsa_pem(const srossl_params *in, int private_key, int
         OSSL_PKEY_PARAM_RSA_EXPONENT1, OSSL_PKEY_PARAM_RSA_EXPONENT2, OSSL_PKEY_PARAM_RSA_COEFFICIENT1 };
     BIGNUM *bn[8] = {0};
     char *out = NULL;
-    EVP_PKEY *pkey = NULL;
-    EVP_PKEY_CTX *ctx = NULL, *check = NULL;
-    OSSL_PARAM *params = NULL;
     *bits = 0;
     OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
     if (bld == NULL) return NULL;
@@ -74,22 +95,10 @@ static inline char *srossl_rsa_pem(const srossl_params *in, int private_key, int
         }
         if (!srossl_push_bn(bld, names[i], in->data[i], in->len[i], &bn[i])) goto done;
     }
-    params = OSSL_PARAM_BLD_to_param(bld);
-    ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);
-    if (params == NULL || ctx == NULL || EVP_PKEY_fromdata_init(ctx) != 1) goto done;
-    if (EVP_PKEY_fromdata(ctx, &pkey, private_key ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY, params) != 1) goto done;
-    check = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
-    if (check == NULL || EVP_PKEY_public_check(check) != 1) goto done;
-    if (private_key && in->len[3] != 0 && EVP_PKEY_pairwise_check(check) != 1) goto done;
-    *bits = EVP_PKEY_get_bits(pkey);
-    out = srossl_pem_of(pkey, private_key);
+    out = srossl_finish("RSA", bld, private_key, private_key && in->len[3] != 0, bits);
 done:
-    EVP_PKEY_CTX_free(check);
-    EVP_PKEY_CTX_free(ctx);
-    EVP_PKEY_free(pkey);
-    OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(bld);
-    for (int i = 0; i < 8; i++) BN_free(bn[i]);
+    for (int i = 0; i < 8; i++) BN_clear_free(bn[i]);
     return out;
 }
 
@@ -98,9 +107,6 @@ done:
  * not on the curve (EVP_PKEY_public_check) or the private key does not match it. */
 static inline char *srossl_ec_pem(const char *group, const srossl_params *in, int private_key) {
     char *out = NULL;
-    EVP_PKEY *pkey = NULL;
-    EVP_PKEY_CTX *ctx = NULL, *check = NULL;
-    OSSL_PARAM *params = NULL;
     BIGNUM *d = NULL;
     size_t n = in->len[0];
     if (n == 0 || n > 66 || in->len[1] != n) return NULL;
@@ -115,19 +121,8 @@ static inline char *srossl_ec_pem(const char *group, const srossl_params *in, in
     if (private_key) {
         if (in->len[2] == 0 || !srossl_push_bn(bld, OSSL_PKEY_PARAM_PRIV_KEY, in->data[2], in->len[2], &d)) goto done;
     }
-    params = OSSL_PARAM_BLD_to_param(bld);
-    ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
-    if (params == NULL || ctx == NULL || EVP_PKEY_fromdata_init(ctx) != 1) goto done;
-    if (EVP_PKEY_fromdata(ctx, &pkey, private_key ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY, params) != 1) goto done;
-    check = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
-    if (check == NULL || EVP_PKEY_public_check(check) != 1) goto done;
-    if (private_key && EVP_PKEY_pairwise_check(check) != 1) goto done;
-    out = srossl_pem_of(pkey, private_key);
+    out = srossl_finish("EC", bld, private_key, private_key, NULL);
 done:
-    EVP_PKEY_CTX_free(check);
-    EVP_PKEY_CTX_free(ctx);
-    EVP_PKEY_free(pkey);
-    OSSL_PARAM_free(params);
     OSSL_PARAM_BLD_free(bld);
     BN_clear_free(d);
     return out;
