@@ -81,6 +81,23 @@ final class JWKSVerifierTests: XCTestCase {
         assertRejected(v, forged, .algorithmNotAllowed, "RS256 header naming an EC key")
     }
 
+    func testKeysEmbeddedInTheTokenAreNeverTrusted() throws {
+        // RFC 7515 §4.1.3 `jwk` (and `jku`/`x5u`) header parameters name the attacker's own
+        // key: the verifier only ever uses the fetched set.
+        let v = try JWKSVerifier(store: try store([Self.rsa]))
+        let attacker = try JWKKeyBuilder.generate(.rsa, kid: "r1")
+        let jwk = String(decoding: try JSONSerialization.data(withJSONObject: attacker.publicJSON), as: UTF8.self)
+        let path = TestKeys.dir.appendingPathComponent("attacker-\(UUID().uuidString).pem").path
+        try JWKKeyBuilder.privatePEM(attacker).write(toFile: path, atomically: true, encoding: .utf8)
+        let pair = TestKeys.Pair(privatePath: path, publicPEM: try JWKKeyBuilder.publicPEM(attacker))
+        let header = #"{"alg":"RS256","kid":"r1","jwk":\#(jwk),"jku":"https://evil.example/jwks"}"#
+        // Signed correctly by the attacker over that very header.
+        let forged = Forge.rs256(header: header, payload: claims(), key: pair)
+        XCTAssertNoThrow(try JWTVerifier(algorithm: .rs256(publicKeyPEM: pair.publicPEM)).verify(forged, now: now),
+                         "control: the signature is valid under the embedded key")
+        assertRejected(v, forged, .badSignature, "jwk/jku header with the attacker's key")
+    }
+
     func testWrongKeyAndTamperingFailTheSignature() throws {
         let v = try JWKSVerifier(store: try store([Self.rsa, Self.ec]))
         // Signed by r2 but claiming to be r1.
