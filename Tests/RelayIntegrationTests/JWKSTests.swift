@@ -165,6 +165,17 @@ final class JWKSTests: RelayTestCase {
         XCTAssertEqual(try status(relay, honest), 200, "the same signature under the right kid (control)")
     }
 
+    func testRefreshFollowsCacheControlMaxAge() throws {
+        let doc = Self.document([Self.rsa.publicJSON])
+        let script = FakeUpstreamServer.Script([.head(status: 200, contentType: "application/json", chunked: false,
+                                                      cacheControl: "public, max-age=1"), .send(doc)])
+        // RELAY_JWT_JWKS_REFRESH stays 10 min: only the header can cause the refreshes.
+        let (server, relay) = try start(script, env: ["RELAY_JWT_JWKS_MIN_INTERVAL": "500ms"])
+        try eventually(10, "two refreshes after max-age=1") { jwksRequests(server) >= 3 }
+        XCTAssertEqual(try metric(relay, "relay_jwks_unknown_kid_refetches_total"), 0)
+        XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200)
+    }
+
     func testNotReadyUntilAKeySetIsLoaded() throws {
         let (server, relay) = try start(Self.failing, env: ["RELAY_JWT_JWKS_MIN_INTERVAL": "200ms"], waitReady: false)
         try eventually(10, "a failed first fetch") { jwksRequests(server) >= 1 }

@@ -17,7 +17,8 @@ public final class FakeUpstreamServer: @unchecked Sendable {
     public enum Step: Sendable {
         /// Status line and headers. `chunked`: `Transfer-Encoding: chunked` (each `send` is one
         /// chunk); otherwise `Connection: close` and the body ends when the server closes.
-        case head(status: Int, contentType: String, chunked: Bool = true)
+        /// `cacheControl`: the `Cache-Control` value sent.
+        case head(status: Int, contentType: String, chunked: Bool = true, cacheControl: String = "no-cache")
         /// Body bytes, written in one `send` (one HTTP chunk when chunked).
         case send([UInt8])
         /// Body bytes written in pieces of `pieceSize`, `pauseMs` apart.
@@ -185,9 +186,9 @@ public final class FakeUpstreamServer: @unchecked Sendable {
         var chunked = false
         for step in script.steps {
             switch step {
-            case .head(let status, let contentType, let ch):
+            case .head(let status, let contentType, let ch, let cacheControl):
                 chunked = ch
-                var h = "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Type: \(contentType)\r\nCache-Control: no-cache\r\n"
+                var h = "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Type: \(contentType)\r\nCache-Control: \(cacheControl)\r\n"
                 h += ch ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n"
                 guard writeAll(fd, Array((h + "\r\n").utf8)) else { return false }
             case .send(let bytes):
