@@ -15,7 +15,10 @@ let package = Package(
     targets: [
         // C modules: module maps and tiny shims only.
         .systemLibrary(name: "CLibevent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
-        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        // No pkgConfig: Debian's hiredis.pc puts -D_FILE_OFFSET_BITS=64 in Cflags, which SwiftPM
+        // refuses with a warning on every build; the shim includes <hiredis/…> and the module
+        // map links hiredis, and the define changes nothing on 64-bit Linux (off_t is 64-bit).
+        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(name: "CJWT", pkgConfig: "libjwt", providers: [.apt(["libjwt-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // OpenSSL 3 libcrypto: JWK parameters → keys (issue 19).
@@ -47,7 +50,10 @@ let package = Package(
         // A libcurl transport for the kit, for the Linux CLI only (issue 15): not part of the
         // kit's graph, which stays Foundation-only.
         .target(name: "RelayClientCurl", dependencies: ["CCurl", "RelayClient"]),
-        .executableTarget(name: "stream-relay", dependencies: ["RelayConfiguration", "RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayClientCurl", "RelayCore"]),
+        .executableTarget(name: "stream-relay", dependencies: ["RelayConfiguration", "RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayClientCurl", "RelayCore"],
+                          plugins: ["BuildInfoPlugin"]),
+        // Writes BuildInfo.swift (the git commit, for `stream-relay --version`) before each build.
+        .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         // Load generator and side-by-side benchmark with nginx + nchan (issue 7).
         .executableTarget(name: "stream-relay-bench", dependencies: ["RelayConfiguration", "CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis"]),
 

@@ -19,6 +19,7 @@
 #   k8s         kubernetes-validate --strict (offline JSON schemas shipped in the package) against
 #               Kubernetes 1.29 and 1.37, plus cross-object checks (probes, drain timing, ...).
 #   Dockerfile  parsed by dockerfile-parse; multi-stage, non-root USER, HEALTHCHECK, ...
+#   prometheus  `promtool check rules` and `promtool test rules` on deploy/prometheus (apt prometheus).
 #   runtime     scripts/runtime-libs.sh self-test; RUNTIME_PACKAGES vs the binary when given.
 #
 # Exits non-zero if any check fails. Env: VALIDATE_VENV (default ~/.cache/stream-relay-deploy-venv),
@@ -178,6 +179,17 @@ say "Dockerfile: deploy/Dockerfile"
 if need_py "dockerfile-parse"; then
   run "Dockerfile parsed and checked (multi-stage, non-root USER, HEALTHCHECK /healthz, ...)" \
     "$PY" scripts/deploy_checks.py dockerfile deploy/Dockerfile
+fi
+
+# ----------------------------------------------------------------------------------- prometheus
+say "prometheus: deploy/prometheus/alerts.yaml"
+PROMTOOL="$(command -v promtool || echo /usr/bin/promtool)"
+[ -x "$PROMTOOL" ] || apt_install prometheus || fail "install prometheus (promtool) with apt-get"
+if [ -x "$PROMTOOL" ]; then
+  run "promtool check rules alerts.yaml" "$PROMTOOL" check rules deploy/prometheus/alerts.yaml
+  run "promtool test rules alerts_test.yaml" "$PROMTOOL" test rules deploy/prometheus/alerts_test.yaml
+  # The dashboard's and the alerts' metric names against a live /metrics, and
+  # `promtool check metrics` on it, run in the test suite (OperationsTests): they need a relay.
 fi
 
 # ------------------------------------------------------------------------------- runtime libs

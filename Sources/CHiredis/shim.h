@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <hiredis.h>
-#include <async.h>
-#include <adapters/libevent.h>
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <hiredis/adapters/libevent.h>
 
 /* The pointer stored in redisAsyncContext.data (hiredis leaves it to the caller). */
 static inline void *streamrelay_redis_get_data(const redisAsyncContext *ac) { return ac->data; }

@@ -38,7 +38,11 @@ final class Generation {
 
     /// Starts the upstream call.
     func start() {
-        upstream.start { [weak self] e in self?.emit(e) }
+        upstream.start { [weak self] e in
+            guard let self else { return }
+            if case .error = e, !self.finished { self.host.upstreamFailed() }
+            self.emit(e)
+        }
     }
 
     private func emit(_ e: StreamEvent) {

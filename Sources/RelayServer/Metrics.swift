@@ -7,7 +7,7 @@ public final class Metrics: Sendable {
     /// Monotonic counters (`relay_…_total`).
     public enum Counter: Int, CaseIterable, Sendable {
         case eventsAppended, eventsDelivered, streamsStarted, resumesOK, resumesGap, resumesNotFound, resumesCatchUp
-        case revocations, cancels, slowConsumerDisconnects, requestErrors, upstreamErrors
+        case revocations, cancels, slowConsumerDisconnects, requestErrors, upstreamErrors, budgetRefusals
         case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
 
         var name: String {
@@ -24,20 +24,31 @@ public final class Metrics: Sendable {
             case .slowConsumerDisconnects: return "relay_slow_consumer_disconnects_total"
             case .requestErrors: return "relay_request_errors_total"
             case .upstreamErrors: return "relay_upstream_errors_total"
+            case .budgetRefusals: return "relay_budget_refusals_total"
             case .jwksFetchesOK: return "relay_jwks_fetches_total{result=\"ok\"}"
             case .jwksFetchesFailed: return "relay_jwks_fetches_total{result=\"error\"}"
             case .jwksUnknownKidRefetches: return "relay_jwks_unknown_kid_refetches_total"
             }
         }
 
-        /// `# HELP` text, where given.
-        var help: String? {
+        /// The `# HELP` text of the counter's family.
+        var help: String {
             switch self {
+            case .eventsAppended: return "Stream events appended to Redis by this instance's generations."
+            case .eventsDelivered: return "Stream events written to client connections."
+            case .streamsStarted: return "Generations started (POST /api/chat/stream admitted)."
+            case .resumesOK, .resumesGap, .resumesNotFound, .resumesCatchUp:
+                return "Resume requests (GET /api/chat/stream/{id}) by outcome: ok, gap (409 resume_gap), not_found (404), catch_up (lossless catch-up)."
+            case .revocations: return "Live streams cut because their session was revoked."
+            case .cancels: return "Generations stopped by DELETE /api/chat/stream/{id}."
+            case .slowConsumerDisconnects: return "Client connections cut because their unsent backlog exceeded the backpressure limit."
+            case .requestErrors: return "Requests answered with an HTTP error before any stream began."
+            case .upstreamErrors: return "Generations that ended with an upstream error event."
+            case .budgetRefusals: return "Stream starts refused with 429 token_budget_exhausted."
             case .jwksFetchesOK, .jwksFetchesFailed:
-                return "JWKS fetches by result; on error the last good key set stays in use"
+                return "JWKS fetches by result: ok, error (the last good key set stays in use)."
             case .jwksUnknownKidRefetches:
-                return "JWKS refetches started because a token named an unknown kid (at most one per RELAY_JWT_JWKS_MIN_INTERVAL)"
-            default: return nil
+                return "JWKS refetches requested because a token named an unknown kid (at most one per RELAY_JWT_JWKS_MIN_INTERVAL)."
             }
         }
     }
@@ -53,11 +64,12 @@ public final class Metrics: Sendable {
             }
         }
 
-        /// `# HELP` text, where given.
-        var help: String? {
+        /// The `# HELP` text.
+        var help: String {
             switch self {
-            case .jwksKeys: return "usable keys in the current JWKS (0 before the first good fetch)"
-            default: return nil
+            case .liveConnections: return "Client stream connections open on this instance."
+            case .runningGenerations: return "Generations this instance is running (upstream calls in progress)."
+            case .jwksKeys: return "Usable keys in the current JWKS (0 before the first good fetch)."
             }
         }
     }
@@ -79,6 +91,21 @@ public final class Metrics: Sendable {
             case .streamDuration: return [1, 5, 10, 30, 60, 120, 300, 600]
             }
         }
+
+        /// The `# HELP` text.
+        var help: String {
+            switch self {
+            case .redisCommand: return "Redis command round-trip time, seconds."
+            case .timeToFirstToken: return "Time from a generation's start to its first upstream token, seconds."
+            case .streamDuration: return "Generation duration from start to its final event, seconds."
+            }
+        }
+    }
+
+    /// What one worker last reported about itself (each heartbeat tick).
+    struct WorkerState {
+        var redisConnected: Bool
+        var ready: Bool
     }
 
     struct HistogramState {
@@ -91,6 +118,7 @@ public final class Metrics: Sendable {
         var counters = [Int](repeating: 0, count: Counter.allCases.count)
         var gauges = [Int](repeating: 0, count: Gauge.allCases.count)
         var histograms = Histogram.allCases.map { HistogramState(counts: [Int](repeating: 0, count: $0.buckets.count)) }
+        var workers: [Int: WorkerState] = [:]
     }
 
     private let state = Mutex(State())
@@ -122,35 +150,47 @@ public final class Metrics: Sendable {
         }
     }
 
+    /// Records worker `index`'s state: both Redis connections up, and whether it answers
+    /// `/readyz` with 200. Rendered as `relay_workers`, `relay_workers_redis_connected`
+    /// and `relay_workers_ready` (counts of workers).
+    public func workerState(_ index: Int, redisConnected: Bool, ready: Bool) {
+        state.withLock { $0.workers[index] = WorkerState(redisConnected: redisConnected, ready: ready) }
+    }
+
     /// Current value of a counter (tests, logs).
     public func value(_ c: Counter) -> Int { state.withLock { $0.counters[c.rawValue] } }
 
     /// Current value of a gauge (`RELAY_MAX_CONNECTIONS` reads `liveConnections`).
     public func value(_ g: Gauge) -> Int { state.withLock { $0.gauges[g.rawValue] } }
 
-    /// The Prometheus text exposition, with `extra` gauge lines appended.
-    public func render(extra: [(String, Double)] = []) -> String {
+    /// The Prometheus text exposition (format 0.0.4): every family with `# HELP` and
+    /// `# TYPE` (`promtool check metrics` clean).
+    public func render() -> String {
         let s = state.withLock { $0 }
         var out = ""
+        func family(_ name: String, _ type: String, _ help: String) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+        }
         var typed = Set<String>()
         for c in Counter.allCases {
             let base = String(c.name.prefix { $0 != "{" })
-            if typed.insert(base).inserted {
-                if let help = c.help { out += "# HELP \(base) \(help)\n" }
-                out += "# TYPE \(base) counter\n"
-            }
+            if typed.insert(base).inserted { family(base, "counter", c.help) }
             out += "\(c.name) \(s.counters[c.rawValue])\n"
         }
         for g in Gauge.allCases {
-            if let help = g.help { out += "# HELP \(g.name) \(help)\n" }
-            out += "# TYPE \(g.name) gauge\n\(g.name) \(s.gauges[g.rawValue])\n"
+            family(g.name, "gauge", g.help)
+            out += "\(g.name) \(s.gauges[g.rawValue])\n"
         }
-        for (name, v) in extra {
-            out += "# TYPE \(name) gauge\n\(name) \(v)\n"
-        }
+        let workers = s.workers.values
+        family("relay_workers", "gauge", "Worker threads that have reported their state.")
+        out += "relay_workers \(workers.count)\n"
+        family("relay_workers_redis_connected", "gauge", "Workers whose Redis command and pub/sub connections are both up.")
+        out += "relay_workers_redis_connected \(workers.filter(\.redisConnected).count)\n"
+        family("relay_workers_ready", "gauge", "Workers that would answer GET /readyz with 200 (Redis reachable, not draining).")
+        out += "relay_workers_ready \(workers.filter(\.ready).count)\n"
         for h in Histogram.allCases {
             let st = s.histograms[h.rawValue]
-            out += "# TYPE \(h.name) histogram\n"
+            family(h.name, "histogram", h.help)
             for (i, b) in h.buckets.enumerated() { out += "\(h.name)_bucket{le=\"\(b)\"} \(st.counts[i])\n" }
             out += "\(h.name)_bucket{le=\"+Inf\"} \(st.count)\n\(h.name)_sum \(st.sum)\n\(h.name)_count \(st.count)\n"
         }

@@ -32,6 +32,8 @@ protocol GenerationHost: AnyObject {
     var log: EventLog { get }
     /// Time to first token, seconds.
     func firstToken(afterSeconds s: Double)
+    /// The upstream ended the generation with an error (`relay_upstream_errors_total`).
+    func upstreamFailed()
     /// Counts events appended (flushed to `/metrics` on each tick).
     func appended(events: Int)
     /// The generation is over and its appends are settled; the host forgets it.

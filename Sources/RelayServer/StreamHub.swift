@@ -211,6 +211,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     func delivered(events: Int) { eventsDeliveredSinceFlush += events }
     func appended(events: Int) { eventsAppendedSinceFlush += events }
     func firstToken(afterSeconds s: Double) { metrics.observe(.timeToFirstToken, seconds: s) }
+    func upstreamFailed() { metrics.add(.upstreamErrors) }
 
     /// Adds the per-event counters to the shared `Metrics`.
     func flushCounters() {

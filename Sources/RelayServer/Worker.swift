@@ -22,6 +22,7 @@ final class Worker: @unchecked Sendable {
     private let hub: StreamHub
     private var router: Router?
     private var listener: HTTPListener?
+    private var stateTimer: LoopTimer?
     private var jwksFetcher: JWKSFetcher?
     private let jwks: JWKSKeyStore?
 
@@ -44,6 +45,7 @@ final class Worker: @unchecked Sendable {
         commands.onConnect = { [unowned hub] in
             log.connected()
             hub.redisConnected()
+            Log.debug("redis connected", ["worker": index])
         }
         commands.onDisconnect = { [unowned hub] why in
             hub.redisDisconnected()
@@ -64,6 +66,15 @@ final class Worker: @unchecked Sendable {
             jwksFetcher = f
             f.start()
         }
+        // Every second: this worker's Redis and readiness state for `/metrics`
+        // (`relay_workers_redis_connected`, `relay_workers_ready`; the alerts use them).
+        reportState()
+        stateTimer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.reportState() }
+        stateTimer?.schedule(afterMs: 1000)
+    }
+
+    private func reportState() {
+        hub.metrics.workerState(index, redisConnected: commands.isConnected && pubsub.isConnected, ready: isReady)
     }
 
     /// Runs the loop until `stop()`.
@@ -71,6 +82,7 @@ final class Worker: @unchecked Sendable {
 
     /// Frees the listener and the Redis connections, then stops the loop. Loop thread.
     func stop() {
+        stateTimer?.cancel()
         listener?.close()
         listener = nil
         jwksFetcher?.stop()

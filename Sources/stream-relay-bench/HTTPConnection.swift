@@ -164,7 +164,8 @@ final class HTTPConnection {
             if case .closeData = state { state = .done }
             let clean: Bool
             switch state {
-            case .done, .head where status != 0: clean = true
+            case .done: clean = true
+            case .head where status != 0: clean = true
             default: clean = false
             }
             return finish(clean ? nil : "eof before the response ended")

@@ -68,7 +68,7 @@ final class Runner {
             FileHandle.standardOutput.write(Data(("RESULT " + String(decoding: data, as: UTF8.self) + "\n").utf8))
         }
         if let path = opts.jsonOut, let data = try? JSONSerialization.data(withJSONObject: r, options: [.sortedKeys]) {
-            if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+            if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
             if let h = FileHandle(forWritingAtPath: path) {
                 h.seekToEndOfFile()
                 h.write(data + Data("\n".utf8))
@@ -271,7 +271,7 @@ final class Runner {
         sources = SourceAddresses(count: opts.sourceAddresses, connections: total)
         let ids = (0..<streams).map { Runner.newID($0) }
         var subs: [Subscriber] = []
-        for k in 0..<per { for s in 0..<streams { subs.append(Subscriber(stream: s, id: ids[s], stats: stats)) } }
+        for _ in 0..<per { for s in 0..<streams { subs.append(Subscriber(stream: s, id: ids[s], stats: stats)) } }
         var failures: [String: Int] = [:]
         for s in subs { s.onFailed = { _, why in failures[why, default: 0] += 1 } }
         spin(timeoutMs: 500)

@@ -10,7 +10,7 @@ import RelayCore
 /// show a resume (`--drop-after N`), and ends with the telemetry record as one JSON line.
 enum ChatCommand {
     static let usage = """
-    usage: stream-relay chat --prompt TEXT [--url URL]... [--token JWT | --token-file PATH]
+    usage: stream-relay chat [--prompt] TEXT [--url URL]... [--token JWT | --token-file PATH]
                              [--model M] [--max-tokens N] [--summary] [--drop-after N]
       --url URL        relay base URL (default http://127.0.0.1:8080); repeat it to let
                        reconnections rotate through several relay instances
@@ -19,7 +19,9 @@ enum ChatCommand {
                        refresher may rewrite it, as with Kubernetes projected tokens);
                        after `token_expired` the answer resumes with the file's new token
       --model M        model name passed to the relay
-      --prompt TEXT    the user message (or - to read it from standard input)
+      --prompt TEXT    the user message (or - to read it from standard input); it may
+                       also be given as the one positional argument:
+                       stream-relay chat "Draft a mutual NDA"
       --max-tokens N   maximum tokens to generate
       --summary        ask for a summary-mode answer ("mode":"summary")
       --drop-after N   cut the connection once after N events, to show a resume
@@ -70,7 +72,9 @@ enum ChatCommand {
                 case "--token": o.token = try value(a)
                 case "--token-file": o.tokenFile = try value(a)
                 case "--model": o.model = try value(a)
-                case "--prompt": o.prompt = try value(a)
+                case "--prompt":
+                    guard o.prompt == nil else { throw UsageError(message: "the prompt is given twice") }
+                    o.prompt = try value(a)
                 case "--summary": o.summary = true
                 case "--output": o.output = try value(a)
                 case "--transport":
@@ -85,7 +89,11 @@ enum ChatCommand {
                     let v = try value(a)
                     guard let n = Int(v), n > 0 else { throw UsageError(message: "--drop-after must be a positive integer") }
                     o.dropAfter = n
-                default: throw UsageError(message: "unexpected argument \(a)")
+                default:
+                    // The prompt as a positional argument, the way LLM command-line tools take it.
+                    guard a == "-" || !a.hasPrefix("-") else { throw UsageError(message: "unexpected argument \(a)") }
+                    guard o.prompt == nil else { throw UsageError(message: "the prompt is given twice (\(a))") }
+                    o.prompt = a
                 }
                 i += 1
             }

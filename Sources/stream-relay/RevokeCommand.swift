@@ -8,9 +8,20 @@ import RelayConfiguration
 /// on `relay:revocations` directly in Redis (`REDIS_URL`), so every relay instance
 /// cuts the session's live streams.
 enum RevokeCommand {
+    static let usage = """
+    usage: stream-relay revoke SESSION_ID
+    Marks the session revoked in Redis (relay:revoked:{sid}, kept RELAY_REVOCATION_TTL)
+    and publishes it on relay:revocations: every relay cuts its live streams with a 401
+    error event and refuses its tokens. Uses REDIS_URL (required).
+    """
+
     static func run(arguments: [String]) -> Int32 {
+        if arguments == ["--help"] || arguments == ["-h"] {
+            print(usage)
+            return 0
+        }
         guard arguments.count == 1, let sid = arguments.first, !sid.hasPrefix("-") else {
-            printError("usage: stream-relay revoke SESSION_ID   (uses REDIS_URL and RELAY_REVOCATION_TTL)\n")
+            printError("revoke: expected one SESSION_ID\n\(usage)\n")
             return 2
         }
         let config: RelayConfig

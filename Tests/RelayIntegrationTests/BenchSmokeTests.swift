@@ -21,35 +21,15 @@ final class BenchSmokeTests: RelayTestCase {
         guard FileManager.default.isExecutableFile(atPath: benchBinary) else {
             throw TestFailure("stream-relay-bench not built at \(benchBinary) (swift build builds it)")
         }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: benchBinary)
-        p.arguments = args
         var env = ProcessInfo.processInfo.environment
         env["RELAY_JWT_SECRET"] = RelayProcess.secret
-        p.environment = env
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bench-smoke-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let outURL = dir.appendingPathComponent("out"), errURL = dir.appendingPathComponent("err")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        p.standardOutput = try FileHandle(forWritingTo: outURL)
-        p.standardError = try FileHandle(forWritingTo: errURL)
-        try p.run()
-        let until = Date().addingTimeInterval(timeout)
-        while p.isRunning && Date() < until { usleep(50_000) }
-        if p.isRunning {
-            p.terminate()
-            p.waitUntilExit()
-            throw TestFailure("stream-relay-bench \(args.first ?? "") did not finish in \(timeout) s")
-        }
-        let out = (try? String(contentsOf: outURL, encoding: .utf8)) ?? ""
-        let err = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+        let run = try ToolProcess.run(benchBinary, args, environment: env, timeout: timeout)
+        let out = run.stdout
         let results = out.split(separator: "\n").compactMap { line -> [String: Any]? in
             guard line.hasPrefix("RESULT ") else { return nil }
             return try? JSONSerialization.jsonObject(with: Data(line.dropFirst(7).utf8)) as? [String: Any]
         }
-        return (p.terminationStatus, results, err)
+        return (run.status, results, run.stderr)
     }
 
     func testStreamQuickDeliversEverything() throws {

@@ -574,7 +574,7 @@ final class ClientKitTests: RelayTestCase {
         try Data((RelayProcess.token(sid: sid, ttl: 3) + "\n").utf8).write(to: tokenFile)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: TestPaths.relayBinary)
-        p.arguments = ["chat", "--prompt", "Draft a mutual NDA", "--max-tokens", String(maxTokens), "--token-file", tokenFile.path,
+        p.arguments = ["chat", "Draft a mutual NDA", "--max-tokens", String(maxTokens), "--token-file", tokenFile.path,
                        "--url", "http://127.0.0.1:\(relay.port)", "--drop-after", "5", "--output", outFile.path]
         let out = Pipe(), err = Pipe()
         p.standardOutput = out

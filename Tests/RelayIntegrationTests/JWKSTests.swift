@@ -58,13 +58,8 @@ final class JWKSTests: RelayTestCase {
                                headers: [("Authorization", "Bearer \(token)")]).status
     }
 
-    private func metric(_ relay: RelayProcess, _ name: String) throws -> Double {
-        let text = try HTTPClient.request(port: relay.port, method: "GET", path: "/metrics").text
-        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
-            return Double(line.dropFirst(name.count + 1)) ?? -1
-        }
-        return 0
-    }
+    /// A `/metrics` value, 0 when absent.
+    private func value(_ relay: RelayProcess, _ name: String) throws -> Double { try metric(relay, name) ?? 0 }
 
     private func jwksRequests(_ s: FakeUpstreamServer) -> Int { s.requests.filter { $0.path == "/jwks" }.count }
 
@@ -86,7 +81,7 @@ final class JWKSTests: RelayTestCase {
         XCTAssertEqual(try status(relay, t3), 401, "unknown kid before the refetch")
         try eventually(10, "the rsa-3 token to verify after the refetch") { try status(relay, t3) == 200 }
         XCTAssertEqual(jwksRequests(server), 2)
-        XCTAssertEqual(try metric(relay, "relay_jwks_unknown_kid_refetches_total"), 1)
+        XCTAssertEqual(try value(relay, "relay_jwks_unknown_kid_refetches_total"), 1)
 
         // A flood of made-up kids (both workers) within the minute: no further refetch.
         let strangers = try (0..<8).map { try JWKKeyBuilder.generate(.ec, kid: "stranger-\($0)") }
@@ -94,7 +89,7 @@ final class JWKSTests: RelayTestCase {
         let statuses = try (0..<48).map { try status(relay, tokens[$0 % tokens.count]) }
         XCTAssertEqual(Set(statuses), [401])
         // The gate decides before each 401 is sent, so the counter is final here.
-        XCTAssertEqual(try metric(relay, "relay_jwks_unknown_kid_refetches_total"), 1)
+        XCTAssertEqual(try value(relay, "relay_jwks_unknown_kid_refetches_total"), 1)
         XCTAssertEqual(jwksRequests(server), 2)
         XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200)
     }
@@ -109,7 +104,7 @@ final class JWKSTests: RelayTestCase {
         XCTAssertNotNil(try live.nextEvent())
 
         server.setRoute("/jwks", Self.failing)
-        try eventually(10, "three failed refreshes") { try metric(relay, "relay_jwks_fetches_total{result=\"error\"}") >= 3 }
+        try eventually(10, "three failed refreshes") { try value(relay, "relay_jwks_fetches_total{result=\"error\"}") >= 3 }
         XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200, "the last good set stays in use")
         XCTAssertEqual(try status(relay, Self.token(Self.ec)), 200)
         XCTAssertEqual(relay.log.components(separatedBy: "JWKS refresh failed").count - 1, 1, "logged once per run of failures")
@@ -118,7 +113,7 @@ final class JWKSTests: RelayTestCase {
         try eventually(10, "the removed key to stop verifying") { try status(relay, Self.token(Self.rsa)) == 401 }
         XCTAssertEqual(try status(relay, Self.token(Self.ec)), 200)
         XCTAssertTrue(relay.log.contains("JWKS fetch works again"))
-        XCTAssertEqual(try metric(relay, "relay_jwks_keys"), 1)
+        XCTAssertEqual(try value(relay, "relay_jwks_keys"), 1)
 
         // The stream admitted before the removal runs to its end.
         let rest = try live.readAll()
@@ -136,7 +131,7 @@ final class JWKSTests: RelayTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let weakKey = dir.appendingPathComponent("weak.pem").path
         try openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:512", "-out", weakKey])
-        let modulusHex = String(decoding: try openssl(["rsa", "-in", weakKey, "-modulus", "-noout"]), as: UTF8.self)
+        let modulusHex = try openssl(["rsa", "-in", weakKey, "-modulus", "-noout"])
             .trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "Modulus=", with: "")
         let weak: [String: Any] = ["kty": "RSA", "kid": "weak", "alg": "RS256", "n": Self.b64(Self.bytes(hex: modulusHex)), "e": "AQAB"]
         let (_, relay) = try start(Self.serve(Self.document([Self.rsa.publicJSON, Self.ec.publicJSON, weak])))
@@ -150,7 +145,7 @@ final class JWKSTests: RelayTestCase {
         let hsInput = Self.b64(#"{"alg":"HS256","kid":"rsa-1"}"#) + "." + Self.b64(claims)
         let hsSig = try openssl(["mac", "-digest", "SHA256", "-macopt", "hexkey:" + n.map { String(format: "%02x", $0) }.joined(),
                                  "-in", write(hsInput, dir), "HMAC"])
-        let hsToken = hsInput + "." + Self.b64(Self.bytes(hex: String(decoding: hsSig, as: UTF8.self).filter(\.isHexDigit)))
+        let hsToken = hsInput + "." + Self.b64(Self.bytes(hex: hsSig.filter(\.isHexDigit)))
         XCTAssertEqual(try status(relay, hsToken), 401, "HS256 with the modulus as secret")
 
         let none = Self.b64(#"{"alg":"none","kid":"rsa-1"}"#) + "." + Self.b64(claims) + "."
@@ -172,7 +167,7 @@ final class JWKSTests: RelayTestCase {
         // RELAY_JWT_JWKS_REFRESH stays 10 min: only the header can cause the refreshes.
         let (server, relay) = try start(script, env: ["RELAY_JWT_JWKS_MIN_INTERVAL": "500ms"])
         try eventually(10, "two refreshes after max-age=1") { jwksRequests(server) >= 3 }
-        XCTAssertEqual(try metric(relay, "relay_jwks_unknown_kid_refetches_total"), 0)
+        XCTAssertEqual(try value(relay, "relay_jwks_unknown_kid_refetches_total"), 0)
         XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200)
     }
 
@@ -226,31 +221,22 @@ final class JWKSTests: RelayTestCase {
 
     private func signRS256(header: String, payload: String, key: String, dir: URL) throws -> String {
         let input = Self.b64(header) + "." + Self.b64(payload)
-        let sig = try openssl(["dgst", "-sha256", "-sign", key, try write(input, dir)])
-        return input + "." + Self.b64(Array(sig))
+        // `-hex` prints "…= <hex signature>".
+        let out = try openssl(["dgst", "-sha256", "-sign", key, "-hex", try write(input, dir)])
+        let hex = out.split(separator: "=").last.map { $0.filter(\.isHexDigit) } ?? ""
+        return input + "." + Self.b64(Self.bytes(hex: String(hex)))
     }
 
+    /// Runs `openssl` and returns its stdout.
     @discardableResult
-    private func openssl(_ args: [String]) throws -> Data { try run("/usr/bin/env", ["openssl"] + args) }
+    private func openssl(_ args: [String]) throws -> String { try run("/usr/bin/openssl", args) }
 
-    private func cli(_ args: [String]) throws -> String {
-        String(decoding: try run(TestPaths.relayBinary, args), as: UTF8.self)
-    }
+    /// Runs `stream-relay` and returns its stdout.
+    private func cli(_ args: [String]) throws -> String { try run(TestPaths.relayBinary, args) }
 
-    private func run(_ exe: String, _ args: [String]) throws -> Data {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: exe)
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            throw TestFailure("\(exe) \(args) failed: \(String(decoding: e, as: UTF8.self))")
-        }
-        return data
+    private func run(_ exe: String, _ args: [String]) throws -> String {
+        let r = try ToolProcess.run(exe, args)
+        guard r.status == 0 else { throw TestFailure("\(exe) \(args) failed: \(r.stderr)") }
+        return r.stdout
     }
 }

@@ -45,6 +45,16 @@ class RelayTestCase: XCTestCase {
         }
     }
 
+    /// The value of the unlabelled series `name` in the relay's `/metrics` (nil if absent).
+    func metric(_ relay: RelayProcess, _ name: String) throws -> Double? {
+        let r = try HTTPClient.request(port: relay.port, method: "GET", path: "/metrics")
+        for line in r.text.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, parts[0] == name { return Double(parts[1]) }
+        }
+        return nil
+    }
+
     /// Polls `condition` every 20 ms for up to `timeout` seconds.
     func eventually(_ timeout: Double = 10, _ what: String, _ condition: () throws -> Bool) throws {
         let until = Date().addingTimeInterval(timeout)

@@ -57,6 +57,7 @@ final class UpstreamRelayTests: RelayTestCase {
         }
         XCTAssertTrue(message.contains("429"), message)
         XCTAssertEqual(try redis.cli("HGET", "relay:{\(id)}:meta", "state"), "failed")
+        XCTAssertEqual(try metric(relay, "relay_upstream_errors_total"), 1, "the upstream error is counted")
     }
 
     func testDeleteOnAnotherInstanceClosesTheUpstreamConnection() throws {

@@ -36,7 +36,7 @@ public final class NginxProcess: @unchecked Sendable {
         render.executableURL = URL(fileURLWithPath: "/bin/bash")
         render.arguments = [NginxProcess.repositoryRoot.appendingPathComponent("scripts/render-nginx-conf.sh").path,
                             "--listen", "127.0.0.1:\(port)"] + upstreams.map { "127.0.0.1:\($0)" }
-        FileManager.default.createFile(atPath: conf.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: conf.path, contents: nil)
         let out = try FileHandle(forWritingTo: conf)
         render.standardOutput = out
         let err = Pipe()
@@ -54,7 +54,7 @@ public final class NginxProcess: @unchecked Sendable {
         // the current user so the temp prefix stays writable.
         let user = getuid() == 0 ? "user root;" : ""
         p.arguments = ["-p", d + "/", "-e", d + "/error.log", "-c", conf.path, "-g", "pid \(d)/nginx.pid; daemon off; \(user)"]
-        FileManager.default.createFile(atPath: d + "/access.log", contents: nil)
+        _ = FileManager.default.createFile(atPath: d + "/access.log", contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: d + "/access.log"))
         p.standardOutput = log   // access_log /dev/stdout
         p.standardError = log    // error_log stderr

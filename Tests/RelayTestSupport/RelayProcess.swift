@@ -26,7 +26,7 @@ public final class RelayProcess: @unchecked Sendable {
         p.arguments = ["serve"]
         p.environment = e
         logURL = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString.prefix(8)).log")
-        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
         let h = try FileHandle(forWritingTo: logURL)
         p.standardError = h
         p.standardOutput = h
