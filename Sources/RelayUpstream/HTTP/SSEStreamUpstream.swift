@@ -198,7 +198,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
             }
         }
         for item in items {
-            guard let emit else { break }  // a terminal event was emitted, or cancel() was called
+            guard emit != nil else { break }  // a terminal event was emitted, or cancel() was called
             guard case .event(let message) = item else { continue }  // comments: keep-alives
             let step: DialectStep
             do {
