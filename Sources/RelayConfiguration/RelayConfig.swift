@@ -152,8 +152,12 @@ public struct RelayConfig: Sendable, Equatable {
     public var upstreamIdleTimeoutMs = 60_000
     /// `max_tokens` cap in summary mode; default 400.
     public var summaryMaxTokens = 400
-    /// A client must send its whole request within this long, ms; default 30,000.
+    /// A client must send its whole request (head and body) within this long of its first
+    /// byte, ms, else `408 request_timeout` and the connection is closed; default 30,000.
     public var requestTimeoutMs = 30_000
+    /// Connections per worker that may be part-way through sending a request at once; the next
+    /// is refused with `503 too_many_pending_requests`; default 512.
+    public var maxPendingRequests = 512
     /// How long a revocation marker lives, ms (should cover the longest token
     /// lifetime); default 24 h.
     public var revocationTTLms = 86_400_000
@@ -414,8 +418,12 @@ public struct RelayConfig: Sendable, Equatable {
             c.summaryMaxTokens = try int(v, "RELAY_SUMMARY_MAX_TOKENS", 1...1_000_000)
         },
         Option(env: "RELAY_REQUEST_TIMEOUT", flag: "--request-timeout", default: "30s", unit: "duration",
-               doc: "time to send a whole request before the connection is dropped") { c, v in
+               doc: "time from a request's first byte to the end of its body; then 408 request_timeout and close") { c, v in
             c.requestTimeoutMs = try duration(v, "RELAY_REQUEST_TIMEOUT", 1000...3_600_000)
+        },
+        Option(env: "RELAY_MAX_PENDING_REQUESTS", flag: "--max-pending-requests", default: "512", unit: "connections",
+               doc: "connections per worker still sending their request; the next: 503 too_many_pending_requests") { c, v in
+            c.maxPendingRequests = try int(v, "RELAY_MAX_PENDING_REQUESTS", 1...1_000_000)
         },
         Option(env: "RELAY_REVOCATION_TTL", flag: "--revocation-ttl", default: "24h", unit: "duration",
                doc: "how long a session revocation lasts; cover the longest token lifetime") { c, v in

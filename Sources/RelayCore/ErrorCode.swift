@@ -23,6 +23,12 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case redisUnavailable = "redis_unavailable"
     case streamLost = "stream_lost"
     case upstreamTimeout = "upstream_timeout"
+    case requestTimeout = "request_timeout"
+    case uriTooLong = "uri_too_long"
+    case headerFieldsTooLarge = "request_header_fields_too_large"
+    case notImplemented = "not_implemented"
+    case httpVersionNotSupported = "http_version_not_supported"
+    case tooManyPendingRequests = "too_many_pending_requests"
 
     /// When a code is sent.
     public enum Delivery: String, Sendable {
@@ -41,12 +47,17 @@ public enum ErrorCode: String, CaseIterable, Sendable {
         case .unauthorized, .sessionRevoked, .tokenExpired: return 401
         case .streamNotFound, .routeNotFound: return 404
         case .methodNotAllowed: return 405
+        case .requestTimeout: return 408
+        case .uriTooLong: return 414
+        case .headerFieldsTooLarge: return 431
+        case .notImplemented: return 501
+        case .httpVersionNotSupported: return 505
         case .resumeGap: return 409
         case .bodyTooLarge: return 413
         case .tokenBudgetExhausted, .tooManyStreams: return 429
         case .internalError: return 500
         case .upstreamError: return 502
-        case .notReady, .upstreamLost, .redisUnavailable, .streamLost: return 503
+        case .notReady, .upstreamLost, .redisUnavailable, .streamLost, .tooManyPendingRequests: return 503
         case .upstreamTimeout: return 504
         }
     }
@@ -67,7 +78,7 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     /// One line: what the code means and what the client does.
     public var meaning: String {
         switch self {
-        case .invalidRequest: return "the request is malformed (body fields, request id, headers, Content-Type)"
+        case .invalidRequest: return "the request is malformed (HTTP/1.1 framing per RFC 9112, body fields, request id, headers, Content-Type); a framing error also closes the connection"
         case .invalidJSON: return "the body is not a JSON object"
         case .invalidLastEventID: return "`Last-Event-ID` is not a seq, or is beyond the stream's last event"
         case .modelNotAllowed: return "the request names a model its tier may not use (`RELAY_MODELS`)"
@@ -88,6 +99,12 @@ public enum ErrorCode: String, CaseIterable, Sendable {
         case .redisUnavailable: return "Redis was unreachable longer than `RELAY_REDIS_OUTAGE_GRACE`; resume later"
         case .streamLost: return "Redis no longer has the stream (restart without persistence, expiry); re-send the request"
         case .upstreamTimeout: return "the upstream sent nothing for the idle timeout, or connecting timed out"
+        case .requestTimeout: return "the whole request (head and body) did not arrive within `RELAY_REQUEST_TIMEOUT` of its first byte; the connection is closed"
+        case .uriTooLong: return "the request-target exceeds 8 KiB (RFC 9110 §15.5.15); the connection is closed"
+        case .headerFieldsTooLarge: return "the request head exceeds 160 KiB or 200 field lines (RFC 6585 §5); the connection is closed"
+        case .notImplemented: return "a transfer coding other than `chunked` (RFC 9112 §6.1); the connection is closed"
+        case .httpVersionNotSupported: return "an HTTP version other than 1.0 and 1.1; the connection is closed"
+        case .tooManyPendingRequests: return "this worker already has `RELAY_MAX_PENDING_REQUESTS` connections part-way through sending a request; retry"
         }
     }
 

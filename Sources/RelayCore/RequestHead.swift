@@ -113,16 +113,16 @@ public struct RequestHeadRejection: Error, Sendable, Equatable, CustomStringConv
     init(_ reason: Reason, _ message: String, allow: String? = nil) {
         self.reason = reason
         self.allow = allow
-        let (status, code): (Int, String)
+        let code: ErrorCode
         switch reason {
-        case .methodNotAllowed: (status, code) = (405, "method_not_allowed")
-        case .bodyTooLarge: (status, code) = (413, "body_too_large")
-        case .targetTooLong: (status, code) = (414, "uri_too_long")
-        case .headTooLarge: (status, code) = (431, "request_header_fields_too_large")
-        case .unsupportedTransferCoding: (status, code) = (501, "not_implemented")
-        case .unsupportedVersion: (status, code) = (505, "http_version_not_supported")
-        default: (status, code) = (400, "invalid_request")
+        case .methodNotAllowed: code = .methodNotAllowed
+        case .bodyTooLarge: code = .bodyTooLarge
+        case .targetTooLong: code = .uriTooLong
+        case .headTooLarge: code = .headerFieldsTooLarge
+        case .unsupportedTransferCoding: code = .notImplemented
+        case .unsupportedVersion: code = .httpVersionNotSupported
+        default: code = .invalidRequest
         }
-        error = APIError(status: status, code: code, message: message)
+        error = APIError(code, message)
     }
 }

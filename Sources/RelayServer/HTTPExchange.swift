@@ -37,7 +37,16 @@ final class HTTPExchange {
     var onClose: (() -> Void)?
     /// `true` between `startStream()` and `endStream()` / the client closing.
     private(set) var streaming = false
-    private var closeBox: Unmanaged<HTTPExchange>?
+    /// The connection's gate (its one close callback); set by `HTTPListener` before routing.
+    weak var gate: ConnectionGate? {
+        didSet {
+            // However the connection ends (client gone, a rejected pipelined request, shutdown),
+            // the exchange stops touching the request evhttp is about to free.
+            gate?.onClose = { [weak self] in self?.connectionClosed() }
+        }
+    }
+    /// Keeps the exchange alive while a stream is open (the stream's owners hold it weakly).
+    private var selfWhileStreaming: HTTPExchange?
 
     init(_ req: OpaquePointer) {
         self.req = req
@@ -171,30 +180,20 @@ final class HTTPExchange {
                 _ = setsockopt(Int32(bufferevent_getfd(bev)), Int32(IPPROTO_TCP), 18 /* TCP_USER_TIMEOUT */, &ms,
                                socklen_t(MemoryLayout<UInt32>.size))
             }
-            let box = Unmanaged.passRetained(self)
-            closeBox = box
-            evhttp_connection_set_closecb(con, { _, arg in
-                let me = Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue()
-                me.clientClosed()
-            }, box.toOpaque())
+            selfWhileStreaming = self
         }
     }
 
-    private func clientClosed() {
+    /// evhttp frees the connection: the request goes with it.
+    private func connectionClosed() {
         guard req != nil else { return }
         req = nil
+        let wasStreaming = streaming
         streaming = false
         let cb = onClose
         onClose = nil
-        releaseCloseBox()
-        cb?()
-    }
-
-    private func releaseCloseBox() {
-        if let b = closeBox {
-            closeBox = nil
-            b.release()
-        }
+        selfWhileStreaming = nil
+        if wasStreaming { cb?() }
     }
 
     /// Writes `text` as one chunk. Returns false when the exchange is closed.
@@ -220,12 +219,11 @@ final class HTTPExchange {
     /// Ends a stream (the last chunk) and releases the request.
     func endStream() {
         guard let req else { return }
-        if let con = evhttp_request_get_connection(req) { evhttp_connection_set_closecb(con, nil, nil) }
         evhttp_send_reply_end(req)
         self.req = nil
         streaming = false
         onClose = nil
-        releaseCloseBox()
+        selfWhileStreaming = nil
     }
 
     /// Closes the client's connection at once (drain, slow consumer): the client sees
@@ -239,7 +237,6 @@ final class HTTPExchange {
     func abort() {
         guard let req else { return }
         let con = evhttp_request_get_connection(req)
-        if let con { evhttp_connection_set_closecb(con, nil, nil) }
         if let con, let bev = evhttp_connection_get_bufferevent(con) {
             let fd = bufferevent_getfd(bev)
             if fd >= 0 {
@@ -250,7 +247,7 @@ final class HTTPExchange {
         self.req = nil
         streaming = false
         onClose = nil
-        releaseCloseBox()
+        selfWhileStreaming = nil
         if let con { evhttp_connection_free(con) }
     }
 
@@ -262,10 +259,15 @@ final class HTTPExchange {
         case 401: return "Unauthorized"
         case 404: return "Not Found"
         case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
         case 409: return "Conflict"
         case 413: return "Content Too Large"
+        case 414: return "URI Too Long"
         case 415: return "Unsupported Media Type"
         case 429: return "Too Many Requests"
+        case 431: return "Request Header Fields Too Large"
+        case 501: return "Not Implemented"
+        case 505: return "HTTP Version Not Supported"
         case 500: return "Internal Server Error"
         case 503: return "Service Unavailable"
         default: return "Status"

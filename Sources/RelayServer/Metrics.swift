@@ -10,6 +10,7 @@ public final class Metrics: Sendable {
         case revocations, cancels, slowConsumerDisconnects, requestErrors, upstreamErrors, budgetRefusals
         case budgetReservations, budgetSettlements
         case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
+        case acceptErrors, requestHeadRejections, requestDeadlineCuts, pendingRequestRefusals
 
         var name: String {
             switch self {
@@ -31,6 +32,10 @@ public final class Metrics: Sendable {
             case .jwksFetchesOK: return "relay_jwks_fetches_total{result=\"ok\"}"
             case .jwksFetchesFailed: return "relay_jwks_fetches_total{result=\"error\"}"
             case .jwksUnknownKidRefetches: return "relay_jwks_unknown_kid_refetches_total"
+            case .acceptErrors: return "relay_accept_errors_total"
+            case .requestHeadRejections: return "relay_request_head_rejections_total"
+            case .requestDeadlineCuts: return "relay_request_timeouts_total"
+            case .pendingRequestRefusals: return "relay_pending_request_refusals_total"
             }
         }
 
@@ -54,6 +59,10 @@ public final class Metrics: Sendable {
                 return "JWKS fetches by result: ok, error (the last good key set stays in use)."
             case .jwksUnknownKidRefetches:
                 return "JWKS refetches requested because a token named an unknown kid (at most one per RELAY_JWT_JWKS_MIN_INTERVAL)."
+            case .acceptErrors: return "Failed accept() calls (file descriptors exhausted); the listener pauses with backoff after each."
+            case .requestHeadRejections: return "Connections refused by the strict HTTP/1.1 check (RFC 9112) with a JSON error before evhttp saw the request."
+            case .requestDeadlineCuts: return "Connections cut with 408 request_timeout: the request was not whole within RELAY_REQUEST_TIMEOUT of its first byte."
+            case .pendingRequestRefusals: return "Connections refused with 503 too_many_pending_requests (over RELAY_MAX_PENDING_REQUESTS still sending)."
             }
         }
     }

@@ -60,7 +60,7 @@ final class Worker: @unchecked Sendable {
         let router = Router(context: context, hub: hub, upstreams: context.makeUpstreams(),
                             isReady: { [unowned self] in self.isReady })
         self.router = router
-        listener = try HTTPListener(loop: loop, config: config, listenFD: listenFD) { ex in router.route(ex) }
+        listener = try HTTPListener(loop: loop, config: config, metrics: context.metrics, listenFD: listenFD) { ex in router.route(ex) }
         // One JWKS fetcher per process, on worker 0 (issue 19); the others read its store.
         if index == 0, let store = context.jwks, let url = config.jwtJWKSURL {
             let f = try JWKSFetcher(loop: loop, store: store, metrics: context.metrics, config: config, url: url)

@@ -1,0 +1,167 @@
+import CLibevent
+import Glibc
+import RelayCore
+import RelayLoop
+
+/// The strict front of one client connection (issue 13 items 1–2): every inbound byte goes
+/// through a `RequestFramer` before evhttp may parse it, and a request must arrive whole within
+/// `RELAY_REQUEST_TIMEOUT` of its first byte.
+///
+/// How it sits in front of evhttp: `HTTPListener`'s `evhttp_set_bevcb` supplies each
+/// connection's socket bufferevent and puts an input-buffer callback on it
+/// (`evbuffer_add_cb`). That callback runs inside the bufferevent's read, after the bytes are
+/// appended and before evhttp's read callback sees them. It feeds the new bytes to the framer;
+/// while a request head is incomplete the bytes are moved aside (`held`), so evhttp never parses
+/// a head the framer has not accepted; once the head is accepted, the held bytes go back in
+/// front of the input and evhttp reads them; body bytes pass as they come. (A filtering
+/// bufferevent would be the textbook tool, but libevent 2.1.12's filter does not forward
+/// `bufferevent_setfd`, which evhttp calls on the connection's bufferevent after `bevcb`.)
+///
+/// On a rejection (a bad head, the deadline, the cap on pending requests) the relay's JSON
+/// error (status, `Content-Type: application/json`, `Connection: close`, `Allow` for 405) is
+/// written straight on the socket, the socket is half-closed, a dup of it lingers briefly to
+/// read and discard what the client still sends (so the kernel does not answer it with a reset
+/// that could destroy the response in flight), and evhttp's connection is freed on the next
+/// loop turn. evhttp never sees the rejected bytes.
+///
+/// Lifetime: created on the connection's first inbound byte (a connection that never sends one
+/// costs nothing) and owned by `HTTPListener` until evhttp frees the connection, which the gate
+/// learns from the connection's close callback. An `HTTPExchange` on this connection hears of
+/// the close through `onClose` (the one close callback evhttp has per connection belongs to
+/// the gate). Loop thread only.
+final class ConnectionGate {
+    /// evhttp's connection (`struct evhttp_connection *`), valid until `connectionClosed()`.
+    let connection: OpaquePointer
+    /// The connection's socket bufferevent (owned by evhttp).
+    let bufferevent: OpaquePointer
+    /// Called once when evhttp frees the connection (client closed, reset, timeout, shutdown).
+    var onClose: (() -> Void)?
+
+    private unowned let listener: HTTPListener
+    private var framer: RequestFramer
+    private var inBody = false
+    private let held: OpaquePointer
+    private var reinserting = false
+    private(set) var isPending = false
+    private(set) var isRejected = false
+    private let deadline: LoopTimer
+    private let freeLater: LoopTimer
+    private let timeoutMs: UInt64
+
+    init(listener: HTTPListener, loop: EventLoop, connection: OpaquePointer, bufferevent: OpaquePointer,
+         limits: RequestHeadValidator.Limits, timeoutMs: Int) {
+        self.listener = listener
+        self.connection = connection
+        self.bufferevent = bufferevent
+        framer = RequestFramer(limits: limits)
+        held = evbuffer_new()
+        self.timeoutMs = UInt64(timeoutMs)
+        var weakSelf: (() -> ConnectionGate?) = { nil }
+        deadline = LoopTimer(loop: loop) { weakSelf()?.deadlinePassed() }
+        freeLater = LoopTimer(loop: loop) { weakSelf()?.freeConnection() }
+        weakSelf = { [weak self] in self }
+    }
+
+    deinit {
+        evbuffer_free(held)
+    }
+
+    /// The connection's input buffer got `added` bytes at its end (inside the bufferevent's
+    /// read, before evhttp's read callback).
+    func inputGrew(_ input: OpaquePointer, added: Int) {
+        guard !reinserting, added > 0 else { return }
+        if isRejected {
+            evbuffer_drain(input, evbuffer_get_length(input))
+            return
+        }
+        let total = evbuffer_get_length(input)
+        var bytes = [UInt8](repeating: 0, count: added)
+        var from = evbuffer_ptr()
+        evbuffer_ptr_set(input, &from, total - added, EVBUFFER_PTR_SET)
+        _ = bytes.withUnsafeMutableBytes { evbuffer_copyout_from(input, &from, $0.baseAddress, added) }
+        for event in framer.feed(bytes) {
+            switch event {
+            case .head: inBody = true
+            case .endOfRequest:
+                inBody = false
+                deadline.cancel()
+            case .rejected(let r):
+                listener.countHeadRejection()
+                reject(r.error, allow: r.allow, input: input)
+                return
+            }
+        }
+        let pending = !framer.isIdle
+        if pending, !deadline.isScheduled { deadline.schedule(afterMs: timeoutMs) }
+        if pending != isPending {
+            isPending = pending
+            if !listener.pendingChanged(by: pending ? 1 : -1) {
+                reject(APIError(.tooManyPendingRequests,
+                                "too many connections are still sending their request; retry shortly"), allow: nil, input: input)
+                return
+            }
+        }
+        if pending && !inBody {
+            // A head is still incomplete: nothing of it reaches evhttp yet. Everything in the
+            // input moves aside, in order (evhttp had consumed all complete requests before).
+            evbuffer_add_buffer(held, input)
+        } else if evbuffer_get_length(held) > 0 {
+            reinserting = true
+            evbuffer_prepend_buffer(input, held)
+            reinserting = false
+        }
+    }
+
+    private func deadlinePassed() {
+        guard !isRejected, !framer.isIdle else { return }
+        listener.countDeadlineCut()
+        reject(APIError(.requestTimeout, "the request was not received within \(timeoutMs / 1000) s of its first byte"),
+               allow: nil, input: bufferevent_get_input(bufferevent))
+    }
+
+    /// Answers `error` on the socket, closes, and has evhttp drop the connection.
+    private func reject(_ error: APIError, allow: String?, input: OpaquePointer?) {
+        isRejected = true
+        deadline.cancel()
+        if isPending {
+            isPending = false
+            _ = listener.pendingChanged(by: -1)
+        }
+        if let input { evbuffer_drain(input, evbuffer_get_length(input)) }
+        evbuffer_drain(held, evbuffer_get_length(held))
+        let fd = Int32(bufferevent_getfd(bufferevent))
+        if fd >= 0 {
+            // Only when nothing of an earlier response is still queued: the answer must not
+            // land in the middle of another one (a pipelined request behind a stream).
+            if let out = bufferevent_get_output(bufferevent), evbuffer_get_length(out) == 0 {
+                var head = "HTTP/1.1 \(error.status) \(HTTPExchange.reason(error.status))\r\n"
+                    + "Content-Type: application/json\r\nCache-Control: no-store\r\nConnection: close\r\n"
+                if let allow { head += "Allow: \(allow)\r\n" }
+                let body = error.body
+                head += "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+                var bytes = Array(head.utf8)
+                _ = bytes.withUnsafeMutableBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            }
+            shutdown(fd, Int32(SHUT_WR))
+            listener.linger(fd: fd)
+        }
+        freeLater.schedule(afterMs: 0)
+    }
+
+    private func freeConnection() {
+        evhttp_connection_free(connection)  // calls connectionClosed() through the close callback
+    }
+
+    /// evhttp is freeing the connection.
+    func connectionClosed() {
+        deadline.cancel()
+        freeLater.cancel()
+        if isPending {
+            isPending = false
+            _ = listener.pendingChanged(by: -1)
+        }
+        let cb = onClose
+        onClose = nil
+        cb?()
+    }
+}
