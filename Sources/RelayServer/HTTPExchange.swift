@@ -146,7 +146,14 @@ final class HTTPExchange {
         setHeader("Cache-Control", "no-store")
         for (k, v) in headers { setHeader(k, v) }
         let buf = evbuffer_new()
-        _ = body.withCString { evbuffer_add(buf, $0, strlen($0)) }
+        if method == .head {
+            // HEAD: the same header section, no content (RFC 9110 §9.3.2). libevent 2.1
+            // would send the body and no Content-Length, so the next response on the
+            // connection would be misread.
+            setHeader("Content-Length", String(body.utf8.count))
+        } else {
+            _ = body.withCString { evbuffer_add(buf, $0, strlen($0)) }
+        }
         evhttp_send_reply(req, Int32(status), HTTPExchange.reason(status), buf)
         evbuffer_free(buf)
         self.req = nil

@@ -32,10 +32,10 @@ final class Router {
             guard ex.method == .post else { return gate.methodNotAllowed(ex, "POST") }
             chat.start(ex)
         case "/healthz":
-            guard ex.method == .get || ex.method == .head else { return gate.methodNotAllowed(ex, "GET") }
+            guard ex.method == .get || ex.method == .head else { return gate.methodNotAllowed(ex, "GET, HEAD") }
             ex.respond(status: 200, contentType: "application/json", body: "{\"status\":\"ok\"}")
         case "/readyz":
-            guard ex.method == .get || ex.method == .head else { return gate.methodNotAllowed(ex, "GET") }
+            guard ex.method == .get || ex.method == .head else { return gate.methodNotAllowed(ex, "GET, HEAD") }
             if isReady() {
                 ex.respond(status: 200, contentType: "application/json", body: "{\"status\":\"ready\"}")
             } else {
