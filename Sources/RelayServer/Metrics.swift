@@ -1,4 +1,5 @@
 import Synchronization
+import RelayUpstream
 
 /// Process-wide counters, gauges and histograms, shared by all workers and rendered
 /// by `GET /metrics` in the Prometheus text exposition format (version 0.0.4).
@@ -137,7 +138,13 @@ public final class Metrics: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    /// Upstream text repairs (issue 13 item 4), shared with the HTTP upstream factories.
+    public let upstreamText: UpstreamTextCounters
+
+    /// - Parameter upstreamText: the counters passed to every `HTTPUpstreamFactory`.
+    public init(upstreamText: UpstreamTextCounters = UpstreamTextCounters()) {
+        self.upstreamText = upstreamText
+    }
 
     /// Adds `n` to a counter.
     public func add(_ c: Counter, _ n: Int = 1) {
@@ -191,6 +198,12 @@ public final class Metrics: Sendable {
             if typed.insert(base).inserted { family(base, "counter", c.help) }
             out += "\(c.name) \(s.counters[c.rawValue])\n"
         }
+        family("relay_upstream_chunks_skipped_total", "counter",
+               "Upstream stream chunks that were valid JSON of a shape the dialect does not document, skipped without ending the answer.")
+        out += "relay_upstream_chunks_skipped_total \(upstreamText.skippedChunks)\n"
+        family("relay_upstream_unpaired_surrogates_total", "counter",
+               "Escaped UTF-16 surrogate halves from the upstream that never found their other half, replaced by U+FFFD.")
+        out += "relay_upstream_unpaired_surrogates_total \(upstreamText.replacedSurrogateHalves)\n"
         for g in Gauge.allCases {
             family(g.name, "gauge", g.help)
             out += "\(g.name) \(s.gauges[g.rawValue])\n"

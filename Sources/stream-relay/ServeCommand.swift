@@ -71,15 +71,16 @@ enum ServeCommand {
             return 2
         }
         let makeUpstreams: @Sendable () -> UpstreamFactory
+        let upstreamText = UpstreamTextCounters()
         do {
-            makeUpstreams = try upstreamFactoryMaker(config)
+            makeUpstreams = try upstreamFactoryMaker(config, counters: upstreamText)
         } catch {
             printError("stream-relay: \(error)\n")
             return 2
         }
         let cfg = config
         var context = ServerContext(
-            config: cfg, instance: cfg.instanceName, authenticator: authenticator, metrics: Metrics(),
+            config: cfg, instance: cfg.instanceName, authenticator: authenticator, metrics: Metrics(upstreamText: upstreamText),
             budgets: budgets, models: models, adminKey: adminKey,
             makeUpstreams: makeUpstreams,
             nowMs: { Int64(Date().timeIntervalSince1970 * 1000) })
@@ -117,7 +118,8 @@ enum ServeCommand {
     /// How each worker makes its upstream factory (`RELAY_UPSTREAM`). The HTTP
     /// adapters create their libcurl multi handle on the worker's own loop thread.
     /// - Throws: `ConfigError` when `openai`/`anthropic` lack `UPSTREAM_URL` or it is invalid.
-    static func upstreamFactoryMaker(_ config: RelayConfig) throws -> @Sendable () -> UpstreamFactory {
+    static func upstreamFactoryMaker(_ config: RelayConfig,
+                                     counters: UpstreamTextCounters = UpstreamTextCounters()) throws -> @Sendable () -> UpstreamFactory {
         switch config.upstream {
         case "openai", "anthropic":
             guard let url = config.upstreamURL else {
@@ -129,9 +131,9 @@ enum ServeCommand {
             try http.validate()
             let h = http
             if config.upstream == "openai" {
-                return { HTTPUpstreamFactory(.openAI, config: h) }
+                return { HTTPUpstreamFactory(.openAI, config: h, counters: counters) }
             }
-            return { HTTPUpstreamFactory(.anthropic, config: h) }
+            return { HTTPUpstreamFactory(.anthropic, config: h, counters: counters) }
         default:
             let rate = config.simulatedTokensPerSecond
             let summary = config.summaryMaxTokens

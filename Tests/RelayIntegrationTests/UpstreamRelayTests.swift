@@ -42,6 +42,32 @@ final class UpstreamRelayTests: RelayTestCase {
         XCTAssertEqual(req.json["stream"] as? Bool, true)
     }
 
+    /// Issue 13 items 4 and 7: a split emoji is joined, an unpaired half and a chunk of an
+    /// unknown shape are counted in `/metrics` and the answer still ends with `done`.
+    func testUpstreamTextRepairsAreCountedInMetrics() throws {
+        var steps: [FakeUpstreamServer.Step] = [.head(status: 200, contentType: "text/event-stream")]
+        func raw(_ delta: String) -> [UInt8] {
+            Array("data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\(delta)\"},\"finish_reason\":null}]}\n\n".utf8)
+        }
+        steps.append(.send(raw("a \\ud83d")))
+        steps.append(.send(raw("\\ude00 b")))
+        steps.append(.send(Array("data: {\"choices\":[7]}\n\n".utf8)))
+        steps.append(.send(raw(" \\udc00 c")))
+        steps.append(.send(Array("data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n".utf8)))
+        steps.append(.send(Array("data: [DONE]\n\n".utf8)))
+        let fake = try FakeUpstreamServer(routes: ["/v1/chat/completions": .init(steps)])
+        defer { fake.stop() }
+        let relay = try openAIRelay(fake)
+        let events = try Chat.start(port: relay.port, token: RelayProcess.token(), model: "gpt-test").readAll()
+        XCTAssertEqual(Chat.text(events), "a 😀 b \u{FFFD} c")
+        guard case .done("stop", _)? = try? StreamEvent(json: events.last!.data) else { return XCTFail("done") }
+        XCTAssertEqual(try metric(relay, "relay_upstream_chunks_skipped_total"), 1)
+        XCTAssertEqual(try metric(relay, "relay_upstream_unpaired_surrogates_total"), 1)
+        let text = try HTTPClient.request(port: relay.port, method: "GET", path: "/metrics").text
+        XCTAssertTrue(text.contains("# HELP relay_upstream_chunks_skipped_total "))
+        XCTAssertTrue(text.contains("# HELP relay_upstream_unpaired_surrogates_total "))
+    }
+
     func testUpstreamFailureEndsTheStreamWithOneErrorEvent() throws {
         let fake = try FakeUpstreamServer(routes: ["/v1/chat/completions": .init([
             .head(status: 429, contentType: "application/json", chunked: false),
