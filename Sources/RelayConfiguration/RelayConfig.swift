@@ -134,8 +134,11 @@ public struct RelayConfig: Sendable, Equatable {
     /// Fewest completion tokens worth starting an answer for; when less of the budget
     /// remains, `429 token_budget_exhausted` before the stream; default 16.
     public var budgetMinimumTokens = 16
-    /// Drain timeout on SIGTERM, ms; default 30,000.
-    public var drainTimeoutMs = 30_000
+    /// Drain timeout on SIGTERM, ms: the instance's generations may run this long after
+    /// SIGTERM before they end with `upstream_lost`; the drain ends as soon as they have all
+    /// finished. Default 300,000 (5 min), the stream TTL, so a deploy never cuts an answer the
+    /// relay would otherwise complete (issue 13 item 6).
+    public var drainTimeoutMs = 300_000
     /// Unsent bytes per client before it is disconnected as a slow consumer; default 256 KiB.
     public var maxPendingBytes = 256 * 1024
     /// How long live streams wait through a Redis outage before `redis_unavailable`, ms; default 5,000.
@@ -384,8 +387,8 @@ public struct RelayConfig: Sendable, Equatable {
                doc: "fewest completion tokens worth reserving; less left: 429 token_budget_exhausted") { c, v in
             c.budgetMinimumTokens = try int(v, "RELAY_BUDGET_MIN_TOKENS", 1...1_000_000)
         },
-        Option(env: "RELAY_DRAIN_TIMEOUT", flag: "--drain-timeout", default: "30s", unit: "duration",
-               doc: "graceful drain limit on SIGTERM") { c, v in
+        Option(env: "RELAY_DRAIN_TIMEOUT", flag: "--drain-timeout", default: "300s", unit: "duration",
+               doc: "longest a SIGTERMed instance keeps its generations running (ends early once all finished); keep the orchestrator's grace period above it") { c, v in
             c.drainTimeoutMs = try duration(v, "RELAY_DRAIN_TIMEOUT", 0...3_600_000)
         },
         Option(env: "RELAY_MAX_PENDING_BYTES", flag: "--max-pending-bytes", default: "262144", unit: "bytes",

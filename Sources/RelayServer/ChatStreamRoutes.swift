@@ -161,9 +161,15 @@ final class ChatStreamRoutes {
                 } else {
                     self.metrics.add(.resumesOK)
                 }
-                let finished = info.state != .running
-                guard let s = self.beginStream(ex, id: id, who: who, lastSent: lastEventID,
-                                               alreadyComplete: finished && lastEventID == info.lastSeq) else { return }
+                if info.state != .running && lastEventID == info.lastSeq {
+                    // The client has the final event: 204 No Content is what makes a standard
+                    // EventSource stop reconnecting (WHATWG HTML §9.2.3 "announce the
+                    // connection": any status other than 200 fails it without a retry), instead
+                    // of an empty 200 that it would re-request every `retry` ms until expiry.
+                    ex.respondNoContent(headers: [("X-Request-Id", id.clientValue)])
+                    return
+                }
+                guard let s = self.beginStream(ex, id: id, who: who, lastSent: lastEventID) else { return }
                 // Register first, then check: a revocation published before the
                 // subscription was registered wrote its marker first.
                 self.hub.recheckRevocation(sid: who.sid) { valid in
@@ -174,21 +180,15 @@ final class ChatStreamRoutes {
     }
 
     /// Sends the stream headers and `retry:`, then registers and starts the
-    /// subscription (`nil` when the stream was already complete). `id` is scoped; the
-    /// client sees its own id in `X-Request-Id`.
+    /// subscription. `id` is scoped; the client sees its own id in `X-Request-Id`.
     @discardableResult
-    private func beginStream(_ ex: HTTPExchange, id: RequestID, who: Identity, lastSent: UInt64,
-                             alreadyComplete: Bool = false) -> Subscription? {
+    private func beginStream(_ ex: HTTPExchange, id: RequestID, who: Identity, lastSent: UInt64) -> Subscription? {
         ex.setHeader("Content-Type", SSEFrame.contentType)
         ex.setHeader("Cache-Control", "no-store")
         ex.setHeader("X-Accel-Buffering", "no")
         ex.setHeader("X-Request-Id", id.clientValue)
         ex.startStream()
         ex.write(SSEFrame.retry(milliseconds: 1000))
-        if alreadyComplete {
-            ex.endStream()
-            return nil
-        }
         let s = Subscription(id: id, owner: who.user, sid: who.sid, exchange: ex, host: hub,
                              lastSent: lastSent, tokenExpiry: who.expiresAt)
         hub.register(s)

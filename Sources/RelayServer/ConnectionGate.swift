@@ -81,7 +81,16 @@ final class ConnectionGate {
         _ = bytes.withUnsafeMutableBytes { evbuffer_copyout_from(input, &from, $0.baseAddress, added) }
         for event in framer.feed(bytes) {
             switch event {
-            case .head: inBody = true
+            case .head(let head):
+                inBody = true
+                // evhttp parses the target again (`evhttp_uri_parse_with_flags`, non-conformant
+                // mode) and answers its own HTML 400 when that fails (an absolute-form target
+                // with a bad authority): refuse those here first, in the relay's JSON.
+                if !head.target.hasPrefix("/"), evhttp_uri_parse_with_flags(head.target, UInt32(EVHTTP_URI_NONCONFORMANT)).map({ evhttp_uri_free($0); return true }) != true {
+                    listener.countHeadRejection()
+                    reject(APIError(.invalidRequest, "request-target is not a valid URI"), allow: nil, input: input)
+                    return
+                }
             case .endOfRequest:
                 inBody = false
                 deadline.cancel()

@@ -159,6 +159,15 @@ final class HTTPExchange {
         self.req = nil
     }
 
+    /// Sends `204 No Content` (no body, no `Content-Type`) and ends the exchange.
+    func respondNoContent(headers: [(String, String)] = []) {
+        guard let req else { return }
+        setHeader("Cache-Control", "no-store")
+        for (k, v) in headers { setHeader(k, v) }
+        evhttp_send_reply(req, 204, HTTPExchange.reason(204), nil)
+        self.req = nil
+    }
+
     /// Sends `error` as `{"error":{"code","message"}}` with its status.
     func respond(_ error: APIError, headers: [(String, String)] = []) {
         respond(status: error.status, contentType: "application/json", body: error.body, headers: headers)
@@ -262,6 +271,7 @@ final class HTTPExchange {
         switch status {
         case 200: return "OK"
         case 202: return "Accepted"
+        case 204: return "No Content"
         case 400: return "Bad Request"
         case 401: return "Unauthorized"
         case 404: return "Not Found"

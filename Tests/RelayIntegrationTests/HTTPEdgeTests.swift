@@ -32,6 +32,7 @@ final class HTTPEdgeTests: RelayTestCase {
             ("bare CR in a value", "GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: a\rb\r\n\r\n", 400, "invalid_request"),
             ("obsolete line folding", "GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: a\r\n b\r\n\r\n", 400, "invalid_request"),
             ("bad request line", "GET  /healthz HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid_request"),
+            ("absolute-form with a bad port", "GET https://x:99999/healthz HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid_request"),
             ("TRACE", "TRACE / HTTP/1.1\r\nHost: a\r\n\r\n", 405, "method_not_allowed"),
             ("PROPFIND", "PROPFIND / HTTP/1.1\r\nHost: a\r\n\r\n", 405, "method_not_allowed"),
             ("body over the limit", "POST /api/chat/stream HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999\r\n\r\n", 413, "body_too_large"),

@@ -5,6 +5,34 @@ import XCTest
 
 /// Issue 2: resuming from `Last-Event-ID` on any instance, exactly once, in order.
 final class ResumeTests: RelayTestCase {
+    /// Issue 13 item 3: a finished stream resumed from its final event answers 204 No Content
+    /// (what stops a standard EventSource); one event earlier still replays the end; an
+    /// unknown id keeps its 404.
+    func testResumeOfAFinishedStreamFromItsFinalEventIs204() throws {
+        let relay = try startRelay()
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let events = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 5).readAll()
+        assertSequence(events)
+        let last = try XCTUnwrap(events.last?.lastEventId)
+        let auth = [("Authorization", "Bearer \(token)")]
+        let atEnd = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)",
+                                           headers: auth + [("Last-Event-ID", last)])
+        XCTAssertEqual(atEnd.status, 204)
+        XCTAssertEqual(atEnd.text, "", "204 has no body")
+        XCTAssertEqual(atEnd.header("X-Request-Id"), id)
+        let viaQuery = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)?lastEventId=\(last)",
+                                              headers: auth)
+        XCTAssertEqual(viaQuery.status, 204)
+        let before = try Chat.resume(port: relay.port, token: token, requestID: id, lastEventID: String(UInt64(last)! - 1))
+        XCTAssertEqual(before.status, 200)
+        XCTAssertEqual(try before.readAll().map(\.lastEventId), [last], "one event earlier replays the final event")
+        let unknown = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(Chat.newID())",
+                                             headers: auth + [("Last-Event-ID", last)])
+        XCTAssertEqual(unknown.status, 404)
+        XCTAssertTrue(unknown.text.contains("stream_not_found"))
+    }
+
     func testResumingAFinishedStreamFromEveryPositionYieldsExactlyTheRest() throws {
         let relay = try startRelay()
         let id = Chat.newID()
