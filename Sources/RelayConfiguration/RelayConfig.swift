@@ -139,7 +139,9 @@ public struct RelayConfig: Sendable, Equatable {
     /// finished. Default 300,000 (5 min), the stream TTL, so a deploy never cuts an answer the
     /// relay would otherwise complete (issue 13 item 6).
     public var drainTimeoutMs = 300_000
-    /// Unsent bytes per client before it is disconnected as a slow consumer; default 256 KiB.
+    /// Unsent bytes per client tolerated; a client whose unsent output stays above this for
+    /// 500 ms (or exceeds 16 times it) is disconnected as a slow consumer
+    /// (`SlowConsumerPolicy`); default 256 KiB.
     public var maxPendingBytes = 256 * 1024
     /// How long live streams wait through a Redis outage before `redis_unavailable`, ms; default 5,000.
     public var redisOutageGraceMs = 5_000
@@ -392,7 +394,7 @@ public struct RelayConfig: Sendable, Equatable {
             c.drainTimeoutMs = try duration(v, "RELAY_DRAIN_TIMEOUT", 0...3_600_000)
         },
         Option(env: "RELAY_MAX_PENDING_BYTES", flag: "--max-pending-bytes", default: "262144", unit: "bytes",
-               doc: "unsent bytes per client before disconnecting it") { c, v in
+               doc: "unsent bytes per client tolerated; above it for 500 ms, or above 16 times it at once, the client is disconnected (it resumes)") { c, v in
             c.maxPendingBytes = try int(v, "RELAY_MAX_PENDING_BYTES", 1024...(1 << 30))
         },
         Option(env: "RELAY_REDIS_OUTAGE_GRACE", flag: "--redis-outage-grace", default: "5s", unit: "duration",

@@ -211,6 +211,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
                 s.fail(.tokenExpired)
                 continue
             }
+            if isSlowConsumer(s) { continue }
             s.heartbeat(nowMs: now, intervalMs: hb)
         }
     }
@@ -294,12 +295,16 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         for s in list { s.replay() }
     }
 
-    /// Closes a connection whose unsent output passed `RELAY_MAX_PENDING_BYTES`
-    /// (issue 6) and returns true: the client resumes from Redis later; memory stays
-    /// bounded however slowly clients read.
+    /// Closes a connection whose unsent output stayed above `RELAY_MAX_PENDING_BYTES` for
+    /// `SlowConsumerPolicy.windowMs` (or passed its hard limit) and returns true: the client
+    /// resumes from Redis later; memory stays bounded however slowly clients read, and one
+    /// large event never cuts a client that reads at full speed (issue 13 item 5).
     func isSlowConsumer(_ s: Subscription) -> Bool {
         let pending = s.exchange.pendingOutputBytes
-        guard pending > config.maxPendingBytes else { return false }
+        var policy = s.backpressure ?? SlowConsumerPolicy(limitBytes: config.maxPendingBytes)
+        let slow = policy.isSlow(pendingBytes: pending, nowMs: loop.nowMs)
+        s.backpressure = policy
+        guard slow else { return false }
         metrics.add(.slowConsumerDisconnects)
         Log.warn("slow consumer disconnected", ["requestId": s.id.value, "pendingBytes": pending])
         s.abort()

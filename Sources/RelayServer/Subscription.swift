@@ -37,6 +37,8 @@ final class Subscription {
     let resumedFrom: UInt64
     /// How the response ended: `done`, `error:<code>`, `client_closed`, `aborted`.
     private(set) var outcome = "open"
+    /// Backpressure state (`StreamHub.isSlowConsumer`); created on first use.
+    var backpressure: SlowConsumerPolicy?
 
     init(id: RequestID, owner: String, sid: String, exchange: HTTPExchange, host: SubscriptionHost, lastSent: UInt64, tokenExpiry: Int64?) {
         self.id = id

@@ -68,6 +68,25 @@ final class UpstreamRelayTests: RelayTestCase {
         XCTAssertTrue(text.contains("# HELP relay_upstream_unpaired_surrogates_total "))
     }
 
+    /// Issue 13 item 5: one 300,000-byte delta followed at once by more events reaches a
+    /// client that reads at full speed (RELAY_MAX_PENDING_BYTES 256 KiB), complete with `done`.
+    func testEventLargerThanThePendingLimitReachesAFastReader() throws {
+        let big = String(repeating: "Large clause text. ", count: 300_000 / 19 + 1)
+        var steps: [FakeUpstreamServer.Step] = [.head(status: 200, contentType: "text/event-stream")]
+        var chunk = Self.openAIChunk(big)
+        for i in 0..<20 { chunk += Self.openAIChunk(" tail \(i)") }
+        steps.append(.send(chunk))
+        steps.append(.send(Array("data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".utf8)))
+        let fake = try FakeUpstreamServer(routes: ["/v1/chat/completions": .init(steps)])
+        defer { fake.stop() }
+        let relay = try openAIRelay(fake, ["RELAY_MAX_PENDING_BYTES": "262144"])
+        let events = try Chat.start(port: relay.port, token: RelayProcess.token(), model: "gpt-test").readAll(timeout: 30)
+        assertSequence(events)
+        XCTAssertEqual(Chat.text(events), big + (0..<20).map { " tail \($0)" }.joined())
+        guard case .done("stop", _)? = try? StreamEvent(json: events.last!.data) else { return XCTFail("ends with done") }
+        XCTAssertEqual(try metric(relay, "relay_slow_consumer_disconnects_total"), 0)
+    }
+
     func testUpstreamFailureEndsTheStreamWithOneErrorEvent() throws {
         let fake = try FakeUpstreamServer(routes: ["/v1/chat/completions": .init([
             .head(status: 429, contentType: "application/json", chunked: false),
