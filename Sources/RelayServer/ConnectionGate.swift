@@ -42,6 +42,13 @@ final class ConnectionGate {
     private var inBody = false
     private let held: OpaquePointer
     private var reinserting = false
+    /// Stream offsets count the bytes that entered the connection's stream (fed to the framer),
+    /// minus empty lines removed; `held` + input always end at `streamEnd`.
+    private var streamEnd = 0
+    /// The stream offset of the current (or next) request's first byte, when known: always at
+    /// a request that starts a read, and after a request with a `Content-Length` body.
+    private var requestStart: Int?
+    private var nextRequestStart: Int?
     private(set) var isPending = false
     private(set) var isRejected = false
     private let deadline: LoopTimer
@@ -79,10 +86,45 @@ final class ConnectionGate {
         var from = evbuffer_ptr()
         evbuffer_ptr_set(input, &from, total - added, EVBUFFER_PTR_SET)
         _ = bytes.withUnsafeMutableBytes { evbuffer_copyout_from(input, &from, $0.baseAddress, added) }
+        if framer.isIdle { requestStart = streamEnd }
+        streamEnd += added
         for event in framer.feed(bytes) {
             switch event {
             case .head(let head):
                 inBody = true
+                if head.method != "POST", head.framing != .none, head.framing != .length(0) {
+                    // evhttp reads no body for GET, HEAD and DELETE whatever the framing says
+                    // (libevent 2.1 `evhttp_method_may_have_body`), so it would parse the
+                    // content as the next request. Content on these methods has no defined
+                    // meaning (RFC 9110 §9.3.1, §9.3.2, §9.3.5): refused.
+                    listener.countHeadRejection()
+                    reject(APIError(.invalidRequest, "\(head.method) requests carry no content here"), allow: nil, input: input)
+                    return
+                }
+                if head.leadingEmptyLineBytes > 0 {
+                    // Empty lines before the request line are ignored (RFC 9112 §2.2); evhttp
+                    // would take the first one for a request line, so they are removed here.
+                    let combined = evbuffer_get_length(held) + evbuffer_get_length(input)
+                    guard let s = requestStart, case let start = combined - (streamEnd - s), start >= 0 else {
+                        listener.countHeadRejection()
+                        reject(APIError(.invalidRequest, "empty lines before a pipelined request line"), allow: nil, input: input)
+                        return
+                    }
+                    reinsertHeld(into: input)
+                    let before = evbuffer_new()
+                    evbuffer_remove_buffer(input, before, start)
+                    evbuffer_drain(input, head.leadingEmptyLineBytes)
+                    reinserting = true
+                    evbuffer_prepend_buffer(input, before)
+                    reinserting = false
+                    evbuffer_free(before)
+                    streamEnd -= head.leadingEmptyLineBytes
+                }
+                switch head.framing {
+                case .none: nextRequestStart = requestStart.map { $0 + head.headBytes - head.leadingEmptyLineBytes }
+                case .length(let k): nextRequestStart = requestStart.map { $0 + head.headBytes - head.leadingEmptyLineBytes + k }
+                case .chunked: nextRequestStart = nil
+                }
                 // evhttp parses the target again (`evhttp_uri_parse_with_flags`, non-conformant
                 // mode) and answers its own HTML 400 when that fails (an absolute-form target
                 // with a bad authority): refuse those here first, in the relay's JSON.
@@ -93,6 +135,8 @@ final class ConnectionGate {
                 }
             case .endOfRequest:
                 inBody = false
+                requestStart = nextRequestStart
+                nextRequestStart = nil
                 deadline.cancel()
             case .rejected(let r):
                 listener.countHeadRejection()
@@ -114,11 +158,17 @@ final class ConnectionGate {
             // A head is still incomplete: nothing of it reaches evhttp yet. Everything in the
             // input moves aside, in order (evhttp had consumed all complete requests before).
             evbuffer_add_buffer(held, input)
-        } else if evbuffer_get_length(held) > 0 {
-            reinserting = true
-            evbuffer_prepend_buffer(input, held)
-            reinserting = false
+        } else {
+            reinsertHeld(into: input)
         }
+    }
+
+    /// Puts the held bytes back in front of the input (they came before it).
+    private func reinsertHeld(into input: OpaquePointer) {
+        guard evbuffer_get_length(held) > 0 else { return }
+        reinserting = true
+        evbuffer_prepend_buffer(input, held)
+        reinserting = false
     }
 
     private func deadlinePassed() {

@@ -33,6 +33,8 @@ final class HTTPEdgeTests: RelayTestCase {
             ("obsolete line folding", "GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: a\r\n b\r\n\r\n", 400, "invalid_request"),
             ("bad request line", "GET  /healthz HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid_request"),
             ("absolute-form with a bad port", "GET https://x:99999/healthz HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid_request"),
+            ("GET with content", "GET /healthz HTTP/1.1\r\nHost: a\r\nContent-Length: 25\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n", 400, "invalid_request"),
+            ("HEAD with chunked content", "HEAD /healthz HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, "invalid_request"),
             ("TRACE", "TRACE / HTTP/1.1\r\nHost: a\r\n\r\n", 405, "method_not_allowed"),
             ("PROPFIND", "PROPFIND / HTTP/1.1\r\nHost: a\r\n\r\n", 405, "method_not_allowed"),
             ("body over the limit", "POST /api/chat/stream HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999\r\n\r\n", 413, "body_too_large"),
@@ -64,6 +66,12 @@ final class HTTPEdgeTests: RelayTestCase {
         XCTAssertTrue(parts[1].hasSuffix("\r\n\r\n"), "HEAD response carries no body: \(parts[1])")
         XCTAssertTrue(parts[1].contains("Content-Length: 15\r\n"), "HEAD gives the GET's Content-Length: \(parts[1])")
         XCTAssertTrue(parts[2].hasSuffix("{\"status\":\"ok\"}"), "GET response body: \(parts[2])")
+        // Empty lines before a request line are ignored (RFC 9112 §2.2), also after a body.
+        let leading = try exchange(relay, "\r\nGET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        XCTAssertTrue(leading.hasPrefix("HTTP/1.1 200 "), leading)
+        let afterBody = try exchange(relay, "POST /api/budget HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}\r\n"
+                                     + "GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        XCTAssertTrue(afterBody.hasPrefix("HTTP/1.1 405 ") && afterBody.hasSuffix("{\"status\":\"ok\"}"), afterBody)
     }
 
     func testSlowlorisIsCutAtTheDeadlineWhile100StreamsContinue() throws {
