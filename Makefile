@@ -27,8 +27,11 @@ bench: deps
 	@scripts/bench.sh
 
 # libFuzzer targets of the pure parsers, 60 s each (docs/FUZZING.md); fuzz-smoke: 6 s each (CI).
+# Then the HTTP-level fuzzer against a running relay for 120 s (it runs 12 s in `make test`).
 fuzz:
 	@scripts/fuzz.sh --seconds 60
+	$(SWIFT) build --build-tests
+	RELAY_HTTP_FUZZ_SECONDS=120 RELAY_HTTP_FUZZ_REQUESTS=100000000 $(SWIFT) test --skip-build --filter HTTPFuzzTests
 
 fuzz-smoke:
 	@scripts/fuzz.sh --seconds 6
