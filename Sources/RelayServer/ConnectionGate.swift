@@ -73,6 +73,9 @@ final class ConnectionGate {
         evbuffer_free(held)
     }
 
+    /// The methods some route of the relay serves: the `Allow` of the gate's 405.
+    static let servedMethods = "GET, HEAD, POST, DELETE"
+
     /// The connection's input buffer got `added` bytes at its end (inside the bufferevent's
     /// read, before evhttp's read callback).
     func inputGrew(_ input: OpaquePointer, added: Int) {
@@ -92,11 +95,11 @@ final class ConnectionGate {
             switch event {
             case .head(let head):
                 inBody = true
-                if head.method != "POST", head.framing != .none, head.framing != .length(0) {
-                    // evhttp reads no body for GET, HEAD and DELETE whatever the framing says
-                    // (libevent 2.1 `evhttp_method_may_have_body`), so it would parse the
-                    // content as the next request. Content on these methods has no defined
-                    // meaning (RFC 9110 §9.3.1, §9.3.2, §9.3.5): refused.
+                if !["POST", "PUT", "PATCH"].contains(head.method), head.framing != .none, head.framing != .length(0) {
+                    // evhttp reads no body for GET, HEAD, DELETE and OPTIONS whatever the
+                    // framing says (libevent 2.1 `evhttp_method_may_have_body`), so it would
+                    // parse the content as the next request. Content on these methods has no
+                    // defined meaning (RFC 9110 §9.3.1, §9.3.2, §9.3.5, §9.3.7): refused.
                     listener.countHeadRejection()
                     reject(APIError(.invalidRequest, "\(head.method) requests carry no content here"), allow: nil, input: input)
                     return
@@ -140,7 +143,12 @@ final class ConnectionGate {
                 deadline.cancel()
             case .rejected(let r):
                 listener.countHeadRejection()
-                reject(r.error, allow: r.allow, input: input)
+                if r.reason == .methodNotAllowed {
+                    reject(APIError(.methodNotAllowed, "the relay serves no resource with this method"),
+                           allow: Self.servedMethods, input: input)
+                } else {
+                    reject(r.error, allow: r.allow, input: input)
+                }
                 return
             }
         }

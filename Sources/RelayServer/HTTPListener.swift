@@ -52,12 +52,15 @@ final class HTTPListener {
         l.maxHeadBytes = 160 * 1024  // room for a 100 KB bogus token to reach the 401 path
         l.maxFieldLines = 200
         l.maxBodyBytes = config.maxBodyBytes
+        // PUT, PATCH and OPTIONS pass to routing, which answers 405 with the path's own
+        // `Allow` (RFC 9110 §15.5.6); any other method gets the gate's 405.
+        l.allowedMethods = ["GET", "HEAD", "POST", "DELETE", "PUT", "PATCH", "OPTIONS"]
         limits = l
         guard let h = evhttp_new(loop.base) else { throw LoopError.cannotCreate }
         http = h
         // The gate admits only these; evhttp's own list is the same, as a second line.
         let methods = EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue | EVHTTP_REQ_DELETE.rawValue
-            | EVHTTP_REQ_HEAD.rawValue
+            | EVHTTP_REQ_HEAD.rawValue | EVHTTP_REQ_PUT.rawValue | EVHTTP_REQ_OPTIONS.rawValue | EVHTTP_REQ_PATCH.rawValue
         evhttp_set_allowed_methods(h, UInt16(methods))
         evhttp_set_max_body_size(h, Int(config.maxBodyBytes))
         evhttp_set_max_headers_size(h, 160 * 1024 + 1024)
