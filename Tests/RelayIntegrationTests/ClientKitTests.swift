@@ -365,6 +365,65 @@ final class ClientKitTests: RelayTestCase {
         XCTAssertFalse(refused.statuses.contains { if case .reconnecting = $0 { return true } else { return false } })
     }
 
+    // MARK: - 5b. An answer cut by the budget (issue 12)
+
+    /// `RELAY_BUDGETS=free=300`: an answer that fits is not flagged; one asking for 1,000
+    /// tokens is granted what remains, ends with `done` `length` + `budget_limited`, and the
+    /// kit shows the flag on its last update only, with the pill at "No tokens remaining"
+    /// — as the relay says (`remaining` 0, nothing left reserved) and enforces (429).
+    /// `stream-relay chat` prints the note on stderr for another user's cut answer.
+    func testAnswerCutByTheBudgetShowsTheFlagAndAnEmptyPill() async throws {
+        let relay = try startRelay(["RELAY_BUDGETS": "free=300", "RELAY_SIMULATED_TOKENS_PER_SECOND": "2000"])
+        let user = "cut-\(UUID().uuidString.prefix(8))"
+        let c = client([relay.port], token: { RelayProcess.token(sub: user) }, clock: FastClock())
+        let b0 = try await c.fetchBudget()
+        XCTAssertEqual([b0.limit, b0.used, b0.reserved, b0.remaining], [300, 0, 0, 300])
+
+        let fits = try await collect(c.startChat(request(maxTokens: 20)))
+        XCTAssertEqual(fits.completion, .finished(finishReason: "length"))
+        XCTAssertFalse(fits.renders.contains { $0.budgetLimited }, "max_tokens, not the budget, ended it")
+        let afterFits = try XCTUnwrap(fits.budgets.last)
+        XCTAssertTrue(afterFits.canSend)
+
+        let cut = try await collect(c.startChat(request(maxTokens: 1_000)))
+        XCTAssertEqual(cut.completion, .finished(finishReason: "length"))
+        XCTAssertEqual(cut.renders.last?.budgetLimited, true, "the final update says the budget cut it")
+        XCTAssertFalse(cut.renders.dropLast().contains { $0.budgetLimited }, "only the final update carries the flag")
+        XCTAssertFalse(cut.text.isEmpty)
+        let pill = try XCTUnwrap(cut.budgets.last, "a budget update after done")
+        XCTAssertEqual(pill.remaining, 0)
+        XCTAssertFalse(pill.canSend)
+        XCTAssertEqual(pill.pillText, "No tokens remaining this month")
+        XCTAssertEqual(pill.budgetLimitedNote, "Answer shortened: this month's token budget is used up")
+
+        let relaySays = try await c.fetchBudget()
+        XCTAssertEqual(relaySays.reserved, 0, "the reservation was settled")
+        XCTAssertEqual(relaySays.remaining, 0, "the relay agrees nothing remains")
+        XCTAssertEqual(relaySays.used, pill.used, "client and relay count the same usage")
+        XCTAssertLessThanOrEqual(relaySays.used, 300)
+        let refused = try await collect(c.startChat(request(maxTokens: 10)))
+        guard case .failed(429, "token_budget_exhausted", _)? = refused.completion else {
+            return XCTFail("429 token_budget_exhausted, got \(String(describing: refused.completion))")
+        }
+
+        // The command-line client: a status line on stderr, the answer on stdout.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: TestPaths.relayBinary)
+        p.arguments = ["chat", "--prompt", "Draft a mutual NDA", "--max-tokens", "1000",
+                       "--token", RelayProcess.token(sub: "\(user)-cli"), "--url", "http://127.0.0.1:\(relay.port)"]
+        let err = Pipe(), out = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0, errText)
+        XCTAssertTrue(errText.contains("Answer shortened: this month's token budget is used up"), errText)
+        XCTAssertTrue(errText.contains("No tokens remaining this month"), errText)
+        XCTAssertFalse(String(decoding: outData, as: UTF8.self).contains("Answer shortened"), "stdout holds only the answer")
+    }
+
     // MARK: - 6. A connection lost inside the response head (Linux FoundationNetworking)
 
     /// The relay's connection dies while the response head is arriving (a FIN or a RST
