@@ -66,7 +66,7 @@ public struct ResponseRenderer: Sendable {
     private var direction = DirectionDetector()
     private var progress: DraftProgress
     /// Text the buffer released before the direction was decided: nothing is shown
-    /// before the decision (`CLIENT_RULES.md`), so it waits here.
+    /// before the decision (`conformance/CLIENT_RULES.md`), so it waits here.
     private var held: RenderBuffer.Flush?
 
     /// - Parameters:

@@ -242,7 +242,7 @@ final class ConformanceTests: XCTestCase {
     func testReconnectTables() throws {
         for c in try cases("reconnect.json") {
             var p = ReconnectPolicy(backoffMs: 1000)
-            // The vectors' random source: jitter = floor(random × 251) ms (CLIENT_RULES.md).
+            // The vectors' random source: jitter = floor(random × 251) ms (conformance/CLIENT_RULES.md).
             let jitter = Int64(((c["random"] as? NSNumber)?.doubleValue ?? 0) * Double(ReconnectPolicy.maxJitterMs + 1))
             for (i, s) in (c["steps"] as? [[String: Any]] ?? []).enumerated() {
                 let at = (s["at"] as? NSNumber)?.int64Value ?? 0

@@ -289,7 +289,7 @@ final class ClientKitTests: RelayTestCase {
 
     /// Revocation while the client waits to reconnect: the reconnection is refused
     /// with plain HTTP 401 `unauthorized` ("session revoked", DESIGN §2). A 401 to a
-    /// reconnection may be an expired token (`CLIENT_RULES.md`), so the provider is asked
+    /// reconnection may be an expired token (`conformance/CLIENT_RULES.md`), so the provider is asked
     /// once for a fresh token; the reconnection with it is refused again and the answer
     /// fails there — no third attempt, no loop.
     func testRevokedWhileDisconnectedFailsOnTheFirstReconnection() async throws {

@@ -110,7 +110,7 @@ export class ResponseRenderer {
 
   /**
    * Shows `f` — together with text released earlier but held because the direction was
-   * not decided yet (CLIENT_RULES.md: nothing is rendered before the decision) — once the
+   * not decided yet (conformance/CLIENT_RULES.md: nothing is rendered before the decision) — once the
    * direction is decided and the app is in the foreground; holds it otherwise. The held
    * text thus appears at the delta that completes the sample, with the latest reason.
    * @param {import('./renderBuffer.js').Flush | null} f @param {number} now @returns {RenderUpdate | null}
