@@ -27,7 +27,7 @@ public final class EventLog {
     /// Keep the full text and per-seq offsets for lossless resume.
     public let lossless: Bool
     /// The worker's command connection.
-    public let connection: RedisConnection
+    public let connection: any RedisCommandChannel
     /// Runs the event log's Lua scripts (`EVALSHA`, `EVAL` fallback).
     public let scripts: ScriptRunner
 
@@ -36,7 +36,7 @@ public final class EventLog {
     private let ttlArg: String
     private let losslessArg: String
 
-    public init(connection: RedisConnection, maxLen: Int, ttlMs: Int, lossless: Bool) {
+    public init(connection: any RedisCommandChannel, maxLen: Int, ttlMs: Int, lossless: Bool) {
         self.connection = connection
         self.maxLenArg = String(maxLen)
         self.ttlArg = String(ttlMs)

@@ -15,7 +15,7 @@ import RelayConfiguration
 final class Worker: @unchecked Sendable {
     let index: Int
     let loop: EventLoop
-    private let commands: RedisConnection
+    private let commands: any RedisCommandChannel
     private let pubsubConnection: RedisConnection
     private let pubsub: PubSub
     private let hub: StreamHub
@@ -28,7 +28,7 @@ final class Worker: @unchecked Sendable {
     init(index: Int, context: ServerContext, listenFD: Int32, redis: RedisEndpoint) throws {
         self.index = index
         loop = try EventLoop()
-        commands = RedisConnection(loop: loop, endpoint: redis, role: .commands)
+        commands = RedisCommandChannels.make(loop: loop, endpoint: redis, outageGraceMs: context.config.redisOutageGraceMs)
         pubsubConnection = RedisConnection(loop: loop, endpoint: redis, role: .pubsub)
         pubsub = PubSub(loop: loop, connection: pubsubConnection)
         let config = context.config
