@@ -104,3 +104,18 @@ final class ClusterRoutingTests: XCTestCase {
         XCTAssertEqual(ClusterRouting.of([]), .anyNode)
     }
 }
+
+/// `AppendQueue` after a failover that lost acknowledged appends.
+final class AppendQueueFailoverTests: XCTestCase {
+    func testAStoreBehindAnAcknowledgedSeqFailsInsteadOfResendingForever() {
+        var q = AppendQueue<Int>()
+        _ = q.enqueue(seq: 1, 1)
+        _ = q.enqueue(seq: 2, 2)
+        XCTAssertEqual(q.replied(seq: 1, .stored), .wait)
+        XCTAssertEqual(q.replied(seq: 2, .stored), .drained)
+        _ = q.enqueue(seq: 3, 3)
+        // The promoted replica only had seq 1: seq 2 (acknowledged) is gone.
+        XCTAssertEqual(q.replied(seq: 3, .outOfOrder(lastSeq: 1)), .failed)
+        XCTAssertTrue(q.failed)
+    }
+}
