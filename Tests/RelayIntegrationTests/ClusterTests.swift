@@ -87,4 +87,142 @@ final class ClusterTests: XCTestCase {
             guard case .done? = try? StreamEvent(json: all.last?.data ?? "") else { return XCTFail("\(id) ends with done") }
         }
     }
+
+    func testRevocationAndStopAcrossRelays() throws {
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20"])
+        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20"])
+        // Revocation published through one node reaches the relay subscribed on another.
+        for i in 0..<3 {
+            let sid = "cluster-revoke-\(i)-\(UUID().uuidString.prefix(6))"
+            let token = RelayProcess.token(sub: "rev-\(i)", sid: sid)
+            let c = try Chat.start(port: b.port, token: token, maxTokens: 500)
+            _ = try XCTUnwrap(try c.nextEvent())
+            let r = try HTTPClient.request(port: a.port, method: "POST", path: "/admin/sessions/\(sid)/revoke",
+                                           headers: [("Authorization", "Bearer \(ClusterTests.adminKey)")])
+            XCTAssertEqual(r.status, 202)
+            var code: String?
+            while let e = try c.nextEvent(timeout: 5) {
+                if case .error(_, let c, _)? = try? StreamEvent(json: e.data) { code = c; break }
+            }
+            XCTAssertEqual(code, "session_revoked", "try \(i): the stream on the other relay is cut")
+        }
+        // Stop (DELETE) on relay a of a generation owned by relay b.
+        for i in 0..<3 {
+            let token = RelayProcess.token(sub: "stop-\(i)")
+            let c = try Chat.start(port: b.port, token: token, maxTokens: 500)
+            _ = try XCTUnwrap(try c.nextEvent())
+            let id = try XCTUnwrap(c.header("X-Request-Id"))
+            XCTAssertEqual(try HTTPClient.request(port: a.port, method: "DELETE", path: "/api/chat/stream/\(id)",
+                                                  headers: [("Authorization", "Bearer \(token)")]).status, 202)
+            let rest = try c.readAll(timeout: 10)
+            guard case .done("cancelled", _)? = try? StreamEvent(json: rest.last?.data ?? "") else {
+                return XCTFail("try \(i): stopped on the other relay ends with done(cancelled), got \(rest.last?.data ?? "nothing")")
+            }
+        }
+    }
+
+    /// The slot of a running stream moves to another primary key by key (`ASK` /
+    /// `TRYAGAIN` while it moves, `MOVED` after): nothing lost, nothing duplicated.
+    func testSlotMigratedMidStreamLosesAndDuplicatesNothing() throws {
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "100"])
+        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "100"])
+        let ref = try reference(a, maxTokens: 250)
+        let sub = "migrating-user"
+        let token = RelayProcess.token(sub: sub)
+        let id = Chat.newID()
+        let s = slot(id, sub: sub)
+        let from = try cluster.primaryPort(forSlot: s)
+        let to = try XCTUnwrap(try cluster.primaries(askingPort: from).keys.first { $0 != from })
+        let c = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 250)
+        var events: [SSEMessage] = []
+        while events.count < 20, let e = try c.nextEvent() { events.append(e) }
+        let moved = try cluster.migrate(slot: s, to: to, pauseMs: 250)
+        XCTAssertGreaterThanOrEqual(moved, 3, "the stream's keys were migrated one by one")
+        XCTAssertEqual(try cluster.primaryPort(forSlot: s), to)
+        let midway = events.count
+        events += try c.readAll(timeout: 20)
+        XCTAssertLessThan(midway, events.count - 1, "the stream was still running when the migration ended")
+        assertGapless(events, "live stream across the migration")
+        XCTAssertEqual(Chat.text(events), ref, "byte-identical across the migration")
+        guard case .done? = try? StreamEvent(json: events.last?.data ?? "") else { return XCTFail("ends with done") }
+        // Resumed on the other relay after the move (from a seq still retained under
+        // `MAXLEN`): read from the new primary.
+        let k = events.count - 40
+        let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: String(k)).readAll()
+        assertGapless(Array(events.prefix(k)) + rest, "resume after the migration")
+        XCTAssertEqual(Chat.text(Array(events.prefix(k)) + rest), ref)
+        XCTAssertEqual(try cluster.cli(to, ["EXISTS", "relay:{\(OwnerHash.of(sub)):\(id)}:events"]), "1")
+    }
+
+    /// A primary is SIGKILLed mid-stream: its replica is promoted; streams on the other
+    /// shards finish byte-identical; the stream on the failed shard finishes gapless or
+    /// ends with `redis_unavailable` / `stream_lost` within the grace; none hangs.
+    func testPrimaryKilledMidStream() throws {
+        let grace = 5.0
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50", "RELAY_REDIS_OUTAGE_GRACE": "5s"])
+        let ref = try Chat.text(Chat.start(port: a.port, token: RelayProcess.token(sub: "reference"), maxTokens: 300).readAll(timeout: 20))
+        let sub = "failover-user"
+        let token = RelayProcess.token(sub: sub)
+        let ids = try idsOnEveryPrimary(sub: sub, perPrimary: 1)
+        let victim = ids[0].port
+        final class Outcome: @unchecked Sendable {
+            var events: [SSEMessage] = []
+            var endedAt: Date?
+            var failure: String?
+        }
+        let outcomes = ids.map { _ in Outcome() }
+        let group = DispatchGroup()
+        let port = a.port
+        for (i, s) in ids.enumerated() {
+            let id = s.id
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                do {
+                    let c = try Chat.start(port: port, token: token, requestID: id, maxTokens: 300)
+                    while let e = try c.nextEvent(timeout: 15) { outcomes[i].events.append(e) }
+                } catch { outcomes[i].failure = "\(error)" }
+                outcomes[i].endedAt = Date()
+            }
+        }
+        try eventuallyTrue(5, "every stream has started") { outcomes.allSatisfy { !$0.events.isEmpty } }
+        Thread.sleep(forTimeInterval: 0.5)
+        let killedAt = Date()
+        cluster.kill(port: victim)
+        XCTAssertEqual(group.wait(timeout: .now() + 30), .success, "a stream hangs")
+        try cluster.waitHealthy(timeout: 15)
+        XCTAssertFalse(try cluster.primaries(askingPort: ids[1].port).keys.contains(victim), "a replica took over the killed primary's slots")
+        for (i, s) in ids.enumerated() {
+            let o = outcomes[i]
+            XCTAssertNil(o.failure, "\(s.id): \(o.failure ?? "")")
+            assertGapless(o.events, "stream on :\(s.port)")
+            let last = try? StreamEvent(json: o.events.last?.data ?? "")
+            if s.port != victim {
+                XCTAssertEqual(Chat.text(o.events), ref, "a stream on a healthy shard is untouched")
+                guard case .done? = last else { XCTFail("healthy shard: done, got \(o.events.last?.data ?? "nothing")"); continue }
+            } else {
+                let ended = o.endedAt!.timeIntervalSince(killedAt)
+                switch last {
+                case .done?:
+                    XCTAssertEqual(Chat.text(o.events), ref, "the failed shard's stream continued after the promotion")
+                case .error(_, let code, _)? where code == "redis_unavailable" || code == "stream_lost":
+                    XCTAssertLessThanOrEqual(ended, grace + 3, "ended within the grace")
+                    XCTAssertTrue(ref.hasPrefix(Chat.text(o.events)), "what was sent is a prefix of the answer")
+                default:
+                    XCTFail("failed shard: done or redis_unavailable/stream_lost, got \(o.events.last?.data ?? "nothing")")
+                }
+                print(String(format: "cluster failover: stream on the killed primary ended %.2f s after the kill with %@",
+                             ended, o.events.last?.data ?? "nothing"))
+            }
+        }
+    }
+
+    private func eventuallyTrue(_ timeout: Double, _ what: String, _ condition: () throws -> Bool) throws {
+        let until = Date().addingTimeInterval(timeout)
+        while Date() < until {
+            if try condition() { return }
+            usleep(20_000)
+        }
+        throw TestFailure("timed out waiting for \(what)")
+    }
 }
