@@ -23,6 +23,18 @@ public final class ClusterClient: RedisCommandChannel {
     public var onTopology: (([(node: String, connected: Bool)]) -> Void)?
 
     public private(set) var isConnected = false
+    /// Redirects and retries so far (`/metrics`).
+    public struct Counters: Sendable, Equatable {
+        /// `MOVED` replies followed.
+        public var moved = 0
+        /// `ASK` replies followed.
+        public var ask = 0
+        /// Commands retried after `TRYAGAIN`, `CLUSTERDOWN` or an unreachable slot owner.
+        public var retried = 0
+        /// `CLUSTER SLOTS` refreshes sent.
+        public var refreshes = 0
+    }
+    public private(set) var counters = Counters()
     /// The current slot map.
     public private(set) var slotMap = ClusterSlotMap()
     /// Per primary address: connected or not (for `/readyz` and `/metrics`).
@@ -130,10 +142,12 @@ public final class ClusterClient: RedisCommandChannel {
             if let e = r.errorMessage, RedisErrorCode(message: e) == .disconnected { requestRefresh(.connectionLost) }
             p.reply?(r)
         case .moved(let slot, let node):
+            counters.moved += 1
             slotMap.moved(slot: slot, to: node)
             requestRefresh(.moved)
             redirected(p, r)
         case .ask(_, let node):
+            counters.ask += 1
             p.askTo = node
             redirected(p, r)
         case .retryLater:
@@ -154,6 +168,7 @@ public final class ClusterClient: RedisCommandChannel {
         let now = loop.nowMs
         if p.firstFailureMs == nil { p.firstFailureMs = now }
         p.attempts += 1
+        counters.retried += 1
         guard !closed, let wait = policy.delay(attempt: p.attempts, firstFailureMs: p.firstFailureMs!, nowMs: now) else {
             p.reply?(.error(why.hasPrefix("DISCONNECTED") ? why : "DISCONNECTED Redis Cluster: \(why)"))
             return
@@ -226,6 +241,7 @@ public final class ClusterClient: RedisCommandChannel {
             _ = refresh.finished()
             return scheduleRefresh(afterMs: 200, .periodic)
         }
+        counters.refreshes += 1
         c.send(["CLUSTER", "SLOTS"]) { [weak self] r in
             guard let self, !self.closed else { return }
             let ranges = ClusterSlotsReply.ranges(r)

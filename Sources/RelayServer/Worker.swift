@@ -54,7 +54,8 @@ final class Worker: @unchecked Sendable {
         pubsubConnection.connect()
 
         let router = Router(context: context, hub: hub, upstreams: context.makeUpstreams(),
-                            isReady: { [unowned self] in self.isReady })
+                            isReady: { [unowned self] in self.isReady },
+                            notReadyReason: { [unowned self] in self.notReadyReason })
         self.router = router
         listener = try HTTPListener(loop: loop, config: config, listenFD: listenFD) { ex in router.route(ex) }
         // Every second: this worker's Redis and readiness state for `/metrics`
@@ -65,7 +66,12 @@ final class Worker: @unchecked Sendable {
     }
 
     private func reportState() {
-        hub.metrics.workerState(index, redisConnected: commands.isConnected && pubsub.isConnected, ready: isReady)
+        var report: Metrics.ClusterReport?
+        if let c = commands as? ClusterClient {
+            report = .init(nodes: c.nodeHealth, moved: c.counters.moved, ask: c.counters.ask,
+                           retried: c.counters.retried, refreshes: c.counters.refreshes)
+        }
+        hub.metrics.workerState(index, redisConnected: commands.isConnected && pubsub.isConnected, ready: isReady, cluster: report)
     }
 
     /// Runs the loop until `stop()`.
@@ -82,8 +88,20 @@ final class Worker: @unchecked Sendable {
         loop.stop()
     }
 
-    /// `/readyz`: Redis (commands and pub/sub) reachable and not draining.
+    /// `/readyz`: Redis (commands and pub/sub) reachable and not draining. With a Redis
+    /// Cluster: every slot's primary connected.
     var isReady: Bool { !hub.draining && commands.isConnected && pubsub.isConnected }
+
+    /// Why `/readyz` says 503 (names the unreachable cluster primaries).
+    var notReadyReason: String {
+        if hub.draining { return "draining" }
+        if let c = commands as? ClusterClient {
+            let down = c.nodeHealth.filter { !$0.connected }.map(\.node)
+            if !down.isEmpty { return "Redis Cluster primaries not reachable: " + down.joined(separator: ", ") }
+            if !c.isConnected { return "Redis Cluster slot map incomplete" }
+        }
+        return "Redis is not reachable"
+    }
 
     /// Stops accepting, ends live client responses (clients resume elsewhere), keeps
     /// owned generations running until they finish; calls `done` when none is left.

@@ -58,6 +58,17 @@ final class ClusterTests: XCTestCase {
         Chat.text(try Chat.start(port: relay.port, token: RelayProcess.token(sub: "reference"), maxTokens: maxTokens).readAll())
     }
 
+    /// The `/metrics` series whose name (with labels) starts with `prefix`.
+    private func series(_ relay: RelayProcess, _ prefix: String) throws -> [String: Double] {
+        var out: [String: Double] = [:]
+        for line in try HTTPClient.request(port: relay.port, method: "GET", path: "/metrics").text.split(separator: "\n")
+        where line.hasPrefix(prefix) {
+            let parts = line.split(separator: " ")
+            if parts.count == 2 { out[String(parts[0])] = Double(parts[1]) }
+        }
+        return out
+    }
+
     /// Ids 1, 2, 3 … without gap or repeat.
     private func assertGapless(_ events: [SSEMessage], _ what: String, file: StaticString = #filePath, line: UInt = #line) {
         for (i, e) in events.enumerated() where e.lastEventId != String(i + 1) {
@@ -86,6 +97,10 @@ final class ClusterTests: XCTestCase {
             XCTAssertEqual(Chat.text(all), ref, "stream \(id) on :\(port) resumed on the other relay is byte-identical")
             guard case .done? = try? StreamEvent(json: all.last?.data ?? "") else { return XCTFail("\(id) ends with done") }
         }
+        // Per-node health: each of the 3 primaries, connected from both workers.
+        let nodes = try series(a, "relay_redis_cluster_node_connected{")
+        XCTAssertEqual(nodes.count, 3, "\(nodes)")
+        XCTAssertTrue(nodes.values.allSatisfy { $0 == 2 }, "\(nodes)")
     }
 
     func testRevocationAndStopAcrossRelays() throws {
@@ -152,6 +167,13 @@ final class ClusterTests: XCTestCase {
         assertGapless(Array(events.prefix(k)) + rest, "resume after the migration")
         XCTAssertEqual(Chat.text(Array(events.prefix(k)) + rest), ref)
         XCTAssertEqual(try cluster.cli(to, ["EXISTS", "relay:{\(OwnerHash.of(sub)):\(id)}:events"]), "1")
+        // The relays did follow redirects (not a stale map that happened to work).
+        try eventuallyTrue(3, "redirect counters reported") {
+            let r = try series(a, "relay_redis_cluster_redirects_total{")
+            return (r["relay_redis_cluster_redirects_total{kind=\"moved\"}"] ?? 0) > 0
+                && (r["relay_redis_cluster_redirects_total{kind=\"ask\"}"] ?? 0) + (r["relay_redis_cluster_redirects_total{kind=\"retry\"}"] ?? 0) > 0
+        }
+        print("cluster migration: \(moved) keys moved; relay a: \(try series(a, "relay_redis_cluster_redirects_total{"))")
     }
 
     /// A primary is SIGKILLed mid-stream: its replica is promoted; streams on the other
