@@ -21,6 +21,9 @@ public final class ClusterClient: RedisCommandChannel {
     /// Called after each slot-map refresh with the primaries and whether each is
     /// connected (`/metrics` per-node health).
     public var onTopology: (([(node: String, connected: Bool)]) -> Void)?
+    /// Called after the slot map changed (a refresh or a `MOVED`); `ShardedPubSub`
+    /// moves its channels to their slots' new primaries.
+    public var onSlotMapChanged: (() -> Void)?
 
     public private(set) var isConnected = false
     /// Redirects and retries so far (`/metrics`).
@@ -143,8 +146,7 @@ public final class ClusterClient: RedisCommandChannel {
             p.reply?(r)
         case .moved(let slot, let node):
             counters.moved += 1
-            slotMap.moved(slot: slot, to: node)
-            requestRefresh(.moved)
+            noteMoved(slot: slot, to: node)
             redirected(p, r)
         case .ask(_, let node):
             counters.ask += 1
@@ -216,6 +218,20 @@ public final class ClusterClient: RedisCommandChannel {
 
     // MARK: topology
 
+    /// Re-reads the slot map soon (coalesced).
+    public func refreshTopology() { requestRefresh(.moved) }
+
+    /// A `MOVED <slot> <node>` (here or seen by `ShardedPubSub`): patches the slot,
+    /// tells `onSlotMapChanged` when that changed the owner, and re-reads the map.
+    public func noteMoved(slot: Int, to node: ClusterNode) {
+        if slotMap.primary(forSlot: slot) != node {
+            slotMap.moved(slot: slot, to: node)
+            _ = connection(to: node)
+            onSlotMapChanged?()
+        }
+        requestRefresh(.moved)
+    }
+
     private func requestRefresh(_ trigger: TopologyRefresh.Trigger) {
         guard !closed else { return }
         switch refresh.request(trigger, nowMs: loop.nowMs) {
@@ -264,7 +280,10 @@ public final class ClusterClient: RedisCommandChannel {
             c.close()
         }
         updateState(why: "slot map changed")
-        if old != map { onTopology?(nodeHealth) }
+        if old != map {
+            onTopology?(nodeHealth)
+            onSlotMapChanged?()
+        }
     }
 }
 

@@ -18,6 +18,7 @@ final class Worker: @unchecked Sendable {
     private let commands: any RedisCommandChannel
     private let pubsubConnection: RedisConnection
     private let pubsub: PubSub
+    private let sharded: ShardedPubSub?
     private let hub: StreamHub
     private var router: Router?
     private var listener: HTTPListener?
@@ -30,10 +31,13 @@ final class Worker: @unchecked Sendable {
         loop = try EventLoop()
         commands = RedisCommandChannels.make(loop: loop, endpoint: redis, outageGraceMs: context.config.redisOutageGraceMs)
         pubsubConnection = RedisConnection(loop: loop, endpoint: redis, role: .pubsub)
-        pubsub = PubSub(loop: loop, connection: pubsubConnection)
+        // Redis Cluster: live channels are sharded channels on each slot's primary.
+        let loop = self.loop
+        sharded = (commands as? ClusterClient).map { ShardedPubSub(loop: loop, cluster: $0) }
+        pubsub = PubSub(loop: loop, connection: pubsubConnection, sharded: sharded)
         let config = context.config
         let log = EventLog(connection: commands, maxLen: config.bufferEvents,
-                           ttlMs: config.bufferTTLms, lossless: config.losslessResume)
+                           ttlMs: config.bufferTTLms, lossless: config.losslessResume, sharded: sharded != nil)
         let sessions = SessionStore(connection: commands, scripts: log.scripts)
         hub = StreamHub(index: index, context: context, loop: loop, log: log, pubsub: pubsub, sessions: sessions,
                         ledger: BudgetLedger(connection: commands, scripts: log.scripts))
@@ -85,6 +89,7 @@ final class Worker: @unchecked Sendable {
         hub.stop()
         commands.close()
         pubsubConnection.close()
+        sharded?.close()
         loop.stop()
     }
 

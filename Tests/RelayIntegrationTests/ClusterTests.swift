@@ -69,6 +69,11 @@ final class ClusterTests: XCTestCase {
         return out
     }
 
+    /// `PUBSUB SHARDNUMSUB channel` on the node at `port`.
+    private func shardSubscribers(_ channel: String, port: Int) throws -> Int {
+        Int(try cluster.cli(port, ["PUBSUB", "SHARDNUMSUB", channel]).split(separator: "\n").last ?? "") ?? 0
+    }
+
     /// Ids 1, 2, 3 … without gap or repeat.
     private func assertGapless(_ events: [SSEMessage], _ what: String, file: StaticString = #filePath, line: UInt = #line) {
         for (i, e) in events.enumerated() where e.lastEventId != String(i + 1) {
@@ -89,6 +94,8 @@ final class ClusterTests: XCTestCase {
             var head: [SSEMessage] = []
             while head.count < 5, let e = try first.nextEvent() { head.append(e) }
             first.close()
+            // Its live channel is a sharded channel (`SSUBSCRIBE`) on that primary.
+            XCTAssertGreaterThanOrEqual(try shardSubscribers("relay:{\(OwnerHash.of(sub)):\(id)}:live", port: port), 1)
             // The stream's keys live on the primary its slot says, nowhere else.
             XCTAssertEqual(try cluster.cli(port, ["EXISTS", "relay:{\(OwnerHash.of(sub)):\(id)}:meta"]), "1", "meta on its primary :\(port)")
             let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: head.last?.lastEventId).readAll()
@@ -154,6 +161,11 @@ final class ClusterTests: XCTestCase {
         let moved = try cluster.migrate(slot: s, to: to, pauseMs: 250)
         XCTAssertGreaterThanOrEqual(moved, 3, "the stream's keys were migrated one by one")
         XCTAssertEqual(try cluster.primaryPort(forSlot: s), to)
+        // The live channel is a sharded channel: re-subscribed on the slot's new primary.
+        let live = "relay:{\(OwnerHash.of(sub)):\(id)}:live"
+        try eventuallyTrue(3, "SSUBSCRIBE of the live channel on the new primary") {
+            try shardSubscribers(live, port: to) >= 1
+        }
         let midway = events.count
         events += try c.readAll(timeout: 20)
         XCTAssertLessThan(midway, events.count - 1, "the stream was still running when the migration ended")
@@ -170,8 +182,9 @@ final class ClusterTests: XCTestCase {
         // The relays did follow redirects (not a stale map that happened to work).
         try eventuallyTrue(3, "redirect counters reported") {
             let r = try series(a, "relay_redis_cluster_redirects_total{")
-            return (r["relay_redis_cluster_redirects_total{kind=\"moved\"}"] ?? 0) > 0
-                && (r["relay_redis_cluster_redirects_total{kind=\"ask\"}"] ?? 0) + (r["relay_redis_cluster_redirects_total{kind=\"retry\"}"] ?? 0) > 0
+            // ASK / TRYAGAIN while the keys move (a MOVED may not be needed: the
+            // pub/sub's own MOVED can update the slot map first).
+            return (r["relay_redis_cluster_redirects_total{kind=\"ask\"}"] ?? 0) + (r["relay_redis_cluster_redirects_total{kind=\"retry\"}"] ?? 0) > 0
         }
         print("cluster migration: \(moved) keys moved; relay a: \(try series(a, "relay_redis_cluster_redirects_total{"))")
     }

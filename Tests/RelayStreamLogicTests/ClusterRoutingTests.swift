@@ -119,3 +119,29 @@ final class AppendQueueFailoverTests: XCTestCase {
         XCTAssertTrue(q.failed)
     }
 }
+
+/// `ChannelTable.dropped`: a sharded channel lost by its shard is subscribed again.
+final class ChannelTableDroppedTests: XCTestCase {
+    func testADroppedChannelIsResubscribedAndItsSubscribersReRead() {
+        var t = ChannelTable<String>()
+        XCTAssertEqual(t.subscribe("ch", connected: true, ready: "a").send, .subscribe("ch"))
+        XCTAssertEqual(t.confirmedSubscribe("ch").count, 1)
+        XCTAssertEqual(t.dropped("ch"), .subscribe("ch"))
+        XCTAssertEqual(t.state(of: "ch"), .subscribing)
+        XCTAssertEqual(t.dropped("ch"), .subscribe("ch"), "dropped again before the confirmation")
+        let wakes = t.confirmedSubscribe("ch")
+        XCTAssertEqual(wakes.count, 1, "one re-read, not one per drop")
+        guard case .resubscribed? = wakes.first else { return XCTFail("resubscribed") }
+    }
+
+    func testAnUnwantedDroppedChannelIsForgotten() {
+        var t = ChannelTable<String>(idleUnsubscribeMs: 10)
+        _ = t.subscribe("ch", connected: true, ready: "a")
+        _ = t.confirmedSubscribe("ch")
+        t.release("ch", nowMs: 0)
+        XCTAssertEqual(t.sweep(nowMs: 10), [.unsubscribe("ch")])
+        XCTAssertNil(t.dropped("ch"))
+        XCTAssertNil(t.state(of: "ch"))
+        XCTAssertEqual(t.wanted, [])
+    }
+}
