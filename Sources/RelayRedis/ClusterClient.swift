@@ -263,8 +263,10 @@ public final class ClusterClient: RedisCommandChannel {
             let ranges = ClusterSlotsReply.ranges(r)
             if !ranges.isEmpty { self.apply(ClusterSlotMap(ranges: ranges)) }
             let again = self.refresh.finished()
-            if again || ranges.isEmpty || self.slotMap.uncoveredSlots > 0 {
-                self.scheduleRefresh(afterMs: again ? 0 : 200, .periodic)
+            // Until every slot's primary is connected again (a failover in progress
+            // still lists the dead primary), keep re-reading: nothing else may ask.
+            if again || ranges.isEmpty || !self.isConnected {
+                self.scheduleRefresh(afterMs: again ? 0 : 250, .periodic)
             }
         }
     }

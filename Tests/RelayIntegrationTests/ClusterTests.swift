@@ -202,6 +202,7 @@ final class ClusterTests: XCTestCase {
         let victim = ids[0].port
         final class Outcome: @unchecked Sendable {
             var events: [SSEMessage] = []
+            var times: [Date] = []
             var endedAt: Date?
             var failure: String?
         }
@@ -215,7 +216,10 @@ final class ClusterTests: XCTestCase {
                 defer { group.leave() }
                 do {
                     let c = try Chat.start(port: port, token: token, requestID: id, maxTokens: 300)
-                    while let e = try c.nextEvent(timeout: 15) { outcomes[i].events.append(e) }
+                    while let e = try c.nextEvent(timeout: 15) {
+                        outcomes[i].events.append(e)
+                        outcomes[i].times.append(Date())
+                    }
                 } catch { outcomes[i].failure = "\(error)" }
                 outcomes[i].endedAt = Date()
             }
@@ -246,8 +250,9 @@ final class ClusterTests: XCTestCase {
                 default:
                     XCTFail("failed shard: done or redis_unavailable/stream_lost, got \(o.events.last?.data ?? "nothing")")
                 }
-                print(String(format: "cluster failover: stream on the killed primary ended %.2f s after the kill with %@",
-                             ended, o.events.last?.data ?? "nothing"))
+                let gap = zip(o.times, o.times.dropFirst()).map { $1.timeIntervalSince($0) }.max() ?? 0
+                print(String(format: "cluster failover: stream on the killed primary: longest pause between events %.2f s; ended %.2f s after the kill with %@",
+                             gap, ended, o.events.last?.data ?? "nothing"))
             }
         }
     }
