@@ -72,27 +72,12 @@ final class TLSSidecarTests: XCTestCase {
 
     @discardableResult
     private func run(_ tool: String, _ args: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: TestPaths.which(tool))
-        p.arguments = args
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw TestFailure("\(tool) exited \(p.terminationStatus)") }
-        return String(decoding: data, as: UTF8.self)
+        let r = try ToolProcess.run(TestPaths.which(tool), args)
+        guard r.status == 0 else { throw TestFailure("\(tool) exited \(r.status): \(r.output)") }
+        return r.stdout
     }
 
-    /// Starts a long-running tool that dies with the test process.
     private func spawn(_ tool: String, _ args: [String]) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: TestPaths.which("setpriv"))
-        p.arguments = ["--pdeathsig", "KILL", TestPaths.which(tool)] + args
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        processes.append(p)
+        processes.append(try ChildProcess.spawn(tool, args))
     }
 }

@@ -52,18 +52,12 @@ public final class RedisCluster: @unchecked Sendable {
     }
 
     private func start(_ n: Node) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: TestPaths.which("setpriv"))
-        p.arguments = ["--pdeathsig", "KILL", TestPaths.which("redis-server"),
+        n.process = try ChildProcess.spawn("redis-server", [
                        "--port", String(n.port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
                        "--cluster-port", String(n.busPort), "--cluster-config-file", "nodes-\(n.port).conf",
                        "--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no",
                        "--cluster-replica-validity-factor", "0",
-                       "--save", "", "--appendonly", "no", "--dir", directory.path, "--loglevel", "warning"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        n.process = p
+                       "--save", "", "--appendonly", "no", "--dir", directory.path, "--loglevel", "warning"])
         let deadline = Date().addingTimeInterval(5)
         while Date() < deadline {
             if (try? cli(n.port, ["PING"])) == "PONG" { return }
@@ -167,17 +161,8 @@ public final class RedisCluster: @unchecked Sendable {
     }
 
     private func tool(_ name: String, _ args: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: TestPaths.which(name))
-        p.arguments = args
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard p.terminationStatus == 0 else { throw TestFailure("\(name) \(args.prefix(4).joined(separator: " ")) failed: \(text)") }
-        return text
+        let r = try ToolProcess.run(TestPaths.which(name), args)
+        guard r.status == 0 else { throw TestFailure("\(name) \(args.prefix(4).joined(separator: " ")) failed: \(r.output)") }
+        return r.stdout
     }
 }
