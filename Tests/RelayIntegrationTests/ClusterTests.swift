@@ -128,6 +128,16 @@ final class ClusterTests: XCTestCase {
             }
             XCTAssertEqual(code, "session_revoked", "try \(i): the stream on the other relay is cut")
         }
+        // `stream-relay revoke` against the cluster: the marker lands on its slot's primary.
+        let sid = "cluster-cli-\(UUID().uuidString.prefix(8))"
+        let c = try Chat.start(port: b.port, token: RelayProcess.token(sub: "cli", sid: sid), maxTokens: 500)
+        _ = try XCTUnwrap(try c.nextEvent())
+        let r = try ToolProcess.run(TestPaths.relayBinary, ["revoke", sid], environment: ["REDIS_URL": cluster.url], timeout: 15)
+        XCTAssertEqual(r.status, 0, r.output)
+        XCTAssertTrue(try c.readAll(timeout: 5).last?.data.contains("session_revoked") == true)
+        let marker = "relay:revoked:{\(sid)}"
+        XCTAssertEqual(try cluster.cli(try cluster.primaryPort(forSlot: HashSlot.of(marker)), ["EXISTS", marker]), "1")
+
         // Stop (DELETE) on relay a of a generation owned by relay b.
         for i in 0..<3 {
             let token = RelayProcess.token(sub: "stop-\(i)")
