@@ -238,8 +238,16 @@ final class ClusterTests: XCTestCase {
         Thread.sleep(forTimeInterval: 0.5)
         let killedAt = Date()
         cluster.kill(port: victim)
+        // `/readyz` names the unreachable primary until its replica is promoted.
+        try eventuallyTrue(3, "/readyz 503 naming the killed primary") {
+            let r = try HTTPClient.request(port: a.port, method: "GET", path: "/readyz")
+            return r.status == 503 && r.text.contains("127.0.0.1:\(victim)")
+        }
         XCTAssertEqual(group.wait(timeout: .now() + 30), .success, "a stream hangs")
         try cluster.waitHealthy(timeout: 15)
+        try eventuallyTrue(5, "/readyz 200 after the promotion") {
+            try HTTPClient.request(port: a.port, method: "GET", path: "/readyz").status == 200
+        }
         XCTAssertFalse(try cluster.primaries(askingPort: ids[1].port).keys.contains(victim), "a replica took over the killed primary's slots")
         for (i, s) in ids.enumerated() {
             let o = outcomes[i]
