@@ -108,6 +108,17 @@ public final class RedisCluster: @unchecked Sendable {
         throw TestFailure("no primary serves slot \(slot)")
     }
 
+    /// The ports of the replicas of the primary on `port` (`CLUSTER NODES`, asked of it).
+    public func replicaPorts(of port: Int) throws -> [Int] {
+        let id = try nodeID(port: port)
+        return try cli(port, ["CLUSTER", "NODES"]).split(separator: "\n").compactMap { line -> Int? in
+            let f = line.split(separator: " ")
+            guard f.count >= 4, f[2].contains("slave"), f[3] == id,
+                  let addr = f[1].split(separator: "@").first else { return nil }
+            return Int(addr.split(separator: ":").last ?? "")
+        }
+    }
+
     /// The node id of the node on `port` (`CLUSTER MYID`).
     public func nodeID(port: Int) throws -> String { try cli(port, ["CLUSTER", "MYID"]) }
 
