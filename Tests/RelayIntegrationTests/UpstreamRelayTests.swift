@@ -148,18 +148,11 @@ final class UpstreamRelayTests: RelayTestCase {
             }
         }
         try cycle(200)  // warm-up: allocator pools, caches
-        let before = rss(relay.process.processIdentifier)
+        let before = try ProcStatus.rssKiB(relay.process.processIdentifier)
         try cycle(1000)
-        let after = rss(relay.process.processIdentifier)
+        let after = try ProcStatus.rssKiB(relay.process.processIdentifier)
         print("relay RSS over 1,000 cancelled generations: \(before / 1024) MiB → \(after / 1024) MiB")
         XCTAssertLessThan(after - before, 16 * 1024, "RSS grew by \(after - before) KiB")
         XCTAssertTrue(relay.log.contains("\"outcome\":\"done\""), "streams ended normally")
-    }
-
-    /// VmRSS of a process, KiB.
-    func rss(_ pid: Int32) -> Int {
-        guard let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
-        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
     }
 }

@@ -13,7 +13,8 @@ public enum ToolProcess {
     }
 
     /// Runs `executable` with `arguments`, feeding `input` on stdin (empty when nil), in
-    /// `directory` (the current one when nil).
+    /// `directory` (the current one when nil), with `environment` (the minimal
+    /// `ChildEnvironment` when nil; never the runner's own).
     /// - Throws: `TestFailure` when it cannot start or runs longer than `timeout` seconds
     ///   (it is then killed).
     public static func run(_ executable: String, _ arguments: [String], input: Data? = nil,
@@ -26,7 +27,7 @@ public enum ToolProcess {
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = arguments
         if let directory { p.currentDirectoryURL = directory }
-        if let environment { p.environment = environment }
+        p.environment = environment ?? ChildEnvironment.minimal()
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("tool-\(UUID().uuidString.prefix(8))")
         let outURL = base.appendingPathExtension("out"), errURL = base.appendingPathExtension("err")
         _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
