@@ -22,8 +22,9 @@ final class ResumeTests: RelayTestCase {
     }
 
     func testResumingALiveStreamOnASecondRelayProcess() throws {
-        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "200"])
-        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "200"])
+        // 300 tokens at 100/s: 3 s, so the cut at 150 leaves 1.5 s of live generation.
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "100"])
+        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "100"])
         let reference = referenceText(maxTokens: 300)
         let token = RelayProcess.token()
         for cut in [1, 37, 150] {
@@ -32,6 +33,7 @@ final class ResumeTests: RelayTestCase {
             var events: [SSEMessage] = []
             for _ in 0..<cut { events.append(try XCTUnwrap(try first.nextEvent())) }
             first.close()
+            XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "state"), "running", "cut \(cut): the stream is live at the resume")
             let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: events.last!.lastEventId).readAll()
             events += rest
             assertSequence(events)

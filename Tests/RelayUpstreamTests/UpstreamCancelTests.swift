@@ -36,7 +36,9 @@ final class UpstreamCancelTests: UpstreamTestCase {
         XCTAssertEqual(closes.count, 1, "the upstream connection was closed")
         let ms = Double((closes.first?.atNanos ?? t0) &- t0) / 1e6
         print(String(format: "cancel→close (%@): %.3f ms", label, ms))
-        XCTAssertLessThan(ms, 500)
+        // Typically well under 1 ms; the bound holds on a loaded 2-core machine and still
+        // fails when the close waits for a timeout (the idle timeout is 60 s).
+        XCTAssertLessThan(ms, 2_000)
         harness.spin(ms: 50)
         XCTAssertEqual(box.events.count, deltas, "nothing emitted after cancel()")
         XCTAssertEqual(harness.multi.activeTransfers, 0)
