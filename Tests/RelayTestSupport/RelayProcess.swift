@@ -16,8 +16,9 @@ public final class RelayProcess: @unchecked Sendable {
     /// until it listens and is ready. A variable set to "" in `env` is passed as empty.
     public init(redisURL: String?, env: [String: String] = [:], waitReady: Bool = true) throws {
         // A minimal, explicit environment (ChildEnvironment): nothing ambient leaks in.
-        var e = ChildEnvironment.minimal(["RELAY_LISTEN": "127.0.0.1:0", "RELAY_WORKERS": "2",
-                                          "RELAY_JWT_SECRET": RelayProcess.secret])
+        // RELAY_JWT_SECRET unless the test configures a public key instead.
+        var e = ChildEnvironment.minimal(["RELAY_LISTEN": "127.0.0.1:0", "RELAY_WORKERS": "2"])
+        if env["RELAY_JWT_PUBLIC_KEY"] == nil { e["RELAY_JWT_SECRET"] = RelayProcess.secret }
         if let r = redisURL { e["REDIS_URL"] = r }
         for (k, v) in env { e[k] = v }
         let p = Process()

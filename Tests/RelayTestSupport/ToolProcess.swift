@@ -8,6 +8,8 @@ public enum ToolProcess {
         public var status: Int32
         public var stdout: String
         public var stderr: String
+        /// stdout as bytes (for binary output, e.g. a signature).
+        public var stdoutData: Data
         /// stdout then stderr, for assertion messages and tools that mix them.
         public var output: String { stdout + stderr }
     }
@@ -53,8 +55,10 @@ public enum ToolProcess {
         }
         try? out.close()
         try? err.close()
+        let outData = (try? Data(contentsOf: outURL)) ?? Data()
         return Result(status: p.terminationStatus,
-                      stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
-                      stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
+                      stdout: String(decoding: outData, as: UTF8.self),
+                      stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "",
+                      stdoutData: outData)
     }
 }
