@@ -72,6 +72,17 @@ class RelayTestCase: XCTestCase {
         return nil
     }
 
+    /// The sum of every series of `name` (labelled or not) in the relay's `/metrics`;
+    /// 0 when there is none.
+    func metricSum(_ relay: RelayProcess, _ name: String) throws -> Double {
+        let r = try HTTPClient.request(port: relay.port, method: "GET", path: "/metrics")
+        var sum = 0.0
+        for line in r.text.split(separator: "\n") where line.hasPrefix(name + " ") || line.hasPrefix(name + "{") {
+            if let v = line.split(separator: " ").last.flatMap({ Double($0) }) { sum += v }
+        }
+        return sum
+    }
+
     /// The sum of `relay_generations_started_total` over `relays` (generations started).
     func generationsStarted(_ relays: [RelayProcess]) throws -> Int {
         try relays.reduce(0) { sum, r in
