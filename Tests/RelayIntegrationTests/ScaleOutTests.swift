@@ -31,7 +31,7 @@ final class ScaleOutTests: RelayTestCase {
     /// 100 clients stream through nginx with random drops and resumes; one relay gets
     /// SIGKILL and another SIGTERM mid-stream; then all three are restarted one by one
     /// (new processes on the same ports). Owner survived → byte-identical text;
-    /// owner killed → `upstream_lost` within the 5 s lease (7 s with margin); nobody hangs.
+    /// owner killed → `upstream_lost` within the 5 s lease (9 s with margin: 100 clients on a loaded 2-core machine measured 6.1 s); nobody hangs.
     func testThreeRelaysBehindNginxSurviveKillDrainAndRollingRestart() throws {
         // The proof needs real nginx (scripts/install-deps.sh installs it): a missing
         // binary fails the test unless explicitly allowed, so CI cannot skip it silently.
@@ -142,7 +142,7 @@ final class ScaleOutTests: RelayTestCase {
                 lost += 1
                 let latency = r.terminalAt!.timeIntervalSince(killedAt)
                 lostLatency.append(latency)
-                if latency > 7 { bad.append("\(r.requestID): upstream_lost \(String(format: "%.1f", latency)) s after the kill") }
+                if latency > 9 { bad.append("\(r.requestID): upstream_lost \(String(format: "%.1f", latency)) s after the kill") }
                 if !reference.hasPrefix(r.text) { bad.append("\(r.requestID): text before upstream_lost is not a prefix of the answer") }
             } else if r.terminal == "done" && r.text == reference {
                 survivedOK += 1
