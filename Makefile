@@ -3,7 +3,7 @@ SWIFT ?= swift
 # Extra flags for `swift test` (CI passes --xunit-output …; e.g. --filter ClassName).
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: deps build release demo test bench validate-deploy clean
+.PHONY: deps build release demo test bench fuzz fuzz-smoke validate-deploy clean
 
 deps:
 	@scripts/install-deps.sh
@@ -27,6 +27,13 @@ test: deps
 # StreamRelay vs nginx + nchan on one Redis; writes docs/BENCHMARKS.md (< 25 min on 2 cores).
 bench: deps
 	@scripts/bench.sh
+
+# libFuzzer targets of the pure parsers, 60 s each (docs/FUZZING.md); fuzz-smoke: 6 s each (CI).
+fuzz:
+	@scripts/fuzz.sh --seconds 60
+
+fuzz-smoke:
+	@scripts/fuzz.sh --seconds 6
 
 clean:
 	rm -rf .build

@@ -21,6 +21,8 @@ let package = Package(
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(name: "CJWT", pkgConfig: "libjwt", providers: [.apt(["libjwt-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // OpenSSL 3 libcrypto: JWK parameters → keys (issue 19).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Pure Swift: events, SSE framing and parsing, protocol types, error codes.
         .target(name: "RelayCore"),
@@ -36,8 +38,8 @@ let package = Package(
         .target(name: "RelayRedis", dependencies: ["CHiredis", "CLibevent", "RelayLoop", "RelayStreamLogic", "RelayConfiguration", "RelayCore"]),
         // Upstream adapters (simulated, and later OpenAI / Anthropic).
         .target(name: "RelayUpstream", dependencies: ["CCurl", "CLibevent", "RelayLoop", "RelayConfiguration", "RelayCore"]),
-        // JWT verification and minting (libjwt), claims, budgets by tier.
-        .target(name: "RelayAuth", dependencies: ["CJWT", "RelayConfiguration", "RelayCore"]),
+        // JWT verification and minting (libjwt), JWK sets (OpenSSL), claims, budgets by tier.
+        .target(name: "RelayAuth", dependencies: ["CJWT", "COpenSSL", "RelayConfiguration", "RelayCore"]),
         // Workers, HTTP routes, generations, subscriptions.
         .target(name: "RelayServer", dependencies: ["CLibevent", "RelayLoop", "RelayRedis", "RelayUpstream", "RelayAuth", "RelayStreamLogic", "RelayConfiguration", "RelayCore"]),
         // Client kit: Foundation only, no C anywhere in its graph (builds for iOS).

@@ -16,6 +16,9 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
         case malformedToken = "malformed_token"
         /// JOSE header `alg` is not the one configured (including `none`), or `crit` is present.
         case algorithmNotAllowed = "algorithm_not_allowed"
+        /// The token's `kid` is not in the JWKS (a refetch is requested, rate-limited), or it
+        /// has no `kid` and the set has not exactly one key for its `alg` (issue 19).
+        case unknownKey = "unknown_key"
         /// The signature does not verify under the configured key (RFC 7515 §5.2).
         case badSignature = "bad_signature"
         /// `exp` is in the past beyond the leeway (RFC 7519 §4.1.4).

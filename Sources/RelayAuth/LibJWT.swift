@@ -27,9 +27,21 @@ enum LibJWT {
         return jwt_get_alg(handle)
     }
 
-    /// Builds and signs a token from a claims JSON object text.
+    /// libjwt's code for a JWKS algorithm.
+    static func algorithm(_ a: JWKAlgorithm) -> jwt_alg_t {
+        switch a {
+        case .rs256: return JWT_ALG_RS256
+        case .rs384: return JWT_ALG_RS384
+        case .rs512: return JWT_ALG_RS512
+        case .es256: return JWT_ALG_ES256
+        case .es384: return JWT_ALG_ES384
+        }
+    }
+
+    /// Builds and signs a token from a claims JSON object text, with a `kid` header
+    /// (RFC 7515 §4.1.4) when given.
     /// Throws `AuthConfigurationError` when libjwt refuses (bad key, bad JSON).
-    static func encode(algorithm: jwt_alg_t, key: [UInt8], claimsJSON: String) throws -> String {
+    static func encode(algorithm: jwt_alg_t, key: [UInt8], claimsJSON: String, kid: String? = nil) throws -> String {
         var handle: OpaquePointer?
         guard jwt_new(&handle) == 0, let handle else { throw AuthConfigurationError("libjwt: jwt_new failed") }
         defer { jwt_free(handle) }
@@ -40,6 +52,9 @@ enum LibJWT {
             jwt_set_alg(handle, algorithm, k.baseAddress, Int32(k.count))
         }
         guard rc == 0 else { throw AuthConfigurationError("libjwt: jwt_set_alg failed (\(rc))") }
+        if let kid, jwt_add_header(handle, "kid", kid) != 0 {
+            throw AuthConfigurationError("libjwt: cannot add the kid header")
+        }
         guard let out = jwt_encode_str(handle) else {
             throw AuthConfigurationError("libjwt: signing failed (bad key?)")
         }

@@ -102,6 +102,19 @@ public struct RelayConfig: Sendable, Equatable {
     public var jwtAudience: String?
     /// Clock leeway for `exp`/`nbf`, s; default 30.
     public var jwtLeewaySeconds = 30
+    /// URL of the identity provider's JSON Web Key Set (`RELAY_JWT_JWKS_URL`, issue 19):
+    /// `https://…`, `http://` to a loopback address only, or `file:///path`.
+    public var jwtJWKSURL: String?
+    /// JWKS refresh interval without cache headers, ms; default 600,000 (10 min).
+    public var jwtJWKSRefreshMs = 600_000
+    /// Shortest time between JWKS refetches for unknown `kid`s (and the floor for
+    /// `Cache-Control: max-age`), ms; default 60,000.
+    public var jwtJWKSMinIntervalMs = 60_000
+    /// Whole-fetch timeout of the JWKS, ms; default 10,000.
+    public var jwtJWKSTimeoutMs = 10_000
+    /// `alg` values accepted with a JWKS, comma-separated; default all of
+    /// `RS256,RS384,RS512,ES256,ES384`.
+    public var jwtJWKSAlgorithms = RelayConfig.jwksAlgorithms
     /// Admin bearer key; admin routes are off when unset.
     public var adminKey: String?
     /// Tokens per calendar month by tier, e.g. `free=20000,pro=500000`.
@@ -196,6 +209,37 @@ public struct RelayConfig: Sendable, Equatable {
         return out
     }
 
+    /// Every `alg` a JWKS key may verify (RFC 7518 §3.1), the default allow-list.
+    public static let jwksAlgorithms = "RS256,RS384,RS512,ES256,ES384"
+
+    /// Checks a `RELAY_JWT_JWKS_URL`: `https://host/…`; `http://` only to a loopback host
+    /// (`127.0.0.0/8`, `[::1]`, `localhost`; for tests); or `file:///absolute/path`.
+    /// - Throws: `ConfigError` otherwise.
+    public static func checkJWKSURL(_ v: String) throws {
+        let name = "RELAY_JWT_JWKS_URL"
+        if v.hasPrefix("file://") {
+            guard v.dropFirst("file://".count).hasPrefix("/") else {
+                throw ConfigError("\(name): file:// needs an absolute path (file:///etc/relay/jwks.json), got \"\(v)\"")
+            }
+            return
+        }
+        guard let u = URL(string: v), let scheme = u.scheme?.lowercased(), let host = u.host, !host.isEmpty else {
+            throw ConfigError("\(name) must be an https:// or file:// URL, got \"\(v)\"")
+        }
+        switch scheme {
+        case "https": return
+        case "http":
+            let h = host.lowercased().trimmingCharacters(in: "[]")
+            let loopback = h == "localhost" || h == "::1" || (h.hasPrefix("127.") && h.split(separator: ".").count == 4
+                && h.split(separator: ".").allSatisfy { UInt8($0) != nil })
+            guard loopback else {
+                throw ConfigError("\(name): plain http is allowed only to a loopback address (tests); use https, got \"\(v)\"")
+            }
+        default:
+            throw ConfigError("\(name) must be an https:// or file:// URL, got \"\(v)\"")
+        }
+    }
+
     /// Tokens per calendar month by tier when `RELAY_BUDGETS` is unset.
     public static let defaultBudgets = "free=20000,pro=500000"
     /// Tier of tokens without a `tier` claim when `RELAY_DEFAULT_TIER` is unset.
@@ -276,6 +320,32 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_JWT_LEEWAY", flag: "--jwt-leeway", default: "30s", unit: "duration",
                doc: "clock leeway for exp/nbf") { c, v in
             c.jwtLeewaySeconds = try duration(v, "RELAY_JWT_LEEWAY", 0...3_600_000) / 1000
+        },
+        Option(env: "RELAY_JWT_JWKS_URL", flag: "--jwt-jwks-url", default: "—", unit: "URL",
+               doc: "JSON Web Key Set of the identity provider (instead of a secret or PEM): https://…, http:// to loopback only, or file:///path") { c, v in
+            try checkJWKSURL(v)
+            c.jwtJWKSURL = v
+        },
+        Option(env: "RELAY_JWT_JWKS_REFRESH", flag: "--jwt-jwks-refresh", default: "10m", unit: "duration",
+               doc: "JWKS refresh interval when the provider sends no Cache-Control max-age") { c, v in
+            c.jwtJWKSRefreshMs = try duration(v, "RELAY_JWT_JWKS_REFRESH", 100...86_400_000)
+        },
+        Option(env: "RELAY_JWT_JWKS_MIN_INTERVAL", flag: "--jwt-jwks-min-interval", default: "60s", unit: "duration",
+               doc: "at most one JWKS refetch per interval for unknown kids; floor of max-age") { c, v in
+            c.jwtJWKSMinIntervalMs = try duration(v, "RELAY_JWT_JWKS_MIN_INTERVAL", 100...86_400_000)
+        },
+        Option(env: "RELAY_JWT_JWKS_TIMEOUT", flag: "--jwt-jwks-timeout", default: "10s", unit: "duration",
+               doc: "whole-fetch timeout of the JWKS") { c, v in
+            c.jwtJWKSTimeoutMs = try duration(v, "RELAY_JWT_JWKS_TIMEOUT", 100...300_000)
+        },
+        Option(env: "RELAY_JWT_JWKS_ALGORITHMS", flag: "--jwt-jwks-algorithms", default: RelayConfig.jwksAlgorithms, unit: "alg,…",
+               doc: "token alg values accepted with a JWKS (never none or HS*)") { c, v in
+            let known = Set(jwksAlgorithms.split(separator: ",").map(String.init))
+            let given = v.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingCharacters(in: " ") }
+            guard !given.isEmpty, given.allSatisfy({ known.contains($0) }) else {
+                throw ConfigError("RELAY_JWT_JWKS_ALGORITHMS must list some of \(jwksAlgorithms), got \"\(v)\"")
+            }
+            c.jwtJWKSAlgorithms = given.joined(separator: ",")
         },
         Option(env: "RELAY_ADMIN_KEY", flag: "--admin-key", default: "off", unit: "string ≥ 16 bytes",
                doc: "bearer key of the admin routes (off when unset)") { c, v in

@@ -2,14 +2,15 @@ import RelayAuth
 import RelayCore
 
 /// The production `Authenticator` (DESIGN §5): exactly one `Authorization: Bearer
-/// <JWT>` header, verified by `JWTVerifier` (signature with the one configured
-/// algorithm, `exp`/`nbf` with leeway, `sub`, `sid`/`session_id`, optional
-/// `iss`/`aud`). Every failure is 401 `unauthorized`.
+/// <JWT>` header, verified by a `TokenVerifier`: `JWTVerifier` (one configured algorithm
+/// and key) or `JWKSVerifier` (keys of a JWKS, issue 19); both check `exp`/`nbf` with
+/// leeway, `sub`, `sid`/`session_id`, optional `iss`/`aud`. Every failure is 401
+/// `unauthorized`.
 public struct JWTAuthenticator: Authenticator {
-    /// The configured verifier (one algorithm, key, issuer/audience, leeway).
-    public let verifier: JWTVerifier
+    /// The configured verifier (keys, algorithms, issuer/audience, leeway).
+    public let verifier: any TokenVerifier
 
-    public init(verifier: JWTVerifier) {
+    public init(verifier: any TokenVerifier) {
         self.verifier = verifier
     }
 

@@ -9,6 +9,7 @@ public final class Metrics: Sendable {
         case eventsAppended, eventsDelivered, streamsStarted, resumesOK, resumesGap, resumesNotFound, resumesCatchUp
         case revocations, cancels, slowConsumerDisconnects, requestErrors, upstreamErrors, budgetRefusals
         case budgetReservations, budgetSettlements
+        case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
 
         var name: String {
             switch self {
@@ -27,6 +28,9 @@ public final class Metrics: Sendable {
             case .budgetReservations: return "relay_budget_reservations_total"
             case .budgetSettlements: return "relay_budget_settlements_total"
             case .budgetRefusals: return "relay_budget_refusals_total"
+            case .jwksFetchesOK: return "relay_jwks_fetches_total{result=\"ok\"}"
+            case .jwksFetchesFailed: return "relay_jwks_fetches_total{result=\"error\"}"
+            case .jwksUnknownKidRefetches: return "relay_jwks_unknown_kid_refetches_total"
             }
         }
 
@@ -46,17 +50,22 @@ public final class Metrics: Sendable {
             case .budgetRefusals: return "Stream starts refused with 429 token_budget_exhausted."
             case .budgetReservations: return "Token budget reservations taken at admission (one per request id)."
             case .budgetSettlements: return "Token budget reservations settled to what was generated (once per request, on every ending)."
+            case .jwksFetchesOK, .jwksFetchesFailed:
+                return "JWKS fetches by result: ok, error (the last good key set stays in use)."
+            case .jwksUnknownKidRefetches:
+                return "JWKS refetches requested because a token named an unknown kid (at most one per RELAY_JWT_JWKS_MIN_INTERVAL)."
             }
         }
     }
 
     /// Up/down gauges.
     public enum Gauge: Int, CaseIterable, Sendable {
-        case liveConnections, runningGenerations
+        case liveConnections, runningGenerations, jwksKeys
         var name: String {
             switch self {
             case .liveConnections: return "relay_live_connections"
             case .runningGenerations: return "relay_running_generations"
+            case .jwksKeys: return "relay_jwks_keys"
             }
         }
 
@@ -65,6 +74,7 @@ public final class Metrics: Sendable {
             switch self {
             case .liveConnections: return "Client stream connections open on this instance."
             case .runningGenerations: return "Generations this instance is running (upstream calls in progress)."
+            case .jwksKeys: return "Usable keys in the current JWKS (0 before the first good fetch)."
             }
         }
     }
@@ -123,6 +133,11 @@ public final class Metrics: Sendable {
     /// Adds `n` to a counter.
     public func add(_ c: Counter, _ n: Int = 1) {
         state.withLock { $0.counters[c.rawValue] += n }
+    }
+
+    /// Sets a gauge to `v`.
+    public func set(_ g: Gauge, _ v: Int) {
+        state.withLock { $0.gauges[g.rawValue] = v }
     }
 
     /// Adds `n` (may be negative) to a gauge.

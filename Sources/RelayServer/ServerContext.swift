@@ -24,6 +24,9 @@ public struct ServerContext: Sendable {
     public let models: ModelPolicy
     /// The admin bearer key; `nil` turns the admin routes off.
     public let adminKey: AdminKey?
+    /// The shared JWKS key set when `RELAY_JWT_JWKS_URL` is set (issue 19): worker 0 runs
+    /// its fetcher, every worker's verifier reads it, `/readyz` waits for its first set.
+    public var jwks: JWKSKeyStore? = nil
 
     public init(config: RelayConfig, instance: String, authenticator: Authenticator, metrics: Metrics,
                 budgets: BudgetPolicy, models: ModelPolicy, adminKey: AdminKey?,

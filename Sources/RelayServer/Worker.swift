@@ -1,3 +1,4 @@
+import RelayAuth
 import RelayCore
 import RelayLoop
 import RelayRedis
@@ -22,11 +23,14 @@ final class Worker: @unchecked Sendable {
     private var router: Router?
     private var listener: HTTPListener?
     private var stateTimer: LoopTimer?
+    private var jwksFetcher: JWKSFetcher?
+    private let jwks: JWKSKeyStore?
 
     /// - Parameters:
     ///   - listenFD: a bound, listening, non-blocking socket (one per worker, `SO_REUSEPORT`).
     init(index: Int, context: ServerContext, listenFD: Int32, redis: RedisEndpoint) throws {
         self.index = index
+        jwks = context.jwks
         loop = try EventLoop()
         commands = RedisConnection(loop: loop, endpoint: redis, role: .commands)
         pubsubConnection = RedisConnection(loop: loop, endpoint: redis, role: .pubsub)
@@ -57,6 +61,12 @@ final class Worker: @unchecked Sendable {
                             isReady: { [unowned self] in self.isReady })
         self.router = router
         listener = try HTTPListener(loop: loop, config: config, listenFD: listenFD) { ex in router.route(ex) }
+        // One JWKS fetcher per process, on worker 0 (issue 19); the others read its store.
+        if index == 0, let store = context.jwks, let url = config.jwtJWKSURL {
+            let f = try JWKSFetcher(loop: loop, store: store, metrics: context.metrics, config: config, url: url)
+            jwksFetcher = f
+            f.start()
+        }
         // Every second: this worker's Redis and readiness state for `/metrics`
         // (`relay_workers_redis_connected`, `relay_workers_ready`; the alerts use them).
         reportState()
@@ -76,14 +86,19 @@ final class Worker: @unchecked Sendable {
         stateTimer?.cancel()
         listener?.close()
         listener = nil
+        jwksFetcher?.stop()
+        jwksFetcher = nil
         hub.stop()
         commands.close()
         pubsubConnection.close()
         loop.stop()
     }
 
-    /// `/readyz`: Redis (commands and pub/sub) reachable and not draining.
-    var isReady: Bool { !hub.draining && commands.isConnected && pubsub.isConnected }
+    /// `/readyz`: Redis (commands and pub/sub) reachable, not draining, and a JWKS loaded
+    /// when one is configured.
+    var isReady: Bool {
+        !hub.draining && commands.isConnected && pubsub.isConnected && (jwks?.hasKeys ?? true)
+    }
 
     /// Stops accepting, ends live client responses (clients resume elsewhere), keeps
     /// owned generations running until they finish; calls `done` when none is left.

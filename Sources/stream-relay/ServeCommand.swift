@@ -47,10 +47,11 @@ enum ServeCommand {
         defer { privateRedis?.stop() }
 
         let authenticator: Authenticator
+        let jwks: JWKSKeyStore?
         var devSecretFile: URL?
         defer { if let f = devSecretFile { try? FileManager.default.removeItem(at: f) } }
         do {
-            authenticator = try makeAuthenticator(&config, scratch: privateRedis?.directory, secretFile: &devSecretFile)
+            (authenticator, jwks) = try makeAuthenticator(&config, scratch: privateRedis?.directory, secretFile: &devSecretFile)
         } catch {
             printError("stream-relay: \(error)\n")
             return 2
@@ -77,11 +78,12 @@ enum ServeCommand {
             return 2
         }
         let cfg = config
-        let context = ServerContext(
+        var context = ServerContext(
             config: cfg, instance: cfg.instanceName, authenticator: authenticator, metrics: Metrics(),
             budgets: budgets, models: models, adminKey: adminKey,
             makeUpstreams: makeUpstreams,
             nowMs: { Int64(Date().timeIntervalSince1970 * 1000) })
+        context.jwks = jwks
         let server = RelayServer(context: context, redis: endpoint)
         let port: Int
         do {
@@ -137,10 +139,23 @@ enum ServeCommand {
         }
     }
 
-    /// HS256 with `RELAY_JWT_SECRET`, RS256/ES256 with `RELAY_JWT_PUBLIC_KEY`; with
-    /// neither, a generated development secret written next to the private Redis so
+    /// Keys from `RELAY_JWT_JWKS_URL` (issue 19; then the secret and PEM settings are
+    /// ignored), HS256 with `RELAY_JWT_SECRET`, RS256/ES256 with `RELAY_JWT_PUBLIC_KEY`;
+    /// with none, a generated development secret written next to the private Redis so
     /// `stream-relay mint-token --secret-file` can sign tokens for it.
-    static func makeAuthenticator(_ config: inout RelayConfig, scratch: URL?, secretFile: inout URL?) throws -> Authenticator {
+    /// - Returns: the authenticator, and the JWKS store its fetcher fills when a JWKS is used.
+    static func makeAuthenticator(_ config: inout RelayConfig, scratch: URL?,
+                                  secretFile: inout URL?) throws -> (Authenticator, JWKSKeyStore?) {
+        if config.jwtJWKSURL != nil {
+            for (set, name) in [(config.jwtSecret != nil, "RELAY_JWT_SECRET"), (config.jwtPublicKeyPath != nil, "RELAY_JWT_PUBLIC_KEY")] where set {
+                Log.warn("RELAY_JWT_JWKS_URL is set: \(name) is ignored", [:])
+            }
+            let store = JWKSKeyStore(minimumRefetchIntervalMs: config.jwtJWKSMinIntervalMs)
+            let verifier = try JWKSVerifier(store: store, algorithms: try JWKAlgorithm.parseList(config.jwtJWKSAlgorithms),
+                                            issuer: config.jwtIssuer, audience: config.jwtAudience,
+                                            leewaySeconds: config.jwtLeewaySeconds)
+            return (JWTAuthenticator(verifier: verifier), store)
+        }
         let algorithm: JWTAlgorithm
         if let path = config.jwtPublicKeyPath {
             guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else {
@@ -164,6 +179,6 @@ enum ServeCommand {
         }
         let verifier = try JWTVerifier(algorithm: algorithm, issuer: config.jwtIssuer, audience: config.jwtAudience,
                                        leewaySeconds: config.jwtLeewaySeconds)
-        return JWTAuthenticator(verifier: verifier)
+        return (JWTAuthenticator(verifier: verifier), nil)
     }
 }

@@ -17,7 +17,8 @@ public final class FakeUpstreamServer: @unchecked Sendable {
     public enum Step: Sendable {
         /// Status line and headers. `chunked`: `Transfer-Encoding: chunked` (each `send` is one
         /// chunk); otherwise `Connection: close` and the body ends when the server closes.
-        case head(status: Int, contentType: String, chunked: Bool = true)
+        /// `cacheControl`: the `Cache-Control` value sent.
+        case head(status: Int, contentType: String, chunked: Bool = true, cacheControl: String = "no-cache")
         /// Body bytes, written in one `send` (one HTTP chunk when chunked).
         case send([UInt8])
         /// Body bytes written in pieces of `pieceSize`, `pauseMs` apart.
@@ -68,11 +69,11 @@ public final class FakeUpstreamServer: @unchecked Sendable {
         var closes: [ClientClose] = []
         public var connections = 0
         var stopping = false
+        var routes: [String: Script] = [:]
     }
 
     /// The TCP port (127.0.0.1).
     public let port: Int
-    private let routes: [String: Script]
     private let listenFD: Int32
     private let state = Mutex(State())
     private let closeSignal = DispatchSemaphore(value: 0)
@@ -83,7 +84,7 @@ public final class FakeUpstreamServer: @unchecked Sendable {
 
     /// Starts listening and accepting.
     public init(routes: [String: Script]) throws {
-        self.routes = routes
+        state.withLock { $0.routes = routes }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
         var one: Int32 = 1
@@ -119,6 +120,12 @@ public final class FakeUpstreamServer: @unchecked Sendable {
     }
 
     deinit { stop() }
+
+    /// Replaces (or with nil removes) the script of `path`, for requests from now on
+    /// (e.g. a JWKS whose keys rotate during a test).
+    public func setRoute(_ path: String, _ script: Script?) {
+        state.withLock { $0.routes[path] = script }
+    }
 
     /// Requests received so far, in order.
     public var requests: [Request] { state.withLock { $0.requests } }
@@ -165,7 +172,7 @@ public final class FakeUpstreamServer: @unchecked Sendable {
         var buffer: [UInt8] = []
         while let req = readRequest(fd, connection: connection, buffer: &buffer) {
             state.withLock { $0.requests.append(req) }
-            guard let script = routes[req.path] else {
+            guard let script = state.withLock({ $0.routes[req.path] }) else {
                 let body = Array("{\"error\":{\"type\":\"not_found\",\"message\":\"no fixture at \(req.path)\"}}".utf8)
                 writeAll(fd, Array("HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
                 continue
@@ -179,9 +186,9 @@ public final class FakeUpstreamServer: @unchecked Sendable {
         var chunked = false
         for step in script.steps {
             switch step {
-            case .head(let status, let contentType, let ch):
+            case .head(let status, let contentType, let ch, let cacheControl):
                 chunked = ch
-                var h = "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Type: \(contentType)\r\nCache-Control: no-cache\r\n"
+                var h = "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Type: \(contentType)\r\nCache-Control: \(cacheControl)\r\n"
                 h += ch ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n"
                 guard writeAll(fd, Array((h + "\r\n").utf8)) else { return false }
             case .send(let bytes):

@@ -128,8 +128,10 @@ final class OpenAIUpstreamTests: UpstreamTestCase {
         assertMultiIdle()
     }
 
+    /// Data that is not JSON at all is still fatal (valid JSON of an odd shape is skipped:
+    /// see `UpstreamTextTests`).
     func testMalformedChunk() throws {
-        let body = OpenAIFixtures.roleChunk + OpenAIFixtures.content("ok") + "data: {\"choices\":[{\"delta\":{\"content\":42}}]}\n\n"
+        let body = OpenAIFixtures.roleChunk + OpenAIFixtures.content("ok") + "data: {\"choices\":[{\"delta\":{\"content\":\"x\"\n\n"
             + OpenAIFixtures.content("never")
         let (events, _) = try runOpenAI(Self.sse(body))
         XCTAssertEqual(events.first, .delta("ok"))

@@ -19,14 +19,14 @@ public protocol UpstreamTransferDelegate: AnyObject {
 ///
 /// Settings, for an upstream LLM API:
 /// * `POST` of the given body (copied, `CURLOPT_COPYPOSTFIELDS`), given headers, `Expect:`
-///   suppressed (no 100-continue round trip);
-/// * `CURLOPT_CONNECTTIMEOUT_MS` (name resolution + TCP + TLS handshake); no overall timeout,
-///   streams are long: the caller watches idleness;
+///   suppressed (no 100-continue round trip); or `GET` (`Request.get`, for a JWKS);
+/// * `CURLOPT_CONNECTTIMEOUT_MS` (name resolution + TCP + TLS handshake); no overall timeout
+///   unless `Request.timeoutMs` is set, streams are long: the caller watches idleness;
 /// * TLS peer and host verification on (`CURLOPT_SSL_VERIFYPEER` 1, `VERIFYHOST` 2) against the
 ///   system CA store; HTTP/2 over TLS where the server offers it (libcurl's default);
 /// * proxies taken from the environment exactly as the curl tool does (`http_proxy`,
 ///   `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`), as no `CURLOPT_PROXY` is set;
-/// * only `http` and `https`; no redirects (a 3xx is a non-2xx answer); `CURLOPT_NOSIGNAL`.
+/// * only `http` and `https` unless `Request.protocols` says otherwise; no redirects (a 3xx is a non-2xx answer); `CURLOPT_NOSIGNAL`.
 ///
 /// The delegate is held weakly; the `CurlMulti` holds the transfer while it runs.
 public final class UpstreamTransfer {
@@ -53,15 +53,26 @@ public final class UpstreamTransfer {
         public var noProxy: String?
         /// `CURLOPT_CAINFO`: a PEM CA bundle to trust instead of the system store (`nil`: system).
         public var caInfo: String?
+        /// `GET` instead of `POST` (the body is then ignored); for fetching documents such
+        /// as a JWKS (issue 19).
+        public var get: Bool
+        /// Whole-transfer timeout, ms (`CURLOPT_TIMEOUT_MS`); 0: none (streams are long).
+        public var timeoutMs: Int
+        /// `CURLOPT_PROTOCOLS_STR`; default `http,https` (`file` for a local JWKS).
+        public var protocols: String
 
         public init(url: String, headers: [String], body: [UInt8], connectTimeoutMs: Int = 10_000,
-                    noProxy: String? = nil, caInfo: String? = nil) {
+                    noProxy: String? = nil, caInfo: String? = nil, get: Bool = false, timeoutMs: Int = 0,
+                    protocols: String = "http,https") {
             self.url = url
             self.headers = headers
             self.body = body
             self.connectTimeoutMs = connectTimeoutMs
             self.noProxy = noProxy
             self.caInfo = caInfo
+            self.get = get
+            self.timeoutMs = timeoutMs
+            self.protocols = protocols
         }
     }
 
@@ -106,12 +117,8 @@ public final class UpstreamTransfer {
     }
 
     private func configure(_ r: Request) throws(CurlError) {
-        func check(_ rc: CURLcode, _ name: String) throws(CurlError) {
-            if rc != CURLE_OK { throw .setopt(option: name, message: String(cString: curl_easy_strerror(rc))) }
-        }
-        let me = Unmanaged.passUnretained(self).toOpaque()
         try check(sr_easy_setopt_string(easy, CURLOPT_URL, r.url), "URL")
-        try check(sr_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"), "PROTOCOLS_STR")
+        try check(sr_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, r.protocols), "PROTOCOLS_STR")
         try check(sr_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1), "NOSIGNAL")
         try check(sr_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0), "FOLLOWLOCATION")
         try check(sr_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1), "SSL_VERIFYPEER")
@@ -122,6 +129,17 @@ public final class UpstreamTransfer {
         if let np = r.noProxy { try check(sr_easy_setopt_string(easy, CURLOPT_NOPROXY, np), "NOPROXY") }
         if let ca = r.caInfo { try check(sr_easy_setopt_string(easy, CURLOPT_CAINFO, ca), "CAINFO") }
         try check(sr_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headerList.pointer), "HTTPHEADER")
+        if r.timeoutMs > 0 { try check(sr_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, r.timeoutMs), "TIMEOUT_MS") }
+        if r.get {
+            try check(sr_easy_setopt_long(easy, CURLOPT_HTTPGET, 1), "HTTPGET")
+        } else {
+            try configurePOST(r)
+        }
+        try check(sr_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "ERRORBUFFER")
+        try configureCallbacks()
+    }
+
+    private func configurePOST(_ r: Request) throws(CurlError) {
         try check(sr_easy_setopt_long(easy, CURLOPT_POST, 1), "POST")
         try check(sr_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(r.body.count)), "POSTFIELDSIZE_LARGE")
         // COPYPOSTFIELDS copies POSTFIELDSIZE bytes (set above), so the body may contain NUL;
@@ -132,7 +150,14 @@ public final class UpstreamTransfer {
             sr_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, b.baseAddress)
         }
         try check(copied, "COPYPOSTFIELDS")
-        try check(sr_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer), "ERRORBUFFER")
+    }
+
+    private func check(_ rc: CURLcode, _ name: String) throws(CurlError) {
+        if rc != CURLE_OK { throw .setopt(option: name, message: String(cString: curl_easy_strerror(rc))) }
+    }
+
+    private func configureCallbacks() throws(CurlError) {
+        let me = Unmanaged.passUnretained(self).toOpaque()
         try check(sr_easy_setopt_pointer(easy, CURLOPT_PRIVATE, me), "PRIVATE")
         try check(sr_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me), "WRITEDATA")
         try check(sr_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, n, userp in
@@ -189,6 +214,16 @@ public final class UpstreamTransfer {
         var v = 0
         sr_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &v)
         return v
+    }
+
+    /// The value of response header `name` (case-insensitive; the last one when repeated,
+    /// `curl_easy_header`), e.g. `Cache-Control`; nil when absent.
+    public func responseHeader(_ name: String) -> String? {
+        var h: UnsafeMutablePointer<curl_header>?
+        guard curl_easy_header(easy, name, 0, UInt32(CURLH_HEADER), -1, &h) == CURLHE_OK, let h, let v = h.pointee.value else {
+            return nil
+        }
+        return String(cString: v)
     }
 
     /// The response's `Content-Type` header value, if any.

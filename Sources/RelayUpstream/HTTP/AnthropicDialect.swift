@@ -21,34 +21,6 @@ struct AnthropicDialect: UpstreamDialect {
     private(set) var promptTokens: Int?
     private(set) var completionTokens: Int?
 
-    private struct Event: Decodable {
-        let type: String?
-        let message: Message?
-        let delta: Delta?
-        let usage: EventUsage?
-        let error: EventError?
-    }
-    private struct Message: Decodable {
-        let usage: EventUsage?
-    }
-    private struct Delta: Decodable {
-        let type: String?
-        let text: String?
-        let stop_reason: String?
-    }
-    private struct EventUsage: Decodable {
-        let input_tokens: Int?
-        let output_tokens: Int?
-        let cache_creation_input_tokens: Int?
-        let cache_read_input_tokens: Int?
-    }
-    private struct EventError: Decodable {
-        let type: String?
-        let message: String?
-    }
-
-    private let decoder = JSONDecoder()
-
     /// The relay's `finish_reason` for an Anthropic `stop_reason`.
     static func finishReason(for stopReason: String) -> String {
         switch stopReason {
@@ -62,42 +34,53 @@ struct AnthropicDialect: UpstreamDialect {
 
     mutating func step(_ message: SSEMessage) throws(MalformedChunk) -> DialectStep {
         if message.type == "ping" { return .ignore }
-        let e: Event
-        do {
-            e = try decoder.decode(Event.self, from: Data(message.data.utf8))
-        } catch {
-            throw MalformedChunk(reason: "data of event \"\(message.type)\" is not the documented JSON object")
+        let e = try Self.json(message, what: "data of event \"\(message.type)\"")
+        guard e.isObject else { return .skip("data of event \"\(message.type)\" is not a JSON object") }
+        let type = e["type"]?.stringValue ?? message.type
+        if type == "error" || message.type == "error" {  // the error shape, whatever its inner types
+            let err = e["error"]
+            let kind = err?["type"]?.stringValue ?? "error"
+            let text = err?["message"]?.stringValue ?? err?.stringValue ?? "error in stream"
+            return .fail("upstream \(kind): \(UpstreamErrorBody.oneLine(text))")
         }
-        switch e.type ?? message.type {
+        do throws(ShapeMismatch) {
+            return try interpret(e, type: type)
+        } catch {
+            return .skip("\(type): \(error.reason)")
+        }
+    }
+
+    /// Reads the documented fields of one event, checking all types before recording anything.
+    private mutating func interpret(_ e: JSONValue, type: String) throws(ShapeMismatch) -> DialectStep {
+        switch type {
         case "message_start":
-            if let u = e.message?.usage { record(u) }
+            guard let message = try e.object("message") else { throw ShapeMismatch(reason: "no \"message\"") }
+            if let u = try message.object("usage") { try record(u) }
             return .ignore
         case "content_block_delta":
-            guard let d = e.delta else { throw MalformedChunk(reason: "content_block_delta without delta") }
-            if d.type == "text_delta" {
-                guard let t = d.text else { throw MalformedChunk(reason: "text_delta without text") }
-                return .delta(t)
-            }
-            return .ignore
+            guard let d = try e.object("delta") else { throw ShapeMismatch(reason: "no \"delta\"") }
+            guard try d.string("type")?.text == "text_delta" else { return .ignore }
+            guard let t = try d.string("text") else { throw ShapeMismatch(reason: "text_delta without \"text\"") }
+            return t.units.isEmpty ? .ignore : .delta(t)
         case "message_delta":
-            if let r = e.delta?.stop_reason { finishReason = Self.finishReason(for: r) }
-            if let u = e.usage { record(u) }
+            let reason = try e.object("delta")?.string("stop_reason")
+            if let u = try e.object("usage") { try record(u) }
+            if let r = reason { finishReason = Self.finishReason(for: r.text) }
             return .ignore
         case "message_stop":
             return .end
-        case "error":
-            let kind = e.error?.type ?? "error"
-            return .fail("upstream \(kind): \(UpstreamErrorBody.oneLine(e.error?.message ?? "error in stream"))")
-        default:  // ping, content_block_start, content_block_stop, future types
+        default:  // content_block_start, content_block_stop, future types
             return .ignore
         }
     }
 
-    private mutating func record(_ u: EventUsage) {
-        if let i = u.input_tokens {
-            promptTokens = i + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0)
-        }
-        if let o = u.output_tokens { completionTokens = o }
+    private mutating func record(_ u: JSONValue) throws(ShapeMismatch) {
+        let input = try u.int("input_tokens")
+        let creation = try u.int("cache_creation_input_tokens") ?? 0
+        let read = try u.int("cache_read_input_tokens") ?? 0
+        let output = try u.int("output_tokens")
+        if let i = input { promptTokens = i + creation + read }
+        if let o = output { completionTokens = o }
     }
 
     /// The request body: `{"model","max_tokens","stream":true,"system"?,"messages"}`, system

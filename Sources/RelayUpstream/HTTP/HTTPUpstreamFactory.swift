@@ -36,14 +36,19 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
     public let api: API
     /// The settings in use.
     public let config: HTTPUpstreamConfig
+    /// Skipped chunks and replaced surrogate halves of every upstream this factory makes.
+    public let counters: UpstreamTextCounters
     private let multis: CurlMultiPerLoop
 
     /// - Parameters:
     ///   - config: `UPSTREAM_URL`, `UPSTREAM_API_KEY`, `UPSTREAM_MODEL`, timeouts, limits.
     ///   - multi: the worker's `CurlMulti`; `nil`: the factory makes one per loop on first use.
-    public init(_ api: API, config: HTTPUpstreamConfig, multi: CurlMulti? = nil) {
+    ///   - counters: shared by all workers' factories so `/metrics` reads one total.
+    public init(_ api: API, config: HTTPUpstreamConfig, multi: CurlMulti? = nil,
+                counters: UpstreamTextCounters = UpstreamTextCounters()) {
         self.api = api
         self.config = config
+        self.counters = counters
         multis = CurlMultiPerLoop(multi)
     }
 
@@ -80,10 +85,10 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
                                            headers: ["Content-Type: application/json", "Accept: text/event-stream"] + headers,
                                            body: body, connectTimeoutMs: config.connectTimeoutMs,
                                            noProxy: config.noProxy, caInfo: config.caInfo)
-        let config = self.config, multis = self.multis, prompt = request.estimatedPromptTokens
+        let config = self.config, multis = self.multis, prompt = request.estimatedPromptTokens, counters = self.counters
         return UpstreamPlan { loop in
             SSEStreamUpstream(request: req, multi: try multis.multi(for: loop), config: config,
-                              dialect: dialect(), estimatedPromptTokens: prompt)
+                              dialect: dialect(), estimatedPromptTokens: prompt, counters: counters)
         }
     }
 }

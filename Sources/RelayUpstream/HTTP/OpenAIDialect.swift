@@ -17,50 +17,41 @@ struct OpenAIDialect: UpstreamDialect {
     private(set) var promptTokens: Int?
     private(set) var completionTokens: Int?
 
-    private struct Chunk: Decodable {
-        let choices: [Choice]?
-        let usage: ChunkUsage?
-        let error: ChunkError?
-    }
-    private struct Choice: Decodable {
-        let index: Int?
-        let delta: Delta?
-        let finish_reason: String?
-    }
-    private struct Delta: Decodable {
-        let content: String?
-    }
-    private struct ChunkUsage: Decodable {
-        let prompt_tokens: Int?
-        let completion_tokens: Int?
-    }
-    private struct ChunkError: Decodable {
-        let message: String?
-        let type: String?
-        let code: LooseString?
-    }
-
-    private let decoder = JSONDecoder()
-
     mutating func step(_ message: SSEMessage) throws(MalformedChunk) -> DialectStep {
         if message.data == "[DONE]" { return .end }
-        let chunk: Chunk
-        do {
-            chunk = try decoder.decode(Chunk.self, from: Data(message.data.utf8))
+        let chunk = try Self.json(message, what: "data")
+        guard chunk.isObject else { return .skip("chunk is not a JSON object") }
+        if let e = chunk["error"], !e.isNull {  // the error shape, whatever its inner types
+            let code = e.looseText("code") ?? e.looseText("type") ?? "error"
+            let text = e.stringValue ?? e["message"]?.stringValue ?? "error in stream"
+            return .fail("upstream \(code): \(UpstreamErrorBody.oneLine(text))")
+        }
+        do throws(ShapeMismatch) {
+            return try interpret(chunk)
         } catch {
-            throw MalformedChunk(reason: "data is not a chat.completion.chunk JSON object")
+            return .skip(error.reason)
         }
-        if let e = chunk.error {
-            let code = e.code?.value ?? e.type ?? "error"
-            return .fail("upstream \(code): \(UpstreamErrorBody.oneLine(e.message ?? "error in stream"))")
+    }
+
+    /// Reads the documented fields, checking all types before recording anything.
+    private mutating func interpret(_ chunk: JSONValue) throws(ShapeMismatch) -> DialectStep {
+        let usage = try chunk.object("usage")
+        let prompt = try usage?.int("prompt_tokens")
+        let completion = try usage?.int("completion_tokens")
+        var choice: JSONValue?
+        for c in try chunk.array("choices") ?? [] {
+            guard c.isObject else { throw ShapeMismatch(reason: "a choice is not an object") }
+            if (try c.int("index") ?? 0) == 0 {
+                choice = c
+                break
+            }
         }
-        if let u = chunk.usage {
-            if let p = u.prompt_tokens { promptTokens = p }
-            if let c = u.completion_tokens { completionTokens = c }
-        }
-        guard let choice = chunk.choices?.first(where: { ($0.index ?? 0) == 0 }) else { return .ignore }
-        if let r = choice.finish_reason { finishReason = r }
-        if let text = choice.delta?.content, !text.isEmpty { return .delta(text) }
+        let reason = try choice?.string("finish_reason")
+        let text = try choice?.object("delta")?.string("content")
+        if let p = prompt { promptTokens = p }
+        if let c = completion { completionTokens = c }
+        if let r = reason { finishReason = r.text }
+        if let text, !text.units.isEmpty { return .delta(text) }
         return .ignore
     }
 

@@ -11,11 +11,19 @@ import RelayLoop
 ///   but without the end marker (lenient with servers that omit `[DONE]`);
 /// * `error(502, "upstream_error", …)` on: connect failure, a non-2xx answer (`upstream 429
 ///   rate_limit_error: …`), a 2xx answer that is not `text/event-stream` (HTML, JSON),
-///   a malformed chunk, an error event, a line longer than `maxLineBytes`, more than
+///   a chunk that is not JSON, the dialect's error shape, a line longer than `maxLineBytes`, more than
 ///   `maxEventBytes` without a complete event, or a close before the end;
 /// * `error(504, "upstream_timeout", …)` when no byte arrives for `idleTimeoutMs`, or the
 ///   connect times out.
 /// Each failure aborts the transfer (its connection is closed).
+///
+/// Upstream text never kills an answer (issue 13 item 4): invalid UTF-8 becomes U+FFFD (in
+/// `SSEParser` and `LenientJSON`); an escaped surrogate half at the end of one delta is paired
+/// with a half at the start of the next (`SurrogateJoiner`), and a half that stays unpaired
+/// becomes U+FFFD (a high half still held at the end is emitted as a U+FFFD delta before the
+/// terminal event); a chunk that is valid JSON of an undocumented shape is skipped. Both are
+/// counted in `skippedChunks` / `replacedSurrogateHalves` and in the factory's shared
+/// `UpstreamTextCounters`.
 final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTransferDelegate {
     private enum Phase { case waiting, streaming, errorBody(status: Int) }
 
@@ -24,6 +32,8 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
     private let config: HTTPUpstreamConfig
     private var dialect: Dialect
     private let estimatedPromptTokens: Int
+    private let counters: UpstreamTextCounters
+    private var joiner = SurrogateJoiner()
     private var emit: ((StreamEvent) -> Void)?
     private var transfer: UpstreamTransfer?
     private var idleTimer: LoopTimer?
@@ -36,9 +46,14 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
     private var countedCompletionTokens = 0
     /// Body pieces delivered by libcurl so far (how split the stream arrived).
     private(set) var bodyPieces = 0
+    /// Chunks of this stream skipped as valid JSON of an undocumented shape.
+    private(set) var skippedChunks = 0
+    /// Unpaired surrogate halves of this stream replaced by U+FFFD.
+    var replacedSurrogateHalves: Int { joiner.replacedHalves }
 
     init(request: UpstreamTransfer.Request, multi: CurlMulti, config: HTTPUpstreamConfig,
-         dialect: Dialect, estimatedPromptTokens: Int) {
+         dialect: Dialect, estimatedPromptTokens: Int, counters: UpstreamTextCounters) {
+        self.counters = counters
         self.request = request
         self.multi = multi
         self.config = config
@@ -183,7 +198,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
             }
         }
         for item in items {
-            guard let emit else { break }  // a terminal event was emitted, or cancel() was called
+            guard emit != nil else { break }  // a terminal event was emitted, or cancel() was called
             guard case .event(let message) = item else { continue }  // comments: keep-alives
             let step: DialectStep
             do {
@@ -195,10 +210,11 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
             switch step {
             case .ignore:
                 break
-            case .delta(let text):
-                guard !text.isEmpty else { break }
-                countedCompletionTokens += max(1, SimulatedTokenizer.estimateTokens(text))
-                emit(.delta(text))
+            case .delta(let units):
+                emitText(joined(units.units))
+            case .skip:
+                skippedChunks += 1
+                counters.addSkippedChunk()
             case .end:
                 finish(.done(finishReason: dialect.finishReason ?? "stop", usage: usage), drain: true)
             case .fail(let why):
@@ -223,8 +239,27 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
         finish(APIError(code, message).asEvent, drain: false)
     }
 
+    /// The text completed by the next delta's units (`nil`: the end of the stream), counting
+    /// replaced halves.
+    private func joined(_ units: [UInt16]?) -> String {
+        let before = joiner.replacedHalves
+        let text = units.map { joiner.append($0) } ?? joiner.finish()
+        counters.addReplacedHalves(joiner.replacedHalves - before)
+        return text
+    }
+
+    private func emitText(_ text: String) {
+        guard let emit, !text.isEmpty else { return }
+        countedCompletionTokens += max(1, SimulatedTokenizer.estimateTokens(text))
+        emit(.delta(text))
+    }
+
     /// Emits the terminal event once, after stopping the transfer (so nothing re-enters).
+    /// A surrogate half still held by the joiner goes out first as a U+FFFD delta (unless the
+    /// consumer cancels on it).
     private func finish(_ event: StreamEvent, drain: Bool) {
+        guard emit != nil else { return }
+        emitText(joined(nil))
         guard let e = emit else { return }
         emit = nil
         stopTransfer(drain: drain)

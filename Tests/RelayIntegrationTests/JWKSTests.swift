@@ -1,0 +1,242 @@
+import Foundation
+import RelayAuth
+import RelayCore
+import RelayTestSupport
+import XCTest
+
+/// Issue 19 against a real relay process: keys from a JWKS served on loopback by the test
+/// (`FakeUpstreamServer`, whose answers the test changes), rotation without a restart,
+/// the refetch rate limit, attacks, readiness, `file://` and `mint-token --jwk`.
+final class JWKSTests: RelayTestCase {
+    static let rsa = try! JWKKeyBuilder.generate(.rsa, kid: "rsa-1")
+    static let ec = try! JWKKeyBuilder.generate(.ec, kid: "ec-1")
+    static let third = try! JWKKeyBuilder.generate(.rsa, kid: "rsa-3")
+
+    private var jwksServer: FakeUpstreamServer?
+
+    override func tearDown() {
+        jwksServer?.stop()
+        jwksServer = nil
+        super.tearDown()
+    }
+
+    static func document(_ keys: [[String: Any]]) -> [UInt8] {
+        Array(try! JSONSerialization.data(withJSONObject: ["keys": keys]))
+    }
+
+    static func serve(_ keys: [JSONWebKey]) -> FakeUpstreamServer.Script {
+        serve(document(keys.map(\.publicJSON)))
+    }
+
+    static func serve(_ body: [UInt8]) -> FakeUpstreamServer.Script {
+        .init([.head(status: 200, contentType: "application/json", chunked: false), .send(body)])
+    }
+
+    static let failing = FakeUpstreamServer.Script([.head(status: 500, contentType: "text/plain", chunked: false), .send(Array("down".utf8))])
+
+    /// Starts the JWKS server with `script` at `/jwks` and a relay using it.
+    private func start(_ script: FakeUpstreamServer.Script, env: [String: String] = [:], waitReady: Bool = true) throws
+        -> (FakeUpstreamServer, RelayProcess) {
+        let server = try FakeUpstreamServer(routes: ["/jwks": script])
+        jwksServer = server
+        var e = ["RELAY_JWT_JWKS_URL": server.baseURL + "/jwks", "RELAY_SIMULATED_TOKENS_PER_SECOND": "2000"]
+        for (k, v) in env { e[k] = v }
+        if waitReady { return (server, try startRelay(e)) }
+        let relay = try RelayProcess(redisURL: redis.url, env: e, waitReady: false)
+        addTeardownBlock { relay.kill9() }
+        return (server, relay)
+    }
+
+    static func token(_ key: JSONWebKey, sub: String = "alice", ttl: Int = 600) -> String {
+        try! TokenMinter.jwk(key, sub: sub, sid: "s-" + UUID().uuidString, tier: nil, ttlSeconds: ttl,
+                             now: Int64(Date().timeIntervalSince1970))
+    }
+
+    /// The status of an authenticated `GET /api/budget` (200 or 401).
+    private func status(_ relay: RelayProcess, _ token: String) throws -> Int {
+        try HTTPClient.request(port: relay.port, method: "GET", path: "/api/budget",
+                               headers: [("Authorization", "Bearer \(token)")]).status
+    }
+
+    /// A `/metrics` value, 0 when absent.
+    private func value(_ relay: RelayProcess, _ name: String) throws -> Double { try metric(relay, name) ?? 0 }
+
+    private func jwksRequests(_ s: FakeUpstreamServer) -> Int { s.requests.filter { $0.path == "/jwks" }.count }
+
+    // MARK: tests
+
+    func testBothKeysVerifyAThirdVerifiesAfterTheUnknownKidRefetchAndFloodsStayAtOne() throws {
+        let (server, relay) = try start(Self.serve([Self.rsa, Self.ec]))
+        XCTAssertEqual(jwksRequests(server), 1)
+        XCTAssertEqual(server.requests.first?.method, "GET")
+        XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200)
+        XCTAssertEqual(try status(relay, Self.token(Self.ec)), 200)
+        let c = try Chat.start(port: relay.port, token: Self.token(Self.ec))
+        XCTAssertEqual(c.status, 200)
+        assertSequence(try c.readAll())
+
+        // Rotation at the provider: a third key; its first token triggers the refetch.
+        server.setRoute("/jwks", Self.serve([Self.rsa, Self.ec, Self.third]))
+        let t3 = Self.token(Self.third)
+        XCTAssertEqual(try status(relay, t3), 401, "unknown kid before the refetch")
+        try eventually(10, "the rsa-3 token to verify after the refetch") { try status(relay, t3) == 200 }
+        XCTAssertEqual(jwksRequests(server), 2)
+        XCTAssertEqual(try value(relay, "relay_jwks_unknown_kid_refetches_total"), 1)
+
+        // A flood of made-up kids (both workers) within the minute: no further refetch.
+        let strangers = try (0..<8).map { try JWKKeyBuilder.generate(.ec, kid: "stranger-\($0)") }
+        let tokens = strangers.map { Self.token($0) }
+        let statuses = try (0..<48).map { try status(relay, tokens[$0 % tokens.count]) }
+        XCTAssertEqual(Set(statuses), [401])
+        // The gate decides before each 401 is sent, so the counter is final here.
+        XCTAssertEqual(try value(relay, "relay_jwks_unknown_kid_refetches_total"), 1)
+        XCTAssertEqual(jwksRequests(server), 2)
+        XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200)
+    }
+
+    func testFailedRefreshKeepsTheSetAndRemovedKeysStopWithoutCuttingLiveStreams() throws {
+        let (server, relay) = try start(Self.serve([Self.rsa, Self.ec]),
+                                        env: ["RELAY_JWT_JWKS_REFRESH": "150ms", "RELAY_SIMULATED_TOKENS_PER_SECOND": "40"])
+        // A live stream of a token signed by the key that will be removed (~4 s at 40 tokens/s).
+        let rsaToken = Self.token(Self.rsa)
+        let live = try Chat.start(port: relay.port, token: rsaToken, maxTokens: 160)
+        XCTAssertEqual(live.status, 200)
+        XCTAssertNotNil(try live.nextEvent())
+
+        server.setRoute("/jwks", Self.failing)
+        try eventually(10, "three failed refreshes") { try value(relay, "relay_jwks_fetches_total{result=\"error\"}") >= 3 }
+        XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200, "the last good set stays in use")
+        XCTAssertEqual(try status(relay, Self.token(Self.ec)), 200)
+        XCTAssertEqual(relay.log.components(separatedBy: "JWKS refresh failed").count - 1, 1, "logged once per run of failures")
+
+        server.setRoute("/jwks", Self.serve([Self.ec]))
+        try eventually(10, "the removed key to stop verifying") { try status(relay, Self.token(Self.rsa)) == 401 }
+        XCTAssertEqual(try status(relay, Self.token(Self.ec)), 200)
+        XCTAssertTrue(relay.log.contains("JWKS fetch works again"))
+        XCTAssertEqual(try value(relay, "relay_jwks_keys"), 1)
+
+        // The stream admitted before the removal runs to its end.
+        let rest = try live.readAll()
+        guard let last = rest.last, case .done? = try? StreamEvent(json: last.data) else {
+            return XCTFail("live stream did not end with done: \(rest.last?.data ?? "nothing")")
+        }
+        // A reconnect is a new authentication: the removed key no longer verifies.
+        XCTAssertEqual(try status(relay, rsaToken), 401)
+    }
+
+    func testAttacksAreUnauthorized() throws {
+        // A 512-bit RSA key in the set, with a token it really signed.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-weak-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let weakKey = dir.appendingPathComponent("weak.pem").path
+        try openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:512", "-out", weakKey])
+        let modulusHex = try openssl(["rsa", "-in", weakKey, "-modulus", "-noout"])
+            .trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "Modulus=", with: "")
+        let weak: [String: Any] = ["kty": "RSA", "kid": "weak", "alg": "RS256", "n": Self.b64(Self.bytes(hex: modulusHex)), "e": "AQAB"]
+        let (_, relay) = try start(Self.serve(Self.document([Self.rsa.publicJSON, Self.ec.publicJSON, weak])))
+
+        let now = Int(Date().timeIntervalSince1970)
+        let claims = #"{"sub":"mallory","sid":"s1","exp":\#(now + 600)}"#
+        let weakToken = try signRS256(header: #"{"alg":"RS256","kid":"weak"}"#, payload: claims, key: weakKey, dir: dir)
+        XCTAssertEqual(try status(relay, weakToken), 401, "512-bit modulus")
+
+        guard case .rsa(let n, _) = Self.rsa.material else { return XCTFail() }
+        let hsInput = Self.b64(#"{"alg":"HS256","kid":"rsa-1"}"#) + "." + Self.b64(claims)
+        let hsSig = try openssl(["mac", "-digest", "SHA256", "-macopt", "hexkey:" + n.map { String(format: "%02x", $0) }.joined(),
+                                 "-in", write(hsInput, dir), "HMAC"])
+        let hsToken = hsInput + "." + Self.b64(Self.bytes(hex: hsSig.filter(\.isHexDigit)))
+        XCTAssertEqual(try status(relay, hsToken), 401, "HS256 with the modulus as secret")
+
+        let none = Self.b64(#"{"alg":"none","kid":"rsa-1"}"#) + "." + Self.b64(claims) + "."
+        XCTAssertEqual(try status(relay, none), 401, "alg none")
+
+        // A real RS256 signature by rsa-1, but the header names the EC key.
+        let rsaPEM = dir.appendingPathComponent("rsa.pem").path
+        try JWKKeyBuilder.privatePEM(Self.rsa).write(toFile: rsaPEM, atomically: true, encoding: .utf8)
+        let confused = try signRS256(header: #"{"alg":"RS256","kid":"ec-1"}"#, payload: claims, key: rsaPEM, dir: dir)
+        XCTAssertEqual(try status(relay, confused), 401, "kid of an EC key with an RS256 header")
+        let honest = try signRS256(header: #"{"alg":"RS256","kid":"rsa-1"}"#, payload: claims, key: rsaPEM, dir: dir)
+        XCTAssertEqual(try status(relay, honest), 200, "the same signature under the right kid (control)")
+    }
+
+    func testRefreshFollowsCacheControlMaxAge() throws {
+        let doc = Self.document([Self.rsa.publicJSON])
+        let script = FakeUpstreamServer.Script([.head(status: 200, contentType: "application/json", chunked: false,
+                                                      cacheControl: "public, max-age=1"), .send(doc)])
+        // RELAY_JWT_JWKS_REFRESH stays 10 min: only the header can cause the refreshes.
+        let (server, relay) = try start(script, env: ["RELAY_JWT_JWKS_MIN_INTERVAL": "500ms"])
+        try eventually(10, "two refreshes after max-age=1") { jwksRequests(server) >= 3 }
+        XCTAssertEqual(try value(relay, "relay_jwks_unknown_kid_refetches_total"), 0)
+        XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200)
+    }
+
+    func testNotReadyUntilAKeySetIsLoaded() throws {
+        let (server, relay) = try start(Self.failing, env: ["RELAY_JWT_JWKS_MIN_INTERVAL": "200ms"], waitReady: false)
+        try eventually(10, "a failed first fetch") { jwksRequests(server) >= 1 }
+        XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/readyz").status, 503)
+        XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 401)
+        server.setRoute("/jwks", Self.serve([Self.rsa]))
+        try eventually(10, "ready once the set is loaded") {
+            try HTTPClient.request(port: relay.port, method: "GET", path: "/readyz").status == 200
+        }
+        XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200)
+    }
+
+    func testFileURLAndMintTokenWithAJWK() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-file-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let keyPath = dir.appendingPathComponent("key.jwk").path
+        let jwks = try cli(["mint-token", "--new-jwk", "ec", "--kid", "demo", "--out", keyPath])
+        let jwksPath = dir.appendingPathComponent("jwks.json").path
+        try jwks.write(toFile: jwksPath, atomically: true, encoding: .utf8)
+        let relay = try startRelay(["RELAY_JWT_JWKS_URL": "file://" + jwksPath])
+        let token = try cli(["mint-token", "--jwk", keyPath, "--sub", "dana", "--sid", "s1"])
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertEqual(try status(relay, token), 200)
+        XCTAssertEqual(try status(relay, RelayProcess.token()), 401, "the HS256 secret is not used with a JWKS")
+    }
+
+    // MARK: helpers
+
+    static func b64(_ s: String) -> String { b64(Array(s.utf8)) }
+    static func b64(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    static func bytes(hex: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var it = hex.makeIterator()
+        while let a = it.next(), let b = it.next() { out.append(UInt8(String([a, b]), radix: 16)!) }
+        return out
+    }
+
+    private func write(_ text: String, _ dir: URL) throws -> String {
+        let f = dir.appendingPathComponent(UUID().uuidString).path
+        try text.write(toFile: f, atomically: true, encoding: .utf8)
+        return f
+    }
+
+    private func signRS256(header: String, payload: String, key: String, dir: URL) throws -> String {
+        let input = Self.b64(header) + "." + Self.b64(payload)
+        // `-hex` prints "…= <hex signature>".
+        let out = try openssl(["dgst", "-sha256", "-sign", key, "-hex", try write(input, dir)])
+        let hex = out.split(separator: "=").last.map { $0.filter(\.isHexDigit) } ?? ""
+        return input + "." + Self.b64(Self.bytes(hex: String(hex)))
+    }
+
+    /// Runs `openssl` and returns its stdout.
+    @discardableResult
+    private func openssl(_ args: [String]) throws -> String { try run("/usr/bin/openssl", args) }
+
+    /// Runs `stream-relay` and returns its stdout.
+    private func cli(_ args: [String]) throws -> String { try run(TestPaths.relayBinary, args) }
+
+    private func run(_ exe: String, _ args: [String]) throws -> String {
+        let r = try ToolProcess.run(exe, args)
+        guard r.status == 0 else { throw TestFailure("\(exe) \(args) failed: \(r.stderr)") }
+        return r.stdout
+    }
+}
