@@ -490,8 +490,11 @@ final class ClientKitTests: RelayTestCase {
         XCTAssertNotNil(try open.nextEvent(), "the occupant's stream is live")
         let relay = try startRelay()
         let reference = referenceText(maxTokens: 120)
+        // FastClock at 2× only: the client lengthens its backoff to 3 s when a response takes
+        // over 500 ms of clock time, which at 10× is 50 ms of real time — a cold relay's first
+        // POST on a loaded 2-core machine. At 2× that threshold is 250 ms of real time.
         let c = RelayChatClient(baseURLs: [url(relay.port), url(capped.port)], tokenProvider: { _ in RelayProcess.token() },
-                                clock: FastClock(), transport: URLSessionTransport(configuration: .ephemeral), jitter: { 40 })
+                                clock: FastClock(factor: 2), transport: URLSessionTransport(configuration: .ephemeral), jitter: { 40 })
         let out = try await collect(c.startChat(request(maxTokens: 120), options: .init(dropAfterEvents: 10)))
         XCTAssertEqual(out.completion, .finished(finishReason: "length"), "\(out.statuses)")
         XCTAssertEqual(out.text, reference)
