@@ -161,6 +161,7 @@ final class BudgetReservationTests: RelayTestCase {
         let l = try ledger(user)
         XCTAssertEqual(l.used, usage.totalTokens, "charged what was streamed")
         XCTAssertLessThanOrEqual(l.used, 2000, "used stays within the limit")
+        print("upstream ignoring max_tokens (budget 2000): \(deltas(events)) deltas streamed of \(3 * granted), used \(l.used), reserved \(l.reserved)")
 
         // The request's own max_tokens sets the cap: plain `length`.
         let small = "small-\(UUID().uuidString.prefix(8))"
