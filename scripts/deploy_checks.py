@@ -414,6 +414,9 @@ def cmd_compose(resolved, raw, nginx_conf, env_example):
     check(len(redis) == 1, "compose: one Redis 7 service")
     redis_name = next((n for n, s in services.items() if str(s.get("image", "")).startswith("redis:7")), "redis")
     check(bool(redis and redis[0].get("healthcheck", {}).get("test")), "compose: Redis has a healthcheck")
+    cmd = [str(c) for c in (redis[0].get("command") or [])] if redis else []
+    check(any(cmd[i:i + 2] == ["--appendonly", "yes"] for i in range(len(cmd))) and bool(redis[0].get("volumes")),
+          "compose: Redis persists (AOF on a volume: revocations and budgets live only in Redis)")
     for n, s in relays.items():
         env = s.get("environment", {})
         if isinstance(env, list):

@@ -18,7 +18,8 @@ struct GenerationBudget {
 /// One generation (DESIGN §1 "Generation", the producer): upstream adapter →
 /// sequencer (seq 1, 2, 3 …) → ordered appends to the Redis event log. It keeps
 /// running when its client disconnects, until `done`, an upstream error, a cancel or
-/// a revocation. Every ending settles its budget reservation once, to what was really
+/// a revocation, or its completion tokens reach the grant (`BudgetArithmetic.CompletionCap`:
+/// the relay enforces `max_tokens` itself, since an upstream may ignore it). Every ending settles its budget reservation once, to what was really
 /// generated (`GenerationHost.settle`). Loop thread only.
 final class Generation {
     /// The scoped id (`RequestID.scoped(by:)`).
@@ -37,7 +38,9 @@ final class Generation {
     private(set) var started = false
     let startedMs: UInt64
     private var firstTokenMs: UInt64?
+    /// `delta` events streamed (one completion token each).
     private var completionTokens = 0
+    private let cap: BudgetArithmetic.CompletionCap
 
     init(id: RequestID, owner: String, ownerHash: String, sid: String, budget: GenerationBudget,
          upstream: Upstream, host: GenerationHost) {
@@ -46,6 +49,7 @@ final class Generation {
         self.ownerHash = ownerHash
         self.sid = sid
         self.budget = budget
+        self.cap = BudgetArithmetic.CompletionCap(budget.grant)
         self.upstream = upstream
         self.host = host
         self.startedMs = host.loop.nowMs
@@ -101,6 +105,17 @@ final class Generation {
         }
         appender.append(seq: seq, json: json, text: text, finalState: finalState?.rawValue)
         host.appended(events: 1)
+        if finalState == nil && cap.isReached(streamed: completionTokens) { stopAtGrant() }
+    }
+
+    /// The grant's completion tokens were streamed: stops the upstream (which may have
+    /// ignored `max_tokens`) and ends with `done` `finish_reason: "length"` (plus
+    /// `"budget_limited": true` when the budget set the grant), charged what was streamed.
+    private func stopAtGrant() {
+        let reported = upstream.cancel()
+        let end = cap.ending(reportedPrompt: reported.promptTokens, promptEstimate: budget.promptEstimate,
+                             streamed: completionTokens)
+        emit(.done(finishReason: end.finishReason, usage: end.usage))
     }
 
     /// Stops the upstream and ends the stream with `done` (`finish_reason:

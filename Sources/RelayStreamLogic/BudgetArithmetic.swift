@@ -1,3 +1,5 @@
+import RelayCore
+
 /// The token arithmetic of budgets (issue 12): what a request may reserve at
 /// admission, the `max_tokens` the upstream gets, and what a settlement charges.
 /// Pure; the Redis side (`RelayRedis.BudgetLedger`, `Scripts.reserve`/`settle`) applies
@@ -44,6 +46,35 @@ public enum BudgetArithmetic {
     public static func grant(reservedTokens: Int, promptEstimate: Int, wantedCompletion: Int) -> Grant {
         let completion = max(1, min(wantedCompletion, reservedTokens - promptEstimate))
         return Grant(reserved: reservedTokens, maxTokens: completion, limitedByBudget: completion < wantedCompletion)
+    }
+
+    /// The relay's own enforcement of a grant's completion tokens. The upstream gets
+    /// `max_tokens`, but an OpenAI-compatible server may ignore it (some do; reasoning
+    /// models read `max_completion_tokens`), so the generation counts what it streams —
+    /// one token per `delta` event (neither supported dialect reports a running count
+    /// before its last chunk) — and at the grant cancels the upstream and ends with `done`
+    /// (`finish_reason: "length"`, `"budget_limited": true` when the budget set the cap).
+    public struct CompletionCap: Sendable, Equatable {
+        /// Completion tokens the generation may stream (`Grant.maxTokens`, at least 1).
+        public let granted: Int
+        /// Whether the budget, not the request's `max_tokens` or the tier cap, set `granted`.
+        public let limitedByBudget: Bool
+
+        public init(_ grant: Grant) {
+            granted = max(1, grant.maxTokens)
+            limitedByBudget = grant.limitedByBudget
+        }
+
+        /// `true` once `streamed` completion tokens reach the grant: the generation must
+        /// stop the upstream now and end the stream (`ending`).
+        public func isReached(streamed: Int) -> Bool { streamed >= granted }
+
+        /// The `done` that ends a stream cut at the grant: `finish_reason: "length"`, usage =
+        /// the prompt (`reportedPrompt`, else the estimate) + the completion tokens streamed
+        /// (what settlement charges, `BudgetArithmetic.charge`).
+        public func ending(reportedPrompt: Int?, promptEstimate: Int, streamed: Int) -> (finishReason: String, usage: Usage) {
+            ("length", Usage(promptTokens: max(0, reportedPrompt ?? promptEstimate), completionTokens: max(0, streamed)))
+        }
     }
 
     /// Tokens a settlement charges: the upstream's prompt tokens when it reported them

@@ -121,6 +121,58 @@ final class BudgetReservationTests: RelayTestCase {
         XCTAssertEqual(fake.requests.first?.json["max_tokens"] as? Int, 500)
     }
 
+    /// An OpenAI-compatible upstream that ignores `max_tokens`: it streams three times the
+    /// `max_tokens` it receives (one token per chunk), then reports that usage.
+    static func ignoringMaxTokens(_ req: FakeUpstreamServer.Request) -> FakeUpstreamServer.Script {
+        let n = 3 * ((req.json["max_tokens"] as? Int) ?? 100)
+        var steps: [FakeUpstreamServer.Step] = [.head(status: 200, contentType: "text/event-stream")]
+        var piece: [UInt8] = []
+        for i in 0..<n {
+            piece += UpstreamRelayTests.openAIChunk("t\(i) ")
+            if i % 200 == 199 { steps.append(.send(piece)); piece = [] }
+        }
+        piece += Array("data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n".utf8)
+        piece += Array("data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":\(n),\"total_tokens\":\(n + 9)}}\n\ndata: [DONE]\n\n".utf8)
+        steps.append(.send(piece))
+        return .init(steps)
+    }
+
+    func testTheRelayEndsAnAnswerAtTheGrantWhenTheUpstreamIgnoresMaxTokens() throws {
+        let fake = try FakeUpstreamServer(routes: [:])
+        fake.setResponder("/v1/chat/completions", Self.ignoringMaxTokens)
+        defer { fake.stop() }
+        let relay = try startRelay(["RELAY_UPSTREAM": "openai", "UPSTREAM_URL": fake.baseURL, "UPSTREAM_MODEL": "gpt-test",
+                                    "RELAY_BUDGETS": "free=2000,pro=100000"])
+        func deltas(_ events: [SSEMessage]) -> Int { events.filter { $0.data.hasPrefix("{\"type\":\"delta\"") }.count }
+
+        // The budget sets the cap: 2000 − prompt estimate completion tokens, `budget_limited`.
+        let user = "ignore-\(UUID().uuidString.prefix(8))"
+        let events = try Chat.start(port: relay.port, token: RelayProcess.token(sub: user), model: "gpt-test", maxTokens: 3000).readAll()
+        let granted = 2000 - promptEstimate
+        XCTAssertEqual(fake.requests.first?.json["max_tokens"] as? Int, granted)
+        XCTAssertNil(fake.requests.first?.json["max_completion_tokens"], "not sent (see OpenAIDialect.body)")
+        let last = try XCTUnwrap(events.last?.data)
+        XCTAssertEqual(deltas(events), granted, "streamed up to the grant, not the upstream's \(3 * granted)")
+        XCTAssertTrue(last.contains("\"finish_reason\":\"length\"") && last.contains("\"budget_limited\":true"), last)
+        guard case .done(_, let usage)? = try? StreamEvent(json: last) else { return XCTFail("done: \(last)") }
+        XCTAssertEqual(usage.completionTokens, granted)
+        assertSequence(events)
+        try eventually(5, "settled") { try ledger(user).reserved == 0 && ledger(user).used > 0 }
+        let l = try ledger(user)
+        XCTAssertEqual(l.used, usage.totalTokens, "charged what was streamed")
+        XCTAssertLessThanOrEqual(l.used, 2000, "used stays within the limit")
+        print("upstream ignoring max_tokens (budget 2000): \(deltas(events)) deltas streamed of \(3 * granted), used \(l.used), reserved \(l.reserved)")
+
+        // The request's own max_tokens sets the cap: plain `length`.
+        let small = "small-\(UUID().uuidString.prefix(8))"
+        let e2 = try Chat.start(port: relay.port, token: RelayProcess.token(sub: small), model: "gpt-test", maxTokens: 50).readAll()
+        let last2 = try XCTUnwrap(e2.last?.data)
+        XCTAssertEqual(deltas(e2), 50)
+        XCTAssertTrue(last2.contains("\"finish_reason\":\"length\"") && !last2.contains("budget_limited"), last2)
+        try eventually(5, "settled") { try ledger(small).reserved == 0 && ledger(small).used > 0 }
+        XCTAssertEqual(try ledger(small).used, promptEstimate + 50)
+    }
+
     func testRevocationAfterTenDeltasIsChargedWhatItGenerated() throws {
         let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "30", "RELAY_ADMIN_KEY": Self.adminKey])
         // The simulated upstream's own prompt count, from a finished answer.

@@ -62,4 +62,37 @@ final class BudgetArithmeticTests: XCTestCase {
         XCTAssertEqual(BudgetArithmetic.chargeForLostStream(promptEstimate: 9, lastSeqBefore: 41), 50)
         XCTAssertEqual(BudgetArithmetic.chargeForLostStream(promptEstimate: 9, lastSeqBefore: 0), 9)
     }
+
+    func testCompletionCapStopsAtTheGrantedCompletionTokens() {
+        // Budget 2000, used 0, prompt 9, request max_tokens 4096: the budget sets the cap.
+        let g = BudgetArithmetic.grant(promptEstimate: 9, wantedCompletion: 4096, remaining: 1500, minimumCompletion: 16)!
+        let cap = BudgetArithmetic.CompletionCap(g)
+        XCTAssertEqual(cap.granted, 1491)
+        XCTAssertTrue(cap.limitedByBudget)
+        XCTAssertFalse(cap.isReached(streamed: 0))
+        XCTAssertFalse(cap.isReached(streamed: 1490))
+        XCTAssertTrue(cap.isReached(streamed: 1491), "the grant-th delta is the last one streamed")
+        XCTAssertTrue(cap.isReached(streamed: 4500))
+        let end = cap.ending(reportedPrompt: nil, promptEstimate: 9, streamed: 1491)
+        XCTAssertEqual(end.finishReason, "length")
+        XCTAssertEqual(end.usage, Usage(promptTokens: 9, completionTokens: 1491))
+        // What settlement charges for it fits in the reservation: never above the remaining budget.
+        XCTAssertEqual(BudgetArithmetic.charge(reportedPrompt: nil, promptEstimate: 9, completion: end.usage.completionTokens), g.reserved)
+        XCTAssertEqual(cap.ending(reportedPrompt: 12, promptEstimate: 9, streamed: 1491).usage.totalTokens, 1503,
+                       "the upstream's prompt count is used when it reported one")
+    }
+
+    func testCompletionCapSetByTheRequestIsNotBudgetLimited() {
+        let g = BudgetArithmetic.grant(promptEstimate: 9, wantedCompletion: 300, remaining: 20000, minimumCompletion: 16)!
+        let cap = BudgetArithmetic.CompletionCap(g)
+        XCTAssertEqual(cap.granted, 300)
+        XCTAssertFalse(cap.limitedByBudget, "plain length: the request's own max_tokens set the cap")
+        XCTAssertFalse(cap.isReached(streamed: 299))
+        XCTAssertTrue(cap.isReached(streamed: 300))
+        // A grant taken from a retried id's reservation keeps at least one token.
+        let retried = BudgetArithmetic.CompletionCap(BudgetArithmetic.grant(reservedTokens: 5, promptEstimate: 9, wantedCompletion: 300))
+        XCTAssertEqual(retried.granted, 1)
+        XCTAssertTrue(retried.limitedByBudget)
+        XCTAssertTrue(retried.isReached(streamed: 1))
+    }
 }

@@ -70,6 +70,7 @@ public final class FakeUpstreamServer: @unchecked Sendable {
         public var connections = 0
         var stopping = false
         var routes: [String: Script] = [:]
+        var responders: [String: @Sendable (Request) -> Script] = [:]
     }
 
     /// The TCP port (127.0.0.1).
@@ -127,6 +128,12 @@ public final class FakeUpstreamServer: @unchecked Sendable {
         state.withLock { $0.routes[path] = script }
     }
 
+    /// Makes the script of `path` from each request (e.g. a stream sized by the body's
+    /// `max_tokens`); takes precedence over a fixed route. `nil` removes it.
+    public func setResponder(_ path: String, _ make: (@Sendable (Request) -> Script)?) {
+        state.withLock { $0.responders[path] = make }
+    }
+
     /// Requests received so far, in order.
     public var requests: [Request] { state.withLock { $0.requests } }
     /// Connections accepted so far.
@@ -172,7 +179,7 @@ public final class FakeUpstreamServer: @unchecked Sendable {
         var buffer: [UInt8] = []
         while let req = readRequest(fd, connection: connection, buffer: &buffer) {
             state.withLock { $0.requests.append(req) }
-            guard let script = state.withLock({ $0.routes[req.path] }) else {
+            guard let script = state.withLock({ $0.responders[req.path]?(req) ?? $0.routes[req.path] }) else {
                 let body = Array("{\"error\":{\"type\":\"not_found\",\"message\":\"no fixture at \(req.path)\"}}".utf8)
                 writeAll(fd, Array("HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
                 continue

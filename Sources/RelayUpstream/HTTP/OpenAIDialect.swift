@@ -57,6 +57,12 @@ struct OpenAIDialect: UpstreamDialect {
 
     /// The request body: `{"model","messages","stream":true,"stream_options":{"include_usage":true},"max_tokens"?}`.
     /// Summary mode puts `instruction` first as a `system` message.
+    ///
+    /// `max_completion_tokens` is deliberately not sent next to `max_tokens`: OpenAI answers
+    /// `400 invalid_parameter_combination` ("Setting 'max_tokens' and 'max_completion_tokens'
+    /// at the same time is not supported"), and other compatible servers refuse the pair too.
+    /// An upstream that ignores `max_tokens` is cut by the relay itself at the grant
+    /// (`BudgetArithmetic.CompletionCap`, `Generation`).
     static func body(model: String, messages: [ChatMessage], maxTokens: Int?, summaryInstruction: String?) -> [UInt8] {
         struct Message: Encodable { let role: String; let content: String }
         struct StreamOptions: Encodable { let include_usage: Bool }
