@@ -10,6 +10,7 @@ public final class Metrics: Sendable {
         case revocations, cancels, slowConsumerDisconnects, requestErrors, upstreamErrors, budgetRefusals
         case budgetReservations, budgetSettlements
         case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
+        case deltasMerged
 
         var name: String {
             switch self {
@@ -31,6 +32,7 @@ public final class Metrics: Sendable {
             case .jwksFetchesOK: return "relay_jwks_fetches_total{result=\"ok\"}"
             case .jwksFetchesFailed: return "relay_jwks_fetches_total{result=\"error\"}"
             case .jwksUnknownKidRefetches: return "relay_jwks_unknown_kid_refetches_total"
+            case .deltasMerged: return "relay_deltas_merged_total"
             }
         }
 
@@ -54,6 +56,8 @@ public final class Metrics: Sendable {
                 return "JWKS fetches by result: ok, error (the last good key set stays in use)."
             case .jwksUnknownKidRefetches:
                 return "JWKS refetches requested because a token named an unknown kid (at most one per RELAY_JWT_JWKS_MIN_INTERVAL)."
+            case .deltasMerged:
+                return "Delta events not sent on their own: a backed-up client got them merged into one larger delta with the highest seq (k merged deltas count k - 1)."
             }
         }
     }

@@ -262,6 +262,11 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     // MARK: Counters
 
     func delivered(events: Int) { eventsDeliveredSinceFlush += events }
+    func merged(events: Int) { metrics.add(.deltasMerged, events) }
+    var slowLinkLimits: SlowLinkCoalescer.Limits {
+        SlowLinkCoalescer.Limits(highWaterBytes: config.coalesceBacklogBytes == 0 ? .max : config.coalesceBacklogBytes,
+                                 maxHeldBytes: max(1, config.maxPendingBytes / 4))
+    }
     func appended(events: Int) { eventsAppendedSinceFlush += events }
     func firstToken(afterSeconds s: Double) { metrics.observe(.timeToFirstToken, seconds: s) }
     func upstreamFailed() { metrics.add(.upstreamErrors) }

@@ -37,6 +37,9 @@ final class Subscription {
     let resumedFrom: UInt64
     /// How the response ended: `done`, `error:<code>`, `client_closed`, `aborted`.
     private(set) var outcome = "open"
+    /// Merges live deltas while this client's link is backed up (issue 14).
+    private var coalescer: SlowLinkCoalescer
+    private var coalesceTimer: LoopTimer?
 
     init(id: RequestID, owner: String, sid: String, exchange: HTTPExchange, host: SubscriptionHost, lastSent: UInt64, tokenExpiry: Int64?) {
         self.id = id
@@ -45,6 +48,7 @@ final class Subscription {
         self.exchange = exchange
         self.host = host
         self.merge = ReplayMerge(lastSent: lastSent)
+        self.coalescer = SlowLinkCoalescer(limits: host.slowLinkLimits)
         self.resumedFrom = lastSent
         self.tokenExpiry = tokenExpiry
         self.lastWriteMs = host.loop.nowMs
@@ -108,6 +112,7 @@ final class Subscription {
             guard let self, !self.ended else { return }
             switch r {
             case .success(let text?):
+                self.writeHeld()
                 // One ordinary, larger delta standing for events lastSent+1 … seq.
                 self.exchange.write(SSEFrame.event(seq: seq, json: StreamEvent.delta(text).json))
                 self.merge.caughtUp(to: seq)
@@ -134,6 +139,7 @@ final class Subscription {
         // Backpressure is judged on what is still unsent from earlier writes, so one
         // large write (a long catch-up) never cuts a client that keeps up.
         guard !host.isSlowConsumer(self) else { return }
+        writeHeld()
         let (now, terminal) = merge.take(events)
         var chunk = ""
         for e in now { chunk += SSEFrame.event(seq: e.seq, json: e.json) }
@@ -147,18 +153,50 @@ final class Subscription {
     }
 
     /// The common live case (the next seq, no replay under way): one event, written
-    /// without building an array and a concatenated chunk first.
+    /// without building an array and a concatenated chunk first — or, while the
+    /// client's link is backed up, held and merged (`SlowLinkCoalescer`).
     private func writeOne(_ e: SequencedEvent) {
         guard !ended, !host.isSlowConsumer(self) else { return }
-        exchange.write(SSEFrame.event(seq: e.seq, json: e.json))
         merge.wrote(e)
-        eventsWritten += 1
-        lastWriteMs = host.loop.nowMs
-        host.delivered(events: 1)
-        if e.isTerminal {
-            outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
-            end()
+        let out = coalescer.offer(e, unsentBytes: exchange.unsentBytes, nowMs: host.loop.nowMs)
+        writeReleased(out)
+        if coalescer.isCoalescing && !ended { scheduleCoalesceTick() }
+    }
+
+    // MARK: Slow-link coalescing (issue 14)
+
+    /// Writes what the coalescer released: one SSE event each, in seq order.
+    private func writeReleased(_ out: SlowLinkCoalescer.Output) {
+        if out.merged > 0 { host.merged(events: out.merged) }
+        for e in out.events {
+            guard !ended else { return }
+            exchange.write(SSEFrame.event(seq: e.seq, json: e.json))
+            eventsWritten += 1
+            lastWriteMs = host.loop.nowMs
+            host.delivered(events: 1)
+            if e.isTerminal {
+                outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
+                end()
+            }
         }
+    }
+
+    /// Writes the held deltas (merged) before anything else is written.
+    private func writeHeld() {
+        if coalescer.heldCount > 0 { writeReleased(coalescer.flush()) }
+    }
+
+    private func scheduleCoalesceTick() {
+        if coalesceTimer == nil {
+            coalesceTimer = LoopTimer(loop: host.loop) { [weak self] in self?.coalesceTick() }
+        }
+        if coalesceTimer?.isScheduled == false { coalesceTimer?.schedule(afterMs: coalescer.tickMs) }
+    }
+
+    private func coalesceTick() {
+        guard !ended else { return }
+        writeReleased(coalescer.tick(unsentBytes: exchange.unsentBytes, nowMs: host.loop.nowMs))
+        if coalescer.isCoalescing && !ended { scheduleCoalesceTick() }
     }
 
     /// Writes a heartbeat comment if the connection has been quiet for `intervalMs`.
@@ -173,6 +211,8 @@ final class Subscription {
     /// its id repeats the last seq written: a client that resumes after it with that
     /// `Last-Event-ID` loses nothing.
     func fail(_ e: APIError) {
+        guard !ended else { return }
+        writeHeld()
         guard !ended else { return }
         exchange.write(SSEFrame.event(seq: lastSent, json: e.asEvent.json))
         outcome = "error:\(e.code)"
