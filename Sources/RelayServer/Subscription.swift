@@ -77,13 +77,14 @@ final class Subscription {
         }
     }
 
-    /// A live event from the pub/sub channel.
-    func live(_ e: SequencedEvent) {
+    /// A live event from the pub/sub channel; `frame` is its SSE framing
+    /// (`SSEFrame.event`), built once per worker for every subscriber of the stream.
+    func live(_ e: SequencedEvent, frame: String? = nil) {
         guard !ended else { return }
         lastEventMs = host.loop.nowMs
         switch merge.live(e) {
         case .drop, .hold: return
-        case .write: writeOne(e)
+        case .write: writeOne(e, frame: frame)
         case .replay: replay()
         }
     }
@@ -155,22 +156,27 @@ final class Subscription {
     /// The common live case (the next seq, no replay under way): one event, written
     /// without building an array and a concatenated chunk first — or, while the
     /// client's link is backed up, held and merged (`SlowLinkCoalescer`).
-    private func writeOne(_ e: SequencedEvent) {
+    private func writeOne(_ e: SequencedEvent, frame: String?) {
         guard !ended, !host.isSlowConsumer(self) else { return }
         merge.wrote(e)
         let out = coalescer.offer(e, unsentBytes: exchange.unsentBytes, nowMs: host.loop.nowMs)
-        writeReleased(out)
+        writeReleased(out, frame: frame.map { (e.seq, $0) })
         if coalescer.isCoalescing && !ended { scheduleCoalesceTick() }
     }
 
     // MARK: Slow-link coalescing (issue 14)
 
-    /// Writes what the coalescer released: one SSE event each, in seq order.
-    private func writeReleased(_ out: SlowLinkCoalescer.Output) {
+    /// Writes what the coalescer released: one SSE event each, in seq order. `frame`:
+    /// the already framed bytes of the live event with that seq, when it is released as is.
+    private func writeReleased(_ out: SlowLinkCoalescer.Output, frame: (seq: UInt64, text: String)? = nil) {
         if out.merged > 0 { host.merged(events: out.merged) }
         for e in out.events {
             guard !ended else { return }
-            exchange.write(SSEFrame.event(seq: e.seq, json: e.json))
+            if let f = frame, f.seq == e.seq, out.merged == 0 {
+                exchange.write(f.text)
+            } else {
+                exchange.write(SSEFrame.event(seq: e.seq, json: e.json))
+            }
             eventsWritten += 1
             lastWriteMs = host.loop.nowMs
             host.delivered(events: 1)

@@ -246,9 +246,10 @@ final class Subscriber {
         }
     }
 
-    /// At the end of a run: events of a `tokens`-delta stream never received count as lost.
+    /// At the end of a run: events of a `tokens`-delta stream not received by then count
+    /// as late (the run's deadline), apart from the gaps counted as lost on arrival.
     func settle(tokens: Int) {
-        if lastN < tokens { stats.lost += tokens - lastN }
+        if lastN < tokens { stats.late += tokens - lastN }
         if !finished { stats.unfinished += 1 }
     }
 }
