@@ -40,6 +40,12 @@ final class Subscription {
     /// Merges live deltas while this client's link is backed up (issue 14).
     private var coalescer: SlowLinkCoalescer
     private var coalesceTimer: LoopTimer?
+    /// The client's backlog as last read, and when (loop ms): the kernel's share costs
+    /// a syscall, so a client that is not coalescing is asked at most every
+    /// `backlogCheckMs`, not on every event.
+    private var backlog = 0
+    private var backlogCheckedMs: UInt64 = 0
+    private static let backlogCheckMs: UInt64 = 100
 
     init(id: RequestID, owner: String, sid: String, exchange: HTTPExchange, host: SubscriptionHost, lastSent: UInt64, tokenExpiry: Int64?) {
         self.id = id
@@ -159,7 +165,12 @@ final class Subscription {
     private func writeOne(_ e: SequencedEvent, frame: String?) {
         guard !ended, !host.isSlowConsumer(self) else { return }
         merge.wrote(e)
-        let out = coalescer.offer(e, unsentBytes: exchange.unsentBytes, nowMs: host.loop.nowMs)
+        let now = host.loop.nowMs
+        if !coalescer.isCoalescing, now &- backlogCheckedMs >= Subscription.backlogCheckMs {
+            backlog = exchange.unsentBytes
+            backlogCheckedMs = now
+        }
+        let out = coalescer.offer(e, unsentBytes: backlog, nowMs: now)
         writeReleased(out, frame: frame.map { (e.seq, $0) })
         if coalescer.isCoalescing && !ended { scheduleCoalesceTick() }
     }
