@@ -1,5 +1,7 @@
 # StreamRelay — the two commands that matter: `make demo` and `make test`.
 SWIFT ?= swift
+# Extra flags for `swift test` (CI passes --xunit-output …; e.g. --filter ClassName).
+SWIFT_TEST_FLAGS ?=
 
 .PHONY: deps build release demo test bench fuzz fuzz-smoke validate-deploy clean
 
@@ -20,7 +22,7 @@ demo: deps
 # Unit and integration tests (a real redis-server on a temp Unix socket, real nginx).
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build $(SWIFT_TEST_FLAGS)
 
 # StreamRelay vs nginx + nchan on one Redis; writes docs/BENCHMARKS.md (< 25 min on 2 cores).
 bench: deps

@@ -1,18 +1,26 @@
 import Foundation
 import RelayCore
 
-/// The caller's token budget (issue 5 item 8), from `GET /api/budget`
-/// (`{"tier","limit","used","remaining","period"}`, DESIGN §2) and then each `done`'s
-/// usage, so the app can disable Send *before* making a request that would fail with
-/// 429 `token_budget_exhausted`. Units: tokens.
+/// The caller's token budget (issue 5 item 8, issue 12), from `GET /api/budget`
+/// (`{"tier","limit","used","reserved","remaining","period"}`, DESIGN §2) and then each
+/// `done`'s usage, so the app can disable Send *before* making a request that would fail
+/// with 429 `token_budget_exhausted`. Units: tokens.
+///
+/// With reservations (issue 12) the relay reserves at admission what an answer may spend
+/// and reports `remaining = max(0, limit − used − reserved)`: tokens held by answers still
+/// running are not available. The pill shows `remaining` as the relay reports it; a
+/// budget-limited `done` sets it to 0 (see `apply(_:budgetLimited:)`).
 public struct BudgetState: Sendable, Equatable {
     /// Tier name (`free`, `pro`, …).
     public var tier: String
     /// Tokens allowed per period.
     public var limit: Int
-    /// Tokens used this period.
+    /// Tokens used (settled) this period.
     public var used: Int
-    /// Tokens left this period (never negative).
+    /// Tokens reserved by answers still running (0 from relays before issue 12).
+    public var reserved: Int
+    /// Tokens a new request may still reserve this period: `limit − used − reserved` as
+    /// the relay computed it (never negative).
     public var remaining: Int
     /// The period as the relay names it (`2025-11`, `month`, `day`, …).
     public var period: String
@@ -20,15 +28,17 @@ public struct BudgetState: Sendable, Equatable {
     /// Warning below this fraction of `limit` remaining (20 %).
     public static let warningFraction = 0.2
 
-    public init(tier: String, limit: Int, used: Int, remaining: Int, period: String) {
+    public init(tier: String, limit: Int, used: Int, reserved: Int = 0, remaining: Int, period: String) {
         self.tier = tier
         self.limit = limit
         self.used = used
+        self.reserved = max(0, reserved)
         self.remaining = max(0, remaining)
         self.period = period
     }
 
-    /// Decodes the `GET /api/budget` body. Missing `remaining` is `limit - used`.
+    /// Decodes the `GET /api/budget` body. Missing `reserved` is 0; missing `remaining` is
+    /// `limit − used − reserved`; a present `remaining` is kept as the relay reports it.
     /// - Throws: `BudgetDecodingError` when it is not a JSON object with numeric `limit`.
     public init(json: Data) throws {
         guard let obj = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any],
@@ -36,15 +46,37 @@ public struct BudgetState: Sendable, Equatable {
             throw BudgetDecodingError()
         }
         let used = (obj["used"] as? NSNumber)?.intValue ?? 0
-        let remaining = (obj["remaining"] as? NSNumber)?.intValue ?? (limit - used)
-        self.init(tier: obj["tier"] as? String ?? "", limit: limit, used: used, remaining: remaining,
+        let reserved = (obj["reserved"] as? NSNumber)?.intValue ?? 0
+        let remaining = (obj["remaining"] as? NSNumber)?.intValue ?? (limit - used - reserved)
+        self.init(tier: obj["tier"] as? String ?? "", limit: limit, used: used, reserved: reserved, remaining: remaining,
                   period: obj["period"] as? String ?? "month")
     }
 
     /// Counts a finished generation: its `total_tokens` are used.
-    public mutating func apply(_ usage: Usage) {
+    ///
+    /// - Parameter budgetLimited: the `done` said `"budget_limited": true`. The relay
+    ///   granted that answer everything not yet used or reserved and the answer stopped
+    ///   there, so after its settlement nothing a new request could reserve is left —
+    ///   at most the prompt estimate's error, below `RELAY_BUDGET_MIN_TOKENS`, which the
+    ///   relay refuses with 429. `remaining` becomes 0 and Send is disabled until a fresh
+    ///   `GET /api/budget` reports tokens again (another answer released its reservation,
+    ///   a new period began). Subtracting the usage alone is not enough: the `remaining`
+    ///   read before the answer did not know what concurrent answers reserved meanwhile,
+    ///   nor the upstream's own prompt count, and the pill would claim tokens the relay
+    ///   would refuse.
+    public mutating func apply(_ usage: Usage, budgetLimited: Bool = false) {
         used += usage.totalTokens
-        remaining = max(0, remaining - usage.totalTokens)
+        remaining = budgetLimited ? 0 : max(0, remaining - usage.totalTokens)
+    }
+
+    /// The note an app shows under an answer the budget cut (`RenderUpdate.budgetLimited`):
+    /// `Answer shortened: this month's token budget is used up` (`today's`, `this week's`
+    /// for daily and weekly periods).
+    public var budgetLimitedNote: String { Self.budgetLimitedNote(period: period) }
+
+    /// `budgetLimitedNote` for a period named as in `GET /api/budget` (`month` when unknown).
+    public static func budgetLimitedNote(period: String = "month") -> String {
+        "Answer shortened: \(periodPhrase(period))'s token budget is used up"
     }
 
     /// `false` at 0 remaining: the app disables Send.
@@ -97,5 +129,6 @@ public struct BudgetState: Sendable, Equatable {
     }
 }
 
-/// The budget body was not `{"tier","limit","used","remaining","period"}`.
+/// The budget body was not `{"tier","limit","used","reserved","remaining","period"}`
+/// (at least a numeric `limit`).
 public struct BudgetDecodingError: Error, Equatable {}

@@ -23,7 +23,7 @@ public protocol RelayClock: Sendable {
 }
 
 /// The real clock, in milliseconds, that **keeps advancing while the device sleeps**
-/// (the 5-minute idle rule compares times across a sleep; `CLIENT_RULES.md`):
+/// (the 5-minute idle rule compares times across a sleep; `conformance/CLIENT_RULES.md`):
 /// `CLOCK_MONOTONIC` on Apple platforms (which, unlike Linux's, includes sleep; it is
 /// `mach_continuous_time`), `CLOCK_BOOTTIME` on Linux (`clock_gettime(2)`).
 /// `ProcessInfo.systemUptime` stops during sleep and is not used.

@@ -2,7 +2,7 @@ import Foundation
 import RelayCore
 
 /// The connection rules of one chat response as a pure state machine (issue 5 item 3,
-/// issue 15, DESIGN §8, `CLIENT_RULES.md` "Reconnect decisions"). The networking layer
+/// issue 15, DESIGN §8, `conformance/CLIENT_RULES.md` "Reconnect decisions"). The networking layer
 /// reports what happened and performs the returned `Action`; every time is an argument
 /// in ms and every random jitter an argument too, so tests drive it with a virtual
 /// clock and fixed values.

@@ -246,10 +246,11 @@ final class StreamDriver: @unchecked Sendable {
         let action = policy.eventReceived(seq: seq, event: event, jitterMs: client.jitter(), now: now)
         eventsReceived += 1
         if let event, !Self.isTokenExpiry(event) {
-            if let u = renderer.receive(event, now: now) { output.yield(.render(u)) }
+            let limited = BudgetLimitedFlag.isSet(inEventJSON: msg.data)
+            if let u = renderer.receive(event, budgetLimited: limited, now: now) { output.yield(.render(u)) }
             if case .done(_, let usage) = event {
                 let b = client.budgetBox.mutate { (b: inout BudgetState?) -> BudgetState? in
-                    b?.apply(usage)
+                    b?.apply(usage, budgetLimited: limited)
                     return b
                 }
                 if let b { output.yield(.budget(b)) }

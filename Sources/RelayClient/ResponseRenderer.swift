@@ -1,3 +1,4 @@
+import Foundation
 import RelayCore
 
 /// One UI update of an answer: newly released text and everything the UI needs to
@@ -18,9 +19,14 @@ public struct RenderUpdate: Sendable, Equatable {
     public var completion: Completion?
     /// Why the text was released, when it was.
     public var reason: RenderBuffer.Reason?
+    /// `true` only on the last update of an answer the relay cut at the caller's token
+    /// budget (`done` with `finish_reason: "length"` and `"budget_limited": true`, issue
+    /// 12): the app shows "Answer shortened: this month's token budget is used up".
+    public var budgetLimited: Bool
 
     public init(appended: String, text: String, layout: TextLayout?, progress: DraftProgress.Snapshot?,
-                showsTypingIndicator: Bool, completion: Completion?, reason: RenderBuffer.Reason?) {
+                showsTypingIndicator: Bool, completion: Completion?, reason: RenderBuffer.Reason?,
+                budgetLimited: Bool = false) {
         self.appended = appended
         self.text = text
         self.layout = layout
@@ -28,6 +34,7 @@ public struct RenderUpdate: Sendable, Equatable {
         self.showsTypingIndicator = showsTypingIndicator
         self.completion = completion
         self.reason = reason
+        self.budgetLimited = budgetLimited
     }
 }
 
@@ -45,6 +52,9 @@ public struct ResponseRenderer: Sendable {
     public private(set) var completion: Completion?
     /// Usage reported by `done`.
     public private(set) var usage: Usage?
+    /// `true` once a `done` said the answer was cut by the token budget
+    /// (`"budget_limited": true`, see `BudgetLimitedFlag`).
+    public private(set) var budgetLimited = false
     /// The text layout, once decided.
     public var layout: TextLayout? { direction.layout }
     /// `true` while the app is in the background (updates paused).
@@ -56,7 +66,7 @@ public struct ResponseRenderer: Sendable {
     private var direction = DirectionDetector()
     private var progress: DraftProgress
     /// Text the buffer released before the direction was decided: nothing is shown
-    /// before the decision (`CLIENT_RULES.md`), so it waits here.
+    /// before the decision (`conformance/CLIENT_RULES.md`), so it waits here.
     private var held: RenderBuffer.Flush?
 
     /// - Parameters:
@@ -68,8 +78,18 @@ public struct ResponseRenderer: Sendable {
         progress = DraftProgress(expectedTotal: expectedSections)
     }
 
+    /// An event given as the JSON text of its SSE `data:` line (DESIGN §2): decoded with
+    /// `StreamEvent(jsonData:)`, and a `done`'s `budget_limited` with `BudgetLimitedFlag`.
+    /// - Throws: `StreamEventDecodingError` when it is not a relay event.
+    public mutating func receive(json: Data, now: Int64) throws -> RenderUpdate? {
+        let event = try StreamEvent(jsonData: json)
+        return receive(event, budgetLimited: BudgetLimitedFlag.isSet(inEventJSON: json), now: now)
+    }
+
     /// An event of the stream. Returns the update it causes, if any.
-    public mutating func receive(_ event: StreamEvent, now: Int64) -> RenderUpdate? {
+    /// - Parameter budgetLimited: the `done` event's `budget_limited` (ignored for other
+    ///   events); the final update then carries `budgetLimited`.
+    public mutating func receive(_ event: StreamEvent, budgetLimited: Bool = false, now: Int64) -> RenderUpdate? {
         guard completion == nil else { return nil }
         switch event {
         case .delta(let s):
@@ -80,6 +100,7 @@ public struct ResponseRenderer: Sendable {
             return release(buffer.append(s, now: now), now: now)
         case .done(let reason, let u):
             usage = u
+            self.budgetLimited = budgetLimited
             return finish(reason == "cancelled" ? .stopped : .finished(finishReason: reason), now: now)
         case .error(let status, let code, let message):
             return finish(.failed(status: status, code: code, message: message), now: now)
@@ -102,7 +123,8 @@ public struct ResponseRenderer: Sendable {
         if let u = release(buffer.finish(now: now), now: now) { return u }
         if buffer.isBackground { return nil }
         return RenderUpdate(appended: "", text: text, layout: direction.layout, progress: currentProgress(),
-                            showsTypingIndicator: false, completion: c, reason: nil)
+                            showsTypingIndicator: false, completion: c, reason: nil,
+                                budgetLimited: budgetLimited)
     }
 
     /// The app went to the background: updates pause.
@@ -114,7 +136,8 @@ public struct ResponseRenderer: Sendable {
         if let u = release(buffer.enterForeground(now: now), now: now) { return u }
         if let c = completion {
             return RenderUpdate(appended: "", text: text, layout: direction.layout, progress: currentProgress(),
-                                showsTypingIndicator: false, completion: c, reason: nil)
+                                showsTypingIndicator: false, completion: c, reason: nil,
+                                budgetLimited: budgetLimited)
         }
         return nil
     }
@@ -140,6 +163,7 @@ public struct ResponseRenderer: Sendable {
         typing.textRendered(now: now)
         let done = buffer.isFinished ? completion : nil
         return RenderUpdate(appended: f.text, text: text, layout: layout, progress: currentProgress(),
-                            showsTypingIndicator: false, completion: done, reason: f.reason)
+                            showsTypingIndicator: false, completion: done, reason: f.reason,
+                            budgetLimited: done != nil && budgetLimited)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import RelayCore
 
 /// The background delivery of `DELETE /api/chat/stream/{id}` after a Stop
-/// (`CLIENT_RULES.md` "Stop"): the UI gets `stopped` at once; the request is retried
+/// (`conformance/CLIENT_RULES.md` "Stop"): the UI gets `stopped` at once; the request is retried
 /// across base URLs so a stopped answer is not generated (and billed) in full.
 /// Counted here rather than in the telemetry record, which stays exactly
 /// `{requestId, tokensReceived, latencyMs, reconnections}` (DESIGN §8).

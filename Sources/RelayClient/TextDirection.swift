@@ -6,7 +6,7 @@ public enum TextDirection: String, Sendable, Equatable {
 
 /// How the UI lays out an answer: its base direction and line height. Decided once,
 /// before the first text is rendered, and never changed after (DESIGN §8,
-/// `CLIENT_RULES.md` "Right-to-left decision").
+/// `conformance/CLIENT_RULES.md` "Right-to-left decision").
 public struct TextLayout: Sendable, Equatable {
     /// Base paragraph direction.
     public var direction: TextDirection
@@ -29,7 +29,7 @@ public struct TextLayout: Sendable, Equatable {
     public static let arabic = TextLayout(arabic: true)
 }
 
-/// The right-to-left rule, exactly as `CLIENT_RULES.md` states it (shared with the
+/// The right-to-left rule, exactly as `conformance/CLIENT_RULES.md` states it (shared with the
 /// JavaScript kit and the `conformance/` vectors):
 ///
 /// * The **sample** is built from the answer text as it arrives, counting Unicode

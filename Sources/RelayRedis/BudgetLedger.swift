@@ -10,7 +10,7 @@ import RelayCore
 /// owner died without anyone settling it lapses and is purged by the next `reserve`
 /// or `read`. Every script here touches only that slot. Loop thread only.
 public final class BudgetLedger {
-    private let connection: RedisConnection
+    private let connection: any RedisCommandChannel
     private let scripts: ScriptRunner
 
     /// A reservation lapses this long after its last refresh, ms (the owner refreshes
@@ -19,7 +19,7 @@ public final class BudgetLedger {
     /// TTL of a budget hash, ms (about 40 days: past the end of its month).
     public static let ttlMs = 40 * 86_400_000
 
-    public init(connection: RedisConnection, scripts: ScriptRunner) {
+    public init(connection: any RedisCommandChannel, scripts: ScriptRunner) {
         self.connection = connection
         self.scripts = scripts
     }

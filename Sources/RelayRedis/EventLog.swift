@@ -28,7 +28,7 @@ public final class EventLog {
     /// Keep the full text and per-seq offsets for lossless resume.
     public let lossless: Bool
     /// The worker's command connection.
-    public let connection: RedisConnection
+    public let connection: any RedisCommandChannel
     /// Runs the event log's Lua scripts (`EVALSHA`, `EVAL` fallback).
     public let scripts: ScriptRunner
 
@@ -37,7 +37,15 @@ public final class EventLog {
     private let ttlArg: String
     private let losslessArg: String
 
-    public init(connection: RedisConnection, maxLen: Int, ttlMs: Int, lossless: Bool) {
+    /// The append and lease-expiry scripts in use (`SPUBLISH` variants on a cluster).
+    private let appendScript: String
+    private let expireLeaseScript: String
+
+    /// - Parameter sharded: publish live events with `SPUBLISH` (Redis Cluster: the
+    ///   live channel is a sharded channel, subscribed with `ShardedPubSub`).
+    public init(connection: any RedisCommandChannel, maxLen: Int, ttlMs: Int, lossless: Bool, sharded: Bool = false) {
+        appendScript = sharded ? Scripts.appendSharded : Scripts.append
+        expireLeaseScript = sharded ? Scripts.expireLeaseSharded : Scripts.expireLease
         self.connection = connection
         self.maxLenArg = String(maxLen)
         self.ttlArg = String(ttlMs)
@@ -50,7 +58,7 @@ public final class EventLog {
 
     /// Loads the scripts; call after each (re)connection.
     public func connected() {
-        scripts.load([Scripts.create, Scripts.append, Scripts.open, Scripts.catchUp, Scripts.expireLease, Scripts.admit]
+        scripts.load([Scripts.create, appendScript, Scripts.open, Scripts.catchUp, expireLeaseScript, Scripts.admit]
                      + BudgetLedger.allScripts)
     }
 
@@ -119,7 +127,7 @@ public final class EventLog {
     /// appends thousands of events: its `StreamAppender` builds them once).
     public func append(_ k: StreamKeys, seq: UInt64, json: String, text: String, finalState: String?,
                        refreshTTL: Bool = true, done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
-        scripts.run(Scripts.append,
+        scripts.run(appendScript,
                     keys: [k.events, k.meta, k.live, k.text, k.offsets],
                     args: [String(seq), json, maxLenArg, ttlArg, finalState ?? "", text, losslessArg,
                            refreshTTL || finalState != nil ? "1" : "0"],
@@ -170,7 +178,7 @@ public final class EventLog {
     /// its owner lease has lapsed (`Scripts.expireLease`).
     public func expireLease(_ id: RequestID, event: StreamEvent, done: @escaping (Result<LeaseExpiry, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
-        scripts.run(Scripts.expireLease, keys: [k.events, k.meta, k.live, k.lease, k.text, k.offsets],
+        scripts.run(expireLeaseScript, keys: [k.events, k.meta, k.live, k.lease, k.text, k.offsets],
                     args: [String(maxLen), String(ttlMs), event.json, lossless ? "1" : "0"]) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
             let a = r.array ?? []

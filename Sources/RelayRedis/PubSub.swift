@@ -21,19 +21,30 @@ public final class PubSub {
     /// Channels with no subscriber are unsubscribed after this long, ms.
     public var idleUnsubscribeMs: UInt64 {
         get { table.idleUnsubscribeMs }
-        set { table.idleUnsubscribeMs = newValue }
+        set {
+            table.idleUnsubscribeMs = newValue
+            sharded?.idleUnsubscribeMs = newValue
+        }
     }
 
     private let connection: RedisConnection
     private let loop: EventLoop
+    /// Redis Cluster: the live channels' sharded subscriptions (`SSUBSCRIBE` on each
+    /// slot's primary); `nil` with a single Redis.
+    private let sharded: ShardedPubSub?
     /// The channel states (`RelayStreamLogic.ChannelTable`).
     private var table = ChannelTable<() -> Void>()
     private var sweepTimer: LoopTimer?
 
-    /// Takes over `connection` (role `.pubsub`); sets its callbacks.
-    public init(loop: EventLoop, connection: RedisConnection) {
+    /// Takes over `connection` (role `.pubsub`); sets its callbacks. With `sharded`
+    /// (Redis Cluster), stream live channels (`relay:{id}:live`) go there and only the
+    /// cluster-wide channels (revocations, cancels) use `connection`.
+    public init(loop: EventLoop, connection: RedisConnection, sharded: ShardedPubSub? = nil) {
         self.loop = loop
         self.connection = connection
+        self.sharded = sharded
+        sharded?.onMessage = { [unowned self] ch, payload in self.onMessage?(ch, payload) }
+        sharded?.onResubscribed = { [unowned self] ch in self.onResubscribed?(ch) }
         connection.onPush = { [unowned self] r in self.push(r) }
         connection.onConnect = { [unowned self] in self.send(self.table.reconnected()) }
         connection.onDisconnect = { [unowned self] _ in self.table.disconnected() }
@@ -47,11 +58,14 @@ public final class PubSub {
     public var isConnected: Bool { connection.isConnected }
 
     /// Number of channels currently subscribed or being subscribed.
-    public var channelCount: Int { table.count }
+    public var channelCount: Int { table.count + (sharded?.channelCount ?? 0) }
 
     /// Adds a reference to `channel`; `ready` runs on the loop thread once Redis has
     /// confirmed the subscription (at once when it already has).
     public func subscribe(_ channel: String, ready: @escaping () -> Void) {
+        if let sharded, StreamKeys.requestID(fromLiveChannel: channel) != nil {
+            return sharded.subscribe(channel, ready: ready)
+        }
         let (now, command) = table.subscribe(channel, connected: connection.isConnected, ready: ready)
         if let command { send([command]) }
         now?()
@@ -60,6 +74,9 @@ public final class PubSub {
     /// Drops a reference taken by `subscribe`. The channel is unsubscribed later if
     /// it stays unused.
     public func release(_ channel: String) {
+        if let sharded, StreamKeys.requestID(fromLiveChannel: channel) != nil {
+            return sharded.release(channel)
+        }
         table.release(channel, nowMs: loop.nowMs)
     }
 

@@ -37,6 +37,8 @@ public final class RedisConnection {
     private var reconnectTimer: LoopTimer?
     private var backoffMs: UInt64 = 100
     private var closed = false
+    /// `.cluster` endpoints: the seed tried next.
+    private var seedIndex = 0
 
     public init(loop: EventLoop, endpoint: RedisEndpoint, role: Role) {
         self.loop = loop
@@ -55,6 +57,11 @@ public final class RedisConnection {
         switch endpoint {
         case .tcp(let host, let port, _): ac = redisAsyncConnect(host, Int32(port))
         case .unix(let path, _): ac = redisAsyncConnectUnix(path)
+        case .cluster(let seeds):
+            // A cluster-wide pub/sub or bootstrap connection: any node will do; each
+            // failed attempt moves on to the next seed.
+            let s = seeds[seedIndex % max(1, seeds.count)]
+            ac = redisAsyncConnect(s.host, Int32(s.port))
         }
         guard let ac, ac.pointee.err == 0 else {
             if let ac { redisAsyncFree(ac) }
@@ -107,6 +114,7 @@ public final class RedisConnection {
 
     private func scheduleReconnect() {
         guard !closed else { return }
+        seedIndex &+= 1
         if reconnectTimer == nil {
             reconnectTimer = LoopTimer(loop: loop) { [unowned self] in self.connect() }
         }

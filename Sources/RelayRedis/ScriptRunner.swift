@@ -3,10 +3,10 @@
 /// `NOSCRIPT` (after a restart or `SCRIPT FLUSH`; Redis `EVALSHA` doc).
 /// SHAs are learnt with `SCRIPT LOAD` on every (re)connection.
 public final class ScriptRunner {
-    private let connection: RedisConnection
+    private let connection: any RedisCommandChannel
     private var shas: [String: String] = [:]
 
-    public init(connection: RedisConnection) {
+    public init(connection: any RedisCommandChannel) {
         self.connection = connection
     }
 

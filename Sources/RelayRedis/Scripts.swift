@@ -130,3 +130,11 @@ extension Scripts {
     return 1
     """
 }
+
+extension Scripts {
+    /// `append` for Redis Cluster: the live channel is a sharded channel (`SPUBLISH`,
+    /// Redis 7; the channel hashes to the stream's slot, so the script stays on it).
+    public static let appendSharded = append.replacingOccurrences(of: "redis.call('PUBLISH'", with: "redis.call('SPUBLISH'")
+    /// `expireLease` for Redis Cluster (`SPUBLISH`).
+    public static let expireLeaseSharded = expireLease.replacingOccurrences(of: "redis.call('PUBLISH'", with: "redis.call('SPUBLISH'")
+}

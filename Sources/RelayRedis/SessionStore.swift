@@ -4,10 +4,10 @@ import RelayCore
 /// (global by `sid`) and the running generations of each session, keyed by the
 /// owner (`OwnerHash` of `sub`) and `sid`. Budgets: `BudgetLedger`. Loop thread only.
 public final class SessionStore {
-    private let connection: RedisConnection
+    private let connection: any RedisCommandChannel
     private let scripts: ScriptRunner
 
-    public init(connection: RedisConnection, scripts: ScriptRunner) {
+    public init(connection: any RedisCommandChannel, scripts: ScriptRunner) {
         self.connection = connection
         self.scripts = scripts
     }

@@ -33,8 +33,7 @@ final class ChatStreamRoutes {
         guard !gate.refusedAtConnectionLimit(ex) else { return }
         guard let who = gate.authenticate(ex) else { return }
         guard !hub.draining else { return gate.fail(ex, .notReady("draining")) }
-        let contentType = (ex.header("Content-Type") ?? "").lowercased()
-        guard contentType.hasPrefix("application/json") else {
+        guard JSONContentType.accepts(ex.header("Content-Type")) else {
             return gate.fail(ex, .invalidRequest("Content-Type must be application/json"))
         }
         guard let (clientID, lastEventID, request) = gate.attempt(ex, { () throws -> (RequestID, UInt64?, ChatRequest) in

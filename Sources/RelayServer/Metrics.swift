@@ -115,6 +115,22 @@ public final class Metrics: Sendable {
     struct WorkerState {
         var redisConnected: Bool
         var ready: Bool
+        var cluster: ClusterReport?
+    }
+
+    /// One worker's view of a Redis Cluster (`REDIS_URL=redis+cluster://`).
+    public struct ClusterReport: Sendable {
+        /// Per primary `host:port`: whether this worker's connection to it is up.
+        public var nodes: [(node: String, connected: Bool)]
+        /// `MOVED`, `ASK` redirects followed, commands retried, slot-map refreshes.
+        public var moved: Int, ask: Int, retried: Int, refreshes: Int
+        public init(nodes: [(node: String, connected: Bool)], moved: Int, ask: Int, retried: Int, refreshes: Int) {
+            self.nodes = nodes
+            self.moved = moved
+            self.ask = ask
+            self.retried = retried
+            self.refreshes = refreshes
+        }
     }
 
     struct HistogramState {
@@ -162,8 +178,10 @@ public final class Metrics: Sendable {
     /// Records worker `index`'s state: both Redis connections up, and whether it answers
     /// `/readyz` with 200. Rendered as `relay_workers`, `relay_workers_redis_connected`
     /// and `relay_workers_ready` (counts of workers).
-    public func workerState(_ index: Int, redisConnected: Bool, ready: Bool) {
-        state.withLock { $0.workers[index] = WorkerState(redisConnected: redisConnected, ready: ready) }
+    /// With a Redis Cluster, `cluster` adds `relay_redis_cluster_node_connected{node}`
+    /// (workers connected to each primary) and the redirect/retry/refresh counters.
+    public func workerState(_ index: Int, redisConnected: Bool, ready: Bool, cluster: ClusterReport? = nil) {
+        state.withLock { $0.workers[index] = WorkerState(redisConnected: redisConnected, ready: ready, cluster: cluster) }
     }
 
     /// Current value of a counter (tests, logs).
@@ -197,6 +215,23 @@ public final class Metrics: Sendable {
         out += "relay_workers_redis_connected \(workers.filter(\.redisConnected).count)\n"
         family("relay_workers_ready", "gauge", "Workers that would answer GET /readyz with 200 (Redis reachable, not draining).")
         out += "relay_workers_ready \(workers.filter(\.ready).count)\n"
+        let clusters = workers.compactMap(\.cluster)
+        if !clusters.isEmpty {
+            family("relay_redis_cluster_node_connected", "gauge",
+                   "Workers whose command connection to this Redis Cluster primary is up (Redis Cluster mode).")
+            var perNode: [String: Int] = [:]
+            for c in clusters { for n in c.nodes { perNode[n.node, default: 0] += n.connected ? 1 : 0 } }
+            for (node, n) in perNode.sorted(by: { $0.key < $1.key }) {
+                out += "relay_redis_cluster_node_connected{node=\"\(node)\"} \(n)\n"
+            }
+            family("relay_redis_cluster_redirects_total", "counter",
+                   "Redis Cluster MOVED and ASK redirects followed, and commands retried after TRYAGAIN, CLUSTERDOWN or an unreachable primary.")
+            out += "relay_redis_cluster_redirects_total{kind=\"moved\"} \(clusters.reduce(0) { $0 + $1.moved })\n"
+            out += "relay_redis_cluster_redirects_total{kind=\"ask\"} \(clusters.reduce(0) { $0 + $1.ask })\n"
+            out += "relay_redis_cluster_redirects_total{kind=\"retry\"} \(clusters.reduce(0) { $0 + $1.retried })\n"
+            family("relay_redis_cluster_slot_refreshes_total", "counter", "CLUSTER SLOTS reads of the slot map.")
+            out += "relay_redis_cluster_slot_refreshes_total \(clusters.reduce(0) { $0 + $1.refreshes })\n"
+        }
         for h in Histogram.allCases {
             let st = s.histograms[h.rawValue]
             family(h.name, "histogram", h.help)

@@ -13,15 +13,20 @@ final class Router {
     private let chat: ChatStreamRoutes
     private let account: AccountRoutes
     private let isReady: () -> Bool
+    private let notReadyReason: () -> String
 
-    /// - Parameter isReady: `/readyz`'s answer (Redis reachable and not draining).
-    init(context: ServerContext, hub: StreamHub, upstreams: UpstreamFactory, isReady: @escaping () -> Bool) {
+    /// - Parameters:
+    ///   - isReady: `/readyz`'s answer (Redis reachable and not draining).
+    ///   - notReadyReason: the `not_ready` message when it is not (names unreachable Redis Cluster primaries).
+    init(context: ServerContext, hub: StreamHub, upstreams: UpstreamFactory, isReady: @escaping () -> Bool,
+         notReadyReason: @escaping () -> String = { "Redis is not reachable" }) {
         self.context = context
         self.hub = hub
         gate = RequestGuard(context: context, sessions: hub.sessions)
         chat = ChatStreamRoutes(gate: gate, hub: hub, upstreams: upstreams)
         account = AccountRoutes(gate: gate, ledger: hub.ledger)
         self.isReady = isReady
+        self.notReadyReason = notReadyReason
     }
 
     func route(_ ex: HTTPExchange) {
@@ -39,7 +44,7 @@ final class Router {
             if isReady() {
                 ex.respond(status: 200, contentType: "application/json", body: "{\"status\":\"ready\"}")
             } else {
-                ex.respond(.notReady(hub.draining ? "draining" : "Redis is not reachable"))
+                ex.respond(.notReady(notReadyReason()))
             }
         case "/metrics":
             guard ex.method == .get else { return gate.methodNotAllowed(ex, "GET") }

@@ -16,9 +16,10 @@ import RelayConfiguration
 final class Worker: @unchecked Sendable {
     let index: Int
     let loop: EventLoop
-    private let commands: RedisConnection
+    private let commands: any RedisCommandChannel
     private let pubsubConnection: RedisConnection
     private let pubsub: PubSub
+    private let sharded: ShardedPubSub?
     private let hub: StreamHub
     private var router: Router?
     private var listener: HTTPListener?
@@ -32,12 +33,15 @@ final class Worker: @unchecked Sendable {
         self.index = index
         jwks = context.jwks
         loop = try EventLoop()
-        commands = RedisConnection(loop: loop, endpoint: redis, role: .commands)
+        commands = RedisCommandChannels.make(loop: loop, endpoint: redis, outageGraceMs: context.config.redisOutageGraceMs)
         pubsubConnection = RedisConnection(loop: loop, endpoint: redis, role: .pubsub)
-        pubsub = PubSub(loop: loop, connection: pubsubConnection)
+        // Redis Cluster: live channels are sharded channels on each slot's primary.
+        let loop = self.loop
+        sharded = (commands as? ClusterClient).map { ShardedPubSub(loop: loop, cluster: $0) }
+        pubsub = PubSub(loop: loop, connection: pubsubConnection, sharded: sharded)
         let config = context.config
         let log = EventLog(connection: commands, maxLen: config.bufferEvents,
-                           ttlMs: config.bufferTTLms, lossless: config.losslessResume)
+                           ttlMs: config.bufferTTLms, lossless: config.losslessResume, sharded: sharded != nil)
         let sessions = SessionStore(connection: commands, scripts: log.scripts)
         hub = StreamHub(index: index, context: context, loop: loop, log: log, pubsub: pubsub, sessions: sessions,
                         ledger: BudgetLedger(connection: commands, scripts: log.scripts))
@@ -58,7 +62,8 @@ final class Worker: @unchecked Sendable {
         pubsubConnection.connect()
 
         let router = Router(context: context, hub: hub, upstreams: context.makeUpstreams(),
-                            isReady: { [unowned self] in self.isReady })
+                            isReady: { [unowned self] in self.isReady },
+                            notReadyReason: { [unowned self] in self.notReadyReason })
         self.router = router
         listener = try HTTPListener(loop: loop, config: config, listenFD: listenFD) { ex in router.route(ex) }
         // One JWKS fetcher per process, on worker 0 (issue 19); the others read its store.
@@ -75,7 +80,12 @@ final class Worker: @unchecked Sendable {
     }
 
     private func reportState() {
-        hub.metrics.workerState(index, redisConnected: commands.isConnected && pubsub.isConnected, ready: isReady)
+        var report: Metrics.ClusterReport?
+        if let c = commands as? ClusterClient {
+            report = .init(nodes: c.nodeHealth, moved: c.counters.moved, ask: c.counters.ask,
+                           retried: c.counters.retried, refreshes: c.counters.refreshes)
+        }
+        hub.metrics.workerState(index, redisConnected: commands.isConnected && pubsub.isConnected, ready: isReady, cluster: report)
     }
 
     /// Runs the loop until `stop()`.
@@ -91,13 +101,27 @@ final class Worker: @unchecked Sendable {
         hub.stop()
         commands.close()
         pubsubConnection.close()
+        sharded?.close()
         loop.stop()
     }
 
     /// `/readyz`: Redis (commands and pub/sub) reachable, not draining, and a JWKS loaded
-    /// when one is configured.
+    /// when one is configured. With a Redis Cluster: every slot's primary connected.
     var isReady: Bool {
         !hub.draining && commands.isConnected && pubsub.isConnected && (jwks?.hasKeys ?? true)
+    }
+
+    /// Why `/readyz` says 503 (names the unreachable cluster primaries).
+    var notReadyReason: String {
+        if hub.draining { return "draining" }
+        if let c = commands as? ClusterClient {
+            let down = c.nodeHealth.filter { !$0.connected }.map(\.node)
+            if !down.isEmpty { return "Redis Cluster primaries not reachable: " + down.joined(separator: ", ") }
+            if !c.isConnected { return "Redis Cluster slot map incomplete" }
+        }
+        if !commands.isConnected || !pubsub.isConnected { return "Redis is not reachable" }
+        if !(jwks?.hasKeys ?? true) { return "no JWKS key set loaded yet" }
+        return "Redis is not reachable"
     }
 
     /// Stops accepting, ends live client responses (clients resume elsewhere), keeps

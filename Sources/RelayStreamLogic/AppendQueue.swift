@@ -83,6 +83,12 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
             acknowledge(upTo: seq)
         case .outOfOrder(let last?) where last >= seq:
             acknowledge(upTo: seq)
+        case .outOfOrder(let last?) where last < ackedSeq:
+            // The store went back behind an acknowledged seq: acknowledged events were
+            // lost (a Redis Cluster replica promoted before it received them, Redis
+            // replication being asynchronous). Resending cannot fill the hole.
+            failed = true
+            return .failed
         case .permanent:
             failed = true
             return .failed

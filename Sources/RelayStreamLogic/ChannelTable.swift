@@ -134,4 +134,28 @@ public struct ChannelTable<Waiter> {
         }
         return out
     }
+
+    /// The server dropped `channel`'s subscription on its own (Redis Cluster sharded
+    /// pub/sub: the shard's connection was lost, or the slot moved to another primary,
+    /// which sends an unsolicited `sunsubscribe`). Returns the `SUBSCRIBE` to send again
+    /// (to the slot's current owner) when someone still wants the channel; its
+    /// subscribers wake `.resubscribed` once confirmed. An unwanted channel is forgotten.
+    public mutating func dropped(_ channel: String) -> Command? {
+        guard var c = channels[channel] else { return nil }
+        if c.refs == 0 && c.waiters.isEmpty {
+            channels[channel] = nil
+            return nil
+        }
+        c.state = .subscribing
+        if c.refs > 0, !c.waiters.contains(where: { if case .resubscribed = $0 { return true } else { return false } }) {
+            c.waiters.append(.resubscribed)
+        }
+        channels[channel] = c
+        return .subscribe(channel)
+    }
+
+    /// Channels that are wanted (subscribing or subscribed), in name order.
+    public var wanted: [String] {
+        channels.filter { $0.value.state != .unsubscribing }.keys.sorted()
+    }
 }

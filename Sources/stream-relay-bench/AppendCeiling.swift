@@ -14,10 +14,13 @@ extension Runner {
         log("scenario append-ceiling: Scripts.append (EVALSHA, MAXLEN 200, PEXPIRE 300 s, lossless text \(opts.lossless ? "on" : "off")) on \(redis), \(opts.streams) streams per connection, \(opts.pipeline) appends in flight per connection, \(opts.duration) s per run, connections \(opts.connectionSteps)")
         for conns in opts.connectionSteps {
             var logs: [EventLog] = []
-            var connsList: [RedisConnection] = []
+            var connsList: [any RedisCommandChannel] = []
+            var sharded = false
+            if case .cluster = redis { sharded = true }
             for _ in 0..<conns {
-                let c = RedisConnection(loop: loop, endpoint: redis, role: .commands)
-                let l = EventLog(connection: c, maxLen: 200, ttlMs: 300_000, lossless: opts.lossless)
+                // `redis+cluster://`: one cluster client (a connection per primary) each.
+                let c = RedisCommandChannels.make(loop: loop, endpoint: redis, outageGraceMs: 5_000)
+                let l = EventLog(connection: c, maxLen: 200, ttlMs: 300_000, lossless: opts.lossless, sharded: sharded)
                 c.onConnect = { l.connected() }
                 c.connect()
                 connsList.append(c)

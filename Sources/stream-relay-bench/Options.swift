@@ -56,7 +56,7 @@ struct Options {
       --jwt-secret S          relay HS256 secret (default $RELAY_JWT_SECRET)
       --server-pids a,b,…     processes whose CPU/RSS are reported (relay, or nginx workers)
       --redis-pid P           redis-server, for its CPU
-      --redis-url URL         append-ceiling: redis://host:port or unix:///path
+      --redis-url URL         append-ceiling: redis://host:port, unix:///path or redis+cluster://host:port,…
 
     Load:
       --quick                 seconds-long smoke run with small N (CI)

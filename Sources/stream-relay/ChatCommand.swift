@@ -198,6 +198,7 @@ enum ChatCommand {
                     out.status("… \(p)  (\(r.progress?.title ?? ""))")
                 }
                 if let c = r.completion { completion = c }
+                if r.budgetLimited { out.status("✂ " + BudgetState.budgetLimitedNote(period: client.budget?.period ?? "month")) }
             case .budget(let b):
                 out.status(b.pillText)
             case .telemetry(let t):

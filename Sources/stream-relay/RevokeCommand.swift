@@ -37,7 +37,8 @@ enum RevokeCommand {
         }
         do {
             let loop = try EventLoop()
-            let conn = RedisConnection(loop: loop, endpoint: endpoint, role: .commands)
+            // A Redis Cluster (`redis+cluster://`): the marker goes to its slot's primary.
+            let conn = RedisCommandChannels.make(loop: loop, endpoint: endpoint, outageGraceMs: config.redisOutageGraceMs)
             let store = SessionStore(connection: conn, scripts: ScriptRunner(connection: conn))
             var code: Int32 = 1
             let timeout = LoopTimer(loop: loop) {
@@ -45,7 +46,10 @@ enum RevokeCommand {
                 loop.stop()
             }
             timeout.schedule(afterMs: 5000)
+            var sent = false
             conn.onConnect = {
+                guard !sent else { return }
+                sent = true
                 store.revoke(sid: sid, ttlMs: config.revocationTTLms) { r in
                     switch r {
                     case .success:

@@ -103,7 +103,9 @@ final class ConformanceTests: XCTestCase {
             var flushes: [[String: String]] = []
             var direction: String?
             var problems: [String] = []
+            var last: RenderUpdate?
             func record(_ at: Int64, _ u: RenderUpdate?) {
+                if let u { last = u }
                 guard let u, !u.appended.isEmpty else { return }
                 if let l = u.layout {
                     if direction == nil { direction = directionName(l.direction) }
@@ -124,6 +126,12 @@ final class ConformanceTests: XCTestCase {
                     record(at, r.enterForeground(now: at))
                 } else if let reason = s["done"] as? String {
                     record(at, r.receive(.done(finishReason: reason, usage: Usage(promptTokens: 0, completionTokens: 0)), now: at))
+                } else if let json = s["event"] as? String {
+                    do {
+                        record(at, try r.receive(json: Data(json.utf8), now: at))
+                    } catch {
+                        problems.append("event at \(at) ms not decoded: \(error)")
+                    }
                 }
             }
             let expect = c["expect"] as? [String: Any] ?? [:]
@@ -134,7 +142,26 @@ final class ConformanceTests: XCTestCase {
             if direction != expect["direction"] as? String {
                 problems.append("direction \(direction ?? "none"), want \(expect["direction"] as? String ?? "?")")
             }
+            if let want = expect["completion"] {
+                let got: AnyHashable? = last?.completion.map { AnyHashable(completionShape($0)) }
+                if got != normalized(want) { problems.append("completion \(got.map { "\($0)" } ?? "none"), want \(want)") }
+            }
+            if let want = expect["budgetLimited"] as? Bool, last?.budgetLimited != want {
+                problems.append("budgetLimited \(last?.budgetLimited.description ?? "no update"), want \(want)")
+            }
             if !problems.isEmpty { fail("render.json", c, problems.joined(separator: "; ")) }
+        }
+    }
+
+    /// A completion in the vectors' shape: `{kind, finishReason | status, code}` (numbers
+    /// as Int64, as `normalized` gives the vector's; the message is not compared).
+    private func completionShape(_ c: Completion) -> [String: AnyHashable] {
+        switch c {
+        case .finished(let reason): return ["kind": "finished", "finishReason": reason]
+        case .stopped: return ["kind": "stopped"]
+        case .timedOut: return ["kind": "timedOut"]
+        case .needsResume: return ["kind": "needsResume"]
+        case .failed(let status, let code, _): return ["kind": "failed", "status": Int64(status), "code": code]
         }
     }
 
@@ -195,15 +222,7 @@ final class ConformanceTests: XCTestCase {
             if expect["refreshToken"] != nil { d["refreshToken"] = refreshToken }
             return d
         case .finish(let c):
-            let completion: [String: AnyHashable]
-            switch c {
-            case .finished(let reason): completion = ["kind": "finished", "finishReason": reason]
-            case .stopped: completion = ["kind": "stopped"]
-            case .timedOut: completion = ["kind": "timedOut"]
-            case .needsResume: completion = ["kind": "needsResume"]
-            case .failed(let status, let code, _): completion = ["kind": "failed", "status": Int64(status), "code": code]
-            }
-            return ["action": "finish", "completion": completion]
+            return ["action": "finish", "completion": completionShape(c)]
         }
     }
 
@@ -223,7 +242,7 @@ final class ConformanceTests: XCTestCase {
     func testReconnectTables() throws {
         for c in try cases("reconnect.json") {
             var p = ReconnectPolicy(backoffMs: 1000)
-            // The vectors' random source: jitter = floor(random × 251) ms (CLIENT_RULES.md).
+            // The vectors' random source: jitter = floor(random × 251) ms (conformance/CLIENT_RULES.md).
             let jitter = Int64(((c["random"] as? NSNumber)?.doubleValue ?? 0) * Double(ReconnectPolicy.maxJitterMs + 1))
             for (i, s) in (c["steps"] as? [[String: Any]] ?? []).enumerated() {
                 let at = (s["at"] as? NSNumber)?.int64Value ?? 0

@@ -1,4 +1,5 @@
 import Foundation
+import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -122,11 +123,25 @@ func withRunningClock<T>(_ clock: VirtualClock, _ body: () async throws -> T) as
     return try await body()
 }
 
-/// Collects all updates of a stream.
-func collect(_ stream: RelayStream) async -> [ChatUpdate] {
-    var all: [ChatUpdate] = []
-    for await u in stream { all.append(u) }
-    return all
+/// Collects all updates of a stream; fails the test (and stops the stream) when it has
+/// not ended within `timeout` seconds of real time.
+func collect(_ stream: RelayStream, timeout: Double = 10, file: StaticString = #filePath, line: UInt = #line) async -> [ChatUpdate] {
+    let all = LockedBox<[ChatUpdate]>([]), ended = LockedBox(false)
+    let reader = Task {
+        for await u in stream { all.mutate { $0.append(u) } }
+        ended.value = true
+    }
+    let deadline = Date().addingTimeInterval(timeout)
+    while !ended.value {
+        guard Date() < deadline else {
+            XCTFail("stream did not end within \(timeout) s; updates so far: \(all.value.count)", file: file, line: line)
+            stream.stop()
+            reader.cancel()
+            return all.value
+        }
+        try? await Task.sleep(nanoseconds: 1_000_000)   // poll interval of the deadline loop
+    }
+    return all.value
 }
 
 extension Array where Element == ChatUpdate {

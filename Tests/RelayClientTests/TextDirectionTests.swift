@@ -2,7 +2,7 @@ import XCTest
 import RelayCore
 @testable import RelayClient
 
-/// The right-to-left rule of `CLIENT_RULES.md`, with its vectors, on the detector and
+/// The right-to-left rule of `conformance/CLIENT_RULES.md`, with its vectors, on the detector and
 /// through `ResponseRenderer` (nothing rendered before the decision, never switched).
 final class TextDirectionTests: XCTestCase {
     let arabic = "هذا مشروع اتفاقية عدم إفصاح متبادلة بين الطرفين"

@@ -13,6 +13,9 @@ final class VirtualClock: RelayClock, @unchecked Sendable {
 
     func nowMs() -> Int64 { lock.withLock { now } }
 
+    /// How many `sleep` calls are waiting for the clock to move.
+    var sleeperCount: Int { lock.withLock { sleepers.count } }
+
     func sleep(ms: Int64) async throws {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let ready: Bool = lock.withLock {

@@ -12,14 +12,16 @@ final class VirtualClockTests: XCTestCase {
     func testSleepWakesWhenAdvancedPastDeadline() async throws {
         let c = VirtualClock(startMs: 0)
         let t = Task { try await c.sleep(ms: 1_000); return c.nowMs() }
-        // Let the task register its sleeper, then move time.
-        while true {
+        // Wait (5 s real deadline) until the task has registered its sleeper, then move
+        // time: short of the deadline it keeps sleeping, at the deadline it wakes.
+        let deadline = Date().addingTimeInterval(5)
+        while c.sleeperCount == 0 {
+            guard Date() < deadline else { t.cancel(); return XCTFail("the sleeper never registered") }
             await Task.yield()
-            c.advance(by: 0)
-            if c.nowMs() == 0 { break }
         }
-        for _ in 0..<50 { await Task.yield() }
-        c.advance(by: 1_000)
+        c.advance(by: 999)
+        XCTAssertEqual(c.sleeperCount, 1, "not woken before its deadline")
+        c.advance(by: 1)
         let woke = try await t.value
         XCTAssertEqual(woke, 1_000)
     }

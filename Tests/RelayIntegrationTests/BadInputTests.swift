@@ -21,6 +21,8 @@ final class BadInputTests: RelayTestCase {
             ("malformed JSON", Array("{\"messages\":".utf8), [auth, json], 400, "invalid_json"),
             ("not an object", Array("[1,2]".utf8), [auth, json], 400, "invalid_json"),
             ("wrong content type", Chat.body(), [auth, ("Content-Type", "text/plain")], 400, "invalid_request"),
+            ("content type with a longer subtype", Chat.body(), [auth, ("Content-Type", "application/jsonx")], 400, "invalid_request"),
+            ("content type with a UTF-16 charset", Chat.body(), [auth, ("Content-Type", "application/json; charset=utf-16")], 400, "invalid_request"),
             ("missing messages", Array("{}".utf8), [auth, json], 400, "invalid_request"),
             ("empty messages", Array("{\"messages\":[]}".utf8), [auth, json], 400, "invalid_request"),
             ("unknown field", Array("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":2}".utf8), [auth, json], 400, "invalid_request"),

@@ -21,8 +21,7 @@ final class BenchSmokeTests: RelayTestCase {
         guard FileManager.default.isExecutableFile(atPath: benchBinary) else {
             throw TestFailure("stream-relay-bench not built at \(benchBinary) (swift build builds it)")
         }
-        var env = ProcessInfo.processInfo.environment
-        env["RELAY_JWT_SECRET"] = RelayProcess.secret
+        let env = ChildEnvironment.minimal(["RELAY_JWT_SECRET": RelayProcess.secret])
         let run = try ToolProcess.run(benchBinary, args, environment: env, timeout: timeout)
         let out = run.stdout
         let results = out.split(separator: "\n").compactMap { line -> [String: Any]? in

@@ -5,9 +5,7 @@ import XCTest
 /// Issue 18 item 1: the `stream-relay` command overview, per-command help and version.
 final class CommandLineTests: XCTestCase {
     func relay(_ args: [String], env: [String: String] = [:]) throws -> ToolProcess.Result {
-        var e = ProcessInfo.processInfo.environment
-        for (k, v) in env { e[k] = v }
-        return try ToolProcess.run(TestPaths.relayBinary, args, environment: e, timeout: 20)
+        try ToolProcess.run(TestPaths.relayBinary, args, environment: ChildEnvironment.minimal(env), timeout: 20)
     }
 
     func testHelpListsEveryCommandOnOneLine() throws {

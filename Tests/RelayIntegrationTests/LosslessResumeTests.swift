@@ -36,7 +36,7 @@ final class LosslessResumeTests: RelayTestCase {
     func testLiveStreamAcrossTwoRelaysAfterTheWindowMoved() throws {
         let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "800"])
         let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "800"])
-        let reference = try referenceText(a)
+        let reference = referenceText()
         let token = RelayProcess.token()
         let id = Chat.newID()
         let first = try Chat.start(port: a.port, token: token, requestID: id)
@@ -46,6 +46,9 @@ final class LosslessResumeTests: RelayTestCase {
         try eventually(20, "the window to move past the client") {
             (Int(try redis.cli("HGET", streamKey(id, "meta"), "last_seq")) ?? 0) > 50 + 400
         }
+        // "Live": the generation is still running when the resume arrives (3,000 tokens
+        // at 800/s take ~3.7 s; the window moves past event 50 after ~0.6 s).
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "state"), "running", "the stream is still live at the resume")
         let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "50").readAll()
         XCTAssertGreaterThan(Int(rest.first?.lastEventId ?? "0") ?? 0, 51, "catch-up delta covers the missing events")
         XCTAssertEqual(Chat.text(events) + Chat.text(rest), reference)
@@ -59,8 +62,24 @@ final class LosslessResumeTests: RelayTestCase {
         let id = Chat.newID()
         let all = try Chat.start(port: relay.port, token: token, requestID: id, model: "simulated-ar").readAll()
         let reference = Chat.text(all)
+        XCTAssertEqual(reference, referenceText(model: "simulated-ar"), "the relay's text is the document's own")
         XCTAssertTrue(reference.unicodeScalars.contains { (0x0600...0x06FF).contains($0.value) })
-        for k in [0, 3, 77, 500, all.count - 250] {
+        // Cuts that fall inside a word: event k ends with an Arabic letter and event k+1
+        // starts with one (the word continues across the cut).
+        func isArabicLetter(_ s: Unicode.Scalar?) -> Bool {
+            guard let s else { return false }
+            return (0x0621...0x064A).contains(s.value) || (0x064B...0x0652).contains(s.value)
+        }
+        let deltas = all.map { (try? StreamEvent(json: $0.data)).flatMap { if case .delta(let t) = $0 { return t } else { return nil } } ?? "" }
+        let midWord = (1..<(deltas.count - 1)).filter {
+            isArabicLetter(deltas[$0 - 1].unicodeScalars.last) && isArabicLetter(deltas[$0].unicodeScalars.first)
+        }
+        XCTAssertGreaterThanOrEqual(midWord.count, 3, "the Arabic answer has cuts inside words")
+        let cuts = [midWord[0], midWord[midWord.count / 2], midWord[midWord.count - 1]]
+        for k in cuts {
+            XCTAssertTrue(isArabicLetter(prefix(all, k).unicodeScalars.last), "cut \(k) is mid-word")
+        }
+        for k in [0, 3, 77, 500, all.count - 250] + cuts {
             let rest = try Chat.resume(port: relay.port, token: token, requestID: id, lastEventID: String(k)).readAll()
             XCTAssertEqual(prefix(all, k) + Chat.text(rest), reference, "Arabic resume from \(k)")
         }
@@ -107,6 +126,20 @@ final class LosslessResumeTests: RelayTestCase {
         try eventually(6, "the stream's TTL to pass") { try redis.cli("EXISTS", streamKey(id, "meta")) == "0" }
         let gone = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)", headers: [auth, ("Last-Event-ID", "5")])
         XCTAssertEqual(gone.status, 404, "after the TTL nothing is left: stream_not_found")
+
+        // The feature turned off: no text key is written, and a resume from behind the
+        // events window (RELAY_BUFFER_EVENTS) is 409 resume_gap, while one inside the
+        // window still works.
+        let off = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50000", "RELAY_LOSSLESS_RESUME": "off",
+                                  "RELAY_BUFFER_EVENTS": "50"])
+        let offID = Chat.newID()
+        XCTAssertEqual(try Chat.start(port: off.port, token: token, requestID: offID, maxTokens: 500).readAll().count, 501)
+        XCTAssertEqual(try redis.cli("EXISTS", streamKey(offID, "text")), "0", "feature off: no text is kept")
+        let offGap = try HTTPClient.request(port: off.port, method: "GET", path: "/api/chat/stream/\(offID)", headers: [auth, ("Last-Event-ID", "5")])
+        XCTAssertEqual(offGap.status, 409, "feature off, behind the window: \(offGap.text)")
+        XCTAssertEqual(offGap.errorCode, "resume_gap")
+        let inWindow = try Chat.resume(port: off.port, token: token, requestID: offID, lastEventID: "480").readAll()
+        XCTAssertEqual(inWindow.count, 21, "feature off, inside the window: events 481…501")
     }
 
     func testRedisMemoryPerStreamWithAndWithoutTheFeature() throws {

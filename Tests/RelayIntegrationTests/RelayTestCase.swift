@@ -2,6 +2,7 @@ import Foundation
 import RelayAuth
 import RelayCore
 import RelayTestSupport
+import RelayUpstream
 import XCTest
 
 /// Base class: one real `redis-server` per test (temp Unix socket), relays started
@@ -40,10 +41,19 @@ class RelayTestCase: XCTestCase {
         return r
     }
 
-    /// An uninterrupted run of `model` with `maxTokens`, for byte comparisons.
-    func referenceText(_ relay: RelayProcess, model: String = "simulated", maxTokens: Int? = nil) throws -> String {
-        let c = try Chat.start(port: relay.port, token: RelayProcess.token(sub: "reference"), model: model, maxTokens: maxTokens)
-        return Chat.text(try c.readAll())
+    /// The answer the simulated upstream must produce for `model` and `maxTokens`, built
+    /// independently of the relay: the simulated document's own tokens, the first
+    /// `maxTokens` of them, joined. (Comparing the relay with another run of itself
+    /// would let a consistent corruption — escaping, dropped scalars — pass; issue 20.)
+    func referenceText(model: String = "simulated", maxTokens: Int? = nil) -> String {
+        guard let doc = SimulatedDocuments.document(forModel: model) else {
+            XCTFail("no simulated document for \(model)"); return ""
+        }
+        let tokens = SimulatedTokenizer.tokens(doc)
+        // The joined tokens are the document itself (SimulatedTextTests), so a prefix of
+        // them is a prefix of the document's exact bytes.
+        XCTAssertEqual(tokens.joined(), doc, "the tokenizer loses nothing")
+        return tokens.prefix(maxTokens ?? tokens.count).joined()
     }
 
     /// Asserts ids are 1, 2, 3 … from `first`, and the last event is terminal.
@@ -64,6 +74,26 @@ class RelayTestCase: XCTestCase {
             if parts.count == 2, parts[0] == name { return Double(parts[1]) }
         }
         return nil
+    }
+
+    /// The sum of every series of `name` (labelled or not) in the relay's `/metrics`;
+    /// 0 when there is none.
+    func metricSum(_ relay: RelayProcess, _ name: String) throws -> Double {
+        let r = try HTTPClient.request(port: relay.port, method: "GET", path: "/metrics")
+        var sum = 0.0
+        for line in r.text.split(separator: "\n") where line.hasPrefix(name + " ") || line.hasPrefix(name + "{") {
+            if let v = line.split(separator: " ").last.flatMap({ Double($0) }) { sum += v }
+        }
+        return sum
+    }
+
+    /// The sum of `relay_generations_started_total` over `relays` (generations started).
+    func generationsStarted(_ relays: [RelayProcess]) throws -> Int {
+        try relays.reduce(0) { sum, r in
+            let text = try HTTPClient.request(port: r.port, method: "GET", path: "/metrics").text
+            let line = text.split(separator: "\n").first { $0.hasPrefix("relay_generations_started_total ") }
+            return sum + (line.flatMap { Int($0.split(separator: " ")[1]) } ?? 0)
+        }
     }
 
     /// Polls `condition` every 20 ms for up to `timeout` seconds.

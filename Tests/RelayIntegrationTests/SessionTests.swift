@@ -87,7 +87,7 @@ final class SessionTests: RelayTestCase {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: TestPaths.relayBinary)
         p.arguments = ["revoke", sid]
-        p.environment = ["REDIS_URL": redis.url]
+        p.environment = ChildEnvironment.minimal(["REDIS_URL": redis.url])
         p.standardOutput = FileHandle.nullDevice
         try p.run()
         p.waitUntilExit()
@@ -128,7 +128,7 @@ final class SessionTests: RelayTestCase {
 
     func testTokenExpiryMidStreamThenFreshTokenResumes() throws {
         let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "100", "RELAY_JWT_LEEWAY": "0"])
-        let reference = try referenceText(relay, maxTokens: 300)
+        let reference = referenceText(maxTokens: 300)
         let sid = "exp-\(UUID().uuidString.prefix(8))"
         let short = RelayProcess.token(sid: sid, ttl: 1)
         let c = try Chat.start(port: relay.port, token: short, maxTokens: 300)

@@ -13,14 +13,6 @@ final class UserScopeTests: RelayTestCase {
         return try HTTPClient.request(port: port, method: "POST", path: "/api/chat/stream", headers: h, body: body)
     }
 
-    func generationsStarted(_ relays: [RelayProcess]) throws -> Int {
-        try relays.reduce(0) { sum, r in
-            let text = try HTTPClient.request(port: r.port, method: "GET", path: "/metrics").text
-            let line = text.split(separator: "\n").first { $0.hasPrefix("relay_generations_started_total ") }
-            return sum + (line.flatMap { Int($0.split(separator: " ")[1]) } ?? 0)
-        }
-    }
-
     func testSameSidUnderTwoUsersHasIndependentLimits() throws {
         let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20", "RELAY_MAX_STREAMS_PER_SESSION": "2"])
         let sid = "shared-\(UUID().uuidString.prefix(8))"

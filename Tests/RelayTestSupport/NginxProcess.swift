@@ -38,6 +38,7 @@ public final class NginxProcess: @unchecked Sendable {
                             "--listen", "127.0.0.1:\(port)"] + upstreams.map { "127.0.0.1:\($0)" }
         _ = FileManager.default.createFile(atPath: conf.path, contents: nil)
         let out = try FileHandle(forWritingTo: conf)
+        render.environment = ChildEnvironment.minimal()
         render.standardOutput = out
         let err = Pipe()
         render.standardError = err
@@ -56,6 +57,7 @@ public final class NginxProcess: @unchecked Sendable {
         p.arguments = ["-p", d + "/", "-e", d + "/error.log", "-c", conf.path, "-g", "pid \(d)/nginx.pid; daemon off; \(user)"]
         _ = FileManager.default.createFile(atPath: d + "/access.log", contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: d + "/access.log"))
+        p.environment = ChildEnvironment.minimal()
         p.standardOutput = log   // access_log /dev/stdout
         p.standardError = log    // error_log stderr
         try p.run()
@@ -108,17 +110,5 @@ public enum FreePort {
         }
         guard ok else { throw TestFailure("no free port: \(String(cString: strerror(errno)))") }
         return Int(UInt16(bigEndian: addr.sin_port))
-    }
-}
-
-/// Process facts from /proc.
-public enum ProcStatus {
-    /// `VmRSS` of `pid`, KiB (0 when unreadable).
-    public static func rssKiB(_ pid: Int32) -> Int {
-        guard let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-        for line in s.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
-        }
-        return 0
     }
 }

@@ -26,6 +26,7 @@ public final class RedisServer: @unchecked Sendable {
         p.executableURL = URL(fileURLWithPath: TestPaths.which("setpriv"))
         p.arguments = ["--pdeathsig", "TERM", TestPaths.which("redis-server"), "--port", "0", "--unixsocket", socketPath,
                        "--save", "", "--appendonly", "no", "--dir", directory.path, "--loglevel", "warning"]
+        p.environment = ChildEnvironment.minimal()
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
@@ -71,6 +72,7 @@ public final class RedisServer: @unchecked Sendable {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: TestPaths.which("redis-cli"))
         p.arguments = ["-s", socketPath, "--raw"] + args
+        p.environment = ChildEnvironment.minimal()
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice

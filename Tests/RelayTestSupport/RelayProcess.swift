@@ -12,13 +12,13 @@ public final class RelayProcess: @unchecked Sendable {
     private let logURL: URL
 
     /// Starts a relay against `redis` (`REDIS_URL`, or nil for the private default)
-    /// with extra environment variables, and waits until it listens and is ready.
+    /// with extra environment variables on top of `ChildEnvironment.minimal()`, and waits
+    /// until it listens and is ready. A variable set to "" in `env` is passed as empty.
     public init(redisURL: String?, env: [String: String] = [:], waitReady: Bool = true) throws {
-        var e = ProcessInfo.processInfo.environment
-        e["RELAY_LISTEN"] = "127.0.0.1:0"
-        e["RELAY_WORKERS"] = e["RELAY_WORKERS"] ?? "2"
-        e["RELAY_JWT_SECRET"] = RelayProcess.secret
-        e["REDIS_URL"] = nil
+        // A minimal, explicit environment (ChildEnvironment): nothing ambient leaks in.
+        // RELAY_JWT_SECRET unless the test configures a public key instead.
+        var e = ChildEnvironment.minimal(["RELAY_LISTEN": "127.0.0.1:0", "RELAY_WORKERS": "2"])
+        if env["RELAY_JWT_PUBLIC_KEY"] == nil { e["RELAY_JWT_SECRET"] = RelayProcess.secret }
         if let r = redisURL { e["REDIS_URL"] = r }
         for (k, v) in env { e[k] = v }
         let p = Process()

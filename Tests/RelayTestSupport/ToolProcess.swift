@@ -8,12 +8,15 @@ public enum ToolProcess {
         public var status: Int32
         public var stdout: String
         public var stderr: String
+        /// stdout as bytes (for binary output, e.g. a signature).
+        public var stdoutData: Data
         /// stdout then stderr, for assertion messages and tools that mix them.
         public var output: String { stdout + stderr }
     }
 
     /// Runs `executable` with `arguments`, feeding `input` on stdin (empty when nil), in
-    /// `directory` (the current one when nil).
+    /// `directory` (the current one when nil), with `environment` (the minimal
+    /// `ChildEnvironment` when nil; never the runner's own).
     /// - Throws: `TestFailure` when it cannot start or runs longer than `timeout` seconds
     ///   (it is then killed).
     public static func run(_ executable: String, _ arguments: [String], input: Data? = nil,
@@ -26,7 +29,7 @@ public enum ToolProcess {
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = arguments
         if let directory { p.currentDirectoryURL = directory }
-        if let environment { p.environment = environment }
+        p.environment = environment ?? ChildEnvironment.minimal()
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("tool-\(UUID().uuidString.prefix(8))")
         let outURL = base.appendingPathExtension("out"), errURL = base.appendingPathExtension("err")
         _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
@@ -52,8 +55,10 @@ public enum ToolProcess {
         }
         try? out.close()
         try? err.close()
+        let outData = (try? Data(contentsOf: outURL)) ?? Data()
         return Result(status: p.terminationStatus,
-                      stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
-                      stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
+                      stdout: String(decoding: outData, as: UTF8.self),
+                      stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "",
+                      stdoutData: outData)
     }
 }

@@ -108,8 +108,10 @@ final class SimulatedTextTests: XCTestCase {
         let tokens = SimulatedTokenizer.tokens(doc)
         let elapsedMs = Date().timeIntervalSince(start) * 1000
         print("SimulatedTokenizer: English \(tokens.count) tokens in \(String(format: "%.2f", elapsedMs)) ms, Arabic \(SimulatedTokenizer.tokens(SimulatedDocuments.arabicLegal).count) tokens")
-        // Generous bound for debug builds on a busy shared machine; typically a few ms.
-        XCTAssertLessThan(elapsedMs, 250)
+        // Not a speed target (those are never asserted): a guard against a pathological
+        // (quadratic) tokenizer, which takes seconds here; typically a few ms, so the
+        // bound holds on a loaded 2-core machine.
+        XCTAssertLessThan(elapsedMs, 2_000)
     }
 
     // MARK: - English document

@@ -36,7 +36,9 @@ final class UpstreamCancelTests: UpstreamTestCase {
         XCTAssertEqual(closes.count, 1, "the upstream connection was closed")
         let ms = Double((closes.first?.atNanos ?? t0) &- t0) / 1e6
         print(String(format: "cancel→close (%@): %.3f ms", label, ms))
-        XCTAssertLessThan(ms, 500)
+        // Typically well under 1 ms; the bound holds on a loaded 2-core machine and still
+        // fails when the close waits for a timeout (the idle timeout is 60 s).
+        XCTAssertLessThan(ms, 2_000)
         harness.spin(ms: 50)
         XCTAssertEqual(box.events.count, deltas, "nothing emitted after cancel()")
         XCTAssertEqual(harness.multi.activeTransfers, 0)
@@ -110,10 +112,6 @@ final class UpstreamCancelTests: UpstreamTestCase {
         let body = OpenAIFixtures.roleChunk + OpenAIFixtures.content("x")
         let s = try server([Self.openAIPath: streamThenHold(body)])
         let f = HTTPUpstreamFactory(.openAI, config: config(s), multi: harness.multi)
-        func rssKB() -> Int {
-            let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? "0 0"
-            return (Int(statm.split(separator: " ")[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
-        }
         func round(_ n: Int) throws {
             for _ in 0..<n {
                 let up = try f.makeUpstream(for: Self.question, loop: harness.loop)
@@ -123,11 +121,11 @@ final class UpstreamCancelTests: UpstreamTestCase {
             }
         }
         try round(50)  // warm up allocator and caches
-        let before = rssKB()
+        let before = try ProcStatus.selfRssKiB()
         try round(300)
         XCTAssertEqual(s.waitForCloses(350, timeout: 10).count, 350)
         harness.spin(ms: 50)
-        let after = rssKB()
+        let after = try ProcStatus.selfRssKiB()
         print("RSS over 300 cancelled generations: \(before) KiB → \(after) KiB")
         XCTAssertEqual(harness.multi.activeTransfers, 0)
         XCTAssertEqual(harness.multi.watchedSockets, 0)

@@ -133,13 +133,20 @@ export interface RenderUpdate {
   showsTypingIndicator: boolean;
   completion: Completion | null;
   reason: FlushReason | null;
+  /** `true` only on the last update of an answer the relay cut at the caller's token budget
+   *  (`done` with `finish_reason: "length"` and `"budget_limited": true`, issue 12). */
+  budgetLimited: boolean;
 }
+/** `true` when `event` is a `done` whose `budget_limited` is JSON `true`. */
+export function isBudgetLimited(event: StreamEventJSON | null | undefined): boolean;
 export class ResponseRenderer {
   constructor(now: number, options?: { expectedSections?: number | null });
   readonly text: string;
   readonly tokensReceived: number;
   readonly firstTokenAt: number | null;
   readonly completion: Completion | null;
+  /** `true` once a `done` said the answer was cut by the token budget. */
+  readonly budgetLimited: boolean;
   readonly layout: TextLayout | null;
   readonly isBackground: boolean;
   readonly typing: TypingIndicator;
@@ -169,12 +176,16 @@ export class AutoScroll {
   userScrolled(distanceFromBottom: number): void;
   jumpToLatest(): void;
 }
-export interface BudgetJSON { tier?: string; limit: number; used?: number; remaining?: number; period?: string; }
+/** `GET /api/budget`: `remaining = max(0, limit − used − reserved)`; `reserved` is held by running answers. */
+export interface BudgetJSON { tier?: string; limit: number; used?: number; reserved?: number; remaining?: number; period?: string; }
 export class BudgetState {
   constructor(b: BudgetJSON);
   static fromJSON(obj: unknown): BudgetState;
-  tier: string; limit: number; used: number; remaining: number; period: string;
-  apply(usage: { total_tokens?: number }): void;
+  tier: string; limit: number; used: number; reserved: number; remaining: number; period: string;
+  /** Counts a `done`'s `total_tokens`; `budgetLimited` (the `done`'s flag) sets `remaining` to 0. */
+  apply(usage: { total_tokens?: number }, budgetLimited?: boolean): void;
+  /** `Answer shortened: this month's token budget is used up`. */
+  readonly budgetLimitedNote: string;
   readonly canSend: boolean;
   readonly isWarning: boolean;
   /** `~2,400 tokens remaining this month`. */
@@ -186,6 +197,8 @@ export interface NetworkAdvice { warning: string | null; reconnectBackoffMs: num
 export const SLOW_CONNECTION_WARNING: string;
 export const NORMAL_BACKOFF_MS: 1000;
 export const SLOW_BACKOFF_MS: 3000;
+/** `Answer shortened: this month's token budget is used up` (`today's`, `this week's`). */
+export function budgetLimitedNote(period?: string): string;
 export function networkAdvice(c: NetworkConditions | null | undefined): NetworkAdvice;
 export function browserNetworkConditions(): NetworkConditions | null;
 export interface TelemetryRecord { requestId: string; tokensReceived: number; latencyMs: number; reconnections: number; }

@@ -1,6 +1,6 @@
 // The web chat page on the StreamRelay JS kit. Configuration from the URL fragment:
 //   #token=JWT&base=/a,/b   (base URLs default to the page's origin: "/api/..." via nginx)
-import { RelayChatClient, AutoScroll, browserNetworkConditions, networkAdvice } from '../src/index.js';
+import { RelayChatClient, AutoScroll, browserNetworkConditions, networkAdvice, budgetLimitedNote } from '../src/index.js';
 
 const params = new URLSearchParams(location.hash.slice(1));
 const token = params.get('token') ?? localStorage.getItem('relayToken') ?? '';
@@ -59,7 +59,7 @@ $('jump').addEventListener('click', () => { scroll.jumpToLatest(); $('jump').hid
 /** Runs one answer in `view` (a fresh view for a Resume). */
 function run(stream, view) {
   const index = demo.answers.length;
-  const record = { index, requestId: stream.requestId, model: stream.request.model, text: '', layout: null, completion: null, cancelStatus: null, statuses: [], urls: [], progressTexts: [] };
+  const record = { index, requestId: stream.requestId, model: stream.request.model, text: '', layout: null, completion: null, budgetLimited: false, cancelStatus: null, statuses: [], urls: [], progressTexts: [] };
   demo.answers.push(record);
   view.text.dataset.index = String(index);
   current = stream;
@@ -85,6 +85,13 @@ function run(stream, view) {
         if (r.progress) {
           view.progress.textContent = r.progress.text;
           if (record.progressTexts.at(-1) !== r.progress.text) record.progressTexts.push(r.progress.text);
+        }
+        if (r.budgetLimited) {
+          // The relay cut this answer at the caller's token budget (`done` … `budget_limited`).
+          record.budgetLimited = true;
+          view.note.textContent = client.budget ? client.budget.budgetLimitedNote : budgetLimitedNote();
+          view.note.hidden = false;
+          if (!client.budget) loadBudget();   // no pill yet: ask the relay (the `budget` update needs one)
         }
         follow();
         break;
@@ -129,11 +136,12 @@ function newView(turn) {
   const progress = el('div', 'progress'); progress.hidden = true;
   const typing = el('div', 'typing'); typing.append(el('span'), el('span'), el('span'));
   const text = el('div', 'answer-text');
+  const note = el('div', 'budget-note'); note.hidden = true; note.setAttribute('role', 'status');
   const status = el('div', 'status');
   const actions = el('div', 'actions');
-  answer.append(progress, typing, text, status, actions);
+  answer.append(progress, typing, text, note, status, actions);
   turn.append(answer);
-  return { turn, answer, progress, typing, text, status, actions };
+  return { turn, answer, progress, typing, text, note, status, actions };
 }
 
 $('composer').addEventListener('submit', (e) => {

@@ -38,6 +38,11 @@ from selenium.webdriver.support.ui import Select
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(os.environ.get("STREAM_RELAY_BIN", ROOT / ".build/debug/stream-relay"))
+
+
+def minimal_env():
+    """PATH, HOME, TMPDIR and LANG of this process only: the base of every child's environment."""
+    return {k: os.environ[k] for k in ("PATH", "HOME", "TMPDIR", "LANG") if k in os.environ}
 RATE = 400  # simulated tokens per second: an English answer takes ~8 s
 PROMPT = "Draft a mutual NDA for a software partnership."
 
@@ -178,7 +183,7 @@ class ChatDemoEndToEnd(unittest.TestCase):
 
     @classmethod
     def start(cls, args, env=None, log=None):
-        p = subprocess.Popen(args, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
+        p = subprocess.Popen(args, env=env if env is not None else minimal_env(), stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
                              stdin=subprocess.DEVNULL)
         cls.procs.append(p)
         return p
@@ -202,8 +207,10 @@ class ChatDemoEndToEnd(unittest.TestCase):
                    "--dir", str(tmp)])
         wait_until("redis-server", lambda: subprocess.run(["redis-cli", "-s", str(sock), "ping"], capture_output=True).stdout.strip() == b"PONG", 10)
         secret = os.urandom(24).hex()
-        env = dict(os.environ, REDIS_URL=f"unix://{sock}", RELAY_JWT_SECRET=secret, RELAY_SIMULATED_TOKENS_PER_SECOND=str(RATE),
-                   RELAY_WORKERS="1")
+        # An explicit, minimal environment (docs/TESTING.md): nothing ambient (RELAY_ADMIN_KEY,
+        # RELAY_LOSSLESS_RESUME, …) reaches the relays.
+        env = dict(minimal_env(), REDIS_URL=f"unix://{sock}", RELAY_JWT_SECRET=secret,
+                   RELAY_SIMULATED_TOKENS_PER_SECOND=str(RATE), RELAY_WORKERS="1")
         cls.relay_ports = []
         for name in ("A", "B"):
             port = free_port()
@@ -294,7 +301,7 @@ class ChatDemoEndToEnd(unittest.TestCase):
         out = self.tmp / f"reference-{model}.txt"
         return subprocess.Popen([str(BIN), "chat", "--url", f"http://127.0.0.1:{self.relay_ports[1]}", "--token", self.token,
                                  "--model", model, "--prompt", PROMPT, "--output", str(out)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL), out
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=minimal_env()), out
 
     def screenshot(self, name):
         path = ROOT / "docs" / name

@@ -2,7 +2,7 @@
 // fetch + ReadableStream, applying ReconnectPolicy and ResponseRenderer (DESIGN §8).
 import { SSEParser } from './sseParser.js';
 import { ReconnectPolicy } from './reconnectPolicy.js';
-import { ResponseRenderer } from './responseRenderer.js';
+import { ResponseRenderer, isBudgetLimited } from './responseRenderer.js';
 import { RENDER_INTERVAL_MS } from './renderBuffer.js';
 import { BudgetState, networkAdvice, telemetryRecord, SLOW_RTT_MS, SLOW_BACKOFF_MS } from './uiState.js';
 
@@ -421,7 +421,7 @@ export class RelayStream {
       const u = this.renderer.receive(event, now);
       if (u) this._render(u);
       if (event.type === 'done' && this.client.budget && event.usage) {
-        this.client.budget.apply(event.usage);
+        this.client.budget.apply(event.usage, isBudgetLimited(event));
         this._emit({ kind: 'budget', budget: this.client.budget });
       }
     }

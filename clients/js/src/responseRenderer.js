@@ -14,7 +14,18 @@ import { TypingIndicator } from './uiState.js';
  * @property {boolean} showsTypingIndicator `true` while nothing has been rendered
  * @property {import('./reconnectPolicy.js').Completion | null} completion set on the last update
  * @property {import('./renderBuffer.js').FlushReason | null} reason why the text was released
+ * @property {boolean} budgetLimited `true` only on the last update of an answer the relay cut at the
+ *   caller's token budget (`done` with `finish_reason: "length"` and `"budget_limited": true`, issue 12)
  */
+
+/**
+ * `true` when `event` is a `done` whose `budget_limited` is JSON `true` (issue 12); anything else
+ * (absent, `false`, `1`, another event type) is `false`.
+ * @param {any} event a decoded stream event
+ */
+export function isBudgetLimited(event) {
+  return !!event && event.type === 'done' && event.budget_limited === true;
+}
 
 export class ResponseRenderer {
   /** @param {number} now request start, ms @param {{expectedSections?: number | null}} [options] */
@@ -28,6 +39,8 @@ export class ResponseRenderer {
     this.completion = null;
     /** @type {{prompt_tokens?: number, completion_tokens?: number, total_tokens?: number} | null} */
     this.usage = null;
+    /** `true` once a `done` said the answer was cut by the token budget (`"budget_limited": true`). */
+    this.budgetLimited = false;
     this.typing = new TypingIndicator(now);
     this._buffer = new RenderBuffer(now);
     /** @type {import('./renderBuffer.js').Flush | null} text the buffer released before the direction was decided */
@@ -54,6 +67,7 @@ export class ResponseRenderer {
       }
       case 'done':
         this.usage = event.usage ?? null;
+        this.budgetLimited = isBudgetLimited(event);
         return this.finish(event.finish_reason === 'cancelled' ? { kind: 'stopped' } : { kind: 'finished', finishReason: event.finish_reason ?? 'stop' }, now);
       case 'error':
         return this.finish({ kind: 'failed', status: event.status ?? 500, code: event.code ?? 'error', message: event.message ?? '' }, now);
@@ -96,7 +110,7 @@ export class ResponseRenderer {
 
   /**
    * Shows `f` — together with text released earlier but held because the direction was
-   * not decided yet (CLIENT_RULES.md: nothing is rendered before the decision) — once the
+   * not decided yet (conformance/CLIENT_RULES.md: nothing is rendered before the decision) — once the
    * direction is decided and the app is in the foreground; holds it otherwise. The held
    * text thus appears at the delta that completes the sample, with the latest reason.
    * @param {import('./renderBuffer.js').Flush | null} f @param {number} now @returns {RenderUpdate | null}
@@ -119,6 +133,7 @@ export class ResponseRenderer {
   /** @param {string} appended @param {any} completion @param {any} reason @returns {RenderUpdate} */
   _snapshot(appended, completion, reason) {
     return { appended, text: this.text, layout: this.layout, progress: this.progress(),
-      showsTypingIndicator: this.typing.isVisible, completion, reason };
+      showsTypingIndicator: this.typing.isVisible, completion, reason,
+      budgetLimited: completion !== null && this.budgetLimited };
   }
 }

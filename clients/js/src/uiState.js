@@ -31,16 +31,22 @@ export class AutoScroll {
 export const BUDGET_WARNING_FRACTION = 0.2;
 
 /**
- * The token budget pill from `GET /api/budget` (`{"tier","limit","used","remaining","period"}`)
- * and each `done`'s usage. Units: tokens.
+ * The token budget pill from `GET /api/budget` (`{"tier","limit","used","reserved","remaining","period"}`)
+ * and each `done`'s usage. Units: tokens. With reservations (issue 12) the relay reports
+ * `remaining = max(0, limit − used − reserved)`: tokens held by running answers are not available.
+ * `remaining` is kept as the relay reports it; a budget-limited `done` sets it to 0 (see `apply`).
  */
 export class BudgetState {
-  /** @param {{tier?: string, limit: number, used?: number, remaining?: number, period?: string}} b */
+  /** @param {{tier?: string, limit: number, used?: number, reserved?: number, remaining?: number, period?: string}} b */
   constructor(b) {
     this.tier = b.tier ?? '';
     this.limit = b.limit;
+    /** Tokens used (settled) this period. */
     this.used = b.used ?? 0;
-    this.remaining = Math.max(0, b.remaining ?? this.limit - this.used);
+    /** Tokens reserved by answers still running (0 from relays before issue 12). */
+    this.reserved = Math.max(0, b.reserved ?? 0);
+    /** Tokens a new request may still reserve: `limit − used − reserved` as the relay computed it. */
+    this.remaining = Math.max(0, b.remaining ?? this.limit - this.used - this.reserved);
     this.period = b.period ?? 'month';
   }
   /** Decodes a budget body. @param {unknown} obj @throws {TypeError} when `limit` is not a number. */
@@ -49,12 +55,21 @@ export class BudgetState {
     if (!o || typeof o !== 'object' || typeof o.limit !== 'number') throw new TypeError('budget body without numeric limit');
     return new BudgetState(o);
   }
-  /** Counts a finished generation's `total_tokens`. @param {{total_tokens?: number}} usage */
-  apply(usage) {
+  /**
+   * Counts a finished generation's `total_tokens`. After a budget-limited `done` (`budgetLimited`)
+   * `remaining` is 0: the relay granted that answer everything not used or reserved and it stopped
+   * there, so what is left is at most the prompt estimate's error, below the relay's minimum (429).
+   * Subtracting the usage alone would keep counting tokens that concurrent answers reserved meanwhile.
+   * Send stays disabled until a fresh `GET /api/budget` reports tokens again.
+   * @param {{total_tokens?: number}} usage @param {boolean} [budgetLimited]
+   */
+  apply(usage, budgetLimited = false) {
     const t = usage.total_tokens ?? 0;
     this.used += t;
-    this.remaining = Math.max(0, this.remaining - t);
+    this.remaining = budgetLimited ? 0 : Math.max(0, this.remaining - t);
   }
+  /** The note under an answer the budget cut: `Answer shortened: this month's token budget is used up`. */
+  get budgetLimitedNote() { return budgetLimitedNote(this.period); }
   /** `false` at 0 remaining: Send is disabled. */
   get canSend() { return this.remaining > 0; }
   /** `true` under 20 % of the limit remaining. */
@@ -67,6 +82,8 @@ export class BudgetState {
     return `~${grouped(n)} ${n === 1 ? 'token' : 'tokens'} remaining ${span}`;
   }
 }
+/** `Answer shortened: this month's token budget is used up` (`today's`, `this week's`). @param {string} [period] */
+export function budgetLimitedNote(period = 'month') { return `Answer shortened: ${periodPhrase(period)}'s token budget is used up`; }
 /** 2,437 → 2,400 (two significant digits, rounded down); below 100 unchanged. @param {number} n */
 export function approximate(n) { if (n < 100) return n; let u = 1; while (Math.floor(n / u) >= 100) u *= 10; return Math.floor(n / u) * u; }
 /** 2400 → "2,400" (en-US grouping, independent of locale). @param {number} n */

@@ -54,7 +54,9 @@ for (const c of load('render.json').cases) {
     const r = new ResponseRenderer(0);
     const flushes = [];
     let direction = null;
+    let last = null;
     const record = (at, u) => {
+      if (u) last = u;
       if (!u || u.appended === '') return;
       assert.ok(u.layout, 'text released before the direction was decided');
       direction ??= u.layout.direction;
@@ -66,10 +68,20 @@ for (const c of load('render.json').cases) {
       else if (s.background) r.enterBackground();
       else if (s.foreground) record(s.at, r.enterForeground(s.at));
       else if ('done' in s) record(s.at, r.receive({ type: 'done', finish_reason: s.done, usage: {} }, s.at));
+      else if ('event' in s) record(s.at, r.receive(JSON.parse(s.event), s.at));
     }
     assert.deepEqual(flushes, c.expect.flushes);
     assert.equal(direction, c.expect.direction);
+    if ('completion' in c.expect) assert.deepEqual(last && completionShape(last.completion), c.expect.completion, 'completion');
+    if ('budgetLimited' in c.expect) assert.equal(last?.budgetLimited, c.expect.budgetLimited, 'budgetLimited');
   });
+}
+
+/** A completion in the vectors' shape (the message is not compared). */
+function completionShape(c) {
+  if (!c) return null;
+  return c.kind === 'finished' ? { kind: c.kind, finishReason: c.finishReason }
+    : c.kind === 'failed' ? { kind: c.kind, status: c.status, code: c.code } : { kind: c.kind };
 }
 
 /** The JS action in the vectors' shape. */
@@ -77,12 +89,7 @@ function actionOf(a, expect) {
   switch (a.type) {
     case 'wait': return { action: 'wait', until: a.until };
     case 'reconnect': return 'refreshToken' in expect ? { action: 'reconnect', lastEventId: a.lastEventId, refreshToken: a.refreshToken } : { action: 'reconnect', lastEventId: a.lastEventId };
-    case 'finish': {
-      const c = a.completion;
-      const completion = c.kind === 'finished' ? { kind: c.kind, finishReason: c.finishReason }
-        : c.kind === 'failed' ? { kind: c.kind, status: c.status, code: c.code } : { kind: c.kind };
-      return { action: 'finish', completion };
-    }
+    case 'finish': return { action: 'finish', completion: completionShape(a.completion) };
     default: return { action: a.type };
   }
 }

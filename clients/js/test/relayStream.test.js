@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RelayChatClient } from '../src/relayClient.js';
 import { VirtualClock, Body, scriptedFetch, delta, done, frame, settle } from './support.js';
+import { BudgetState } from '../src/uiState.js';
 
 const request = { messages: [{ role: 'user', content: 'Draft an NDA' }], model: 'simulated' };
 
@@ -168,4 +169,29 @@ test('background: updates pause and replay on foreground; a drop reconnects at o
   assert.equal(rendered(updates), 'While the app sleeps the text keeps arriving here.');
   assert.equal(calls.length, 2);
   assert.equal(calls[1].headers['Last-Event-ID'], '1');
+});
+
+test('a done with budget_limited: the flag on the final render only, and the pill says nothing remains', async () => {
+  const clock = new VirtualClock();
+  const body = new Body();
+  const { fetch } = scriptedFetch(() => ({ body }));
+  const client = new RelayChatClient({ baseURLs: ['http://a'], fetch, clock, random: () => 0, token: () => 't' });
+  client.budget = new BudgetState({ tier: 'free', limit: 500, used: 200, reserved: 0, remaining: 300, period: '2026-12' });
+  const s = client.startChat(request);
+  const updates = collect(s);
+  await clock.advance(5);
+  body.write(delta(1, 'The tenant shall pay the monthly rent on the ') + delta(2, 'fir'));
+  await clock.advance(60);
+  body.write(frame(3, { type: 'done', finish_reason: 'length', usage: { prompt_tokens: 9, completion_tokens: 41, total_tokens: 50 }, budget_limited: true }));
+  body.end();
+  await clock.advance(10);
+  const renders = updates.filter((u) => u.kind === 'render').map((u) => u.update);
+  assert.deepEqual(renders.at(-1).completion, { kind: 'finished', finishReason: 'length' });
+  assert.equal(renders.at(-1).budgetLimited, true);
+  assert.equal(renders.slice(0, -1).some((r) => r.budgetLimited), false);
+  assert.equal(rendered(updates), 'The tenant shall pay the monthly rent on the fir');
+  const pill = updates.filter((u) => u.kind === 'budget').at(-1).budget;
+  assert.equal(pill.used, 250);
+  assert.equal(pill.remaining, 0, 'usage alone would say 250');
+  assert.equal(pill.pillText, 'No tokens remaining this month');
 });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BudgetState, networkAdvice, TypingIndicator, AutoScroll, DraftProgress, SLOW_CONNECTION_WARNING } from '../src/index.js';
+import { BudgetState, budgetLimitedNote, networkAdvice, TypingIndicator, AutoScroll, DraftProgress, SLOW_CONNECTION_WARNING } from '../src/index.js';
 
 test('budget pill: text, 20 % warning, send disabled at 0', () => {
   const b = BudgetState.fromJSON({ tier: 'pro', limit: 20000, used: 17563, remaining: 2437, period: '2026-11' });
@@ -45,4 +45,24 @@ test('draft progress: "Drafting clause 3 of 7…" after 1,000 tokens, headings s
   const ar = new DraftProgress();
   ar.append('# اتفاقية\n\n## البند ٤: السرية\n');
   assert.equal(ar.snapshot(2000).text, 'Drafting clause 4…');
+});
+
+test('budget with reservations: reserved decoded, remaining kept as reported, 0 after a budget-limited done', () => {
+  const b = BudgetState.fromJSON({ tier: 'free', limit: 500, used: 200, reserved: 250, remaining: 50, period: '2026-12' });
+  assert.equal(b.reserved, 250);
+  assert.equal(b.remaining, 50);
+  assert.equal(BudgetState.fromJSON({ limit: 500, used: 200, reserved: 250 }).remaining, 50, 'missing remaining is limit − used − reserved');
+  assert.equal(BudgetState.fromJSON({ limit: 500, used: 200, remaining: 300 }).reserved, 0, 'relays before issue 12 send no reserved');
+  // Read before the answer: 300 left; usage alone would leave 250 on the pill.
+  const plain = new BudgetState({ limit: 500, used: 200, remaining: 300, period: 'month' });
+  plain.apply({ total_tokens: 50 });
+  assert.equal(plain.remaining, 250);
+  const cut = new BudgetState({ limit: 500, used: 200, remaining: 300, period: 'month' });
+  cut.apply({ total_tokens: 50 }, true);
+  assert.equal(cut.used, 250);
+  assert.equal(cut.remaining, 0);
+  assert.equal(cut.canSend, false);
+  assert.equal(cut.pillText, 'No tokens remaining this month');
+  assert.equal(cut.budgetLimitedNote, "Answer shortened: this month's token budget is used up");
+  assert.equal(budgetLimitedNote('day'), "Answer shortened: today's token budget is used up");
 });

@@ -1,11 +1,12 @@
 // Compile-only check of index.d.ts (tsc --noEmit -p test/types): how an app uses the kit.
-import { RelayChatClient, ChatUpdate, ReconnectPolicy, DirectionDecider, BudgetState, networkAdvice } from '../../index';
+import { RelayChatClient, ChatUpdate, ReconnectPolicy, DirectionDecider, BudgetState, networkAdvice, budgetLimitedNote, isBudgetLimited } from '../../index';
 
 const client = new RelayChatClient({ baseURLs: ['https://relay.example'], token: async ({ refresh }) => (refresh ? 'new' : 'old') });
 const stream = client.startChat({ messages: [{ role: 'user', content: 'Draft an NDA' }], model: 'simulated' }, { network: { effectiveType: '4g', rtt: 80, downlink: 10 } });
 const off = stream.subscribe((u: ChatUpdate) => {
   if (u.kind === 'layout') { const dir: 'ltr' | 'rtl' = u.layout.direction; void dir; }
-  if (u.kind === 'render') { const t: string = u.update.appended; void t; }
+  if (u.kind === 'render') { const t: string = u.update.appended; const cut: boolean = u.update.budgetLimited; void t; void cut; }
+  if (u.kind === 'budget') { const r: number = u.budget.reserved; const note: string = u.budget.budgetLimitedNote; void r; void note; }
   if (u.kind === 'telemetry') { const n: number = u.record.reconnections; void n; }
 });
 off();
@@ -15,7 +16,10 @@ if (a.type === 'reconnect') { const id: number = a.lastEventId; void id; }
 const d = new DirectionDecider();
 d.append('مرحبا');
 const l = d.finish();
-const b = new BudgetState({ limit: 100, used: 10 });
+const b = new BudgetState({ limit: 100, used: 10, reserved: 30, remaining: 60 });
+b.apply({ total_tokens: 5 }, isBudgetLimited({ type: 'done', budget_limited: true }));
+const note: string = budgetLimitedNote('day');
+void note;
 const s: string = b.pillText + networkAdvice(null).reconnectBackoffMs + l.lineHeight;
 void s;
 async function iterate() { for await (const u of stream) { void u; } }

@@ -1,0 +1,306 @@
+import RelayLoop
+import RelayStreamLogic
+import RelayConfiguration
+
+/// A Redis Cluster command client on hiredis (Redis Cluster specification): one async
+/// `RedisConnection` per primary, on one worker's loop. Each command goes to the primary
+/// serving its key's hash slot (`ClusterRouting`, `ClusterSlotMap`); `MOVED` updates the
+/// slot and resends, `ASK` resends once to the importing node after `ASKING`,
+/// `TRYAGAIN` / `CLUSTERDOWN` and a slot whose primary is unreachable are retried with
+/// backoff within `RELAY_REDIS_OUTAGE_GRACE` (`ClusterRetryPolicy`), then answered
+/// `DISCONNECTED …`. The slot map is read with `CLUSTER SLOTS` at start, after a `MOVED`,
+/// after a lost connection and while slots are uncovered (`TopologyRefresh`).
+///
+/// Commands of one slot travel on one connection, so pipelined appends of one stream
+/// stay in order; redirected replies arrive in order and are resent in that order.
+/// `isConnected` is `true` while every slot has a connected primary. Loop thread only.
+public final class ClusterClient: RedisCommandChannel {
+    public var onConnect: (() -> Void)?
+    public var onDisconnect: ((String) -> Void)?
+    public var onLatency: ((Double) -> Void)?
+    /// Called after each slot-map refresh with the primaries and whether each is
+    /// connected (`/metrics` per-node health).
+    public var onTopology: (([(node: String, connected: Bool)]) -> Void)?
+    /// Called after the slot map changed (a refresh or a `MOVED`); `ShardedPubSub`
+    /// moves its channels to their slots' new primaries.
+    public var onSlotMapChanged: (() -> Void)?
+
+    public private(set) var isConnected = false
+    /// Redirects and retries so far (`/metrics`).
+    public struct Counters: Sendable, Equatable {
+        /// `MOVED` replies followed.
+        public var moved = 0
+        /// `ASK` replies followed.
+        public var ask = 0
+        /// Commands retried after `TRYAGAIN`, `CLUSTERDOWN` or an unreachable slot owner.
+        public var retried = 0
+        /// `CLUSTER SLOTS` refreshes sent.
+        public var refreshes = 0
+    }
+    public private(set) var counters = Counters()
+    /// The current slot map.
+    public private(set) var slotMap = ClusterSlotMap()
+    /// Per primary address: connected or not (for `/readyz` and `/metrics`).
+    public var nodeHealth: [(node: String, connected: Bool)] {
+        slotMap.primaries.map { (node: $0.description, connected: nodes[$0]?.isConnected == true) }
+    }
+
+    private let loop: EventLoop
+    private let policy: ClusterRetryPolicy
+    /// Connection to any seed (rotating): reads the first slot map and reads it again
+    /// when no primary connection is up.
+    private let bootstrap: RedisConnection
+    private var nodes: [ClusterNode: RedisConnection] = [:]
+    private var refresh = TopologyRefresh(minIntervalMs: 100)
+    private var refreshTimer: LoopTimer?
+    private var closed = false
+
+    /// One command on its way, with its redirect and retry state.
+    private final class Pending {
+        let args: [String]
+        let reply: ((RedisReply) -> Void)?
+        var redirects = 0
+        var attempts = 0
+        var firstFailureMs: UInt64?
+        var askTo: ClusterNode?
+        var timer: LoopTimer?
+        init(_ a: [String], _ r: ((RedisReply) -> Void)?) {
+            args = a
+            reply = r
+        }
+    }
+
+    /// - Parameter endpoint: a `.cluster(seeds:)` endpoint.
+    public init(loop: EventLoop, endpoint: RedisEndpoint, outageGraceMs: UInt64) {
+        self.loop = loop
+        policy = ClusterRetryPolicy(graceMs: outageGraceMs)
+        bootstrap = RedisConnection(loop: loop, endpoint: endpoint, role: .commands)
+        bootstrap.onConnect = { [unowned self] in self.requestRefresh(.startup) }
+    }
+
+    deinit { close() }
+
+    public func connect() {
+        bootstrap.connect()
+    }
+
+    public func close() {
+        closed = true
+        refreshTimer?.cancel()
+        for c in nodes.values { c.close() }
+        nodes = [:]
+        bootstrap.close()
+    }
+
+    public func send(_ args: [String], _ reply: ((RedisReply) -> Void)?) {
+        dispatch(Pending(args, reply))
+    }
+
+    // MARK: routing
+
+    private func dispatch(_ p: Pending) {
+        switch ClusterRouting.of(p.args) {
+        case .allPrimaries:
+            let up = slotMap.primaries.compactMap { nodes[$0] }.filter(\.isConnected)
+            guard !up.isEmpty else { return p.reply?(.error("DISCONNECTED no Redis Cluster primary connected")) ?? () }
+            var left = up.count
+            var delivered = false
+            for c in up {
+                c.send(p.args) { r in
+                    left -= 1
+                    guard !delivered else { return }
+                    if r.errorMessage == nil || left == 0 {
+                        delivered = true
+                        p.reply?(r)
+                    }
+                }
+            }
+        case .anyNode:
+            let c = slotMap.primaries.lazy.compactMap { self.nodes[$0] }.first(where: \.isConnected)
+                ?? (bootstrap.isConnected ? bootstrap : nil)
+            guard let c else { return p.reply?(.error("DISCONNECTED no Redis Cluster node connected")) ?? () }
+            c.send(p.args, p.reply)
+        case .slot(let slot):
+            guard let node = p.askTo ?? slotMap.primary(forSlot: slot) else {
+                requestRefresh(.uncoveredSlot)
+                return retry(p, why: "CLUSTERDOWN no primary for slot \(slot)")
+            }
+            let c = connection(to: node)
+            guard c.isConnected else {
+                requestRefresh(.connectionLost)
+                return retry(p, why: "DISCONNECTED primary \(node) of slot \(slot) not connected")
+            }
+            if p.askTo != nil {
+                p.askTo = nil
+                c.send(["ASKING"], nil)
+            }
+            c.send(p.args) { [weak self] r in self?.answered(p, r) }
+        }
+    }
+
+    private func answered(_ p: Pending, _ r: RedisReply) {
+        let redirect = ClusterRedirect(error: r.errorMessage)
+        switch redirect {
+        case .none:
+            if let e = r.errorMessage, RedisErrorCode(message: e) == .disconnected { requestRefresh(.connectionLost) }
+            p.reply?(r)
+        case .moved(let slot, let node):
+            counters.moved += 1
+            noteMoved(slot: slot, to: node)
+            redirected(p, r)
+        case .ask(_, let node):
+            counters.ask += 1
+            p.askTo = node
+            redirected(p, r)
+        case .retryLater:
+            retry(p, why: r.errorMessage ?? "TRYAGAIN")
+        case .refreshThenRetry:
+            requestRefresh(.moved)
+            retry(p, why: r.errorMessage ?? "MOVED")
+        }
+    }
+
+    private func redirected(_ p: Pending, _ r: RedisReply) {
+        p.redirects += 1
+        guard p.redirects <= policy.maxRedirects else { return p.reply?(r) ?? () }
+        dispatch(p)
+    }
+
+    private func retry(_ p: Pending, why: String) {
+        let now = loop.nowMs
+        if p.firstFailureMs == nil { p.firstFailureMs = now }
+        p.attempts += 1
+        counters.retried += 1
+        guard !closed, let wait = policy.delay(attempt: p.attempts, firstFailureMs: p.firstFailureMs!, nowMs: now) else {
+            p.reply?(.error(why.hasPrefix("DISCONNECTED") ? why : "DISCONNECTED Redis Cluster: \(why)"))
+            return
+        }
+        let t = LoopTimer(loop: loop) { [weak self] in
+            p.timer = nil
+            guard let self, !self.closed else { return p.reply?(.error("DISCONNECTED cluster client closed")) ?? () }
+            self.dispatch(p)
+        }
+        p.timer = t
+        t.schedule(afterMs: wait)
+    }
+
+    private func connection(to node: ClusterNode) -> RedisConnection {
+        if let c = nodes[node] { return c }
+        let c = RedisConnection(loop: loop, endpoint: .tcp(host: node.host, port: node.port, db: 0), role: .commands)
+        c.onLatency = { [unowned self] s in self.onLatency?(s) }
+        c.onConnect = { [unowned self] in
+            // A (re)connected primary has an empty script cache after a failover:
+            // `onConnect` reloads the scripts on every primary.
+            if self.isConnected { self.onConnect?() }
+            self.updateState(why: "")
+        }
+        c.onDisconnect = { [unowned self] why in
+            self.requestRefresh(.connectionLost)
+            self.updateState(why: "primary \(node) lost: \(why)")
+        }
+        nodes[node] = c
+        c.connect()
+        return c
+    }
+
+    private func updateState(why: String) {
+        let up = !slotMap.primaries.isEmpty && slotMap.uncoveredSlots == 0
+            && slotMap.primaries.allSatisfy { nodes[$0]?.isConnected == true }
+        if up, !isConnected {
+            isConnected = true
+            onConnect?()
+        } else if !up, isConnected {
+            isConnected = false
+            onDisconnect?(why.isEmpty ? "Redis Cluster incomplete" : why)
+        }
+        if !up, slotMap.uncoveredSlots > 0 || slotMap.primaries.isEmpty { requestRefresh(.uncoveredSlot) }
+    }
+
+    // MARK: topology
+
+    /// Re-reads the slot map soon (coalesced).
+    public func refreshTopology() { requestRefresh(.moved) }
+
+    /// A `MOVED <slot> <node>` (here or seen by `ShardedPubSub`): patches the slot,
+    /// tells `onSlotMapChanged` when that changed the owner, and re-reads the map.
+    public func noteMoved(slot: Int, to node: ClusterNode) {
+        if slotMap.primary(forSlot: slot) != node {
+            slotMap.moved(slot: slot, to: node)
+            _ = connection(to: node)
+            onSlotMapChanged?()
+        }
+        requestRefresh(.moved)
+    }
+
+    private func requestRefresh(_ trigger: TopologyRefresh.Trigger) {
+        guard !closed else { return }
+        switch refresh.request(trigger, nowMs: loop.nowMs) {
+        case .coalesced: break
+        case .refreshAfter(let ms): scheduleRefresh(afterMs: ms, trigger)
+        case .refreshNow: sendRefresh()
+        }
+    }
+
+    private func scheduleRefresh(afterMs ms: UInt64, _ trigger: TopologyRefresh.Trigger) {
+        if refreshTimer == nil {
+            refreshTimer = LoopTimer(loop: loop) { [unowned self] in self.requestRefresh(.periodic) }
+        }
+        refreshTimer?.schedule(afterMs: ms)
+    }
+
+    private func sendRefresh() {
+        // Ask a connected primary, else the bootstrap connection; with neither, try
+        // again shortly (their `onConnect` also asks).
+        let asked = slotMap.primaries.first(where: { nodes[$0]?.isConnected == true })
+        let c = asked.flatMap { nodes[$0] } ?? (bootstrap.isConnected ? bootstrap : nil)
+        guard let c else {
+            _ = refresh.finished()
+            return scheduleRefresh(afterMs: 200, .periodic)
+        }
+        counters.refreshes += 1
+        c.send(["CLUSTER", "SLOTS"]) { [weak self] r in
+            guard let self, !self.closed else { return }
+            let ranges = ClusterSlotsReply.ranges(r)
+            if !ranges.isEmpty { self.apply(ClusterSlotMap(ranges: ranges)) }
+            let again = self.refresh.finished()
+            // Until every slot's primary is connected again (a failover in progress
+            // still lists the dead primary), keep re-reading: nothing else may ask.
+            if again || ranges.isEmpty || !self.isConnected {
+                self.scheduleRefresh(afterMs: again ? 0 : 250, .periodic)
+            }
+        }
+    }
+
+    private func apply(_ map: ClusterSlotMap) {
+        let old = slotMap
+        slotMap = map
+        for n in map.primaries { _ = connection(to: n) }
+        for (n, c) in nodes where !map.primaries.contains(n) {
+            // A former primary (failed over, or left the cluster): its pending replies
+            // fail with DISCONNECTED, which callers treat as retryable.
+            nodes[n] = nil
+            c.close()
+        }
+        updateState(why: "slot map changed")
+        if old != map {
+            onTopology?(nodeHealth)
+            onSlotMapChanged?()
+        }
+    }
+}
+
+/// Parses a `CLUSTER SLOTS` reply (Redis doc): an array of
+/// `[start, end, [host, port, id, …], replica…]`; the first node is the primary.
+enum ClusterSlotsReply {
+    static func ranges(_ r: RedisReply) -> [ClusterSlotMap.Range] {
+        guard let entries = r.array else { return [] }
+        var out: [ClusterSlotMap.Range] = []
+        for e in entries {
+            guard let a = e.array, a.count >= 3, let s = a[0].int, let t = a[1].int,
+                  let p = a[2].array, p.count >= 2, let host = p[0].string, let port = p[1].int,
+                  !host.isEmpty, host != "?" else { continue }
+            out.append(.init(start: Int(s), end: Int(t), primary: ClusterNode(host: host, port: Int(port))))
+        }
+        return out
+    }
+}

@@ -1,0 +1,40 @@
+import RelayLoop
+import RelayConfiguration
+
+/// What the event log, the session store and the budget ledger need from Redis: send
+/// a command, learn when Redis comes and goes. One `RedisConnection` (single Redis) or
+/// one `ClusterClient` (Redis Cluster, routing each command by its key's hash slot)
+/// implements it. Loop thread only.
+public protocol RedisCommandChannel: AnyObject {
+    /// Called when the channel becomes usable (after each (re)connection; for a cluster,
+    /// when every slot's primary is connected). Scripts must be (re)loaded here.
+    var onConnect: (() -> Void)? { get set }
+    /// Called when the channel stops being usable (a connection lost).
+    var onDisconnect: ((String) -> Void)? { get set }
+    /// Round trip of each answered command, seconds (metrics).
+    var onLatency: ((Double) -> Void)? { get set }
+    /// `true` while commands can be sent.
+    var isConnected: Bool { get }
+    /// Starts connecting (non-blocking).
+    func connect()
+    /// Sends one command; `reply` runs on the loop thread with its reply, or an error
+    /// (`DISCONNECTED …` when it could not be sent or its reply was lost).
+    func send(_ args: [String], _ reply: ((RedisReply) -> Void)?)
+    /// Closes for good; pending replies fail.
+    func close()
+}
+
+extension RedisConnection: RedisCommandChannel {}
+
+/// Builds the command channel for a `REDIS_URL`.
+public enum RedisCommandChannels {
+    /// A `ClusterClient` for `redis+cluster://`, else one `RedisConnection` (`.commands`).
+    /// `outageGraceMs`: how long a cluster client retries `TRYAGAIN`/`CLUSTERDOWN` and
+    /// commands for an unreachable slot owner (`RELAY_REDIS_OUTAGE_GRACE`).
+    public static func make(loop: EventLoop, endpoint: RedisEndpoint, outageGraceMs: Int) -> any RedisCommandChannel {
+        if case .cluster = endpoint {
+            return ClusterClient(loop: loop, endpoint: endpoint, outageGraceMs: UInt64(max(0, outageGraceMs)))
+        }
+        return RedisConnection(loop: loop, endpoint: endpoint, role: .commands)
+    }
+}
