@@ -400,7 +400,11 @@ def cmd_compose(resolved, raw, nginx_conf, env_example):
     import yaml
     cfg = yaml.safe_load(open(resolved))
     raw_text = open(raw).read()
-    services = cfg.get("services", {})
+    # Services behind a profile (the optional `cluster` profile) are not part of the default
+    # stack that these checks describe; the raw file says which they are.
+    raw_services = (yaml.safe_load(raw_text) or {}).get("services", {})
+    profiled = {n for n, s in raw_services.items() if isinstance(s, dict) and s.get("profiles")}
+    services = {n: s for n, s in cfg.get("services", {}).items() if n not in profiled}
 
     def is_relay(s):
         b = s.get("build")

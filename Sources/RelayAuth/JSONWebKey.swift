@@ -113,10 +113,16 @@ public struct JSONWebKey: Sendable, Equatable {
             throw reject("kty must be RSA or EC")
         }
         var priv: [[UInt8]] = []
+        // The curve and modulus size come from locals, not from `material` read back in
+        // this initializer: reading it here crashed the Swift 6.3 optimizer (release
+        // builds: "Found ownership error" in SIL verification).
+        var keyCurve: Curve?
+        var rsaBits = 0
         switch type {
         case .rsa:
             let n = try uint("n"), e = try uint("e")
             material = .rsa(n: n, e: e)
+            if let first = n.first { rsaBits = (n.count - 1) * 8 + (8 - first.leadingZeroBitCount) }
             guard e.count <= 8 else { throw reject("e longer than 64 bits") }
             if hasPrivate {
                 priv = [try uint("d")]
@@ -132,6 +138,7 @@ public struct JSONWebKey: Sendable, Equatable {
                 throw reject("crv must be P-256 or P-384")
             }
             material = .ec(curve: curve, x: try uint("x", size: curve.fieldBytes), y: try uint("y", size: curve.fieldBytes))
+            keyCurve = curve
             if hasPrivate { priv = [try uint("d", size: curve.fieldBytes)] }
         }
         self.kid = kid
@@ -139,12 +146,12 @@ public struct JSONWebKey: Sendable, Equatable {
         privateParameters = priv
         if let alg {
             guard alg.keyType == type else { throw reject("alg \(alg.rawValue) does not fit kty \(type.rawValue)") }
-            if let need = alg.curve, need != curveOf {
+            if let need = alg.curve, need != keyCurve {
                 throw reject("alg \(alg.rawValue) needs crv \(need.rawValue)")
             }
         }
-        if type == .rsa, modulusBits < JWTAlgorithm.minimumRSABits {
-            throw reject("RSA modulus has \(modulusBits) bits; at least \(JWTAlgorithm.minimumRSABits) required (RFC 7518 §3.3)")
+        if type == .rsa, rsaBits < JWTAlgorithm.minimumRSABits {
+            throw reject("RSA modulus has \(rsaBits) bits; at least \(JWTAlgorithm.minimumRSABits) required (RFC 7518 §3.3)")
         }
     }
 

@@ -176,6 +176,9 @@ public struct RelayConfig: Sendable, Equatable {
     /// 500 ms (or exceeds 16 times it) is disconnected as a slow consumer
     /// (`SlowConsumerPolicy`); default 256 KiB.
     public var maxPendingBytes = 256 * 1024
+    /// Unsent bytes per client above which its live deltas are merged (slow-link
+    /// coalescing, issue 14); 0 turns it off; default 1,024.
+    public var coalesceBacklogBytes = 1_024
     /// How long live streams wait through a Redis outage before `redis_unavailable`, ms; default 5,000.
     public var redisOutageGraceMs = 5_000
     /// Open client connections per instance before 503; default 10,000.
@@ -429,6 +432,10 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_MAX_PENDING_BYTES", flag: "--max-pending-bytes", default: "262144", unit: "bytes",
                doc: "unsent bytes per client tolerated; above it for 500 ms, or above 16 times it at once, the client is disconnected (it resumes)") { c, v in
             c.maxPendingBytes = try int(v, "RELAY_MAX_PENDING_BYTES", 1024...(1 << 30))
+        },
+        Option(env: "RELAY_COALESCE_BACKLOG", flag: "--coalesce-backlog", default: "1024", unit: "bytes",
+               doc: "unsent bytes per client above which its deltas are merged (one larger delta per 250 ms); 0 = off") { c, v in
+            c.coalesceBacklogBytes = try int(v, "RELAY_COALESCE_BACKLOG", 0...(1 << 30))
         },
         Option(env: "RELAY_REDIS_OUTAGE_GRACE", flag: "--redis-outage-grace", default: "5s", unit: "duration",
                doc: "Redis outage tolerated by live streams") { c, v in

@@ -22,7 +22,8 @@ public struct StreamInfo: Sendable, Equatable {
 public final class EventLog {
     /// Entries kept per stream (`XADD MAXLEN`, exact).
     public let maxLen: Int
-    /// TTL refreshed on each append, ms (`PEXPIRE`).
+    /// TTL of a stream's keys, ms (`PEXPIRE`), refreshed by the appends that
+    /// `TTLRefreshPolicy` marks (first, final, and one per interval).
     public let ttlMs: Int
     /// Keep the full text and per-seq offsets for lossless resume.
     public let lossless: Bool
@@ -115,18 +116,21 @@ public final class EventLog {
     }
 
     /// Sends one append (`Scripts.append`); the reply is the seq or an error.
+    /// `refreshTTL`: also `PEXPIRE` every key of the stream (always on a final event; a
+    /// generation decides the others with `TTLRefreshPolicy`).
     public func append(_ id: RequestID, seq: UInt64, json: String, text: String, finalState: String?,
-                       done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
-        append(StreamKeys(id), seq: seq, json: json, text: text, finalState: finalState, done: done)
+                       refreshTTL: Bool = true, done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
+        append(StreamKeys(id), seq: seq, json: json, text: text, finalState: finalState, refreshTTL: refreshTTL, done: done)
     }
 
     /// The same append with the stream's key names already built (one generation
     /// appends thousands of events: its `StreamAppender` builds them once).
     public func append(_ k: StreamKeys, seq: UInt64, json: String, text: String, finalState: String?,
-                       done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
+                       refreshTTL: Bool = true, done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
         scripts.run(appendScript,
                     keys: [k.events, k.meta, k.live, k.text, k.offsets],
-                    args: [String(seq), json, maxLenArg, ttlArg, finalState ?? "", text, losslessArg],
+                    args: [String(seq), json, maxLenArg, ttlArg, finalState ?? "", text, losslessArg,
+                           refreshTTL || finalState != nil ? "1" : "0"],
                     retryNoScript: false) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
             done(.success(UInt64(r.int ?? 0)))

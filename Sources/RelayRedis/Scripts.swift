@@ -32,6 +32,7 @@ public enum Scripts {
     redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], seq .. '-0', 'e', ARGV[3])
     if ARGV[4] == '1' then
       redis.call('BITFIELD', KEYS[6], 'SET', 'u32', '#' .. seq, redis.call('STRLEN', KEYS[5]))
+      redis.call('PEXPIRE', KEYS[5], ARGV[2])
       redis.call('PEXPIRE', KEYS[6], ARGV[2])
     end
     redis.call('HSET', KEYS[2], 'last_seq', seq, 'state', 'failed')
@@ -43,10 +44,18 @@ public enum Scripts {
 
     /// Appends one event: `XADD` with explicit id `<seq>-0` and exact `MAXLEN`, the text
     /// and offset (when lossless resume is on), `HSET last_seq` (and `state` on the
-    /// final event), `PEXPIRE` of every key, `PUBLISH` on the live channel. Budgets are
-    /// settled outside this script (`BudgetLedger`), so it touches one slot.
+    /// final event), `PUBLISH` on the live channel, and — only when the caller says the
+    /// refresh is due (`RelayStreamLogic.TTLRefreshPolicy`: the first and final appends
+    /// and one per interval) — `PEXPIRE` of every key. Budgets are settled outside this
+    /// script (`BudgetLedger`), so it touches one slot.
+    ///
+    /// `last_seq` stays in the meta hash per event: it is the gap guard (`XADD` with an
+    /// explicit id refuses an old or repeated seq, but not one that skips a seq, which a
+    /// pipeline could send after a failed append), and it is one `HMGET` that also reads
+    /// `state`, which `FINISHED` needs anyway (issue 14 measured the alternatives).
     /// KEYS: events, meta, live, text, offsets.
-    /// ARGV: seq, event JSON, maxlen, ttl_ms, final state or '', delta text, lossless '1'/'0'.
+    /// ARGV: seq, event JSON, maxlen, ttl_ms, final state or '', delta text, lossless '1'/'0',
+    /// refresh TTLs '1'/'0'.
     /// Errors: `NOSTREAM` (meta gone), `FINISHED <state>` (stream already ended),
     /// `OUTOFORDER <last_seq>` (seq is not last_seq + 1). Returns seq.
     public static let append = """
@@ -57,18 +66,21 @@ public enum Scripts {
     if seq ~= tonumber(st[2]) + 1 then return redis.error_reply('OUTOFORDER ' .. st[2]) end
     redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], ARGV[1] .. '-0', 'e', ARGV[2])
     if ARGV[7] == '1' then
-      local len = redis.call('APPEND', KEYS[4], ARGV[6])
-      redis.call('BITFIELD', KEYS[5], 'SET', 'u32', '#' .. ARGV[1], len)
-      redis.call('PEXPIRE', KEYS[4], ARGV[4])
-      redis.call('PEXPIRE', KEYS[5], ARGV[4])
+      redis.call('BITFIELD', KEYS[5], 'SET', 'u32', '#' .. ARGV[1], redis.call('APPEND', KEYS[4], ARGV[6]))
     end
     if ARGV[5] ~= '' then
       redis.call('HSET', KEYS[2], 'last_seq', ARGV[1], 'state', ARGV[5])
     else
       redis.call('HSET', KEYS[2], 'last_seq', ARGV[1])
     end
-    redis.call('PEXPIRE', KEYS[1], ARGV[4])
-    redis.call('PEXPIRE', KEYS[2], ARGV[4])
+    if ARGV[8] == '1' then
+      redis.call('PEXPIRE', KEYS[1], ARGV[4])
+      redis.call('PEXPIRE', KEYS[2], ARGV[4])
+      if ARGV[7] == '1' then
+        redis.call('PEXPIRE', KEYS[4], ARGV[4])
+        redis.call('PEXPIRE', KEYS[5], ARGV[4])
+      end
+    end
     redis.call('PUBLISH', KEYS[3], ARGV[1] .. ' ' .. ARGV[2])
     return seq
     """

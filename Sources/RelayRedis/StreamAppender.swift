@@ -17,6 +17,8 @@ public final class StreamAppender {
         let json: String
         let text: String
         let finalState: String?
+        /// This append also refreshes the keys' TTL (`TTLRefreshPolicy`); a resend keeps it.
+        let refreshTTL: Bool
     }
 
     /// The stream is gone (`NOSTREAM`) or was ended by someone else (`FINISHED`):
@@ -32,6 +34,8 @@ public final class StreamAppender {
     /// The ordering and acknowledgement decisions (`RelayStreamLogic.AppendQueue`).
     private var queue = AppendQueue<Pending>()
     private var retryTimer: LoopTimer?
+    /// Which appends refresh the keys' TTL.
+    private var ttlRefresh: TTLRefreshPolicy
 
     /// The highest acknowledged seq.
     public var ackedSeq: UInt64 { queue.ackedSeq }
@@ -41,6 +45,7 @@ public final class StreamAppender {
         self.loop = loop
         self.id = id
         self.keys = StreamKeys(id)
+        self.ttlRefresh = TTLRefreshPolicy(ttlMs: log.ttlMs)
     }
 
     /// Events queued and not yet acknowledged.
@@ -48,12 +53,14 @@ public final class StreamAppender {
 
     /// Queues an event and sends it at once unless a recovery is under way.
     public func append(seq: UInt64, json: String, text: String, finalState: String? = nil) {
-        send(queue.enqueue(seq: seq, Pending(json: json, text: text, finalState: finalState)))
+        let refresh = ttlRefresh.due(nowMs: loop.nowMs, final: finalState != nil)
+        send(queue.enqueue(seq: seq, Pending(json: json, text: text, finalState: finalState, refreshTTL: refresh)))
     }
 
     private func send(_ items: [(seq: UInt64, item: Pending)]) {
         for (seq, p) in items {
-            log.append(keys, seq: seq, json: p.json, text: p.text, finalState: p.finalState) { [weak self] r in
+            log.append(keys, seq: seq, json: p.json, text: p.text, finalState: p.finalState,
+                       refreshTTL: p.refreshTTL) { [weak self] r in
                 self?.replied(seq: seq, r)
             }
         }

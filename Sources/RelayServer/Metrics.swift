@@ -12,6 +12,7 @@ public final class Metrics: Sendable {
         case budgetReservations, budgetSettlements
         case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
         case acceptErrors, requestHeadRejections, requestDeadlineCuts, pendingRequestRefusals
+        case deltasMerged
 
         var name: String {
             switch self {
@@ -37,6 +38,7 @@ public final class Metrics: Sendable {
             case .requestHeadRejections: return "relay_request_head_rejections_total"
             case .requestDeadlineCuts: return "relay_request_timeouts_total"
             case .pendingRequestRefusals: return "relay_pending_request_refusals_total"
+            case .deltasMerged: return "relay_deltas_merged_total"
             }
         }
 
@@ -64,6 +66,8 @@ public final class Metrics: Sendable {
             case .requestHeadRejections: return "Connections refused by the strict HTTP/1.1 check (RFC 9112) with a JSON error before evhttp saw the request."
             case .requestDeadlineCuts: return "Connections cut with 408 request_timeout: the request was not whole within RELAY_REQUEST_TIMEOUT of its first byte."
             case .pendingRequestRefusals: return "Connections refused with 503 too_many_pending_requests (over RELAY_MAX_PENDING_REQUESTS still sending)."
+            case .deltasMerged:
+                return "Delta events not sent on their own: a backed-up client got them merged into one larger delta with the highest seq (k merged deltas count k - 1)."
             }
         }
     }

@@ -1,5 +1,6 @@
 import RelayLoop
 import RelayRedis
+import RelayStreamLogic
 
 /// What a `Subscription` may ask of the worker that hosts it (implemented by
 /// `StreamHub`): the loop, the event log and pub/sub, and four reports back. Loop
@@ -21,6 +22,10 @@ protocol SubscriptionHost: AnyObject {
     func isSlowConsumer(_ s: Subscription) -> Bool
     /// Counts events written to clients (flushed to `/metrics` on each tick).
     func delivered(events: Int)
+    /// Counts deltas merged into a larger one for a backed-up client (issue 14).
+    func merged(events: Int)
+    /// Thresholds of the slow-link coalescing (`RELAY_COALESCE_*`).
+    var slowLinkLimits: SlowLinkCoalescer.Limits { get }
 }
 
 /// What a `Generation` may ask of the worker that hosts it (implemented by

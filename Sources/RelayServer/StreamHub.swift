@@ -168,7 +168,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private func message(channel: String, payload: [UInt8]) {
         if let id = StreamKeys.requestID(fromLiveChannel: channel) {
             guard let subs = subscriptions[id], let e = LivePayload.parse(payload) else { return }
-            for s in subs.values { s.live(e) }
+            // Parsed once per worker, framed once: every subscriber writes the same bytes.
+            let frame = SSEFrame.event(seq: e.seq, json: e.json)
+            for s in subs.values { s.live(e, frame: frame) }
         } else if channel == StreamKeys.cancelChannel {
             let id = String(decoding: payload, as: UTF8.self)
             if let g = generations[id] {
@@ -263,6 +265,11 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     // MARK: Counters
 
     func delivered(events: Int) { eventsDeliveredSinceFlush += events }
+    func merged(events: Int) { metrics.add(.deltasMerged, events) }
+    var slowLinkLimits: SlowLinkCoalescer.Limits {
+        SlowLinkCoalescer.Limits(highWaterBytes: config.coalesceBacklogBytes == 0 ? .max : config.coalesceBacklogBytes,
+                                 maxHeldBytes: max(1, config.maxPendingBytes / 4))
+    }
     func appended(events: Int) { eventsAppendedSinceFlush += events }
     func firstToken(afterSeconds s: Double) { metrics.observe(.timeToFirstToken, seconds: s) }
     func upstreamFailed() { metrics.add(.upstreamErrors) }

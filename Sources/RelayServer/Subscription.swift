@@ -39,6 +39,15 @@ final class Subscription {
     private(set) var outcome = "open"
     /// Backpressure state (`StreamHub.isSlowConsumer`); created on first use.
     var backpressure: SlowConsumerPolicy?
+    /// Merges live deltas while this client's link is backed up (issue 14).
+    private var coalescer: SlowLinkCoalescer
+    private var coalesceTimer: LoopTimer?
+    /// The client's backlog as last read, and when (loop ms): the kernel's share costs
+    /// a syscall, so a client that is not coalescing is asked at most every
+    /// `backlogCheckMs`, not on every event.
+    private var backlog = 0
+    private var backlogCheckedMs: UInt64 = 0
+    private static let backlogCheckMs: UInt64 = 100
 
     init(id: RequestID, owner: String, sid: String, exchange: HTTPExchange, host: SubscriptionHost, lastSent: UInt64, tokenExpiry: Int64?) {
         self.id = id
@@ -47,6 +56,7 @@ final class Subscription {
         self.exchange = exchange
         self.host = host
         self.merge = ReplayMerge(lastSent: lastSent)
+        self.coalescer = SlowLinkCoalescer(limits: host.slowLinkLimits)
         self.resumedFrom = lastSent
         self.tokenExpiry = tokenExpiry
         self.lastWriteMs = host.loop.nowMs
@@ -75,13 +85,14 @@ final class Subscription {
         }
     }
 
-    /// A live event from the pub/sub channel.
-    func live(_ e: SequencedEvent) {
+    /// A live event from the pub/sub channel; `frame` is its SSE framing
+    /// (`SSEFrame.event`), built once per worker for every subscriber of the stream.
+    func live(_ e: SequencedEvent, frame: String? = nil) {
         guard !ended else { return }
         lastEventMs = host.loop.nowMs
         switch merge.live(e) {
         case .drop, .hold: return
-        case .write: writeOne(e)
+        case .write: writeOne(e, frame: frame)
         case .replay: replay()
         }
     }
@@ -110,6 +121,7 @@ final class Subscription {
             guard let self, !self.ended else { return }
             switch r {
             case .success(let text?):
+                self.writeHeld()
                 // One ordinary, larger delta standing for events lastSent+1 … seq.
                 self.exchange.write(SSEFrame.event(seq: seq, json: StreamEvent.delta(text).json))
                 self.merge.caughtUp(to: seq)
@@ -136,6 +148,7 @@ final class Subscription {
         // Backpressure is judged on what is still unsent from earlier writes, so one
         // large write (a long catch-up) never cuts a client that keeps up.
         guard !host.isSlowConsumer(self) else { return }
+        writeHeld()
         let (now, terminal) = merge.take(events)
         var chunk = ""
         for e in now { chunk += SSEFrame.event(seq: e.seq, json: e.json) }
@@ -149,18 +162,60 @@ final class Subscription {
     }
 
     /// The common live case (the next seq, no replay under way): one event, written
-    /// without building an array and a concatenated chunk first.
-    private func writeOne(_ e: SequencedEvent) {
+    /// without building an array and a concatenated chunk first — or, while the
+    /// client's link is backed up, held and merged (`SlowLinkCoalescer`).
+    private func writeOne(_ e: SequencedEvent, frame: String?) {
         guard !ended, !host.isSlowConsumer(self) else { return }
-        exchange.write(SSEFrame.event(seq: e.seq, json: e.json))
         merge.wrote(e)
-        eventsWritten += 1
-        lastWriteMs = host.loop.nowMs
-        host.delivered(events: 1)
-        if e.isTerminal {
-            outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
-            end()
+        let now = host.loop.nowMs
+        if !coalescer.isCoalescing, now &- backlogCheckedMs >= Subscription.backlogCheckMs {
+            backlog = exchange.unsentBytes
+            backlogCheckedMs = now
         }
+        let out = coalescer.offer(e, unsentBytes: backlog, nowMs: now)
+        writeReleased(out, frame: frame.map { (e.seq, $0) })
+        if coalescer.isCoalescing && !ended { scheduleCoalesceTick() }
+    }
+
+    // MARK: Slow-link coalescing (issue 14)
+
+    /// Writes what the coalescer released: one SSE event each, in seq order. `frame`:
+    /// the already framed bytes of the live event with that seq, when it is released as is.
+    private func writeReleased(_ out: SlowLinkCoalescer.Output, frame: (seq: UInt64, text: String)? = nil) {
+        if out.merged > 0 { host.merged(events: out.merged) }
+        for e in out.events {
+            guard !ended else { return }
+            if let f = frame, f.seq == e.seq, out.merged == 0 {
+                exchange.write(f.text)
+            } else {
+                exchange.write(SSEFrame.event(seq: e.seq, json: e.json))
+            }
+            eventsWritten += 1
+            lastWriteMs = host.loop.nowMs
+            host.delivered(events: 1)
+            if e.isTerminal {
+                outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
+                end()
+            }
+        }
+    }
+
+    /// Writes the held deltas (merged) before anything else is written.
+    private func writeHeld() {
+        if coalescer.heldCount > 0 { writeReleased(coalescer.flush()) }
+    }
+
+    private func scheduleCoalesceTick() {
+        if coalesceTimer == nil {
+            coalesceTimer = LoopTimer(loop: host.loop) { [weak self] in self?.coalesceTick() }
+        }
+        if coalesceTimer?.isScheduled == false { coalesceTimer?.schedule(afterMs: coalescer.tickMs) }
+    }
+
+    private func coalesceTick() {
+        guard !ended else { return }
+        writeReleased(coalescer.tick(unsentBytes: exchange.unsentBytes, nowMs: host.loop.nowMs))
+        if coalescer.isCoalescing && !ended { scheduleCoalesceTick() }
     }
 
     /// Writes a heartbeat comment if the connection has been quiet for `intervalMs`.
@@ -175,6 +230,8 @@ final class Subscription {
     /// its id repeats the last seq written: a client that resumes after it with that
     /// `Last-Event-ID` loses nothing.
     func fail(_ e: APIError) {
+        guard !ended else { return }
+        writeHeld()
         guard !ended else { return }
         exchange.write(SSEFrame.event(seq: lastSent, json: e.asEvent.json))
         outcome = "error:\(e.code)"

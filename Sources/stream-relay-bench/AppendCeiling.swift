@@ -59,7 +59,10 @@ extension Runner {
                     let sent = nowMicros()
                     let json = BenchEvent.delta(micros: sent, k: Int(seq))
                     inFlight[ci] += 1
-                    logs[ci].append(ids[ci][s], seq: seq, json: json, text: "t=\(sent);", finalState: nil) { r in
+                    // The relay refreshes TTLs once per 10 s of a stream's appends
+                    // (TTLRefreshPolicy): one append in 500 at 50 tokens/s.
+                    logs[ci].append(ids[ci][s], seq: seq, json: json, text: "t=\(sent);", finalState: nil,
+                                    refreshTTL: seq % 500 == 1) { r in
                         inFlight[ci] -= 1
                         switch r {
                         case .success: acked += 1; hist.record(nowMicros() - sent)

@@ -56,6 +56,29 @@ enum BenchEvent {
 
     enum Kind { case delta(t: UInt64, n: Int), done, error, other }
 
+    /// Every token `(t, n)` in a delta's data, in order: one for a plain delta, several
+    /// for a delta the relay merged for a backed-up client (issue 14: the contents of
+    /// consecutive deltas concatenated, `t=…;n=k;xx…t=…;n=k+1;xx…`).
+    static func forEachToken(_ data: String, _ body: (UInt64, Int) -> Void) {
+        var data = data
+        data.withUTF8 { p in
+            var i = 0
+            while true {
+                while i + 1 < p.count, !(p[i] == UInt8(ascii: "t") && p[i + 1] == UInt8(ascii: "=")) { i += 1 }
+                guard i + 1 < p.count else { return }
+                i += 2
+                var t: UInt64 = 0
+                var n = 0
+                while i < p.count, p[i] >= 48, p[i] <= 57 { t = t &* 10 &+ UInt64(p[i] &- 48); i += 1 }
+                while i + 1 < p.count, !(p[i] == UInt8(ascii: "n") && p[i + 1] == UInt8(ascii: "=")) { i += 1 }
+                guard i + 1 < p.count else { return }
+                i += 2
+                while i < p.count, p[i] >= 48, p[i] <= 57 { n = n &* 10 &+ Int(p[i] &- 48); i += 1 }
+                body(t, n)
+            }
+        }
+    }
+
     /// Classifies an event's data without a JSON parser (the producers' fixed shapes).
     static func parse(_ data: String) -> Kind {
         var data = data
@@ -185,8 +208,8 @@ final class Subscriber {
                 }
             case .event(let m):
                 switch BenchEvent.parse(m.data) {
-                case .delta(let t, let n):
-                    delta(t: t, n: n, now: now)
+                case .delta:
+                    BenchEvent.forEachToken(m.data) { t, n in delta(t: t, n: n, now: now) }
                 case .done:
                     if let t0 = stormT0, caughtUpMicros == nil { caughtUpMicros = (lastReplayArrival ?? now) - t0 }
                     finished = true
@@ -223,9 +246,10 @@ final class Subscriber {
         }
     }
 
-    /// At the end of a run: events of a `tokens`-delta stream never received count as lost.
+    /// At the end of a run: events of a `tokens`-delta stream not received by then count
+    /// as late (the run's deadline), apart from the gaps counted as lost on arrival.
     func settle(tokens: Int) {
-        if lastN < tokens { stats.lost += tokens - lastN }
+        if lastN < tokens { stats.late += tokens - lastN }
         if !finished { stats.unfinished += 1 }
     }
 }

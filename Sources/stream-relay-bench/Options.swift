@@ -140,7 +140,7 @@ struct Options {
         switch scenario {
         case "stream":
             rate = 50
-            steps = quick ? [10, 20] : [50, 100, 200, 400, 800, 1600]
+            steps = quick ? [10, 20] : [50, 100, 200, 400, 800, 1000, 1600]
             duration = quick ? 2 : 15
         case "fanout":
             rate = 20

@@ -93,10 +93,12 @@ final class Runner {
         var expectedPerSec: Double
         var p50: Double?, p99: Double?, p999: Double?, maxMs: Double?
         var lost: Int, duplicates: Int
+        /// Tail deltas not received when the run stopped waiting (not loss: see `RunStats.late`).
+        var late: Int
         var serverCPU: Double?, redisCPU: Double?, serverRSS: Int?
         var errors: Int
         var benchCPU: Double
-        var ok: Bool { lost == 0 && duplicates == 0 && errors == 0 }
+        var ok: Bool { lost == 0 && duplicates == 0 && errors == 0 && late == 0 }
     }
 
     /// `streams` streams × `perStream` subscribers at `rate` tokens/s, measured for
@@ -181,9 +183,14 @@ final class Runner {
         let sCPU = serverCPU.percent()
         let rCPU = redisCPU.percent()
         let rss = serverRSS()
-        // Let every stream finish (done) so losses at the end are counted.
+        // Let every stream finish (done) so losses at the end are counted. Wait for
+        // every subscriber with an open connection, including those still connecting
+        // or replaying (issue 14: waiting only for the connected ones counted the tail
+        // of late joiners as lost).
         let finishBy = UInt64((Double(tokens) / rate + 15) * 1000)
-        spin(timeoutMs: finishBy) { subs.allSatisfy { $0.finished || !$0.connected } && (schedule == nil || schedule!.finished == streams) }
+        spin(timeoutMs: finishBy) { subs.allSatisfy { $0.finished || $0.conn == nil } && (schedule == nil || schedule!.finished == streams) }
+        let finished = subs.filter { $0.finished }.count
+        log("  \(finished)/\(total) finished (done received) after \(fmt(Double(monoMs() - started) / 1000)) s")
         spin(timeoutMs: 200)
         for s in subs { s.settle(tokens: tokens); s.drop() }
         schedule?.stop()
@@ -197,18 +204,18 @@ final class Runner {
                           expectedPerSec: Double(total) * rate,
                           p50: stats.latency.quantileMs(0.5), p99: stats.latency.quantileMs(0.99),
                           p999: stats.latency.quantileMs(0.999), maxMs: stats.latency.quantileMs(1.0),
-                          lost: stats.lost, duplicates: stats.duplicates,
+                          lost: stats.lost, duplicates: stats.duplicates, late: stats.late,
                           serverCPU: sCPU, redisCPU: rCPU, serverRSS: rss,
                           errors: httpErrors + stats.connectFailures + stats.errorEvents + pubErrors + stats.closedEarly,
                           benchCPU: benchCPU)
     }
 
     func report(_ scenario: String, _ r: FlowResult, extra: [String: Any] = [:]) {
-        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), dup \(r.duplicates), errors \(r.errors), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%, load generator CPU \(fmt(r.benchCPU))%")
+        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), late \(r.late), dup \(r.duplicates), errors \(r.errors), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%, load generator CPU \(fmt(r.benchCPU))%")
         var d: [String: Any] = [
             "scenario": scenario, "streams": r.streams, "subscribers": r.subscribers,
             "deliveries_per_s": r.deliveriesPerSec, "ideal_per_s": r.expectedPerSec,
-            "lost": r.lost, "duplicates": r.duplicates, "errors": r.errors, "ok": r.ok,
+            "lost": r.lost, "late": r.late, "duplicates": r.duplicates, "errors": r.errors, "ok": r.ok,
         ]
         if let v = r.p50 { d["p50_ms"] = v }
         if let v = r.p99 { d["p99_ms"] = v }

@@ -109,7 +109,11 @@ final class RunStats {
     /// Deltas received whose arrival fell in the measurement window.
     var receivedInWindow = 0
     var duplicates = 0
+    /// Real loss: deltas skipped in what a subscriber received (a jump in `n`).
     var lost = 0
+    /// Deltas of a stream's tail not yet received when the run stopped waiting (a
+    /// subscriber that joined late, or was still replaying): the deadline's, not loss.
+    var late = 0
     var outOfOrder = 0
     var errorEvents = 0
     var heartbeats = 0

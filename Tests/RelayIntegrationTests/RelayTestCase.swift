@@ -29,8 +29,12 @@ class RelayTestCase: XCTestCase {
     }
 
     /// Starts a relay on this test's Redis. Default rate 2,000 tokens/s (fast tests).
+    /// Slow-link coalescing is off unless a test sets `RELAY_COALESCE_BACKLOG`: at
+    /// thousands of tokens/s a test client on a loaded machine falls behind for moments,
+    /// and the tests count one event per seq (`SlowLinkTests` covers coalescing, with a
+    /// fast reader that still gets one event per token).
     func startRelay(_ env: [String: String] = [:]) throws -> RelayProcess {
-        var e = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "2000"]
+        var e = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "2000", "RELAY_COALESCE_BACKLOG": "0"]
         for (k, v) in env { e[k] = v }
         let r = try RelayProcess(redisURL: redis.url, env: e)
         relays.append(r)

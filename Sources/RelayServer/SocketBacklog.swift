@@ -1,0 +1,27 @@
+import CLibevent
+import Glibc
+
+extension HTTPExchange {
+    /// The client's backlog, bytes: what `write` accepted and libevent has not yet
+    /// handed to the kernel, plus what the kernel holds unsent (`SIOCOUTQNSD`, Linux
+    /// `tcp(7)`: queued but not yet sent, so bytes in flight do not count). A client
+    /// that reads slowly fills its small receive window, and then this grows. Used by
+    /// the slow-link coalescing (issue 14), separately from the slow-consumer cut.
+    var unsentBytes: Int {
+        guard let req, let con = evhttp_request_get_connection(req),
+              let bev = evhttp_connection_get_bufferevent(con) else { return 0 }
+        var n = bufferevent_get_output(bev).map { evbuffer_get_length($0) } ?? 0
+        let fd = bufferevent_getfd(bev)
+        if fd >= 0 {
+            var queued: CInt = 0
+            if ioctl(fd, SocketBacklog.siocOutQNotSent, &queued) == 0, queued > 0 { n += Int(queued) }
+        }
+        return n
+    }
+}
+
+/// Linux ioctl numbers for a socket's send queue (`<linux/sockios.h>`).
+enum SocketBacklog {
+    /// `SIOCOUTQNSD`: bytes in the send queue not yet sent.
+    static let siocOutQNotSent: UInt = 0x894B
+}
