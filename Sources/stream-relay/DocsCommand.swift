@@ -1,14 +1,19 @@
 import RelayConfiguration
 import RelayCore
+import RelayUpstream
 
 /// `stream-relay docs errors|config`: prints a README table generated from its single
 /// source (`ErrorCode`, `RelayConfig.options`), to paste between the README's markers;
 /// `ErrorTableTests` / `ConfigTableTests` fail while the README differs.
+/// `stream-relay docs simulated [MODEL]`: prints the simulated upstream's whole answer for
+/// `MODEL` (`simulated`, `simulated-ar`), its tokens joined exactly as they are streamed —
+/// the independent reference the browser end-to-end test compares a relayed answer with.
 enum DocsCommand {
     static let usage = """
-    usage: stream-relay docs errors|config
+    usage: stream-relay docs errors|config|simulated [MODEL]
     Prints the README's error table (errors) or configuration table (config), generated
-    from the code, to paste between the README's markers.
+    from the code, to paste between the README's markers; or the simulated upstream's whole
+    answer for MODEL (simulated, simulated-ar; default simulated), byte for byte.
     """
 
     static func run(arguments: [String]) -> Int32 {
@@ -21,6 +26,14 @@ enum DocsCommand {
             return 0
         case "config":
             print(RelayConfig.markdownTable, terminator: "")
+            return 0
+        case "simulated":
+            let model = arguments.dropFirst().first ?? "simulated"
+            guard arguments.count <= 2, let doc = SimulatedDocuments.document(forModel: model) else {
+                printError("docs simulated: unknown model \(model) (simulated, simulated-ar)\n")
+                return 2
+            }
+            print(SimulatedTokenizer.tokens(doc).joined(), terminator: "")
             return 0
         default:
             printError("\(usage)\n")

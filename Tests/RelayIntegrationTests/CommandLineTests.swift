@@ -1,5 +1,6 @@
 import Foundation
 import RelayTestSupport
+import RelayUpstream
 import XCTest
 
 /// Issue 18 item 1: the `stream-relay` command overview, per-command help and version.
@@ -46,6 +47,19 @@ final class CommandLineTests: XCTestCase {
         let unknown = try relay(["chat", "--frobnicate", "x"])
         XCTAssertEqual(unknown.status, 2)
         XCTAssertTrue(unknown.output.contains("unexpected argument --frobnicate"), unknown.output)
+    }
+
+    /// `docs simulated MODEL` prints the simulated document byte for byte (the browser test's
+    /// independent reference); an unknown model is a usage error.
+    func testDocsSimulatedPrintsTheDocument() throws {
+        for model in ["simulated", "simulated-ar"] {
+            let r = try relay(["docs", "simulated", model])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            XCTAssertEqual(r.stdoutData, Data(try XCTUnwrap(SimulatedDocuments.document(forModel: model)).utf8), model)
+        }
+        let unknown = try relay(["docs", "simulated", "nope"])
+        XCTAssertEqual(unknown.status, 2)
+        XCTAssertTrue(unknown.stderr.contains("unknown model nope"), unknown.output)
     }
 
     func testVersionNamesTheCommit() throws {

@@ -6,8 +6,8 @@ serving clients/js and proxying /a/api/ → proxy → relay A, /b/api/ → relay
 the demo page through chromedriver.
 
 * English answer: the proxy cuts the connection mid-answer; the kit resumes on relay B with
-  Last-Event-ID; the text on the page is byte-identical to an uninterrupted run of
-  `stream-relay chat` (an independent client) against relay B.
+  Last-Event-ID; the text on the page is byte-identical to the simulated upstream's
+  document itself (`stream-relay docs simulated`, its tokens joined), not to another run.
 * Arabic answer: the answer container has dir="rtl" before its first glyph (a
   MutationObserver in the page records every change), and the text equals the reference.
 * Stop: the page sends DELETE (202) and the relay stops generating: replaying the stream
@@ -297,11 +297,13 @@ class ChatDemoEndToEnd(unittest.TestCase):
         return wait_until(f"answer {index} to end", lambda: (self.answer(index) or {}).get("completion") and self.answer(index), timeout, 0.2)
 
     def reference(self, model):
-        """An uninterrupted run of `stream-relay chat` against relay B, as bytes."""
+        """The simulated upstream's whole answer for `model`, its tokens joined
+        (`stream-relay docs simulated MODEL`): an independent reference, not another run
+        through a relay."""
         out = self.tmp / f"reference-{model}.txt"
-        return subprocess.Popen([str(BIN), "chat", "--url", f"http://127.0.0.1:{self.relay_ports[1]}", "--token", self.token,
-                                 "--model", model, "--prompt", PROMPT, "--output", str(out)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=minimal_env()), out
+        return subprocess.Popen([str(BIN), "docs", "simulated", model],
+                                stdout=open(out, "wb"), stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                env=minimal_env()), out
 
     def screenshot(self, name):
         path = ROOT / "docs" / name
@@ -329,8 +331,8 @@ class ChatDemoEndToEnd(unittest.TestCase):
         self.assertEqual(sorted(a["telemetry"].keys()), ["latencyMs", "reconnections", "requestId", "tokensReceived"])
         reference = ref_path.read_bytes()
         self.assertGreater(len(reference), 5000)
-        self.assertEqual(a["text"].encode("utf-8"), reference, "kit text differs from the uninterrupted run")
-        self.assertEqual(self.dom_text(i).encode("utf-8"), reference, "page text differs from the uninterrupted run")
+        self.assertEqual(a["text"].encode("utf-8"), reference, "kit text differs from the simulated document")
+        self.assertEqual(self.dom_text(i).encode("utf-8"), reference, "page text differs from the simulated document")
         self.assertEqual(a["layout"]["direction"], "ltr")
         progress = a["progressTexts"]
         self.assertTrue(progress and all(re.fullmatch(r"Drafting clause \d+ of \d+…", t) for t in progress), progress)
