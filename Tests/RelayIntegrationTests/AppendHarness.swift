@@ -69,14 +69,19 @@ final class AppendHarness: @unchecked Sendable {
     let channel: LossyChannel
     let log: EventLog
     private let thread: Thread
+    /// Connections made so far (`onConnect`).
+    let connections = LockedBox(0)
 
     init(redisURL: String, maxLen: Int = 200, ttlMs: Int = 60_000, lossless: Bool = true) throws {
         EventLoop.enableThreads()
         loop = try EventLoop()
         channel = LossyChannel(RedisConnection(loop: loop, endpoint: try RedisEndpoint.parse(redisURL), role: .commands))
         log = EventLog(connection: channel, maxLen: maxLen, ttlMs: ttlMs, lossless: lossless)
-        let l = log
-        channel.onConnect = { l.connected() }
+        let l = log, n = connections
+        channel.onConnect = {
+            l.connected()
+            n.mutate { $0 += 1 }
+        }
         let lp = loop
         thread = Thread { lp.run() }
         thread.start()
