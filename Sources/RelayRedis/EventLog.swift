@@ -191,8 +191,17 @@ public final class EventLog {
 
     /// Publishes an acknowledged event on the stream's live channel: `PUBLISH` (or
     /// `SPUBLISH` on a cluster) `relay:{id}:live "<seq> <json>"` (`LivePayload`).
-    public func publish(_ k: StreamKeys, seq: UInt64, json: String) {
-        connection.send([publishCommand, k.live, "\(seq) \(json)"], auxiliaryReply)
+    /// `then`: runs once Redis answered it (the generation's last event: the process
+    /// may exit right after its generation ended, e.g. a drain, and must not leave the
+    /// publish unsent in the connection's output buffer).
+    public func publish(_ k: StreamKeys, seq: UInt64, json: String, then: (() -> Void)? = nil) {
+        let args = [publishCommand, k.live, "\(seq) \(json)"]
+        guard let then else { return connection.send(args, auxiliaryReply) }
+        let aux = auxiliaryReply!
+        connection.send(args) { r in
+            aux(r)
+            then()
+        }
     }
 
     /// Reads the stored tail after `ackedSeq` (`Scripts.appendStatus`, at most `count`

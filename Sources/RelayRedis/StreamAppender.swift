@@ -108,8 +108,22 @@ public final class StreamAppender {
         case .failure(let f): reply = f.appendReply
         }
         let next = queue.replied(seq: seq, reply)
-        if reply == .stored, queue.ackedSeq >= seq { log.publish(keys, seq: seq, json: p.json) }
+        if reply == .stored, queue.ackedSeq >= seq {
+            // Published once stored, in seq order. When this drains the queue, report
+            // it once Redis answered the publish (`EventLog.publish(then:)`).
+            if next == .drained {
+                return log.publish(keys, seq: seq, json: p.json) { [weak self] in self?.drainedAfterPublish() }
+            }
+            log.publish(keys, seq: seq, json: p.json)
+        }
         handle(next)
+    }
+
+    /// The publish of the event that drained the queue was answered: report the drain,
+    /// unless more events were queued meanwhile (the owner ends its generation on a
+    /// drain after its final event, and must not while one is still unsent).
+    private func drainedAfterPublish() {
+        if queue.isDrained { onDrained?() }
     }
 
     private func handle(_ next: AppendQueue<Pending>.Next) {
@@ -141,7 +155,12 @@ public final class StreamAppender {
             guard case .success(let tail) = r else { return self.scheduleVerify() }
             let (acked, next) = self.queue.verified(tail) { $0.json == $1 }
             // Stored but maybe never published (their replies were lost): publish now, in order.
-            for a in acked { self.log.publish(self.keys, seq: a.seq, json: a.item.json) }
+            for (i, a) in acked.enumerated() {
+                if next == .drained && i == acked.count - 1 {
+                    return self.log.publish(self.keys, seq: a.seq, json: a.item.json) { [weak self] in self?.drainedAfterPublish() }
+                }
+                self.log.publish(self.keys, seq: a.seq, json: a.item.json)
+            }
             self.handle(next)
         }
     }
