@@ -20,6 +20,8 @@ final class LossyChannel: RedisCommandChannel, @unchecked Sendable {
     private var inFlight = 0
     /// Replies replaced by `DISCONNECTED` so far.
     private(set) var lostReplies = 0
+    /// Runs (once) right after the caller handled the next `XADD` reply.
+    var afterNextXADDReply: (() -> Void)?
 
     init(_ inner: RedisConnection) {
         self.inner = inner
@@ -52,6 +54,10 @@ final class LossyChannel: RedisCommandChannel, @unchecked Sendable {
             } else {
                 reply?(r)
             }
+            if args.first == "XADD", let hook = self.afterNextXADDReply {
+                self.afterNextXADDReply = nil
+                hook()
+            }
             if self.losing && self.inFlight == 0 {
                 self.losing = false
                 self.onDisconnect?("test")
@@ -82,11 +88,11 @@ final class AppendHarness: @unchecked Sendable {
             l.connected()
             n.mutate { $0 += 1 }
         }
-        let lp = loop
+        // Connect first: a loop with no event registered returns from `run()` at once.
+        let lp = loop, ch = channel
+        loop.post { ch.connect() }
         thread = Thread { lp.run() }
         thread.start()
-        let ch = channel
-        loop.post { ch.connect() }
     }
 
     /// Runs `body` on the loop thread.

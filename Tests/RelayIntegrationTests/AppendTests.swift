@@ -183,6 +183,35 @@ final class AppendTests: RelayTestCase {
         }
     }
 
+    /// The drain is reported once the last event's publish is answered (a draining
+    /// relay may exit right after its generations ended) — and not at all when more
+    /// events were queued meanwhile: the owner drops its appender on a drain after the
+    /// final event, and a drain reported early lost that final event (seen in
+    /// `ScaleOutTests`: `upstream_lost` after the whole answer).
+    func testADrainIsReportedOnlyWithNothingQueued() throws {
+        let h = try harness()
+        let id = newID()
+        let a = LockedBox<StreamAppender?>(nil)
+        let o = try start(h, id, appender: a)
+        let backlogAtDrain = LockedBox<[Int]>([])
+        nonisolated(unsafe) let ch = h.channel
+        h.run {
+            a.value!.onDrained = { backlogAtDrain.mutate { $0.append(a.value!.backlog) } }
+            // Seq 1's XADD reply drains the queue (its publish is on the way); before
+            // that publish is answered, the last delta and the final event are queued.
+            ch.afterNextXADDReply = {
+                a.value!.append(seq: 2, json: StreamEvent.delta(" b").json, text: " b")
+                a.value!.append(seq: 3, json: StreamEvent.done(finishReason: "length", usage: Usage(promptTokens: 1, completionTokens: 2)).json,
+                                text: "", finalState: "done")
+            }
+            a.value!.append(seq: 1, json: StreamEvent.delta("a").json, text: "a")
+        }
+        try eventually(5, "the final event acknowledged") { a.value?.ackedSeq == 3 && !backlogAtDrain.value.isEmpty }
+        XCTAssertNil(o.failure.value)
+        XCTAssertEqual(backlogAtDrain.value, [0], "drained once, with nothing queued")
+        XCTAssertEqual(try publishCalls(), 3)
+    }
+
     func testALeaseExpiryFencesTheLapsedOwner() throws {
         let h = try harness()
         let id = newID()
