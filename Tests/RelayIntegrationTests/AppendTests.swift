@@ -45,6 +45,16 @@ final class AppendTests: RelayTestCase {
         return o
     }
 
+    /// A harness, a created stream and its appender.
+    private func fixture(maxLen: Int = 200) throws
+        -> (AppendHarness, RequestID, StreamKeys, LockedBox<StreamAppender?>, Outcome) {
+        let h = try harness(maxLen: maxLen)
+        let id = newID()
+        let a = LockedBox<StreamAppender?>(nil)
+        let o = try start(h, id, appender: a)
+        return (h, id, StreamKeys(id), a, o)
+    }
+
     private func append(_ h: AppendHarness, _ a: LockedBox<StreamAppender?>, _ events: [(UInt64, StreamEvent)]) {
         h.run {
             for (seq, e) in events {
@@ -102,11 +112,7 @@ final class AppendTests: RelayTestCase {
     }
 
     func testTheCapStaysExactAndTheCatchUpByteExact() throws {
-        let h = try harness(maxLen: 3)
-        let id = newID()
-        let k = StreamKeys(id)
-        let a = LockedBox<StreamAppender?>(nil)
-        let o = try start(h, id, appender: a)
+        let (h, id, k, a, o) = try fixture(maxLen: 3)
         let pieces = Self.pieces
         append(h, a, pieces.enumerated().map { (UInt64($0.offset + 1), .delta($0.element)) })
         try eventually(5, "every event acknowledged") { a.value?.ackedSeq == UInt64(pieces.count) }
@@ -121,11 +127,7 @@ final class AppendTests: RelayTestCase {
     }
 
     func testAppendsAfterTheStreamVanishedFailWithoutRecreatingIt() throws {
-        let h = try harness()
-        let id = newID()
-        let k = StreamKeys(id)
-        let a = LockedBox<StreamAppender?>(nil)
-        let o = try start(h, id, appender: a)
+        let (h, id, k, a, o) = try fixture()
         try redis.cli("DEL", k.events, k.meta)
         append(h, a, [(1, .delta("lost")), (2, .delta(" too"))])
         try eventually(5, "the appender to report the gone stream") { o.failure.value != nil }
@@ -137,11 +139,7 @@ final class AppendTests: RelayTestCase {
     }
 
     func testResendsAfterLostRepliesAndADroppedConnectionStoreEverythingOnce() throws {
-        let h = try harness()
-        let id = newID()
-        let k = StreamKeys(id)
-        let a = LockedBox<StreamAppender?>(nil)
-        let o = try start(h, id, appender: a)
+        let (h, id, k, a, o) = try fixture()
         let pieces = Self.pieces
         // 1. Replies lost from the 4th XADD on, the commands applied (a connection that
         //    dropped after Redis ran them).
@@ -189,10 +187,7 @@ final class AppendTests: RelayTestCase {
     /// final event, and a drain reported early lost that final event (seen in
     /// `ScaleOutTests`: `upstream_lost` after the whole answer).
     func testADrainIsReportedOnlyWithNothingQueued() throws {
-        let h = try harness()
-        let id = newID()
-        let a = LockedBox<StreamAppender?>(nil)
-        let o = try start(h, id, appender: a)
+        let (h, _, _, a, o) = try fixture()
         let backlogAtDrain = LockedBox<[Int]>([])
         nonisolated(unsafe) let ch = h.channel
         h.run {
@@ -213,11 +208,7 @@ final class AppendTests: RelayTestCase {
     }
 
     func testALeaseExpiryFencesTheLapsedOwner() throws {
-        let h = try harness()
-        let id = newID()
-        let k = StreamKeys(id)
-        let a = LockedBox<StreamAppender?>(nil)
-        let o = try start(h, id, appender: a)
+        let (h, id, k, a, o) = try fixture()
         append(h, a, [(1, .delta("one ")), (2, .delta("two ")), (3, .delta("three"))])
         try eventually(5, "3 events acknowledged") { a.value?.ackedSeq == 3 }
         // The owner stalls past its lease: another instance ends the stream.
