@@ -9,7 +9,9 @@
 #          (here: in the next write, as the relay sends it after the reply)
 #   REFRESH_EVERY: TTLs refreshed on seq 1 and every REFRESH_EVERY-th event (500 = once
 #          per 10 s at 50 tokens/s); DEPTH: events per write (default 64)
-import socket, sys, time, re
+#   env PUBLISH_OWN_WRITE=1 (plain): the publishes go in a write of their own (a relay
+#          without batching of commands per write, one stream at 50 tokens/s)
+import socket, sys, time, re, os
 sock_path, script_file, style, streams, events = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 refresh_every = int(sys.argv[6]) if len(sys.argv) > 6 else 1
 depth = int(sys.argv[7]) if len(sys.argv) > 7 else 64
@@ -81,6 +83,11 @@ for seq in range(1, events + 1):
             batch.append(enc('EVALSHA', sha, 5, *keys, *args)); kinds.append(None)
         n_ev += 1
         if n_ev % depth == 0:
+            if os.environ.get('PUBLISH_OWN_WRITE') == '1' and pending_pub:
+                saved, saved_kinds = batch, kinds
+                batch = [enc('PUBLISH', pk + 'live', '%d %s' % (ps, pj)) for (pk, ps, pj) in pending_pub]
+                kinds = [None] * len(batch)
+                flush(); batch, kinds = saved, saved_kinds
             # the previous write's acknowledged events are published with this one
             for (pk, ps, pj) in pending_pub:
                 batch.append(enc('PUBLISH', pk + 'live', '%d %s' % (ps, pj))); kinds.append(None)
@@ -91,7 +98,7 @@ while batch or pending_pub:
     flush(); kinds = []
 t = cmd('INFO', 'ALL'); c1 = cpu(t)
 n = streams * events
-print('%s depth %d: events %d, wall %.2fs, redis cpu %.3fs = %.2f us/event' % (style, depth, n, time.time() - t0, c1 - c0, (c1 - c0) / n * 1e6))
+print('%s%s depth %d: events %d, wall %.2fs, redis cpu %.3fs = %.2f us/event' % (style, ' (publish in its own write)' if os.environ.get('PUBLISH_OWN_WRITE') == '1' else '', depth, n, time.time() - t0, c1 - c0, (c1 - c0) / n * 1e6))
 for m in re.finditer(r'cmdstat_(\w+):calls=(\d+),usec=(\d+),usec_per_call=([\d.]+)', t):
     name, calls, usec = m.group(1), int(m.group(2)), int(m.group(3))
     if name in ('info', 'config'): continue
