@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Redis instructions per appended event for the relay's append script, counted with
+# Redis instructions per appended event for the relay's per-event append, counted with
 # valgrind's callgrind (load-independent: usable on a busy machine), issue 14.
 #
-#   scripts/append-cost.sh                 the append script of this checkout
-#   scripts/append-cost.sh --rev 5a0d5f7   the append script of another commit (before/after)
+#   scripts/append-cost.sh                 the append of this checkout
+#   scripts/append-cost.sh --rev 8f56bd6   the append of another commit (before/after)
 #   options: --node-entries N (Redis stream-node-max-entries, default 100)
+#
+# A revision whose Scripts.swift has `public static let append` appended with that Lua
+# script (EVALSHA, old or new arguments); later ones (issue 14: no per-event script)
+# with the plain command group of `EventLog.append` (bench/append_driver.py `plain`).
 #
 # Starts a private redis-server under callgrind on a Unix socket, warms up (20 streams ×
 # 50 events), zeroes the counters, appends 20 streams × 500 events (64 pipelined, lossless
@@ -28,20 +32,23 @@ if [ -n "$REV" ]; then git show "$REV:Sources/RelayRedis/Scripts.swift" > "$D/Sc
 python3 - "$D/Scripts.swift" "$D/append.lua" <<'PY'
 import re, sys
 m = re.search(r'public static let append = """\n(.*?)"""', open(sys.argv[1]).read(), re.S)
-open(sys.argv[2], 'w').write(m.group(1))
+if m: open(sys.argv[2], 'w').write(m.group(1))
 PY
-# The script's argument list tells its version: ARGV[8] (refresh) exists since issue 14.
-if grep -q "ARGV\[8\]" "$D/append.lua"; then STYLE=new; else STYLE=old; fi
+# The script's argument list tells its version: ARGV[8] (refresh) exists since issue 14;
+# no append script at all: the plain command group.
+if [ ! -f "$D/append.lua" ]; then STYLE=plain; SCRIPT=-
+elif grep -q "ARGV\[8\]" "$D/append.lua"; then STYLE=new; SCRIPT="$D/append.lua"
+else STYLE=old; SCRIPT="$D/append.lua"; fi
 valgrind --tool=callgrind --callgrind-out-file="$D/cg.%p" redis-server --port 0 --unixsocket "$D/s.sock" \
   --save "" --appendonly no --dir "$D" --stream-node-max-entries "$NODE" >"$D/log" 2>&1 &
 VP=$!
 for _ in $(seq 1 100); do redis-cli -s "$D/s.sock" ping >/dev/null 2>&1 && break; sleep 0.2; done
-python3 bench/append_driver.py "$D/s.sock" "$D/append.lua" $STYLE 20 50 500 >/dev/null
+python3 bench/append_driver.py "$D/s.sock" "$SCRIPT" $STYLE 20 50 500 >/dev/null
 callgrind_control -z "$VP" >/dev/null 2>&1
-python3 bench/append_driver.py "$D/s.sock" "$D/append.lua" $STYLE 20 500 500 >"$D/out"
+python3 bench/append_driver.py "$D/s.sock" "$SCRIPT" $STYLE 20 500 500 >"$D/out"
 callgrind_control -d "$VP" >/dev/null 2>&1
 sleep 0.5
 F=$(ls -S "$D"/cg.*.* | head -1)
 IR=$(callgrind_annotate "$F" 2>/dev/null | grep -m1 "PROGRAM TOTALS" | awk '{gsub(",","",$1); print $1}')
-echo "append script ${REV:-(this checkout)} ($STYLE arguments), stream-node-max-entries $NODE: $((IR / 10000)) Redis instructions per appended event"
+echo "append ${REV:-(this checkout)} ($STYLE), stream-node-max-entries $NODE: $((IR / 10000)) Redis instructions per appended event"
 grep -E "xlen" "$D/out" || true

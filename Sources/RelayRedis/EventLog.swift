@@ -1,4 +1,5 @@
 import RelayCore
+import RelayStreamLogic
 
 /// What a resume needs to know about a stream (`Scripts.open`).
 public struct StreamInfo: Sendable, Equatable {
@@ -32,20 +33,33 @@ public final class EventLog {
     /// Runs the event log's Lua scripts (`EVALSHA`, `EVAL` fallback).
     public let scripts: ScriptRunner
 
-    // Constant script arguments, formatted once instead of once per append.
+    // Constant command arguments, formatted once instead of once per append.
     private let maxLenArg: String
     private let ttlArg: String
     private let losslessArg: String
-
-    /// The append and lease-expiry scripts in use (`SPUBLISH` variants on a cluster).
-    private let appendScript: String
+    /// `PUBLISH`, or `SPUBLISH` on a cluster (the live channel is a sharded channel).
+    private let publishCommand: String
+    /// The lease-expiry script in use (`SPUBLISH` variant on a cluster).
     private let expireLeaseScript: String
+    /// The reply handler of the commands whose reply only matters when it is an error
+    /// (text, offsets, TTLs, publish): one shared closure, no allocation per command.
+    private var auxiliaryReply: ((RedisReply) -> Void)!
+
+    /// Error replies to the auxiliary commands of appends (`SETRANGE`, `BITFIELD`,
+    /// `PEXPIRE`, `PUBLISH`): their order and effect rest on the `XADD` reply, so they
+    /// are only counted (`/metrics`, logs).
+    public private(set) var auxiliaryFailures = 0
+    /// The last auxiliary error text (for a log line).
+    public private(set) var lastAuxiliaryFailure: String?
+    /// Counts (re)connections: an appender that sees it change verifies the stored tail
+    /// before sending more (a restart or failover may have lost acknowledged events).
+    public private(set) var connectionEpoch = 0
 
     /// - Parameter sharded: publish live events with `SPUBLISH` (Redis Cluster: the
     ///   live channel is a sharded channel, subscribed with `ShardedPubSub`).
     public init(connection: any RedisCommandChannel, maxLen: Int, ttlMs: Int, lossless: Bool, sharded: Bool = false) {
-        appendScript = sharded ? Scripts.appendSharded : Scripts.append
         expireLeaseScript = sharded ? Scripts.expireLeaseSharded : Scripts.expireLease
+        publishCommand = sharded ? "SPUBLISH" : "PUBLISH"
         self.connection = connection
         self.maxLenArg = String(maxLen)
         self.ttlArg = String(ttlMs)
@@ -54,26 +68,34 @@ public final class EventLog {
         self.maxLen = maxLen
         self.ttlMs = ttlMs
         self.lossless = lossless
+        auxiliaryReply = { [unowned self] r in
+            if let e = r.errorMessage {
+                self.auxiliaryFailures += 1
+                self.lastAuxiliaryFailure = e
+            }
+        }
     }
 
     /// Loads the scripts; call after each (re)connection.
     public func connected() {
-        scripts.load([Scripts.create, appendScript, Scripts.open, Scripts.catchUp, expireLeaseScript, Scripts.admit]
-                     + BudgetLedger.allScripts)
+        connectionEpoch &+= 1
+        scripts.load([Scripts.create, Scripts.appendFinal, Scripts.appendStatus, Scripts.open, Scripts.catchUp,
+                      expireLeaseScript, Scripts.admit] + BudgetLedger.allScripts)
     }
 
     /// Owner lease of a running generation, ms (`relay:{id}:lease` `PX`); refreshed
     /// every `leaseMs / 3`.
     public static let leaseMs = 3_000
 
-    /// Creates the stream's meta hash unless the id is taken, and takes the lease.
+    /// Creates the stream (meta hash and an empty stream key, `Scripts.create`) unless
+    /// the id is taken, and takes the lease.
     /// `budgetKey` and `promptEstimate` (tokens) are kept in the meta for a settlement
     /// by another instance. `done(.success(true))` when created, `false` when it already existed.
     public func create(_ id: RequestID, owner: String, sid: String, instance: String, nowMs: UInt64,
                        budgetKey: String, promptEstimate: Int,
                        done: @escaping (Result<Bool, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
-        scripts.run(Scripts.create, keys: [k.meta, k.lease],
+        scripts.run(Scripts.create, keys: [k.meta, k.lease, k.events, k.text, k.offsets],
                     args: [owner, sid, instance, String(nowMs), String(ttlMs), String(EventLog.leaseMs),
                            budgetKey, String(promptEstimate)]) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
@@ -89,7 +111,7 @@ public final class EventLog {
             guard let a = r.array, a.count >= 6 else { return done(.success(nil)) }
             let fid = a[3].string ?? ""
             done(.success(StreamInfo(owner: a[0].string ?? "", state: StreamState(rawValue: a[1].string ?? ""),
-                                     lastSeq: UInt64(a[2].string ?? "0") ?? 0,
+                                     lastSeq: EventLog.seq(ofEntryID: a[2].string ?? "") ?? 0,
                                      firstRetainedSeq: EventLog.seq(ofEntryID: fid),
                                      sid: a[4].string ?? "", textLength: Int(a[5].int ?? 0))))
         }
@@ -115,26 +137,90 @@ public final class EventLog {
         }
     }
 
-    /// Sends one append (`Scripts.append`); the reply is the seq or an error.
-    /// `refreshTTL`: also `PEXPIRE` every key of the stream (always on a final event; a
-    /// generation decides the others with `TTLRefreshPolicy`).
-    public func append(_ id: RequestID, seq: UInt64, json: String, text: String, finalState: String?,
-                       refreshTTL: Bool = true, done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
-        append(StreamKeys(id), seq: seq, json: json, text: text, finalState: finalState, refreshTTL: refreshTTL, done: done)
+    /// Sends one non-final append as plain pipelined commands (issue 14: no per-event
+    /// script), in this order:
+    /// 1. lossless resume on: `SETRANGE text <start> <delta>` (skipped for an empty delta)
+    ///    and `BITFIELD offsets SET u32 #<seq> <end>` (the event's end offset, bytes, read
+    ///    by `Scripts.catchUp`). Both are positional, so a resend writes the same bytes
+    ///    (an `APPEND` would duplicate the text); they come before the `XADD` so a
+    ///    stored entry always has its text, even if the rest of a write never arrives.
+    /// 2. `XADD events NOMKSTREAM MAXLEN <maxLen> <seq>-0 e <json>` (exact trim). A nil
+    ///    reply (the stream is gone) is reported as `NOSTREAM`; a refused ID as
+    ///    `RedisErrorCode.entryIDRefused`.
+    /// 3. when `refreshTTL`: `PEXPIRE` of every key of the stream.
+    /// `done` gets the `XADD`'s outcome; the other replies are only counted
+    /// (`auxiliaryFailures`). The caller publishes after `done` succeeds (`publish`).
+    public func append(_ k: StreamKeys, seq: UInt64, json: String, text: String, textStart: Int,
+                       refreshTTL: Bool, done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        if lossless {
+            if !text.isEmpty { connection.send(["SETRANGE", k.text, String(textStart), text], auxiliaryReply) }
+            connection.send(["BITFIELD", k.offsets, "SET", "u32", "#\(seq)", String(textStart + text.utf8.count)],
+                            auxiliaryReply)
+        }
+        connection.send(["XADD", k.events, "NOMKSTREAM", "MAXLEN", maxLenArg, "\(seq)-0", "e", json]) { r in
+            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if case .null = r { return done(.failure(RedisFailure("NOSTREAM stream expired (XADD NOMKSTREAM)"))) }
+            done(.success(()))
+        }
+        if refreshTTL { refreshTTLs(k) }
     }
 
-    /// The same append with the stream's key names already built (one generation
-    /// appends thousands of events: its `StreamAppender` builds them once).
-    public func append(_ k: StreamKeys, seq: UInt64, json: String, text: String, finalState: String?,
-                       refreshTTL: Bool = true, done: @escaping (Result<UInt64, RedisFailure>) -> Void) {
-        scripts.run(appendScript,
-                    keys: [k.events, k.meta, k.live, k.text, k.offsets],
-                    args: [String(seq), json, maxLenArg, ttlArg, finalState ?? "", text, losslessArg,
-                           refreshTTL || finalState != nil ? "1" : "0"],
+    /// `PEXPIRE` of every key of a stream (`ttlMs`).
+    private func refreshTTLs(_ k: StreamKeys) {
+        connection.send(["PEXPIRE", k.events, ttlArg], auxiliaryReply)
+        connection.send(["PEXPIRE", k.meta, ttlArg], auxiliaryReply)
+        if lossless {
+            connection.send(["PEXPIRE", k.text, ttlArg], auxiliaryReply)
+            connection.send(["PEXPIRE", k.offsets, ttlArg], auxiliaryReply)
+        }
+    }
+
+    /// Sends the final event of a generation (`Scripts.appendFinal`: checks, `XADD`,
+    /// fence, text/offset, `state`/`last_seq`, TTLs). `finalState`: `done`,
+    /// `cancelled` or `failed`. The caller publishes after `done` succeeds.
+    public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: String, text: String,
+                            textStart: Int, done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets],
+                    args: [String(seq), json, maxLenArg, ttlArg, finalState, text, String(textStart),
+                           String(textStart + text.utf8.count), losslessArg],
                     retryNoScript: false) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
-            done(.success(UInt64(r.int ?? 0)))
+            done(.success(()))
         }
+    }
+
+    /// Publishes an acknowledged event on the stream's live channel: `PUBLISH` (or
+    /// `SPUBLISH` on a cluster) `relay:{id}:live "<seq> <json>"` (`LivePayload`).
+    /// `then`: runs once Redis answered it (the generation's last event: the process
+    /// may exit right after its generation ended, e.g. a drain, and must not leave the
+    /// publish unsent in the connection's output buffer).
+    public func publish(_ k: StreamKeys, seq: UInt64, json: String, then: (() -> Void)? = nil) {
+        let args = [publishCommand, k.live, "\(seq) \(json)"]
+        guard let then else { return connection.send(args, auxiliaryReply) }
+        let aux = auxiliaryReply!
+        connection.send(args) { r in
+            aux(r)
+            then()
+        }
+    }
+
+    /// Reads the stored tail after `ackedSeq` (`Scripts.appendStatus`, at most `count`
+    /// entries): `state` nil when the stream is gone.
+    public func appendStatus(_ k: StreamKeys, after ackedSeq: UInt64, count: Int,
+                             done: @escaping (Result<StoredTail, RedisFailure>) -> Void) {
+        scripts.run(Scripts.appendStatus, keys: [k.events, k.meta], args: [String(ackedSeq), String(count)]) { r in
+            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            guard let a = r.array, a.count == 3 else { return done(.success(StoredTail(state: nil, topSeq: 0, entries: []))) }
+            done(.success(StoredTail(state: a[0].string, topSeq: EventLog.seq(ofEntryID: a[1].string ?? "") ?? 0,
+                                     entries: EventLog.events(from: a[2]))))
+        }
+    }
+
+    /// Deletes the text and offsets of a stream found gone (its pipelined `SETRANGE` /
+    /// `BITFIELD` may have re-created them without a TTL).
+    public func discardText(_ k: StreamKeys) {
+        guard lossless else { return }
+        connection.send(["DEL", k.text, k.offsets], auxiliaryReply)
     }
 
     /// Refreshes the owner lease of running generations (one pipelined `SET … PX` each).

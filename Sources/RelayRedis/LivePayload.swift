@@ -1,7 +1,7 @@
 import RelayCore
 
 /// The live channel's message format (DESIGN §3, `relay:{id}:live`): `<seq> <event JSON>`,
-/// published by `Scripts.append` and read by every worker's pub/sub dispatch.
+/// published by `StreamAppender` once an event is stored (and `Scripts.expireLease`) and read by every worker's pub/sub dispatch.
 public enum LivePayload {
     /// Parses one live message into its event; `nil` when the seq is missing, longer
     /// than 20 digits or not all digits.

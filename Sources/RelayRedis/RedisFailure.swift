@@ -8,12 +8,17 @@ public enum RedisErrorCode: Sendable, Equatable {
     case disconnected
     /// `NOSCRIPT`: the script cache does not hold the SHA (restart, `SCRIPT FLUSH`).
     case noScript
-    /// `NOSTREAM` (relay scripts): the stream does not exist (expired or gone).
+    /// `NOSTREAM` (relay scripts, and the appender for an `XADD … NOMKSTREAM` nil
+    /// reply): the stream does not exist (expired or gone).
     case noStream
-    /// `FINISHED` (relay scripts): the stream was ended by someone else.
+    /// `FINISHED <state>` (relay scripts): the stream was already ended.
     case finished
-    /// `OUTOFORDER <last_seq>` (relay scripts): the append's seq is not `last_seq + 1`.
+    /// `OUTOFORDER <top seq>` (`Scripts.appendFinal`): the seq is not the top entry's + 1.
     case outOfOrder(lastSeq: UInt64?)
+    /// `XADD` refused an explicit entry ID (Redis `XADD` doc): "equal or smaller than the
+    /// target stream top item" (already stored, or another writer took the seq) or "the
+    /// stream has exhausted the last possible ID" (fenced after a terminal event).
+    case entryIDRefused
     /// Any other error kind (`ERR`, `WRONGTYPE`, `LOADING`, `BUSY`, …).
     case other(String)
 
@@ -27,6 +32,9 @@ public enum RedisErrorCode: Sendable, Equatable {
         case "NOSTREAM": self = .noStream
         case "FINISHED": self = .finished
         case "OUTOFORDER": self = .outOfOrder(lastSeq: message.split(separator: " ").last.flatMap { UInt64($0) })
+        case "ERR" where message.contains("equal or smaller than the target stream top item")
+                || message.contains("exhausted the last possible ID"):
+            self = .entryIDRefused
         default: self = .other(kind)
         }
     }
@@ -46,11 +54,14 @@ public struct RedisFailure: Error, Sendable, CustomStringConvertible {
     public var isDisconnect: Bool { code == .disconnected }
     public var description: String { message }
 
-    /// How the appender must treat this failure of an append.
+    /// How the appender must treat this failure of an append (`AppendQueue`): a gone
+    /// stream is permanent; a refused entry ID, `OUTOFORDER` and `FINISHED` are
+    /// ambiguous (a resend of a stored event, or a fenced stream: the stored tail
+    /// decides); anything else (`DISCONNECTED`, `OOM`, `BUSY`, `NOSCRIPT`) is retryable.
     public var appendReply: AppendReply {
         switch code {
-        case .outOfOrder(let last): return .outOfOrder(lastSeq: last)
-        case .noStream, .finished: return .permanent
+        case .noStream: return .permanent
+        case .entryIDRefused, .outOfOrder, .finished: return .refused
         default: return .retryable
         }
     }

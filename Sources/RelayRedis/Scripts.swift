@@ -1,35 +1,62 @@
 /// The Lua scripts of the event log (Redis `EVAL`/`EVALSHA` doc). Each runs atomically
 /// on the one slot of its stream's keys.
 public enum Scripts {
-    /// Creates a stream's meta hash unless it exists, and takes the owner lease. The
-    /// meta also records the budget hash charged for the stream and the prompt
+    /// Creates a stream unless its id is taken: the meta hash, the owner lease, and the
+    /// stream key itself, empty (issue 14: the per-event `XADD` uses `NOMKSTREAM`, so a
+    /// stream that expired or was lost with Redis' data is never silently re-created).
+    /// `XADD … MAXLEN 0 0-1` adds one entry and trims it at once: an empty stream whose
+    /// last generated ID is `0-1`, so seq 1 (`1-0`) is accepted; readers go by entries
+    /// (`XRANGE`/`XREVRANGE` return none), never by the last generated ID. A leftover
+    /// stream, text or offsets key of the same id (its meta expired first) is deleted.
+    /// The meta also records the budget hash charged for the stream and the prompt
     /// estimate, so another instance can settle it when the owner dies (issue 12).
-    /// KEYS: meta, lease. ARGV: owner, sid, instance, created_ms, ttl_ms, lease_ms,
-    /// budget key, prompt estimate (tokens).
+    /// `last_seq` is not kept per event: the top entry is the last seq; the final event
+    /// and a lease expiry write it.
+    /// KEYS: meta, lease, events, text, offsets. ARGV: owner, sid, instance, created_ms,
+    /// ttl_ms, lease_ms, budget key, prompt estimate (tokens).
     /// Returns 1 when created, 0 when the id was taken.
     public static let create = """
     if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
     redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'sid', ARGV[2], 'instance', ARGV[3],
-      'state', 'running', 'last_seq', '0', 'created_ms', ARGV[4], 'budget', ARGV[7], 'prompt', ARGV[8])
+      'state', 'running', 'created_ms', ARGV[4], 'budget', ARGV[7], 'prompt', ARGV[8])
     redis.call('PEXPIRE', KEYS[1], ARGV[5])
+    redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
+    redis.call('XADD', KEYS[3], 'MAXLEN', '0', '0-1', 'e', '')
+    redis.call('PEXPIRE', KEYS[3], ARGV[5])
     redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[6])
     return 1
     """
 
-    /// Ends a running stream whose owner lease lapsed (the owning instance died):
-    /// appends, once and atomically, the given `error` event as the next seq, sets
-    /// `state` to `failed` and publishes it (issue 4: `upstream_lost`).
+    /// The largest stream entry ID: `XSETID` to it fences a stream after its terminal
+    /// event, so any later `XADD` (a lapsed owner's pipelined appends) is refused with
+    /// "The stream has exhausted the last possible ID" (Redis `XSETID`, `XADD` docs).
+    public static let fenceID = "18446744073709551615-18446744073709551615"
+
+    /// The seq of a stream's top entry, 0 when it holds none (Lua snippet: sets `top`).
+    static let topSeqLua = """
+    local tops = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+    local top = 0
+    if #tops > 0 then top = tonumber(string.match(tops[1][1], '^(%d+)')) end
+    """
+
+    /// Ends a running stream whose owner lease lapsed (the owning instance died or
+    /// stalled): appends, once and atomically, the given `error` event as the next seq
+    /// (the top entry + 1), fences the stream (`XSETID` to `fenceID`: the old owner's
+    /// later `XADD`s are refused, so nothing follows the terminal event), sets `state` to
+    /// `failed` and `last_seq`, and publishes it (issue 4: `upstream_lost`).
     /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen, ttl_ms, event JSON, lossless '1'/'0'.
     /// Returns {seq appended, budget key, prompt estimate} (the caller settles the
     /// budget: prompt + seq − 1 deltas), {0} when the stream is not running or the lease
     /// is held, {-1} when the stream does not exist at all (expired, or lost with Redis' data).
     public static let expireLease = """
-    local st = redis.call('HMGET', KEYS[2], 'state', 'last_seq', 'budget', 'prompt')
+    local st = redis.call('HMGET', KEYS[2], 'state', 'budget', 'prompt')
     if not st[1] then return {-1} end
     if st[1] ~= 'running' then return {0} end
     if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
-    local seq = tonumber(st[2]) + 1
+    \(topSeqLua)
+    local seq = top + 1
     redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], seq .. '-0', 'e', ARGV[3])
+    redis.call('XSETID', KEYS[1], '\(fenceID)')
     if ARGV[4] == '1' then
       redis.call('BITFIELD', KEYS[6], 'SET', 'u32', '#' .. seq, redis.call('STRLEN', KEYS[5]))
       redis.call('PEXPIRE', KEYS[5], ARGV[2])
@@ -39,62 +66,71 @@ public enum Scripts {
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
     redis.call('PUBLISH', KEYS[3], seq .. ' ' .. ARGV[3])
-    return {seq, st[3] or '', st[4] or '0'}
+    return {seq, st[2] or '', st[3] or '0'}
     """
 
-    /// Appends one event: `XADD` with explicit id `<seq>-0` and exact `MAXLEN`, the text
-    /// and offset (when lossless resume is on), `HSET last_seq` (and `state` on the
-    /// final event), `PUBLISH` on the live channel, and — only when the caller says the
-    /// refresh is due (`RelayStreamLogic.TTLRefreshPolicy`: the first and final appends
-    /// and one per interval) — `PEXPIRE` of every key. Budgets are settled outside this
-    /// script (`BudgetLedger`), so it touches one slot.
-    ///
-    /// `last_seq` stays in the meta hash per event: it is the gap guard (`XADD` with an
-    /// explicit id refuses an old or repeated seq, but not one that skips a seq, which a
-    /// pipeline could send after a failed append), and it is one `HMGET` that also reads
-    /// `state`, which `FINISHED` needs anyway (issue 14 measured the alternatives).
-    /// KEYS: events, meta, live, text, offsets.
-    /// ARGV: seq, event JSON, maxlen, ttl_ms, final state or '', delta text, lossless '1'/'0',
-    /// refresh TTLs '1'/'0'.
-    /// Errors: `NOSTREAM` (meta gone), `FINISHED <state>` (stream already ended),
-    /// `OUTOFORDER <last_seq>` (seq is not last_seq + 1). Returns seq.
-    public static let append = """
-    local st = redis.call('HMGET', KEYS[2], 'state', 'last_seq')
-    if not st[1] then return redis.error_reply('NOSTREAM stream expired') end
-    if st[1] ~= 'running' then return redis.error_reply('FINISHED ' .. st[1]) end
+    /// Appends the final event of a generation (`done` or `error`; once per stream, so
+    /// a script is affordable): refuses unless the stream is `running` and its top entry
+    /// is seq − 1, then `XADD` (exact `MAXLEN`), the fence (`XSETID` to `fenceID`), the
+    /// event's offset (and text) when lossless, `HSET state, last_seq`, and `PEXPIRE` of
+    /// every key. It does not publish: the appender publishes every event after its
+    /// `XADD` was acknowledged, in seq order (`StreamAppender`).
+    /// KEYS: events, meta, text, offsets.
+    /// ARGV: seq, event JSON, maxlen, ttl_ms, final state, delta text, text start
+    /// offset (bytes), text end offset (bytes), lossless '1'/'0'.
+    /// Errors: `NOSTREAM` (meta or stream gone), `FINISHED <state>` (stream already
+    /// ended), `OUTOFORDER <top seq>` (seq is not top + 1). Returns seq.
+    public static let appendFinal = """
+    local st = redis.call('HGET', KEYS[2], 'state')
+    if not st then return redis.error_reply('NOSTREAM stream expired') end
+    if st ~= 'running' then return redis.error_reply('FINISHED ' .. st) end
+    \(topSeqLua)
     local seq = tonumber(ARGV[1])
-    if seq ~= tonumber(st[2]) + 1 then return redis.error_reply('OUTOFORDER ' .. st[2]) end
-    redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], ARGV[1] .. '-0', 'e', ARGV[2])
-    if ARGV[7] == '1' then
-      redis.call('BITFIELD', KEYS[5], 'SET', 'u32', '#' .. ARGV[1], redis.call('APPEND', KEYS[4], ARGV[6]))
+    if seq ~= top + 1 then return redis.error_reply('OUTOFORDER ' .. top) end
+    if not redis.call('XADD', KEYS[1], 'NOMKSTREAM', 'MAXLEN', ARGV[3], ARGV[1] .. '-0', 'e', ARGV[2]) then
+      return redis.error_reply('NOSTREAM stream expired')
     end
-    if ARGV[5] ~= '' then
-      redis.call('HSET', KEYS[2], 'last_seq', ARGV[1], 'state', ARGV[5])
-    else
-      redis.call('HSET', KEYS[2], 'last_seq', ARGV[1])
+    redis.call('XSETID', KEYS[1], '\(fenceID)')
+    if ARGV[9] == '1' then
+      if ARGV[6] ~= '' then redis.call('SETRANGE', KEYS[3], ARGV[7], ARGV[6]) end
+      redis.call('BITFIELD', KEYS[4], 'SET', 'u32', '#' .. ARGV[1], ARGV[8])
+      redis.call('PEXPIRE', KEYS[3], ARGV[4])
+      redis.call('PEXPIRE', KEYS[4], ARGV[4])
     end
-    if ARGV[8] == '1' then
-      redis.call('PEXPIRE', KEYS[1], ARGV[4])
-      redis.call('PEXPIRE', KEYS[2], ARGV[4])
-      if ARGV[7] == '1' then
-        redis.call('PEXPIRE', KEYS[4], ARGV[4])
-        redis.call('PEXPIRE', KEYS[5], ARGV[4])
-      end
-    end
-    redis.call('PUBLISH', KEYS[3], ARGV[1] .. ' ' .. ARGV[2])
+    redis.call('HSET', KEYS[2], 'last_seq', ARGV[1], 'state', ARGV[5])
+    redis.call('PEXPIRE', KEYS[1], ARGV[4])
+    redis.call('PEXPIRE', KEYS[2], ARGV[4])
     return seq
+    """
+
+    /// What an appender needs after a failed or ambiguous append (rare path): the meta
+    /// `state`, the top entry's ID, and the entries after the acknowledged seq.
+    /// KEYS: events, meta. ARGV: acknowledged seq, most entries to return.
+    /// Returns {} when the meta hash or the stream key is gone, else
+    /// {state, top entry ID or '', entries (as `XRANGE`)}.
+    public static let appendStatus = """
+    local st = redis.call('HGET', KEYS[2], 'state')
+    if not st or redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+    local tops = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+    local top = ''
+    if #tops > 0 then top = tops[1][1] end
+    return {st, top, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2])}
     """
 
     /// Reads what a resume needs in one round trip.
     /// KEYS: meta, events, text. Returns nil when the stream does not exist, else
-    /// {owner, state, last_seq, first retained entry ID or '', sid, text length}.
+    /// {owner, state, top entry ID or '' (the last seq), first retained entry ID or '',
+    /// sid, text length}.
     public static let open = """
-    local m = redis.call('HMGET', KEYS[1], 'owner', 'state', 'last_seq', 'sid')
+    local m = redis.call('HMGET', KEYS[1], 'owner', 'state', 'sid')
     if not m[1] then return nil end
     local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
     local fid = ''
     if #first > 0 then fid = first[1][1] end
-    return {m[1], m[2], m[3], fid, m[4] or '', redis.call('STRLEN', KEYS[3])}
+    local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+    local lid = ''
+    if #last > 0 then lid = last[1][1] end
+    return {m[1], m[2], lid, fid, m[3] or '', redis.call('STRLEN', KEYS[3])}
     """
 
     /// The text between the end of event `from` and the end of event `to` (bytes),
@@ -132,9 +168,7 @@ extension Scripts {
 }
 
 extension Scripts {
-    /// `append` for Redis Cluster: the live channel is a sharded channel (`SPUBLISH`,
-    /// Redis 7; the channel hashes to the stream's slot, so the script stays on it).
-    public static let appendSharded = append.replacingOccurrences(of: "redis.call('PUBLISH'", with: "redis.call('SPUBLISH'")
-    /// `expireLease` for Redis Cluster (`SPUBLISH`).
+    /// `expireLease` for Redis Cluster: the live channel is a sharded channel
+    /// (`SPUBLISH`, Redis 7; the channel hashes to the stream's slot, so the script stays on it).
     public static let expireLeaseSharded = expireLease.replacingOccurrences(of: "redis.call('PUBLISH'", with: "redis.call('SPUBLISH'")
 }

@@ -2,26 +2,37 @@ import RelayCore
 import RelayLoop
 import RelayStreamLogic
 
-/// The ordered, pipelined append queue of one generation (DESIGN §3: "appends of one
-/// generation are pipelined in order").
+/// The ordered, pipelined appends of one generation (DESIGN §3: "appends of one
+/// generation are pipelined in order"), issue 14: plain commands per event, no script.
 ///
-/// Every event stays queued until Redis acknowledges it. The append script refuses
-/// any seq that is not `last_seq + 1` (`OUTOFORDER`), so when an append fails for a
-/// retryable reason (`NOSCRIPT` after a Redis restart or `SCRIPT FLUSH`, a lost
-/// connection) the appender waits for every reply in flight, then re-sends the
-/// unacknowledged events in order; an `OUTOFORDER` showing the seq was already
-/// stored (its reply was lost) counts as an acknowledgement. Loop thread only.
+/// Each event is `EventLog.append` (text and offset by position, then `XADD … NOMKSTREAM`
+/// with the explicit ID `<seq>-0`, then the TTL refresh when `TTLRefreshPolicy` says
+/// it is due); the final event is `EventLog.appendFinal` (a script, once per stream).
+/// An event is published on the live channel only after its `XADD` was acknowledged,
+/// in seq order: a refused or failed `XADD` (a fenced stream, a full Redis) must not
+/// reach subscribers as a live event that the log does not hold.
+///
+/// The appender is the only writer of a running stream, so it keeps the text's byte
+/// length itself: each event's start offset is fixed when it is queued and a resend
+/// writes the same bytes at the same place.
+///
+/// Ordering and acknowledgement are `RelayStreamLogic.AppendQueue`'s (the group rule
+/// and the tail verification after any failure are documented there). The tail is
+/// read with `EventLog.appendStatus` once every reply of a failed group is in, and
+/// again after each (re)connection before anything more is sent. Loop thread only.
 public final class StreamAppender {
     /// One event waiting for its acknowledgement.
     struct Pending: @unchecked Sendable {
         let json: String
         let text: String
+        /// Where the event's text starts in the stream's `text` key, bytes.
+        let textStart: Int
         let finalState: String?
         /// This append also refreshes the keys' TTL (`TTLRefreshPolicy`); a resend keeps it.
         let refreshTTL: Bool
     }
 
-    /// The stream is gone (`NOSTREAM`) or was ended by someone else (`FINISHED`):
+    /// The stream is gone or was ended by someone else (or lost acknowledged events):
     /// nothing more can be appended.
     public var onPermanentFailure: ((RedisFailure) -> Void)?
     /// Every queued event is acknowledged (after the final one: the generation is over).
@@ -32,10 +43,16 @@ public final class StreamAppender {
     private let id: RequestID
     private let keys: StreamKeys
     /// The ordering and acknowledgement decisions (`RelayStreamLogic.AppendQueue`).
-    private var queue = AppendQueue<Pending>()
+    private var queue: AppendQueue<Pending>
     private var retryTimer: LoopTimer?
     /// Which appends refresh the keys' TTL.
     private var ttlRefresh: TTLRefreshPolicy
+    /// Bytes of text queued so far (the next event's start offset).
+    private var textBytes = 0
+    /// `EventLog.connectionEpoch` when the stored tail was last known good.
+    private var epoch: Int
+    /// A tail read is under way.
+    private var verifying = false
 
     /// The highest acknowledged seq.
     public var ackedSeq: UInt64 { queue.ackedSeq }
@@ -46,52 +63,120 @@ public final class StreamAppender {
         self.id = id
         self.keys = StreamKeys(id)
         self.ttlRefresh = TTLRefreshPolicy(ttlMs: log.ttlMs)
+        // A group stays well inside the retained window (`MAXLEN`), so its entries can
+        // be verified after a failure.
+        self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)))
+        self.epoch = log.connectionEpoch
     }
 
     /// Events queued and not yet acknowledged.
     public var backlog: Int { queue.backlog }
 
-    /// Queues an event and sends it at once unless a recovery is under way.
+    /// Queues an event and sends it at once unless a group is in flight or a recovery
+    /// is under way.
     public func append(seq: UInt64, json: String, text: String, finalState: String? = nil) {
-        let refresh = ttlRefresh.due(nowMs: loop.nowMs, final: finalState != nil)
-        send(queue.enqueue(seq: seq, Pending(json: json, text: text, finalState: finalState, refreshTTL: refresh)))
+        let start = textBytes
+        if log.lossless { textBytes += text.utf8.count }
+        var refresh = ttlRefresh.due(nowMs: loop.nowMs, final: finalState != nil)
+        // The event that creates the text key gives it its TTL at once.
+        if log.lossless && start == 0 && !text.isEmpty { refresh = true }
+        let p = Pending(json: json, text: text, textStart: start, finalState: finalState, refreshTTL: refresh)
+        if epoch != log.connectionEpoch {
+            epoch = log.connectionEpoch
+            if queue.mustVerify() { scheduleVerify() }
+        }
+        send(queue.enqueue(seq: seq, p))
     }
 
     private func send(_ items: [(seq: UInt64, item: Pending)]) {
         for (seq, p) in items {
-            log.append(keys, seq: seq, json: p.json, text: p.text, finalState: p.finalState,
-                       refreshTTL: p.refreshTTL) { [weak self] r in
-                self?.replied(seq: seq, r)
+            let reply: (Result<Void, RedisFailure>) -> Void = { [weak self] r in self?.replied(seq: seq, p, r) }
+            if let state = p.finalState {
+                log.appendFinal(keys, seq: seq, json: p.json, finalState: state, text: p.text,
+                                textStart: p.textStart, done: reply)
+            } else {
+                log.append(keys, seq: seq, json: p.json, text: p.text, textStart: p.textStart,
+                           refreshTTL: p.refreshTTL, done: reply)
             }
         }
     }
 
-    private func replied(seq: UInt64, _ r: Result<UInt64, RedisFailure>) {
+    private func replied(seq: UInt64, _ p: Pending, _ r: Result<Void, RedisFailure>) {
         let reply: AppendReply
         switch r {
         case .success: reply = .stored
         case .failure(let f): reply = f.appendReply
         }
-        switch queue.replied(seq: seq, reply) {
+        let next = queue.replied(seq: seq, reply)
+        if reply == .stored, queue.ackedSeq >= seq {
+            // Published once stored, in seq order. When this drains the queue, report
+            // it once Redis answered the publish (`EventLog.publish(then:)`).
+            if next == .drained {
+                return log.publish(keys, seq: seq, json: p.json) { [weak self] in self?.drainedAfterPublish() }
+            }
+            log.publish(keys, seq: seq, json: p.json)
+        }
+        handle(next)
+    }
+
+    /// The publish of the event that drained the queue was answered: report the drain,
+    /// unless more events were queued meanwhile (the owner ends its generation on a
+    /// drain after its final event, and must not while one is still unsent).
+    private func drainedAfterPublish() {
+        if queue.isDrained { onDrained?() }
+    }
+
+    private func handle(_ next: AppendQueue<Pending>.Next) {
+        switch next {
         case .wait: break
         case .drained: onDrained?()
-        case .resend: scheduleResend()
-        case .failed:
-            if case .failure(let f) = r { onPermanentFailure?(f) }
+        case .send: send(queue.nextGroup())
+        case .verify: scheduleVerify()
+        case .failed: failed()
         }
     }
 
-    private func scheduleResend() {
+    private func scheduleVerify() {
         if retryTimer == nil {
-            retryTimer = LoopTimer(loop: loop) { [weak self] in self?.resend() }
+            retryTimer = LoopTimer(loop: loop) { [weak self] in self?.verify() }
         }
         retryTimer?.schedule(afterMs: log.connection.isConnected ? 0 : 200)
     }
 
-    private func resend() {
-        guard queue.inFlight == 0, !queue.failed else { return }
-        guard log.connection.isConnected else { return scheduleResend() }
-        send(queue.resend())
-        if queue.isDrained { onDrained?() }
+    /// Reads the stored tail after the acknowledged seq and lets the queue decide.
+    private func verify() {
+        guard !verifying, queue.recovering, queue.inFlight == 0, !queue.failed else { return }
+        guard log.connection.isConnected else { return scheduleVerify() }
+        verifying = true
+        epoch = log.connectionEpoch
+        log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2) { [weak self] r in
+            guard let self else { return }
+            self.verifying = false
+            guard case .success(let tail) = r else { return self.scheduleVerify() }
+            let (acked, next) = self.queue.verified(tail) { $0.json == $1 }
+            // Stored but maybe never published (their replies were lost): publish now, in order.
+            for (i, a) in acked.enumerated() {
+                if next == .drained && i == acked.count - 1 {
+                    return self.log.publish(self.keys, seq: a.seq, json: a.item.json) { [weak self] in self?.drainedAfterPublish() }
+                }
+                self.log.publish(self.keys, seq: a.seq, json: a.item.json)
+            }
+            self.handle(next)
+        }
+    }
+
+    private func failed() {
+        guard let f = queue.failure else { return }
+        let message: String
+        switch f {
+        case .streamGone:
+            log.discardText(keys)
+            message = "NOSTREAM stream expired or lost"
+        case .ended(let state): message = "FINISHED \(state)"
+        case .foreignEntry(let seq): message = "FINISHED entry \(seq) was written by another writer (lease expired)"
+        case .storeWentBack(let top): message = "LOST the stream went back to \(top), below acknowledged seq \(queue.ackedSeq)"
+        case .hole(let after): message = "GAP the entry after \(after) is missing while a later one is stored"
+        }
+        onPermanentFailure?(RedisFailure(message))
     }
 }

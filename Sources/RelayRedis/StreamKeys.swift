@@ -6,7 +6,8 @@ import RelayCore
 public struct StreamKeys: Sendable, Equatable {
     /// `relay:{id}:events`: stream, entry ID `<seq>-0`, field `e` = event JSON.
     public let events: String
-    /// `relay:{id}:meta`: hash `owner`, `sid`, `instance`, `state`, `last_seq`, `created_ms`.
+    /// `relay:{id}:meta`: hash `owner`, `sid`, `instance`, `state`, `created_ms`, `budget`,
+    /// `prompt`; `last_seq` once the stream ended (while it runs, the top entry is the last seq).
     public let meta: String
     /// `relay:{id}:live`: pub/sub channel, payload `<seq> <event JSON>`.
     public let live: String

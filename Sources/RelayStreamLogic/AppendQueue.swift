@@ -1,65 +1,131 @@
 import RelayCore
 
-/// How Redis answered one append (`Scripts.append`), as the appender needs to know it.
+/// How Redis answered the `XADD` of one append (issue 14: plain pipelined commands, no
+/// per-event Lua script), as the appender needs to know it.
 public enum AppendReply: Sendable, Equatable {
-    /// Stored.
+    /// Stored: `XADD` returned the entry ID (or the final event's script returned its seq).
     case stored
-    /// `OUTOFORDER <last_seq>`: the script refused a seq that is not `last_seq + 1`.
-    case outOfOrder(lastSeq: UInt64?)
-    /// `NOSTREAM` (expired or gone) or `FINISHED` (ended elsewhere): nothing more can be appended.
+    /// `XADD` refused the explicit ID: "equal or smaller than the target stream top item"
+    /// (the seq is already stored, or another writer appended it), or "exhausted the last
+    /// possible ID" (the stream was fenced by a terminal event, `XSETID` to the maximum);
+    /// the final event's script: `OUTOFORDER` or `FINISHED`. Ambiguous: the stored tail
+    /// decides (`AppendQueue.verified`).
+    case refused
+    /// `XADD … NOMKSTREAM` returned nil: the stream key is gone (expired, or lost with
+    /// Redis' data); the final script's `NOSTREAM`. Nothing more can be appended.
     case permanent
-    /// Anything else (`NOSCRIPT` after a restart or `SCRIPT FLUSH`, a lost connection):
-    /// resend once every reply in flight is in.
+    /// Anything else (`DISCONNECTED`, `-OOM`, `-BUSY`, `-LOADING`, `NOSCRIPT` of the
+    /// final script): verify the stored tail once every reply is in, then resend.
     case retryable
+}
+
+/// What the status read of a stream found (`Scripts.appendStatus`): its meta `state`,
+/// its top entry, and the entries after the appender's acknowledged seq.
+public struct StoredTail: Sendable, Equatable {
+    /// The meta hash `state` (`running`, `done`, `cancelled`, `failed`); `nil` when the
+    /// meta hash or the stream key is gone.
+    public var state: String?
+    /// The seq of the stream's top (newest) entry, 0 when it holds none.
+    public var topSeq: UInt64
+    /// The entries with a seq above the acknowledged one, ascending (at most a bounded
+    /// count: the rest is verified on a later round): seq and event JSON (field `e`).
+    public var entries: [SequencedEvent]
+
+    public init(state: String?, topSeq: UInt64, entries: [SequencedEvent]) {
+        self.state = state
+        self.topSeq = topSeq
+        self.entries = entries
+    }
 }
 
 /// The in-order, pipelined append queue of one generation (DESIGN §3: "appends of one
 /// generation are pipelined in order"), as a pure state machine over events of type
-/// `Item` keyed by seq. The caller sends what `enqueue` / `resend` return, and feeds
-/// every reply to `replied`.
+/// `Item` keyed by seq. The caller sends what `enqueue` / `nextGroup` return, feeds
+/// every `XADD` reply to `replied`, and on `.verify` reads the stored tail
+/// (`Scripts.appendStatus`) and feeds it to `verified`.
 ///
-/// Every event stays queued until acknowledged. After a retryable failure nothing more
-/// is sent until every reply in flight is in; then the unacknowledged events are
-/// re-sent in order. An `OUTOFORDER` showing the seq was already stored (its reply
-/// was lost) counts as an acknowledgement.
+/// **The group rule (gap guard).** An `XADD` with an explicit ID `<seq>-0` refuses a seq
+/// at or below the stream's top, but not one that skips a seq. Without a per-event
+/// script, the `XADD` of k could fail (`-OOM` under `noeviction`, `-BUSY` while a
+/// script runs, a lost connection) while that of k+1, sent in a later write before k's
+/// reply came back, succeeds: a hole. So the events of a stream go out in *groups*:
+/// the next group is sent only when every reply of the previous one is in (at
+/// 50 tokens/s and sub-millisecond round trips a group is one event and this costs
+/// nothing; under a burst the queued events go together). Within one group the
+/// commands arrive in one write, and Redis runs the commands of one read of a client's
+/// query buffer in one pass (`processInputBuffer`), so a condition that refuses k
+/// (out of memory, a busy script) refuses the later ones of that read alike. A group
+/// larger than one read (16 KiB, `PROTO_IOBUF_LEN`) could in theory straddle the end
+/// of a busy script; that is why every failure is followed by `verified`, which checks
+/// that the entries after the acknowledged seq are exactly ours and contiguous, and
+/// fails the stream (rather than resending past a hole) when they are not.
+///
+/// **Acknowledgement.** A `.stored` reply acknowledges its seq only while no earlier
+/// reply of the group failed (then the tail decides). After any other reply nothing
+/// more is sent; once every reply is in, `.verify`: the tail acknowledges what Redis
+/// holds of ours (a resend after a lost reply must not count as a failure), fails on a
+/// hole, on an entry written by someone else (the `upstream_lost` of a lease expiry),
+/// on a stream that went back behind an acknowledged seq (a promoted replica that had
+/// not received them: Redis replication is asynchronous), on a gone stream, and when
+/// events remain but the stream is no longer `running`; else the rest is resent.
 public struct AppendQueue<Item>: Sendable where Item: Sendable {
     private var queue: [(seq: UInt64, item: Item)] = []
     private var head = 0          // index of the oldest unacknowledged event in `queue`
     private var nextToSend = 0    // index of the next event to send
+    /// Most events per group (≥ 1). Keep it below the stream's `MAXLEN`, so a group's
+    /// entries are still retained when the tail is verified.
+    public let maxGroup: Int
     /// Appends sent and not yet answered.
     public private(set) var inFlight = 0
-    /// A retryable failure was seen; sending waits for `resend`.
+    /// A failure (or a reconnection) was seen: nothing is sent until `verified`.
     public private(set) var recovering = false
-    /// A permanent failure was seen; nothing more is sent.
-    public private(set) var failed = false
+    /// Why the queue stopped for good; `nil` while it runs.
+    public private(set) var failure: Failure?
     /// The highest acknowledged seq.
     public private(set) var ackedSeq: UInt64 = 0
 
-    public init() {}
+    /// Why nothing more can be appended.
+    public enum Failure: Sendable, Equatable {
+        /// The stream key or its meta hash is gone (expired, deleted, Redis lost its data).
+        case streamGone
+        /// The stream is no longer `running` (ended by someone else) and events remain.
+        case ended(state: String)
+        /// The stream's top entry is below an acknowledged seq: acknowledged events were lost.
+        case storeWentBack(topSeq: UInt64)
+        /// The entry after `afterSeq` is missing while a later one is stored.
+        case hole(afterSeq: UInt64)
+        /// The entry `seq` holds another writer's event (a lease expiry's terminal event).
+        case foreignEntry(seq: UInt64)
+    }
+
+    /// `true` after a permanent failure: nothing more is sent.
+    public var failed: Bool { failure != nil }
+
+    public init(maxGroup: Int = 64) { self.maxGroup = max(1, maxGroup) }
 
     /// Events queued and not yet acknowledged.
     public var backlog: Int { queue.count - head }
 
-    /// Every queued event is acknowledged and nothing is in flight or being recovered
-    /// (a resend can find nothing left: a later seq's acknowledgement covers the
-    /// earlier ones, since Redis stores them in order only).
+    /// Every queued event is acknowledged and nothing is in flight or being recovered.
     public var isDrained: Bool { !recovering && !failed && inFlight == 0 && head == queue.count }
 
-    /// Queues an event; returns what to send now (nothing while recovering or failed).
+    /// Queues an event; returns what to send now (nothing while a group is in flight,
+    /// while recovering, or after a failure).
     public mutating func enqueue(seq: UInt64, _ item: Item) -> [(seq: UInt64, item: Item)] {
         guard !failed else { return [] }
         queue.append((seq, item))
-        return pump()
+        return nextGroup()
     }
 
-    private mutating func pump() -> [(seq: UInt64, item: Item)] {
-        guard !recovering, !failed else { return [] }
-        var out: [(seq: UInt64, item: Item)] = []
-        while nextToSend < queue.count {
-            out.append(queue[nextToSend])
-            nextToSend += 1
-            inFlight += 1
-        }
+    /// The next group: up to `maxGroup` queued events, once every reply of the previous
+    /// group is in and nothing is being recovered; else empty.
+    public mutating func nextGroup() -> [(seq: UInt64, item: Item)] {
+        guard !recovering, !failed, inFlight == 0 else { return [] }
+        let end = min(queue.count, nextToSend + maxGroup)
+        guard nextToSend < end else { return [] }
+        let out = Array(queue[nextToSend..<end])
+        inFlight = out.count
+        nextToSend = end
         return out
     }
 
@@ -69,34 +135,80 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
         case wait
         /// Every queued event is acknowledged.
         case drained
-        /// Every reply is in after a retryable failure: call `resend` (once Redis is connected).
-        case resend
-        /// A permanent failure: report it; the queue sends nothing more.
+        /// The group is acknowledged and events are queued: send `nextGroup()`.
+        case send
+        /// Every reply is in after a failure: read the stored tail after `ackedSeq`
+        /// (once Redis is connected) and call `verified`.
+        case verify
+        /// A permanent failure (`failure`): report it; the queue sends nothing more.
         case failed
     }
 
-    /// Feeds the reply to the append of `seq`.
+    /// Feeds the `XADD` reply of the append of `seq` (replies arrive in send order).
     public mutating func replied(seq: UInt64, _ r: AppendReply) -> Next {
         inFlight -= 1
+        guard !failed else { return .wait }
         switch r {
         case .stored:
-            acknowledge(upTo: seq)
-        case .outOfOrder(let last?) where last >= seq:
-            acknowledge(upTo: seq)
-        case .outOfOrder(let last?) where last < ackedSeq:
-            // The store went back behind an acknowledged seq: acknowledged events were
-            // lost (a Redis Cluster replica promoted before it received them, Redis
-            // replication being asynchronous). Resending cannot fill the hole.
-            failed = true
-            return .failed
+            // After an earlier failure in this group a success may sit behind a hole:
+            // the tail decides.
+            if !recovering { acknowledge(upTo: seq) }
         case .permanent:
-            failed = true
+            failure = .streamGone
             return .failed
-        case .outOfOrder, .retryable:
+        case .refused, .retryable:
             recovering = true
         }
-        if recovering { return inFlight == 0 ? .resend : .wait }
-        return head == queue.count ? .drained : .wait
+        return afterReply()
+    }
+
+    private func afterReply() -> Next {
+        if inFlight > 0 { return .wait }
+        if recovering { return .verify }
+        return head == queue.count ? .drained : .send
+    }
+
+    /// Redis may have changed behind the queue (the connection came back: a restart or
+    /// a failover may have lost acknowledged events): verify the tail before sending more.
+    /// Returns `true` when the caller must verify now (nothing in flight); else the last
+    /// reply in flight answers `.verify`.
+    public mutating func mustVerify() -> Bool {
+        guard !failed else { return false }
+        recovering = true
+        return inFlight == 0
+    }
+
+    /// Feeds the stored tail read after `.verify`. `matches(item, json)`: whether a
+    /// stored entry's JSON is this queued event (ours, not another writer's).
+    /// Returns the events it acknowledged (in seq order: they may not have been
+    /// published yet) and what to do next (`.send`, `.drained` or `.failed`).
+    public mutating func verified(_ tail: StoredTail, matches: (Item, String) -> Bool)
+        -> (acknowledged: [(seq: UInt64, item: Item)], next: Next) {
+        guard recovering, inFlight == 0, !failed else { return ([], .wait) }
+        guard let state = tail.state else { return fail(.streamGone) }
+        if tail.topSeq < ackedSeq { return fail(.storeWentBack(topSeq: tail.topSeq)) }
+        var acked: [(seq: UInt64, item: Item)] = []
+        for e in tail.entries where e.seq > ackedSeq {
+            let expected = ackedSeq + 1
+            if e.seq > expected { return fail(.hole(afterSeq: ackedSeq), acked) }
+            guard head < queue.count, queue[head].seq == e.seq, matches(queue[head].item, e.json) else {
+                return fail(.foreignEntry(seq: e.seq), acked)
+            }
+            acked.append(queue[head])
+            acknowledge(upTo: e.seq)
+        }
+        recovering = false
+        nextToSend = head
+        if head == queue.count { return (acked, .drained) }
+        if state != "running" { return fail(.ended(state: state), acked) }
+        return (acked, .send)
+    }
+
+    private mutating func fail(_ f: Failure, _ acked: [(seq: UInt64, item: Item)] = [])
+        -> (acknowledged: [(seq: UInt64, item: Item)], next: Next) {
+        failure = f
+        recovering = false
+        return (acked, .failed)
     }
 
     private mutating func acknowledge(upTo seq: UInt64) {
@@ -109,14 +221,5 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
             nextToSend = max(0, nextToSend - head)
             head = 0
         }
-    }
-
-    /// Re-sends every unacknowledged event in order; empty while replies are still in
-    /// flight or after a permanent failure.
-    public mutating func resend() -> [(seq: UInt64, item: Item)] {
-        guard inFlight == 0, !failed else { return [] }
-        recovering = false
-        nextToSend = head
-        return pump()
     }
 }

@@ -5,13 +5,14 @@ import RelayRedis
 import RelayConfiguration
 
 extension Runner {
-    /// `append-ceiling`: the relay's Lua append script (`Scripts.append`, via
-    /// `EventLog.append`, lossless text on as in the relay's default) against Redis
+    /// `append-ceiling`: the relay's per-event append (`EventLog.append`: `SETRANGE` text,
+    /// `BITFIELD` offset, `XADD NOMKSTREAM MAXLEN`, then `PUBLISH` once acknowledged, as
+    /// `StreamAppender` does; lossless text on as in the relay's default) against Redis
     /// directly, no HTTP: `connections` hiredis connections on this loop, each with
     /// `pipeline` appends in flight spread over `streams` streams.
     func appendCeilingScenario(redis: RedisEndpoint) -> Bool {
         var ok = true
-        log("scenario append-ceiling: Scripts.append (EVALSHA, MAXLEN 200, PEXPIRE 300 s, lossless text \(opts.lossless ? "on" : "off")) on \(redis), \(opts.streams) streams per connection, \(opts.pipeline) appends in flight per connection, \(opts.duration) s per run, connections \(opts.connectionSteps)")
+        log("scenario append-ceiling: EventLog.append (SETRANGE + BITFIELD + XADD NOMKSTREAM MAXLEN 200, PUBLISH after the reply, PEXPIRE 300 s when due, lossless text \(opts.lossless ? "on" : "off")) on \(redis), \(opts.streams) streams per connection, \(opts.pipeline) appends in flight per connection, \(opts.duration) s per run, connections \(opts.connectionSteps)")
         for conns in opts.connectionSteps {
             var logs: [EventLog] = []
             var connsList: [any RedisCommandChannel] = []
@@ -43,6 +44,7 @@ extension Runner {
             }
             spin(timeoutMs: 5000) { created == conns * opts.streams }
             var seqs = [[UInt64]](repeating: [UInt64](repeating: 0, count: opts.streams), count: conns)
+            var textBytes = [[Int]](repeating: [Int](repeating: 0, count: opts.streams), count: conns)
             var next = [Int](repeating: 0, count: conns)
             var inFlight = [Int](repeating: 0, count: conns)
             var acked = 0
@@ -61,11 +63,17 @@ extension Runner {
                     inFlight[ci] += 1
                     // The relay refreshes TTLs once per 10 s of a stream's appends
                     // (TTLRefreshPolicy): one append in 500 at 50 tokens/s.
-                    logs[ci].append(ids[ci][s], seq: seq, json: json, text: "t=\(sent);", finalState: nil,
+                    let text = "t=\(sent);"
+                    let start = textBytes[ci][s]
+                    textBytes[ci][s] += text.utf8.count
+                    let keys = StreamKeys(ids[ci][s])
+                    logs[ci].append(keys, seq: seq, json: json, text: text, textStart: start,
                                     refreshTTL: seq % 500 == 1) { r in
                         inFlight[ci] -= 1
                         switch r {
-                        case .success: acked += 1; hist.record(nowMicros() - sent)
+                        case .success:
+                            logs[ci].publish(keys, seq: seq, json: json)
+                            acked += 1; hist.record(nowMicros() - sent)
                         case .failure: failed += 1
                         }
                         pump(ci)

@@ -197,7 +197,7 @@ enum Report {
         // append ceiling
         let ceil = rows.filter { ($0["scenario"] as? String) == "append-ceiling" }
         if !ceil.isEmpty {
-            md.append("### append-ceiling: `Scripts.append` alone against the same Redis (no HTTP)")
+            md.append("### append-ceiling: the per-event append (`EventLog.append`) alone against the same Redis (no HTTP)")
             md.append("")
             md.append("The relay's whole write path per event is one `EVALSHA` of this script (XADD MAXLEN 200, APPEND + BITFIELD for lossless resume, HSET, 2–4 PEXPIRE, PUBLISH). \(f(num(ceil.first, "streams_per_connection"), 0)) streams per connection, \(f(num(ceil.first, "pipeline"), 0)) appends in flight per connection.")
             md.append("")

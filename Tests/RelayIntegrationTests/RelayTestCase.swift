@@ -1,6 +1,7 @@
 import Foundation
 import RelayAuth
 import RelayCore
+import RelayRedis
 import RelayTestSupport
 import RelayUpstream
 import XCTest
@@ -26,6 +27,13 @@ class RelayTestCase: XCTestCase {
     /// (issue 12: stream keys are namespaced by a hash of the owner).
     func streamKey(_ id: String, _ part: String, sub: String = "alice") -> String {
         "relay:{\(OwnerHash.of(sub)):\(id)}:\(part)"
+    }
+
+    /// The seq of a stream's top entry (its last seq while it runs: `last_seq` is only
+    /// written by the final event), 0 when it holds none.
+    func topSeq(_ id: String, sub: String = "alice") throws -> UInt64 {
+        let top = try redis.cli("XREVRANGE", streamKey(id, "events", sub: sub), "+", "-", "COUNT", "1")
+        return EventLog.seq(ofEntryID: top.split(separator: "\n").first.map(String.init) ?? "") ?? 0
     }
 
     /// Starts a relay on this test's Redis. Default rate 2,000 tokens/s (fast tests).

@@ -111,12 +111,15 @@ final class AppendQueueFailoverTests: XCTestCase {
         var q = AppendQueue<Int>()
         _ = q.enqueue(seq: 1, 1)
         _ = q.enqueue(seq: 2, 2)
-        XCTAssertEqual(q.replied(seq: 1, .stored), .wait)
+        XCTAssertEqual(q.replied(seq: 1, .stored), .send)
+        XCTAssertEqual(q.nextGroup().map(\.seq), [2])
         XCTAssertEqual(q.replied(seq: 2, .stored), .drained)
         _ = q.enqueue(seq: 3, 3)
-        // The promoted replica only had seq 1: seq 2 (acknowledged) is gone.
-        XCTAssertEqual(q.replied(seq: 3, .outOfOrder(lastSeq: 1)), .failed)
-        XCTAssertTrue(q.failed)
+        // The primary failed over: 3's reply is lost, and the promoted replica only had seq 1.
+        XCTAssertEqual(q.replied(seq: 3, .retryable), .verify)
+        let (_, next) = q.verified(StoredTail(state: "running", topSeq: 1, entries: [])) { "\($0)" == $1 }
+        XCTAssertEqual(next, .failed)
+        XCTAssertEqual(q.failure, .storeWentBack(topSeq: 1))
     }
 }
 

@@ -1,0 +1,108 @@
+import Foundation
+import RelayConfiguration
+import RelayCore
+import RelayLoop
+import RelayRedis
+
+/// A command channel in front of a real `RedisConnection` that can lose replies the
+/// way a dropped connection does: after `loseReplies(afterXADDs:)`, the `n`-th next
+/// `XADD` and every command after it until the replies in flight are in are still
+/// executed by Redis, but their callers get `DISCONNECTED` instead of the reply; then
+/// the channel "reconnects" (`onConnect`). Loop thread only.
+final class LossyChannel: RedisCommandChannel, @unchecked Sendable {
+    let inner: RedisConnection
+    var onConnect: (() -> Void)?
+    var onDisconnect: ((String) -> Void)?
+    var onLatency: ((Double) -> Void)?
+    var isConnected: Bool { inner.isConnected }
+    private var xaddsBeforeLoss: Int?
+    private var losing = false
+    private var inFlight = 0
+    /// Replies replaced by `DISCONNECTED` so far.
+    private(set) var lostReplies = 0
+    /// Runs (once) right after the caller handled the next `XADD` reply.
+    var afterNextXADDReply: (() -> Void)?
+
+    init(_ inner: RedisConnection) {
+        self.inner = inner
+        inner.onConnect = { [unowned self] in self.onConnect?() }
+        inner.onDisconnect = { [unowned self] w in self.onDisconnect?(w) }
+    }
+
+    func connect() { inner.connect() }
+    func close() { inner.close() }
+
+    /// The `n`-th next `XADD` (1 = the next one) starts a reply loss.
+    func loseReplies(afterXADDs n: Int) { xaddsBeforeLoss = n }
+
+    func send(_ args: [String], _ reply: ((RedisReply) -> Void)?) {
+        if args.first == "XADD", let n = xaddsBeforeLoss {
+            if n <= 1 {
+                xaddsBeforeLoss = nil
+                losing = true
+            } else {
+                xaddsBeforeLoss = n - 1
+            }
+        }
+        let lose = losing
+        inFlight += 1
+        inner.send(args) { [unowned self] r in
+            self.inFlight -= 1
+            if lose {
+                self.lostReplies += 1
+                reply?(.error("DISCONNECTED reply lost (test)"))
+            } else {
+                reply?(r)
+            }
+            if args.first == "XADD", let hook = self.afterNextXADDReply {
+                self.afterNextXADDReply = nil
+                hook()
+            }
+            if self.losing && self.inFlight == 0 {
+                self.losing = false
+                self.onDisconnect?("test")
+                self.onConnect?()
+            }
+        }
+    }
+}
+
+/// An `EventLog` and `StreamAppender`s on their own event loop thread, as a worker runs
+/// them, against the test's `redis-server`. Everything the test does on them is posted
+/// to the loop; results are read through `LockedBox`es.
+final class AppendHarness: @unchecked Sendable {
+    let loop: EventLoop
+    let channel: LossyChannel
+    let log: EventLog
+    private let thread: Thread
+    /// Connections made so far (`onConnect`).
+    let connections = LockedBox(0)
+
+    init(redisURL: String, maxLen: Int = 200, ttlMs: Int = 60_000, lossless: Bool = true) throws {
+        EventLoop.enableThreads()
+        loop = try EventLoop()
+        channel = LossyChannel(RedisConnection(loop: loop, endpoint: try RedisEndpoint.parse(redisURL), role: .commands))
+        log = EventLog(connection: channel, maxLen: maxLen, ttlMs: ttlMs, lossless: lossless)
+        let l = log, n = connections
+        channel.onConnect = {
+            l.connected()
+            n.mutate { $0 += 1 }
+        }
+        // Connect first: a loop with no event registered returns from `run()` at once.
+        let lp = loop, ch = channel
+        loop.post { ch.connect() }
+        thread = Thread { lp.run() }
+        thread.start()
+    }
+
+    /// Runs `body` on the loop thread.
+    func run(_ body: @escaping @Sendable () -> Void) { loop.post(body) }
+
+    /// Stops the loop (closing the connection) and waits for its thread (5 s at most).
+    func stop() {
+        let ch = channel, lp = loop
+        loop.post { ch.close(); lp.stop() }
+        let until = Date().addingTimeInterval(5)
+        while !thread.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
+    }
+}

@@ -1,0 +1,233 @@
+import Foundation
+import RelayCore
+import RelayRedis
+import XCTest
+
+/// Issue 14: the per-event append as plain pipelined commands (no script), against a
+/// real `redis-server`: the empty stream at creation, resends after lost replies and a
+/// dropped connection (text stored once, every event once, each published once), the
+/// fence after a lease expiry, and the catch-up still byte-exact.
+final class AppendTests: RelayTestCase {
+    /// Pieces that end inside words, emoji ZWJ sequences, Arabic with diacritics.
+    static let pieces = ["Hel", "lo 👩‍👩‍👧", "‍👦 ", "مَرْ", "حَبًا", " e\u{301}", "té 🇸🇦", "\n\n", "end", "", " ✓"]
+
+    /// What the appender reported, read from the test thread.
+    final class Outcome: @unchecked Sendable {
+        let drained = LockedBox(0)
+        let failure = LockedBox<String?>(nil)
+        let created = LockedBox<Bool?>(nil)
+    }
+
+    private func harness(maxLen: Int = 200) throws -> AppendHarness {
+        let h = try AppendHarness(redisURL: redis.url, maxLen: maxLen)
+        addTeardownBlock { h.stop() }
+        try eventually(10, "the harness to connect") { h.connections.value > 0 }
+        return h
+    }
+
+    private func newID() -> RequestID { try! RequestID(validating: "append" + UUID().uuidString.replacingOccurrences(of: "-", with: "")) }
+
+    /// Creates `id` and an appender for it on the loop; returns the appender's outcome box.
+    private func start(_ h: AppendHarness, _ id: RequestID, appender: LockedBox<StreamAppender?>) throws -> Outcome {
+        let o = Outcome()
+        nonisolated(unsafe) let log = h.log
+        let loop = h.loop
+        h.run {
+            log.create(id, owner: "o", sid: "s", instance: "test", nowMs: 1, budgetKey: "", promptEstimate: 0) { r in
+                o.created.value = (try? r.get()) ?? false
+            }
+            let a = StreamAppender(log: log, loop: loop, id: id)
+            a.onDrained = { o.drained.mutate { $0 += 1 } }
+            a.onPermanentFailure = { f in o.failure.value = f.message }
+            appender.value = a
+        }
+        try eventually(5, "the stream to be created") { o.created.value == true }
+        return o
+    }
+
+    /// A harness, a created stream and its appender.
+    private func fixture(maxLen: Int = 200) throws
+        -> (AppendHarness, RequestID, StreamKeys, LockedBox<StreamAppender?>, Outcome) {
+        let h = try harness(maxLen: maxLen)
+        let id = newID()
+        let a = LockedBox<StreamAppender?>(nil)
+        let o = try start(h, id, appender: a)
+        return (h, id, StreamKeys(id), a, o)
+    }
+
+    private func append(_ h: AppendHarness, _ a: LockedBox<StreamAppender?>, _ events: [(UInt64, StreamEvent)]) {
+        h.run {
+            for (seq, e) in events {
+                var text = "", final: String?
+                switch e {
+                case .delta(let t): text = t
+                case .done: final = "done"
+                case .error: final = "failed"
+                }
+                a.value!.append(seq: seq, json: e.json, text: text, finalState: final)
+            }
+        }
+    }
+
+    private func entrySeqs(_ k: StreamKeys) throws -> [UInt64] {
+        try redis.cli("XRANGE", k.events, "-", "+").split(separator: "\n")
+            .compactMap { l in l.hasSuffix("-0") ? EventLog.seq(ofEntryID: String(l)) : nil }
+    }
+
+    private func publishCalls() throws -> Int {
+        let stats = try redis.cli("INFO", "commandstats")
+        guard let line = stats.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cmdstat_publish:") }),
+              let calls = line.split(separator: "=").dropFirst().first?.split(separator: ",").first else { return 0 }
+        return Int(calls) ?? 0
+    }
+
+    /// The text between events `from` and `to` as `Scripts.catchUp` returns it.
+    private func catchUp(_ k: StreamKeys, _ from: Int, _ to: Int) throws -> String {
+        let out = try redis.cliRaw(["EVAL", Scripts.catchUp, "2", k.text, k.offsets, String(from), String(to)])
+        let parts = out.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+        return parts.count == 2 ? String(parts[1]) : ""
+    }
+
+    func testCreationMakesAnEmptyStreamThatReadsAsEmpty() throws {
+        let h = try harness()
+        let id = newID()
+        let k = StreamKeys(id)
+        _ = try start(h, id, appender: LockedBox(nil))
+        XCTAssertEqual(try redis.cli("TYPE", k.events), "stream")
+        XCTAssertEqual(try redis.cli("XLEN", k.events), "0")
+        XCTAssertTrue(try redis.cli("XINFO", "STREAM", k.events).contains("0-1"), "last generated ID 0-1")
+        XCTAssertGreaterThan(Int(try redis.cli("PTTL", k.events)) ?? -1, 0, "the empty stream has the TTL")
+        XCTAssertEqual(try redis.cli("HGET", k.meta, "last_seq"), "", "no per-event last_seq")
+        let info = LockedBox<StreamInfo?>(nil), events = LockedBox<[SequencedEvent]?>(nil)
+        nonisolated(unsafe) let log = h.log
+        h.run {
+            log.open(id) { r in info.value = (try? r.get()) ?? nil }
+            log.range(id, after: 0) { r in events.value = try? r.get() }
+        }
+        try eventually(5, "open and range to answer") { info.value != nil && events.value != nil }
+        XCTAssertEqual(info.value?.lastSeq, 0)
+        XCTAssertNil(info.value?.firstRetainedSeq)
+        XCTAssertEqual(info.value?.state, .running)
+        XCTAssertEqual(events.value?.count, 0)
+    }
+
+    func testTheCapStaysExactAndTheCatchUpByteExact() throws {
+        let (h, id, k, a, o) = try fixture(maxLen: 3)
+        let pieces = Self.pieces
+        append(h, a, pieces.enumerated().map { (UInt64($0.offset + 1), .delta($0.element)) })
+        try eventually(5, "every event acknowledged") { a.value?.ackedSeq == UInt64(pieces.count) }
+        XCTAssertNil(o.failure.value)
+        XCTAssertEqual(try redis.cli("XLEN", k.events), "3", "MAXLEN caps the stream exactly")
+        XCTAssertEqual(try entrySeqs(k), Array(UInt64(pieces.count - 2)...UInt64(pieces.count)))
+        for from in 0..<pieces.count {
+            for to in from..<pieces.count {
+                XCTAssertEqual(try catchUp(k, from, to), pieces[from..<to].joined(), "catch-up \(from)…\(to)")
+            }
+        }
+    }
+
+    func testAppendsAfterTheStreamVanishedFailWithoutRecreatingIt() throws {
+        let (h, id, k, a, o) = try fixture()
+        try redis.cli("DEL", k.events, k.meta)
+        append(h, a, [(1, .delta("lost")), (2, .delta(" too"))])
+        try eventually(5, "the appender to report the gone stream") { o.failure.value != nil }
+        XCTAssertTrue(o.failure.value?.hasPrefix("NOSTREAM") == true, o.failure.value ?? "")
+        try eventually(5, "no key of the stream to be left") {
+            try redis.cli("EXISTS", k.events, k.meta, k.text, k.offsets) == "0"
+        }
+        XCTAssertEqual(try publishCalls(), 0, "nothing unstored is published")
+    }
+
+    func testResendsAfterLostRepliesAndADroppedConnectionStoreEverythingOnce() throws {
+        let (h, id, k, a, o) = try fixture()
+        let pieces = Self.pieces
+        // 1. Replies lost from the 4th XADD on, the commands applied (a connection that
+        //    dropped after Redis ran them).
+        nonisolated(unsafe) let ch = h.channel
+        h.run { ch.loseReplies(afterXADDs: 4) }
+        append(h, a, pieces.enumerated().map { (UInt64($0.offset + 1), .delta($0.element)) })
+        try eventually(10, "the first \(pieces.count) events to be acknowledged") { o.drained.value >= 1 && a.value?.ackedSeq == UInt64(pieces.count) }
+        XCTAssertGreaterThan(h.channel.lostReplies, 0, "replies were lost")
+        // 2. A dropped connection with commands not applied: writes paused, the
+        //    connection killed with its commands still queued.
+        try redis.cli("CLIENT", "PAUSE", "10000", "WRITE")
+        let more = ["more ", "text ", "after ", "the drop"]
+        let base = UInt64(pieces.count)
+        append(h, a, more.enumerated().map { (base + UInt64($0.offset + 1), .delta($0.element)) })
+        try eventually(5, "the paused append to be queued in Redis") {
+            try redis.cli("CLIENT", "LIST").contains("cmd=xadd") || redis.cli("CLIENT", "LIST").contains("cmd=setrange")
+                || redis.cli("CLIENT", "LIST").contains("cmd=bitfield")
+        }
+        try redis.cli("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+        try redis.cli("CLIENT", "UNPAUSE")
+        let last = base + UInt64(more.count) + 1
+        append(h, a, [(last, .done(finishReason: "stop", usage: Usage(promptTokens: 3, completionTokens: 3)))])
+        try eventually(10, "every event to be acknowledged after the reconnection") { a.value?.ackedSeq == last }
+        XCTAssertNil(o.failure.value)
+        let all = pieces + more
+        XCTAssertEqual(try entrySeqs(k), Array(1...last), "every event stored once, in order")
+        XCTAssertEqual(try redis.cliRaw(["GET", k.text]), all.joined(), "the text is stored once: positional writes")
+        XCTAssertEqual(try publishCalls(), Int(last), "each event published once, after it was stored")
+        XCTAssertEqual(try redis.cli("HMGET", k.meta, "state", "last_seq"), "done\n\(last)")
+        for from in [0, 1, 3, 5, 10, 12, all.count - 1] {
+            for to in [from, from + 1, all.count - 2, all.count] where to >= from && to < all.count {
+                XCTAssertEqual(try catchUp(k, from, to), all[from..<to].joined(), "catch-up \(from)…\(to)")
+            }
+        }
+        XCTAssertTrue(try redis.cli("XINFO", "STREAM", k.events).contains("18446744073709551615-18446744073709551615"),
+                      "the final event fences the stream")
+        for key in [k.events, k.meta, k.text, k.offsets] {
+            XCTAssertGreaterThan(Int(try redis.cli("PTTL", key)) ?? -1, 0, "\(key) has a TTL")
+        }
+    }
+
+    /// The drain is reported once the last event's publish is answered (a draining
+    /// relay may exit right after its generations ended) — and not at all when more
+    /// events were queued meanwhile: the owner drops its appender on a drain after the
+    /// final event, and a drain reported early lost that final event (seen in
+    /// `ScaleOutTests`: `upstream_lost` after the whole answer).
+    func testADrainIsReportedOnlyWithNothingQueued() throws {
+        let (h, _, _, a, o) = try fixture()
+        let backlogAtDrain = LockedBox<[Int]>([])
+        nonisolated(unsafe) let ch = h.channel
+        h.run {
+            a.value!.onDrained = { backlogAtDrain.mutate { $0.append(a.value!.backlog) } }
+            // Seq 1's XADD reply drains the queue (its publish is on the way); before
+            // that publish is answered, the last delta and the final event are queued.
+            ch.afterNextXADDReply = {
+                a.value!.append(seq: 2, json: StreamEvent.delta(" b").json, text: " b")
+                a.value!.append(seq: 3, json: StreamEvent.done(finishReason: "length", usage: Usage(promptTokens: 1, completionTokens: 2)).json,
+                                text: "", finalState: "done")
+            }
+            a.value!.append(seq: 1, json: StreamEvent.delta("a").json, text: "a")
+        }
+        try eventually(5, "the final event acknowledged") { a.value?.ackedSeq == 3 && !backlogAtDrain.value.isEmpty }
+        XCTAssertNil(o.failure.value)
+        XCTAssertEqual(backlogAtDrain.value, [0], "drained once, with nothing queued")
+        XCTAssertEqual(try publishCalls(), 3)
+    }
+
+    func testALeaseExpiryFencesTheLapsedOwner() throws {
+        let (h, id, k, a, o) = try fixture()
+        append(h, a, [(1, .delta("one ")), (2, .delta("two ")), (3, .delta("three"))])
+        try eventually(5, "3 events acknowledged") { a.value?.ackedSeq == 3 }
+        // The owner stalls past its lease: another instance ends the stream.
+        try redis.cli("DEL", k.lease)
+        let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
+        let expiry = LockedBox<Int64?>(nil)
+        nonisolated(unsafe) let log = h.log
+        h.run { log.expireLease(id, event: lost) { r in expiry.value = (try? r.get())?.reply ?? -99 } }
+        try eventually(5, "the lease expiry") { expiry.value != nil }
+        XCTAssertEqual(expiry.value, 4, "upstream_lost at top + 1")
+        // The stalled owner wakes up and goes on appending.
+        append(h, a, [(4, .delta(" four")), (5, .delta(" five")), (6, .done(finishReason: "stop", usage: Usage(promptTokens: 3, completionTokens: 3)))])
+        try eventually(5, "the old owner to learn it was fenced") { o.failure.value != nil }
+        XCTAssertTrue(o.failure.value?.hasPrefix("FINISHED") == true, o.failure.value ?? "")
+        XCTAssertEqual(try entrySeqs(k), [1, 2, 3, 4], "nothing follows the terminal event")
+        XCTAssertTrue(try redis.cli("XRANGE", k.events, "4-0", "4-0").contains("upstream_lost"))
+        XCTAssertEqual(try redis.cli("HMGET", k.meta, "state", "last_seq"), "failed\n4")
+        XCTAssertEqual(try publishCalls(), 4, "the old owner published only its stored events (3) + upstream_lost")
+        XCTAssertEqual(try catchUp(k, 0, 3), "one two three", "the catch-up ignores the refused text")
+        XCTAssertEqual(o.drained.value, 1, "drained once (after 3), never after the fence")
+    }
+}
