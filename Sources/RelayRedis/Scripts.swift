@@ -58,7 +58,11 @@ public enum Scripts {
     redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], seq .. '-0', 'e', ARGV[3])
     redis.call('XSETID', KEYS[1], '\(fenceID)')
     if ARGV[4] == '1' then
-      redis.call('BITFIELD', KEYS[6], 'SET', 'u32', '#' .. seq, redis.call('STRLEN', KEYS[5]))
+      -- The terminal event adds no text: its end offset is the last stored event's
+      -- (not STRLEN, which may hold text an old owner wrote for an XADD then refused).
+      local last_end = 0
+      if top > 0 then last_end = redis.call('BITFIELD', KEYS[6], 'GET', 'u32', '#' .. top)[1] end
+      redis.call('BITFIELD', KEYS[6], 'SET', 'u32', '#' .. seq, last_end)
       redis.call('PEXPIRE', KEYS[5], ARGV[2])
       redis.call('PEXPIRE', KEYS[6], ARGV[2])
     end
