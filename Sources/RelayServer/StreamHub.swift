@@ -168,8 +168,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private func message(channel: String, payload: [UInt8]) {
         if let id = StreamKeys.requestID(fromLiveChannel: channel) {
             guard let subs = subscriptions[id], let e = LivePayload.parse(payload) else { return }
-            // Parsed once per worker, framed once: every subscriber writes the same bytes.
-            let frame = SSEFrame.event(seq: e.seq, json: e.json)
+            // Parsed once per worker, framed once (SSE and HTTP chunk): every subscriber
+            // writes the same shared bytes.
+            let frame = WireFrame.event(seq: e.seq, json: e.json)
             for s in subs.values { s.live(e, frame: frame) }
         } else if channel == StreamKeys.cancelChannel {
             let id = String(decoding: payload, as: UTF8.self)
