@@ -8,11 +8,9 @@ extension HTTPExchange {
     /// that reads slowly fills its small receive window, and then this grows. Used by
     /// the slow-link coalescing (issue 14), separately from the slow-consumer cut.
     var unsentBytes: Int {
-        guard let req, let con = evhttp_request_get_connection(req),
-              let bev = evhttp_connection_get_bufferevent(con) else { return 0 }
-        var n = bufferevent_get_output(bev).map { evbuffer_get_length($0) } ?? 0
-        let fd = bufferevent_getfd(bev)
-        if fd >= 0 {
+        var n = pendingOutputBytes
+        let fd = socket
+        if isOpen && fd >= 0 {
             var queued: CInt = 0
             if ioctl(fd, SocketBacklog.siocOutQNotSent, &queued) == 0, queued > 0 { n += Int(queued) }
         }

@@ -37,6 +37,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     /// `Metrics` on every tick (at most 1 s behind) and before `/metrics`.
     private var eventsDeliveredSinceFlush = 0
     private var eventsAppendedSinceFlush = 0
+    /// `RELAY_MAX_PENDING_BYTES`, read once (checked on every write).
+    private let maxPendingBytes: Int
 
     init(index: Int, context: ServerContext, loop: EventLoop, log: EventLog, pubsub: PubSub, sessions: SessionStore,
          ledger: BudgetLedger) {
@@ -47,6 +49,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         self.log = log
         self.pubsub = pubsub
         self.sessions = sessions
+        self.maxPendingBytes = context.config.maxPendingBytes
         pubsub.onMessage = { [unowned self] ch, payload in self.message(channel: ch, payload: payload) }
         pubsub.onResubscribed = { [unowned self] ch in
             if ch == StreamKeys.revocationsChannel { return self.recheckAllSessions() }
@@ -168,8 +171,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private func message(channel: String, payload: [UInt8]) {
         if let id = StreamKeys.requestID(fromLiveChannel: channel) {
             guard let subs = subscriptions[id], let e = LivePayload.parse(payload) else { return }
-            // Parsed once per worker, framed once: every subscriber writes the same bytes.
-            let frame = SSEFrame.event(seq: e.seq, json: e.json)
+            // Parsed once per worker, framed once (SSE and HTTP chunk): every subscriber
+            // writes the same shared bytes.
+            let frame = WireFrame.event(seq: e.seq, json: e.json)
             for s in subs.values { s.live(e, frame: frame) }
         } else if channel == StreamKeys.cancelChannel {
             let id = String(decoding: payload, as: UTF8.self)
@@ -308,7 +312,10 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     /// large event never cuts a client that reads at full speed (issue 13 item 5).
     func isSlowConsumer(_ s: Subscription) -> Bool {
         let pending = s.exchange.pendingOutputBytes
-        var policy = s.backpressure ?? SlowConsumerPolicy(limitBytes: config.maxPendingBytes)
+        // The common case (nothing much queued, never over the limit) decides nothing: no
+        // policy state to create or update, and no copy of the config per event.
+        if pending <= maxPendingBytes && s.backpressure?.overLimitSinceMs == nil { return false }
+        var policy = s.backpressure ?? SlowConsumerPolicy(limitBytes: maxPendingBytes)
         let slow = policy.isSlow(pendingBytes: pending, nowMs: loop.nowMs)
         s.backpressure = policy
         guard slow else { return false }

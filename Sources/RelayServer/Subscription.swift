@@ -85,9 +85,9 @@ final class Subscription {
         }
     }
 
-    /// A live event from the pub/sub channel; `frame` is its SSE framing
-    /// (`SSEFrame.event`), built once per worker for every subscriber of the stream.
-    func live(_ e: SequencedEvent, frame: String? = nil) {
+    /// A live event from the pub/sub channel; `frame` is its wire framing
+    /// (`WireFrame.event`), built once per worker for every subscriber of the stream.
+    func live(_ e: SequencedEvent, frame: WireFrame? = nil) {
         guard !ended else { return }
         lastEventMs = host.loop.nowMs
         switch merge.live(e) {
@@ -164,7 +164,7 @@ final class Subscription {
     /// The common live case (the next seq, no replay under way): one event, written
     /// without building an array and a concatenated chunk first — or, while the
     /// client's link is backed up, held and merged (`SlowLinkCoalescer`).
-    private func writeOne(_ e: SequencedEvent, frame: String?) {
+    private func writeOne(_ e: SequencedEvent, frame: WireFrame?) {
         guard !ended, !host.isSlowConsumer(self) else { return }
         merge.wrote(e)
         let now = host.loop.nowMs
@@ -181,14 +181,14 @@ final class Subscription {
 
     /// Writes what the coalescer released: one SSE event each, in seq order. `frame`:
     /// the already framed bytes of the live event with that seq, when it is released as is.
-    private func writeReleased(_ out: SlowLinkCoalescer.Output, frame: (seq: UInt64, text: String)? = nil) {
+    private func writeReleased(_ out: SlowLinkCoalescer.Output, frame: (seq: UInt64, wire: WireFrame)? = nil) {
         if out.merged > 0 { host.merged(events: out.merged) }
         for e in out.events {
             guard !ended else { return }
             if let f = frame, f.seq == e.seq, out.merged == 0 {
-                exchange.write(f.text)
+                exchange.write(f.wire)
             } else {
-                exchange.write(SSEFrame.event(seq: e.seq, json: e.json))
+                exchange.write(WireFrame.event(seq: e.seq, json: e.json))
             }
             eventsWritten += 1
             lastWriteMs = host.loop.nowMs

@@ -25,11 +25,39 @@ public enum BenchUpstream {
         }
     }
 
-    /// The content of delta `k` sent at `micros` (unix µs).
+    /// The content of delta `k` (≥ 0) sent at `micros` (unix µs): `t=<micros>;n=<k>;`
+    /// padded with `x` to `tokenBytes`. Written digit by digit into the string's own
+    /// storage: this runs once per bench event, and interpolation cost a few allocations.
     public static func content(micros: UInt64, k: Int) -> String {
-        var s = "t=\(micros);n=\(k);"
-        if s.utf8.count < tokenBytes { s += String(repeating: "x", count: tokenBytes - s.utf8.count) }
-        return s
+        let kk = UInt64(max(0, k))
+        let length = 2 + digits(micros) + 3 + digits(kk) + 1
+        return String(unsafeUninitializedCapacity: max(length, tokenBytes)) { out in
+            var at = 0
+            func put(_ b: UInt8) { out[at] = b; at += 1 }
+            func put(_ v: UInt64) {
+                let n = digits(v)
+                var x = v
+                for i in stride(from: n - 1, through: 0, by: -1) {
+                    out[at + i] = UInt8(truncatingIfNeeded: x % 10) &+ 0x30
+                    x /= 10
+                }
+                at += n
+            }
+            put(UInt8(ascii: "t")); put(UInt8(ascii: "="))
+            put(micros)
+            put(UInt8(ascii: ";")); put(UInt8(ascii: "n")); put(UInt8(ascii: "="))
+            put(kk)
+            put(UInt8(ascii: ";"))
+            while at < tokenBytes { put(UInt8(ascii: "x")) }
+            return at
+        }
+    }
+
+    private static func digits(_ v: UInt64) -> Int {
+        var n = 1
+        var x = v
+        while x >= 10 { x /= 10; n += 1 }
+        return n
     }
 
     static func nowMicros() -> UInt64 {

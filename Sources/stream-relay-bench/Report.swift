@@ -82,6 +82,8 @@ enum Report {
             line("server CPU, % of one core", "server_cpu_pct", r, n),
             line("server RSS, MiB", "server_rss_bytes", r, n, scale: 1 / 1_048_576),
             line("Redis CPU, % of one core", "redis_cpu_pct", r, n),
+            line("server CPU per delivered event, µs", "server_cpu_us_per_delivery", r, n, digits: 2),
+            line("Redis CPU per event, µs", "redis_cpu_us_per_event", r, n, digits: 2),
             line("load generator CPU, % of one core", "bench_cpu_pct", r, n),
         ]
     }

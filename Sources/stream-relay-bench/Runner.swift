@@ -211,7 +211,11 @@ final class Runner {
     }
 
     func report(_ scenario: String, _ r: FlowResult, extra: [String: Any] = [:]) {
-        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), late \(r.late), dup \(r.duplicates), errors \(r.errors), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%, load generator CPU \(fmt(r.benchCPU))%")
+        // Distinct events per second: every subscriber of a stream gets each of its events.
+        let eventsPerSec = r.deliveriesPerSec / Double(max(1, r.subscribers / max(1, r.streams)))
+        let serverPerDelivery = cpuMicrosPerUnit(cpuPercent: r.serverCPU, perSecond: r.deliveriesPerSec)
+        let redisPerEvent = cpuMicrosPerUnit(cpuPercent: r.redisCPU, perSecond: eventsPerSec)
+        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), late \(r.late), dup \(r.duplicates), errors \(r.errors), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%, load generator CPU \(fmt(r.benchCPU))%; per event: server \(fmt(serverPerDelivery, 2)) µs/delivery, redis \(fmt(redisPerEvent, 2)) µs/event")
         var d: [String: Any] = [
             "scenario": scenario, "streams": r.streams, "subscribers": r.subscribers,
             "deliveries_per_s": r.deliveriesPerSec, "ideal_per_s": r.expectedPerSec,
@@ -225,6 +229,9 @@ final class Runner {
         if let v = r.redisCPU { d["redis_cpu_pct"] = v }
         if let v = r.serverRSS { d["server_rss_bytes"] = v }
         d["bench_cpu_pct"] = r.benchCPU
+        d["events_per_s"] = eventsPerSec
+        if let v = serverPerDelivery { d["server_cpu_us_per_delivery"] = v }
+        if let v = redisPerEvent { d["redis_cpu_us_per_event"] = v }
         for (k, v) in extra { d[k] = v }
         emit(d)
     }

@@ -43,8 +43,17 @@ final class BenchSmokeTests: RelayTestCase {
             XCTAssertEqual(s["duplicates"] as? Int, 0, "duplicates: \(s)")
             XCTAssertEqual(s["errors"] as? Int, 0, "errors: \(s)")
             XCTAssertGreaterThan(s["deliveries_per_s"] as? Double ?? 0, 0)
+            // Issue 14's targets read off directly: server CPU % × 10,000 / deliveries per s
+            // (one subscriber per stream: deliveries are the events).
+            let cpu = try XCTUnwrap(s["server_cpu_pct"] as? Double, "\(s)")
+            let perDelivery = try XCTUnwrap(s["server_cpu_us_per_delivery"] as? Double, "\(s)")
+            let deliveries = try XCTUnwrap(s["deliveries_per_s"] as? Double)
+            XCTAssertEqual(perDelivery, cpu * 10_000 / deliveries, accuracy: 1e-6 * max(1, perDelivery))
+            XCTAssertEqual(s["events_per_s"] as? Double ?? -1, deliveries, accuracy: 1e-9, "\(s)")
+            XCTAssertNil(s["redis_cpu_us_per_event"], "no --redis-pid, no Redis figure: \(s)")
         }
         XCTAssertTrue(err.contains("scenario stream"), "parameters printed: \(err)")
+        XCTAssertTrue(err.contains("µs/delivery"), "per-event CPU printed: \(err)")
     }
 
     func testResumeStormQuickHasNoGapsOrDuplicates() throws {

@@ -54,6 +54,51 @@ final class HTTPEdgeTests: RelayTestCase {
         XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/healthz").status, 200)
     }
 
+    /// The stream's bytes are framed once and written through to the socket (issue 14):
+    /// an HTTP/1.1 client gets them as chunks, an HTTP/1.0 client (no chunked coding, the
+    /// response ends with the connection) as the bare SSE text. Both decode to the same
+    /// events, 1 … n, ending with `done`.
+    func testStreamBodyIsChunkedForHTTP11AndBareForHTTP10() throws {
+        let relay = try startRelay()
+        let token = try RelayProcess.token()
+        let body = String(decoding: Chat.body(maxTokens: 25), as: UTF8.self)
+        func stream(_ version: String) throws -> (head: String, body: [UInt8]) {
+            let raw = try exchange(relay, "POST /api/chat/stream \(version)\r\nHost: a\r\nAuthorization: Bearer \(token)\r\n"
+                                   + "Content-Type: application/json\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)",
+                                   timeout: 20)
+            guard let r = raw.range(of: "\r\n\r\n") else { XCTFail("no header end: \(raw)"); return ("", []) }
+            return (String(raw[..<r.lowerBound]), Array(raw[r.upperBound...].utf8))
+        }
+        func events(_ bytes: [UInt8]) throws -> [SSEMessage] {
+            var p = SSEParser()
+            return try bytes.withUnsafeBytes { try p.feed($0) }.compactMap { if case .event(let m) = $0 { return m } else { return nil } }
+        }
+        let v11 = try stream("HTTP/1.1")
+        XCTAssertTrue(v11.head.hasPrefix("HTTP/1.1 200 ") && v11.head.contains("Transfer-Encoding: chunked"), v11.head)
+        var decoder = ChunkedBodyDecoder()
+        var unread = v11.body[...]
+        var sse: [UInt8] = []
+        decode: while true {
+            let step = unread.withUnsafeBytes { decoder.next($0, available: unread.count) }
+            switch step {
+            case .skip(let n): unread = unread.dropFirst(n)
+            case .data(let n): sse += unread.prefix(n); unread = unread.dropFirst(n)
+            case .end: break decode
+            case .needMore, .malformed: XCTFail("chunked body: \(step)"); break decode
+            }
+        }
+        let chunked = try events(sse)
+        assertSequence(chunked)
+        XCTAssertEqual(chunked.count, 26, "25 deltas and done")
+
+        let v10 = try stream("HTTP/1.0")
+        XCTAssertTrue(v10.head.contains(" 200 ") && !v10.head.contains("Transfer-Encoding"), v10.head)
+        XCTAssertTrue(String(decoding: v10.body, as: UTF8.self).hasPrefix("retry: "), "bare SSE, no chunk size line")
+        let bare = try events(v10.body)
+        assertSequence(bare)
+        XCTAssertEqual(bare.map(\.data), chunked.map(\.data), "the same events on both framings")
+    }
+
     func testHeadThenGetOnOneKeepAliveConnectionReadCorrectly() throws {
         let relay = try startRelay()
         let c = try RawConnection(port: relay.port)

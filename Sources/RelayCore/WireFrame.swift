@@ -1,0 +1,95 @@
+/// Bytes framed once for the wire and shared by every connection that sends them
+/// (issue 14: "encode each event once and share the bytes among all subscribers").
+///
+/// `bytes` holds one HTTP/1.1 chunk of the `chunked` transfer coding (RFC 9112 §7.1:
+/// `chunk-size` in hex, CRLF, the data, CRLF) whose data is the SSE text (WHATWG HTML
+/// §9.2, e.g. `id: 7\ndata: {…}\n\n`); `body` is the range of the bare SSE text, for
+/// a connection that does not use chunked coding (an HTTP/1.0 client, whose response
+/// ends by closing the connection). The storage is one reference-counted array:
+/// handing a frame to a thousand subscribers copies no bytes. Never empty: an empty
+/// chunk would be the last-chunk marker `0\r\n\r\n` that ends the response.
+public struct WireFrame: Sendable, Equatable {
+    /// The whole chunk: size line, data, CRLF.
+    public let bytes: [UInt8]
+    /// Where the data (the SSE text) lies in `bytes`.
+    public let body: Range<Int>
+
+    /// Frames `text` (non-empty, UTF-8) as one chunk.
+    /// - Precondition: `text` is not empty.
+    public init(text: String) {
+        var t = text
+        self = t.withUTF8 { p in WireFrame(length: p.count) { out in out.copyMemory(from: UnsafeRawBufferPointer(p)) } }
+    }
+
+    /// The SSE event `id: <seq>\ndata: <json>\n\n` (`SSEFrame.event`) framed as one
+    /// chunk, written straight into the frame's storage (no intermediate string).
+    /// `json` must not contain CR or LF (the relay's event JSON never does).
+    public static func event(seq: UInt64, json: String) -> WireFrame {
+        var json = json
+        return json.withUTF8 { j in event(seq: seq, jsonUTF8: UnsafeRawBufferPointer(j)) }
+    }
+
+    /// `event(seq:json:)` for JSON given as UTF-8 bytes (a live pub/sub payload's tail).
+    public static func event(seq: UInt64, jsonUTF8 j: UnsafeRawBufferPointer) -> WireFrame {
+        let digits = decimalDigits(seq)
+        let length = idPrefix.utf8CodeUnitCount + digits + dataPrefix.utf8CodeUnitCount + j.count + 2
+        return WireFrame(length: length) { out in
+            var at = 0
+            func put(_ s: StaticString) {
+                let src = UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount)
+                UnsafeMutableRawBufferPointer(rebasing: out[at..<at + src.count]).copyMemory(from: src)
+                at += src.count
+            }
+            put(idPrefix)
+            var v = seq
+            for i in stride(from: digits - 1, through: 0, by: -1) {
+                out[at + i] = UInt8(truncatingIfNeeded: v % 10) &+ 0x30
+                v /= 10
+            }
+            at += digits
+            put(dataPrefix)
+            if j.count > 0 { UnsafeMutableRawBufferPointer(rebasing: out[at..<at + j.count]).copyMemory(from: j) }
+            at += j.count
+            put("\n\n")
+        }
+    }
+
+    /// Builds a chunk of `length` (> 0) data bytes that `fill` writes.
+    private init(length: Int, fill: (UnsafeMutableRawBufferPointer) -> Void) {
+        precondition(length > 0, "an empty chunk would end the response")
+        let hex = WireFrame.hexDigits(length)
+        let total = hex + 2 + length + 2
+        bytes = [UInt8](unsafeUninitializedCapacity: total) { buf, initialized in
+            var v = length
+            for i in stride(from: hex - 1, through: 0, by: -1) {
+                buf[i] = WireFrame.hexAlphabet[v & 0xF]
+                v >>= 4
+            }
+            buf[hex] = 0x0D
+            buf[hex + 1] = 0x0A
+            fill(UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buf[(hex + 2)..<(hex + 2 + length)])))
+            buf[total - 2] = 0x0D
+            buf[total - 1] = 0x0A
+            initialized = total
+        }
+        body = (hex + 2)..<(hex + 2 + length)
+    }
+
+    private static let idPrefix: StaticString = "id: "
+    private static let dataPrefix: StaticString = "\ndata: "
+    private static let hexAlphabet = Array("0123456789abcdef".utf8)
+
+    static func decimalDigits(_ v: UInt64) -> Int {
+        var n = 1
+        var x = v
+        while x >= 10 { x /= 10; n += 1 }
+        return n
+    }
+
+    static func hexDigits(_ v: Int) -> Int {
+        var n = 1
+        var x = v
+        while x >= 16 { x >>= 4; n += 1 }
+        return n
+    }
+}
