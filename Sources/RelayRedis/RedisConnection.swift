@@ -130,46 +130,70 @@ public final class RedisConnection {
             reply?(.error("DISCONNECTED Redis is not connected"))
             return
         }
-        // One pass, no intermediate arrays: the arguments' UTF-8 bytes are copied into
-        // one temporary buffer (hiredis copies them again into its own command buffer
-        // before `redisAsyncCommandArgv` returns), argv/lengths live in temporary
-        // (stack) storage. This runs once per Redis command, i.e. once per event.
-        let argc = args.count
-        var total = 0
-        for a in args { total += a.utf8.count }
-        let status: Int32 = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, total)) { storage in
-            withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: max(1, argc)) { argv in
-                withUnsafeTemporaryAllocation(of: Int.self, capacity: max(1, argc)) { lengths in
-                    let base = storage.baseAddress!
-                    var off = 0
-                    for i in 0..<argc {
-                        var a = args[i]
-                        let n = a.withUTF8 { src -> Int in
-                            if let sp = src.baseAddress, src.count > 0 { (base + off).initialize(from: sp, count: src.count) }
-                            return src.count
-                        }
-                        argv[i] = UnsafeRawPointer(base + off).assumingMemoryBound(to: CChar.self)
-                        lengths[i] = n
-                        off += n
-                    }
-                    return command(ac, argc: argc, argv: argv.baseAddress!, lengths: lengths.baseAddress!, reply)
+        // The command is written in the Redis protocol (RESP, "Redis serialization
+        // protocol specification": `*<argc>\r\n` then `$<len>\r\n<bytes>\r\n` per
+        // argument) straight into one temporary buffer and handed to hiredis as a
+        // formatted command: no argv/length arrays, no printf-style formatting and no
+        // intermediate allocation by hiredis. This runs once per Redis command, i.e.
+        // several times per event.
+        var total = 1 + RedisConnection.decimalDigits(args.count) + 2
+        for a in args {
+            let n = a.utf8.count
+            total += 1 + RedisConnection.decimalDigits(n) + 2 + n + 2
+        }
+        let status: Int32 = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: total) { storage in
+            let base = storage.baseAddress!
+            var off = 0
+            off = RedisConnection.header(UInt8(ascii: "*"), args.count, into: base, at: off)
+            for i in 0..<args.count {
+                var a = args[i]
+                a.withUTF8 { src in
+                    off = RedisConnection.header(UInt8(ascii: "$"), src.count, into: base, at: off)
+                    if let sp = src.baseAddress, src.count > 0 { (base + off).initialize(from: sp, count: src.count) }
+                    off += src.count
+                    base[off] = 13; base[off + 1] = 10
+                    off += 2
                 }
             }
+            return base.withMemoryRebound(to: CChar.self, capacity: off) { cmd in command(ac, cmd, off, reply) }
         }
         if status != REDIS_OK { reply?(.error("DISCONNECTED command not sent")) }
     }
 
-    private func command(_ ac: UnsafeMutablePointer<redisAsyncContext>, argc: Int,
-                         argv: UnsafeMutablePointer<UnsafePointer<CChar>?>, lengths: UnsafeMutablePointer<Int>,
+    /// `<marker><n>\r\n` (a RESP array or bulk string header) at `off`; returns the end.
+    private static func header(_ marker: UInt8, _ n: Int, into base: UnsafeMutablePointer<UInt8>, at off: Int) -> Int {
+        base[off] = marker
+        let digits = decimalDigits(n)
+        var v = n
+        var i = off + digits
+        while i > off {
+            base[i] = UInt8(ascii: "0") + UInt8(v % 10)
+            v /= 10
+            i -= 1
+        }
+        base[off + digits + 1] = 13
+        base[off + digits + 2] = 10
+        return off + digits + 3
+    }
+
+    /// Decimal digits of a non-negative count.
+    private static func decimalDigits(_ n: Int) -> Int {
+        var d = 1
+        var v = n
+        while v >= 10 { v /= 10; d += 1 }
+        return d
+    }
+
+    private func command(_ ac: UnsafeMutablePointer<redisAsyncContext>, _ cmd: UnsafePointer<CChar>, _ len: Int,
                          _ reply: ((RedisReply) -> Void)?) -> Int32 {
         if role == .pubsub {
-            return redisAsyncCommandArgv(ac, { ac, r, _ in
+            return redisAsyncFormattedCommand(ac, { ac, r, _ in
                 guard let ac, let me = RedisConnection.owner(ac) else { return }
                 me.onPush?(RedisReply(r?.assumingMemoryBound(to: redisReply.self)))
-            }, nil, Int32(argc), argv, lengths)
+            }, nil, cmd, len)
         }
         let box = reply.map { Unmanaged.passRetained(ReplyBox($0, sentNs: onLatency == nil ? 0 : ReplyBox.monotonicNs())).toOpaque() }
-        let st = redisAsyncCommandArgv(ac, { ac, r, priv in
+        let st = redisAsyncFormattedCommand(ac, { ac, r, priv in
             guard let priv else { return }
             let box = Unmanaged<ReplyBox>.fromOpaque(priv).takeRetainedValue()
             if let ac, let me = RedisConnection.owner(ac) {
@@ -179,7 +203,7 @@ public final class RedisConnection {
                 }
             }
             box.body(RedisReply(r?.assumingMemoryBound(to: redisReply.self)))
-        }, box, Int32(argc), argv, lengths)
+        }, box, cmd, len)
         if st != REDIS_OK, let box { Unmanaged<ReplyBox>.fromOpaque(box).release() }
         else if box != nil { pendingReplies += 1 }
         return st
