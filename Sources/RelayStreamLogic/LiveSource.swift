@@ -47,7 +47,9 @@ public struct LiveSource: Sendable, Equatable {
         case subscribe
     }
 
-    /// Decides where a subscription attaching now takes its live events from.
+    /// Decides where a subscription attaching now takes its live events from. Called
+    /// once; a later call changes nothing and answers `.local(replay: false)` (nothing to
+    /// subscribe or read).
     /// - Parameters:
     ///   - lastSent: the seq the client already has (`Last-Event-ID`, 0 when fresh).
     ///   - localAckedSeq: the highest acknowledged seq of the stream's generation running
