@@ -37,6 +37,11 @@ public final class StreamAppender {
     public var onPermanentFailure: ((RedisFailure) -> Void)?
     /// Every queued event is acknowledged (after the final one: the generation is over).
     public var onDrained: (() -> Void)?
+    /// An event's `XADD` was acknowledged: seq and event JSON, called once per event in
+    /// seq order, right after its `PUBLISH` was queued (issue 14: the owning worker
+    /// delivers to its own subscriptions without the pub/sub round trip). Never called
+    /// for an event Redis did not store.
+    public var onAcknowledged: ((UInt64, String) -> Void)?
 
     private let log: EventLog
     private let loop: EventLoop
@@ -111,12 +116,22 @@ public final class StreamAppender {
         if reply == .stored, queue.ackedSeq >= seq {
             // Published once stored, in seq order. When this drains the queue, report
             // it once Redis answered the publish (`EventLog.publish(then:)`).
-            if next == .drained {
-                return log.publish(keys, seq: seq, json: p.json) { [weak self] in self?.drainedAfterPublish() }
-            }
-            log.publish(keys, seq: seq, json: p.json)
+            if next == .drained { return acknowledged(seq: seq, json: p.json, drains: true) }
+            acknowledged(seq: seq, json: p.json, drains: false)
         }
         handle(next)
+    }
+
+    /// An event is acknowledged (stored, every earlier one too): publishes it on the live
+    /// channel and hands it to `onAcknowledged`. `drains`: it was the last queued event;
+    /// the drain is reported once Redis answered its publish.
+    private func acknowledged(seq: UInt64, json: String, drains: Bool) {
+        if drains {
+            log.publish(keys, seq: seq, json: json) { [weak self] in self?.drainedAfterPublish() }
+        } else {
+            log.publish(keys, seq: seq, json: json)
+        }
+        onAcknowledged?(seq, json)
     }
 
     /// The publish of the event that drained the queue was answered: report the drain,
@@ -156,10 +171,9 @@ public final class StreamAppender {
             let (acked, next) = self.queue.verified(tail) { $0.json == $1 }
             // Stored but maybe never published (their replies were lost): publish now, in order.
             for (i, a) in acked.enumerated() {
-                if next == .drained && i == acked.count - 1 {
-                    return self.log.publish(self.keys, seq: a.seq, json: a.item.json) { [weak self] in self?.drainedAfterPublish() }
-                }
-                self.log.publish(self.keys, seq: a.seq, json: a.item.json)
+                let drains = next == .drained && i == acked.count - 1
+                self.acknowledged(seq: a.seq, json: a.item.json, drains: drains)
+                if drains { return }
             }
             self.handle(next)
         }

@@ -16,7 +16,9 @@ struct GenerationBudget {
 }
 
 /// One generation (DESIGN §1 "Generation", the producer): upstream adapter →
-/// sequencer (seq 1, 2, 3 …) → ordered appends to the Redis event log. It keeps
+/// sequencer (seq 1, 2, 3 …) → ordered appends to the Redis event log → each
+/// acknowledged event handed to its worker's subscriptions of the stream
+/// (`GenerationHost.acknowledged`, issue 14) and published for the others. It keeps
 /// running when its client disconnects, until `done`, an upstream error, a cancel or
 /// a revocation, or its completion tokens reach the grant (`BudgetArithmetic.CompletionCap`:
 /// the relay enforces `max_tokens` itself, since an upstream may ignore it). Every ending settles its budget reservation once, to what was really
@@ -33,6 +35,9 @@ final class Generation {
     private let upstream: Upstream
     private let appender: StreamAppender
     private(set) var seq: UInt64 = 0
+    /// The highest seq whose `XADD` Redis acknowledged (every earlier one too): what a
+    /// subscription attaching on this worker can find in the Redis stream.
+    var ackedSeq: UInt64 { appender.ackedSeq }
     private(set) var finished = false
     /// Whether the upstream call was started (an abort before it charges nothing).
     private(set) var started = false
@@ -55,6 +60,10 @@ final class Generation {
         self.startedMs = host.loop.nowMs
         self.appender = StreamAppender(log: host.log, loop: host.loop, id: id)
         appender.onPermanentFailure = { [weak self] f in self?.appendFailed(f) }
+        appender.onAcknowledged = { [weak self] seq, json in
+            guard let self else { return }
+            self.host.acknowledged(self, event: SequencedEvent(seq: seq, json: json))
+        }
         appender.onDrained = { [weak self] in
             guard let self, self.finished else { return }
             self.host.generationEnded(self)

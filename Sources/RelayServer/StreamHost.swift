@@ -1,3 +1,4 @@
+import RelayCore
 import RelayLoop
 import RelayRedis
 import RelayStreamLogic
@@ -26,6 +27,9 @@ protocol SubscriptionHost: AnyObject {
     func merged(events: Int)
     /// Thresholds of the slow-link coalescing (`RELAY_COALESCE_*`).
     var slowLinkLimits: SlowLinkCoalescer.Limits { get }
+    /// The highest acknowledged seq of stream `id`'s generation running on this worker,
+    /// `nil` when none runs here (`LiveSource.attach`).
+    func localAckedSeq(_ id: RequestID) -> UInt64?
 }
 
 /// What a `Generation` may ask of the worker that hosts it (implemented by
@@ -46,4 +50,7 @@ protocol GenerationHost: AnyObject {
     func settle(_ g: Generation, tokens: Int)
     /// The generation is over and its appends are settled; the host forgets it.
     func generationEnded(_ g: Generation)
+    /// `event`'s `XADD` was acknowledged (called in seq order, never before): deliver it
+    /// to this worker's subscriptions of the stream as a live event (issue 14).
+    func acknowledged(_ g: Generation, event: SequencedEvent)
 }

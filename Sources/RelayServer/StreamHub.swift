@@ -5,10 +5,11 @@ import RelayStreamLogic
 import RelayConfiguration
 
 /// The worker's live streams (DESIGN §1): the registries of subscriptions and
-/// generations keyed by `RequestID`, pub/sub dispatch (live events, cancels,
-/// revocations), and the worker's ticks — heartbeats, token expiry, the Redis-outage
-/// cut-off, owner leases, replay retries — plus slow-consumer checks, drain
-/// bookkeeping and the per-event counters. Hosts `Subscription` and `Generation`
+/// generations keyed by `RequestID`, live events (from the local generations as their
+/// appends are acknowledged, and from pub/sub), cancels and revocations, and the
+/// worker's ticks — heartbeats, token expiry, the Redis-outage cut-off, owner leases,
+/// replay retries — plus slow-consumer checks, drain bookkeeping and the per-event
+/// counters. Hosts `Subscription` and `Generation`
 /// through `SubscriptionHost` / `GenerationHost`. Loop thread only.
 final class StreamHub: SubscriptionHost, GenerationHost {
     let index: Int
@@ -54,7 +55,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         pubsub.onResubscribed = { [unowned self] ch in
             if ch == StreamKeys.revocationsChannel { return self.recheckAllSessions() }
             guard let id = StreamKeys.requestID(fromLiveChannel: ch) else { return }
-            for s in self.subscriptions[id]?.values ?? [:].values { s.replay() }
+            // Only the subscriptions that read the channel can have missed something.
+            for s in self.subscriptions[id]?.values ?? [:].values where s.liveSource.holdsChannel { s.replay() }
         }
         pubsub.subscribe(StreamKeys.revocationsChannel) { [unowned self] in self.recheckAllSessions() }
         pubsub.subscribe(StreamKeys.cancelChannel) {}
@@ -97,7 +99,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         replayRetries[key] = nil
         guard subscriptions[s.id.value]?.removeValue(forKey: key) != nil else { return }
         if subscriptions[s.id.value]?.isEmpty == true { subscriptions[s.id.value] = nil }
-        pubsub.release(StreamKeys(s.id).live)
+        if s.liveSource.end() { pubsub.release(StreamKeys(s.id).live) }
         metrics.gauge(.liveConnections, -1)
         Log.info("stream", ["requestId": s.id.value, "tokensSent": s.eventsWritten, "latencyMs": Int(loop.nowMs - s.startedMs),
                             "resumes": s.resumedFrom > 0 ? 1 : 0, "outcome": s.outcome])
@@ -116,7 +118,20 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         sessions.release(owner: g.ownerHash, sid: g.sid, id: g.id)
         metrics.gauge(.runningGenerations, -1)
         metrics.observe(.streamDuration, seconds: Double(loop.nowMs - g.startedMs) / 1000)
+        // Nothing more is delivered locally. A subscription still open (normally none: the
+        // final event ended them; but a fenced or failed generation ends without one)
+        // reads the live channel and the Redis stream from now on (`LiveSource`).
+        for s in subscriptions[g.id.value]?.values.map({ $0 }) ?? [] { s.localDeliveryStopped() }
         if draining { checkDrained() }
+    }
+
+    func localAckedSeq(_ id: RequestID) -> UInt64? { generations[id.value]?.ackedSeq }
+
+    /// An event of a generation on this worker was stored: delivered at once to this
+    /// worker's subscriptions of the stream, without waiting for the `PUBLISH` to come
+    /// back over pub/sub (issue 14).
+    func acknowledged(_ g: Generation, event: SequencedEvent) {
+        deliverLive(g.id.value, event)
     }
 
     /// Settles a generation's reservation (`BudgetLedger.settle`, once per id).
@@ -170,11 +185,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     private func message(channel: String, payload: [UInt8]) {
         if let id = StreamKeys.requestID(fromLiveChannel: channel) {
-            guard let subs = subscriptions[id], let e = LivePayload.parse(payload) else { return }
-            // Parsed once per worker, framed once (SSE and HTTP chunk): every subscriber
-            // writes the same shared bytes.
-            let frame = WireFrame.event(seq: e.seq, json: e.json)
-            for s in subs.values { s.live(e, frame: frame) }
+            guard subscriptions[id] != nil, let e = LivePayload.parse(payload) else { return }
+            deliverLive(id, e)
         } else if channel == StreamKeys.cancelChannel {
             let id = String(decoding: payload, as: UTF8.self)
             if let g = generations[id] {
@@ -184,6 +196,16 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         } else if channel == StreamKeys.revocationsChannel {
             revoked(sid: String(decoding: payload, as: UTF8.self))
         }
+    }
+
+    /// Hands a live event (from pub/sub or from the local generation) to every
+    /// subscription of stream `id` on this worker; each merges it (`ReplayMerge`: a
+    /// duplicate is dropped, a skipped seq starts a replay). Framed once (SSE and HTTP
+    /// chunk): every subscriber writes the same shared bytes.
+    private func deliverLive(_ id: String, _ e: SequencedEvent) {
+        guard let subs = subscriptions[id] else { return }
+        let frame = WireFrame.event(seq: e.seq, json: e.json)
+        for s in subs.values { s.live(e, frame: frame) }
     }
 
     /// Cuts every live stream and generation of session `sid` (issue 3).

@@ -3,10 +3,11 @@ import RelayLoop
 import RelayRedis
 import RelayStreamLogic
 
-/// One client connection reading a stream (DESIGN §1 "Subscription"): subscribed to
-/// the stream's live channel first, then a replay of `(lastSent, +]` from the Redis
-/// stream, then live events, dropping every seq already written. A fresh stream and a
-/// resumed one take this same path.
+/// One client connection reading a stream (DESIGN §1 "Subscription"): attached to the
+/// stream's live events first — the live channel, or on the worker running the
+/// generation the generation itself (`LiveSource`, issue 14) — then a replay of
+/// `(lastSent, +]` from the Redis stream, then live events, dropping every seq already
+/// written. A fresh stream and a resumed one take this same path.
 ///
 /// Every event is written once, in seq order. The merge decisions — duplicates
 /// dropped, a live event that skips a seq triggers a replay, live events wait during
@@ -67,26 +68,49 @@ final class Subscription {
     /// When the response started, loop ms.
     let startedMs: UInt64
 
-    /// Subscribes to the live channel; the replay starts once Redis confirms it.
+    /// Attaches to the stream's live events (`LiveSource`): on the worker running its
+    /// generation, from that generation (replaying first only what the client lacks of
+    /// the acknowledged events); elsewhere, the live channel, and the replay starts once
+    /// Redis confirms the subscription.
     func start() {
         exchange.onClose = { [weak self] in self?.clientClosed() }
-        let stall = host.replayStallMs
-        host.pubsub.subscribe(StreamKeys(id).live) { [weak self] in
-            guard let self else { return }
-            guard stall > 0 else { return self.replay() }
-            // Test fault injection: live events keep arriving (and are held)
-            // while the replay is held back.
-            self.merge.holdLive()
-            self.stallTimer = LoopTimer(loop: self.host.loop) { [weak self] in
-                self?.merge.releaseHold()
-                self?.replay()
-            }
-            self.stallTimer?.schedule(afterMs: stall)
+        switch liveSource.attach(lastSent: lastSent, localAckedSeq: host.localAckedSeq(id)) {
+        case .local(let replay): if replay { startReplay() }
+        case .subscribe: subscribeChannel()
         }
     }
 
-    /// A live event from the pub/sub channel; `frame` is its wire framing
-    /// (`WireFrame.event`), built once per worker for every subscriber of the stream.
+    /// Where live events come from (`StreamHub` releases the channel reference by it).
+    var liveSource = LiveSource()
+
+    /// The generation on this worker stopped delivering (it ended, was fenced or
+    /// failed): read the live channel and replay from the Redis stream from now on.
+    func localDeliveryStopped() {
+        guard !ended, liveSource.localStopped() else { return }
+        subscribeChannel()
+    }
+
+    private func subscribeChannel() {
+        host.pubsub.subscribe(StreamKeys(id).live) { [weak self] in self?.startReplay() }
+    }
+
+    /// The first replay (after attaching): at once, or held back by the test fault
+    /// injection `RELAY_DEBUG_REPLAY_DELAY` (live events keep arriving and are held).
+    private func startReplay() {
+        guard !ended else { return }
+        let stall = host.replayStallMs
+        guard stall > 0 else { return replay() }
+        merge.holdLive()
+        stallTimer = LoopTimer(loop: host.loop) { [weak self] in
+            self?.merge.releaseHold()
+            self?.replay()
+        }
+        stallTimer?.schedule(afterMs: stall)
+    }
+
+    /// A live event (from the live channel, or acknowledged by the generation on this
+    /// worker); `frame` is its wire framing (`WireFrame.event`), built once per worker
+    /// for every subscriber of the stream.
     func live(_ e: SequencedEvent, frame: WireFrame? = nil) {
         guard !ended else { return }
         lastEventMs = host.loop.nowMs

@@ -102,11 +102,13 @@ final class ClusterTests: XCTestCase {
             var head: [SSEMessage] = []
             while head.count < 5, let e = try first.nextEvent() { head.append(e) }
             first.close()
-            // Its live channel is a sharded channel (`SSUBSCRIBE`) on that primary.
-            XCTAssertGreaterThanOrEqual(try shardSubscribers("relay:{\(OwnerHash.of(sub)):\(id)}:live", port: port), 1)
             // The stream's keys live on the primary its slot says, nowhere else.
             XCTAssertEqual(try cluster.cli(port, ["EXISTS", "relay:{\(OwnerHash.of(sub)):\(id)}:meta"]), "1", "meta on its primary :\(port)")
             let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: head.last?.lastEventId).readAll()
+            // Its live channel is a sharded channel (`SSUBSCRIBE`) on that primary, read by
+            // the other relay (still subscribed: idle channels are dropped after 30 s); the
+            // generating worker delivers to its own client without it (`LiveSource`).
+            XCTAssertGreaterThanOrEqual(try shardSubscribers("relay:{\(OwnerHash.of(sub)):\(id)}:live", port: port), 1)
             let all = head + rest
             assertGapless(all, id)
             XCTAssertEqual(Chat.text(all), ref, "stream \(id) on :\(port) resumed on the other relay is byte-identical")
@@ -176,19 +178,30 @@ final class ClusterTests: XCTestCase {
         let c = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 250)
         var events: [SSEMessage] = []
         while events.count < 20, let e = try c.nextEvent() { events.append(e) }
+        // A reader on the other relay takes the live channel (the generating worker
+        // delivers to its own client without it).
+        let reader = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0")
+        var read: [SSEMessage] = []
+        while read.count < 20, let e = try reader.nextEvent() { read.append(e) }
+        let live = "relay:{\(OwnerHash.of(sub)):\(id)}:live"
+        try eventuallyTrue(3, "SSUBSCRIBE of the live channel on the old primary") {
+            try shardSubscribers(live, port: from) >= 1
+        }
         let moved = try cluster.migrate(slot: s, to: to, pauseMs: 250)
         XCTAssertGreaterThanOrEqual(moved, 3, "the stream's keys were migrated one by one")
         XCTAssertEqual(try cluster.primaryPort(forSlot: s), to)
         // The live channel is a sharded channel: re-subscribed on the slot's new primary.
-        let live = "relay:{\(OwnerHash.of(sub)):\(id)}:live"
         try eventuallyTrue(3, "SSUBSCRIBE of the live channel on the new primary") {
             try shardSubscribers(live, port: to) >= 1
         }
         let midway = events.count
         events += try c.readAll(timeout: 20)
+        read += try reader.readAll(timeout: 20)
         XCTAssertLessThan(midway, events.count - 1, "the stream was still running when the migration ended")
         assertGapless(events, "live stream across the migration")
         XCTAssertEqual(Chat.text(events), ref, "byte-identical across the migration")
+        assertGapless(read, "the other relay's reader across the migration")
+        XCTAssertEqual(Chat.text(read), ref, "the other relay's reader: byte-identical across the migration")
         guard case .done? = try? StreamEvent(json: events.last?.data ?? "") else { return XCTFail("ends with done") }
         // Resumed on the other relay after the move (from a seq still retained under
         // `MAXLEN`): read from the new primary.

@@ -1,0 +1,86 @@
+import Foundation
+import RelayCore
+import RelayRedis
+import RelayTestSupport
+import XCTest
+
+/// Issue 14: the worker running a generation delivers each event to its own clients once
+/// its `XADD` is acknowledged, without subscribing the stream's live channel
+/// (`LiveSource`); clients elsewhere still read the channel. Observed from Redis itself
+/// (`PUBSUB NUMSUB`).
+final class LocalDeliveryTests: RelayTestCase {
+    /// Subscribers Redis counts on the live channel of stream `id`.
+    private func liveSubscribers(_ id: String) throws -> Int {
+        let out = try redis.cli("PUBSUB", "NUMSUB", streamKey(id, "live"))
+        return Int(out.split(separator: "\n").last ?? "") ?? -1
+    }
+
+    private func running(_ id: String) throws -> Bool {
+        try redis.cli("HGET", streamKey(id, "meta"), "state") == "running"
+    }
+
+    /// One relay worker generates; its POSTing client and a client resuming on the same
+    /// worker (its replay held back 300 ms while live events arrive) get every event in
+    /// order with the live channel unsubscribed; a client resuming on a second relay
+    /// gets everything through pub/sub.
+    func testTheOwningWorkerDeliversWithoutTheLiveChannelAndOthersStillReadIt() throws {
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "100", "RELAY_WORKERS": "1",
+                                "RELAY_DEBUG_REPLAY_DELAY": "300ms"])
+        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "100"])
+        let reference = referenceText(maxTokens: 300)
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let poster = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 300)
+        var posted: [SSEMessage] = []
+        for _ in 0..<10 { posted.append(try XCTUnwrap(try poster.nextEvent())) }
+        XCTAssertTrue(try running(id), "the stream is live")
+        XCTAssertEqual(try liveSubscribers(id), 0, "the owning worker does not subscribe the live channel for its own client")
+
+        // A resume on the owning worker while it runs: replay (held back) + local live events.
+        let sameWorker = try Chat.resume(port: a.port, token: token, requestID: id, lastEventID: "4")
+        XCTAssertEqual(sameWorker.status, 200)
+        // A resume on another instance: the live channel.
+        let elsewhere = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0")
+        XCTAssertEqual(elsewhere.status, 200)
+        var remote: [SSEMessage] = []
+        for _ in 0..<20 { remote.append(try XCTUnwrap(try elsewhere.nextEvent())) }
+        XCTAssertTrue(try running(id), "the stream is still live")
+        XCTAssertEqual(try liveSubscribers(id), 1, "only the other instance subscribes the live channel")
+
+        posted += try poster.readAll()
+        remote += try elsewhere.readAll()
+        let resumed = try sameWorker.readAll()
+        assertSequence(posted)
+        assertSequence(remote)
+        assertSequence(resumed, from: 5)
+        XCTAssertEqual(Chat.text(posted), reference, "the POSTing client got the whole answer")
+        XCTAssertEqual(Chat.text(remote), reference, "the other instance's client got the whole answer through pub/sub")
+        XCTAssertEqual(resumed.map(\.data), Array(posted[4...]).map(\.data), "the same-worker resume got exactly the rest")
+    }
+
+    /// The generating relay is fenced mid-stream (another instance judged its lease lapsed
+    /// and wrote `upstream_lost`, published on the channel this worker does not read): its
+    /// own client still ends with that `upstream_lost`, right after the last event it got.
+    func testAFencedGenerationsOwnClientEndsWithTheUpstreamLostFromRedis() throws {
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50", "RELAY_WORKERS": "1"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let client = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 400)
+        var events: [SSEMessage] = []
+        for _ in 0..<5 { events.append(try XCTUnwrap(try client.nextEvent())) }
+        XCTAssertEqual(try liveSubscribers(id), 0)
+        // What another instance's lease check does once the lease lapsed (`Scripts.expireLease`),
+        // with the lease deleted in the same script so the owner cannot refresh it in between.
+        let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
+        let fenced = try redis.cli(["EVAL", "redis.call('DEL', KEYS[4])\n" + Scripts.expireLease, "6",
+                                    streamKey(id, "events"), streamKey(id, "meta"), streamKey(id, "live"),
+                                    streamKey(id, "lease"), streamKey(id, "text"), streamKey(id, "offsets"),
+                                    "200", "300000", lost.json, "1"])
+        let fenceSeq = try XCTUnwrap(UInt64(fenced.split(separator: "\n").first ?? ""), "expireLease replied \(fenced)")
+        events += try client.readAll(timeout: 10)
+        assertSequence(events)
+        XCTAssertEqual(events.last?.lastEventId, String(fenceSeq), "the terminal event is the fence's")
+        XCTAssertTrue(events.last?.data.contains("\"upstream_lost\"") == true, events.last?.data ?? "no event")
+        XCTAssertTrue(referenceText(maxTokens: 400).hasPrefix(Chat.text(events)), "the text before it is the answer's prefix")
+    }
+}
