@@ -23,4 +23,14 @@
 /* The pointer stored in redisAsyncContext.data (hiredis leaves it to the caller). */
 static inline void *streamrelay_redis_get_data(const redisAsyncContext *ac) { return ac->data; }
 static inline void streamrelay_redis_set_data(redisAsyncContext *ac, void *p) { ac->data = p; }
+/* Makes room for `len` more bytes in the connection's output buffer, growing it to at
+ * least `reserve` free bytes at once when it must grow. hiredis starts a new, empty
+ * buffer after each complete write and would otherwise grow it by doubling reallocs
+ * while a loop turn's commands are appended (`sdsMakeRoomFor`, hiredis sds.h). */
+static inline void streamrelay_redis_reserve_output(redisAsyncContext *ac, size_t len, size_t reserve) {
+    redisContext *c = &ac->c;
+    if (c->obuf == NULL || sdsavail(c->obuf) >= len) return;
+    sds grown = sdsMakeRoomFor(c->obuf, len > reserve ? len : reserve);
+    if (grown != NULL) c->obuf = grown;
+}
 #endif

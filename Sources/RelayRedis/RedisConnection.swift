@@ -141,7 +141,10 @@ public final class RedisConnection {
             let n = a.utf8.count
             total += 1 + RedisConnection.decimalDigits(n) + 2 + n + 2
         }
-        let status: Int32 = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: total) { storage in
+        // One more byte: a NUL after the command. hiredis scans a formatted command with
+        // `strchr` to find its name and, for (P|S)SUBSCRIBE, every channel argument
+        // (`nextArgument` in async.c), so the buffer must end like a C string.
+        let status: Int32 = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: total + 1) { storage in
             let base = storage.baseAddress!
             var off = 0
             off = RedisConnection.header(UInt8(ascii: "*"), args.count, into: base, at: off)
@@ -155,7 +158,8 @@ public final class RedisConnection {
                     off += 2
                 }
             }
-            return base.withMemoryRebound(to: CChar.self, capacity: off) { cmd in command(ac, cmd, off, reply) }
+            base[off] = 0
+            return base.withMemoryRebound(to: CChar.self, capacity: off + 1) { cmd in command(ac, cmd, off, reply) }
         }
         if status != REDIS_OK { reply?(.error("DISCONNECTED command not sent")) }
     }
@@ -176,6 +180,10 @@ public final class RedisConnection {
         return off + digits + 3
     }
 
+    /// Free bytes the output buffer grows to at once (16 KiB: a loop turn's appends at
+    /// a few hundred events per turn).
+    static let outputReserveBytes = 16 * 1024
+
     /// Decimal digits of a non-negative count.
     private static func decimalDigits(_ n: Int) -> Int {
         var d = 1
@@ -186,6 +194,9 @@ public final class RedisConnection {
 
     private func command(_ ac: UnsafeMutablePointer<redisAsyncContext>, _ cmd: UnsafePointer<CChar>, _ len: Int,
                          _ reply: ((RedisReply) -> Void)?) -> Int32 {
+        // One growth per loop turn's batch of commands instead of a doubling realloc
+        // chain (each write starts from an empty hiredis buffer).
+        streamrelay_redis_reserve_output(ac, len, RedisConnection.outputReserveBytes)
         if role == .pubsub {
             return redisAsyncFormattedCommand(ac, { ac, r, _ in
                 guard let ac, let me = RedisConnection.owner(ac) else { return }
