@@ -1,0 +1,113 @@
+import Foundation
+import RelayCore
+import RelayRedis
+import RelayTestSupport
+import XCTest
+
+/// Issue 14 red team: the pipelined appends, the fence, local delivery and the direct
+/// socket writes under failures — a stalled owner (SIGSTOP past its lease), Redis
+/// connections killed mid-stream, Redis out of memory — checked against the
+/// guarantees: nothing lost, nothing duplicated, nothing after a terminal event, a
+/// byte-exact lossless catch-up.
+final class RedTeamTests: RelayTestCase {
+    private func isTerminal(_ m: SSEMessage) -> Bool {
+        guard let e = try? StreamEvent(json: m.data) else { return false }
+        switch e {
+        case .delta: return false
+        case .done, .error: return true
+        }
+    }
+
+    private func entrySeqs(_ id: String) throws -> [UInt64] {
+        try redis.cli("XRANGE", streamKey(id, "events"), "-", "+").split(separator: "\n")
+            .compactMap { l in l.hasSuffix("-0") ? EventLog.seq(ofEntryID: String(l)) : nil }
+    }
+
+    /// The owner is stopped (SIGSTOP) past its 3 s lease while a client resumed on
+    /// another relay: that relay ends the stream with `upstream_lost`. Woken (SIGCONT),
+    /// the fenced owner appends and delivers nothing more: its own client gets exactly
+    /// the events stored before the fence, then that `upstream_lost`, and Redis holds
+    /// nothing after it.
+    func testAStalledOwnerWokenAfterTheFenceAddsNothingAndItsClientGetsUpstreamLost() throws {
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "40", "RELAY_WORKERS": "1"])
+        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "40"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let owner = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 600)
+        var ownerEvents: [SSEMessage] = []
+        for _ in 0..<5 { ownerEvents.append(try XCTUnwrap(try owner.nextEvent())) }
+        let pid = a.process.processIdentifier
+        Foundation.kill(pid, SIGSTOP)
+        var stopped = true
+        defer { if stopped { Foundation.kill(pid, SIGCONT) } }
+        let resumed = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: ownerEvents.last!.lastEventId)
+        let rest = try resumed.readAll(timeout: 15)
+        guard let last = rest.last, case .error(_, "upstream_lost", _)? = try? StreamEvent(json: last.data) else {
+            return XCTFail("the resumed client ends with upstream_lost, got \(rest.suffix(2).map(\.data))")
+        }
+        let fenceSeq = try XCTUnwrap(UInt64(last.lastEventId))
+        assertSequence(ownerEvents + rest)
+        Foundation.kill(pid, SIGCONT)
+        stopped = false
+        ownerEvents += try owner.readAll(timeout: 15)
+        assertSequence(ownerEvents)
+        XCTAssertEqual(ownerEvents.last?.lastEventId, String(fenceSeq), "the owner's client ends with the fence's event")
+        XCTAssertEqual(ownerEvents.last?.data, last.data)
+        XCTAssertEqual(ownerEvents.filter(isTerminal).count, 1)
+        // Give the woken owner time to try its appends, then check that Redis holds
+        // nothing after the terminal event.
+        try eventually(10, "the woken owner to end its generation") {
+            try self.metric(a, "relay_running_generations") == 0
+        }
+        XCTAssertEqual(try entrySeqs(id).last, fenceSeq, "nothing follows the terminal event")
+        XCTAssertEqual(try redis.cli("HMGET", streamKey(id, "meta"), "state", "last_seq"), "failed\n\(fenceSeq)")
+        // A fresh resume from 0 gets the same, whole prefix, byte-exact.
+        let again = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0").readAll(timeout: 10)
+        XCTAssertEqual(Chat.text(again), Chat.text(ownerEvents))
+        XCTAssertEqual(again.last?.lastEventId, String(fenceSeq))
+    }
+
+    /// Every Redis client connection (the relays' command and pub/sub connections) is
+    /// killed every 150 ms while a 450-token answer streams, read on the owning
+    /// worker and on another relay: both clients get the whole answer once, in order,
+    /// and a resume from 0 after the window moved (> 200 events) catches up byte-exact.
+    func testClientKillsMidStreamLoseAndDuplicateNothing() throws {
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "300", "RELAY_WORKERS": "2"])
+        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "300"])
+        let reference = referenceText(maxTokens: 450)
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let owner = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 450)
+        var ownerEvents: [SSEMessage] = [try XCTUnwrap(try owner.nextEvent())]
+        let remote = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0")
+        let sameRelay = try Chat.resume(port: a.port, token: token, requestID: id, lastEventID: "1")
+        let stop = LockedBox(false)
+        let r = redis!
+        let killer = Thread {
+            while !stop.value {
+                _ = try? r.cli("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+                _ = try? r.cli("CLIENT", "KILL", "TYPE", "pubsub", "SKIPME", "yes")
+                usleep(150_000)
+            }
+        }
+        killer.start()
+        defer { stop.value = true }
+        ownerEvents += try owner.readAll(timeout: 30)
+        let remoteEvents = try remote.readAll(timeout: 30)
+        let sameEvents = try sameRelay.readAll(timeout: 30)
+        stop.value = true
+        for (name, evs, from) in [("owner", ownerEvents, UInt64(1)), ("remote", remoteEvents, 1), ("same relay", sameEvents, 2)] {
+            assertSequence(evs, from: from)
+            XCTAssertEqual(evs.filter(isTerminal).count, 1, name)
+            if case .done? = try? StreamEvent(json: evs.last?.data ?? "") {} else {
+                // A client cut by the outage grace ends with an error; it must still be a prefix.
+                XCTAssertTrue(reference.hasPrefix(Chat.text(evs)), "\(name): a prefix of the answer")
+                continue
+            }
+            XCTAssertEqual(from == 1 ? Chat.text(evs) : Chat.text(Array(ownerEvents.prefix(1))) + Chat.text(evs), reference, name)
+        }
+        let again = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "3").readAll(timeout: 10)
+        XCTAssertEqual(Chat.text(Array(ownerEvents.prefix(3))) + Chat.text(again), Chat.text(ownerEvents), "byte-exact catch-up")
+        XCTAssertEqual(try entrySeqs(id).count, 200, "MAXLEN kept")
+    }
+}
