@@ -154,4 +154,38 @@ final class RedTeamTests: RelayTestCase {
         print("XADD calls during 1 s of OOM: \(during)")
         XCTAssertLessThan(during, 1_000, "refused appends are retried with a pause, not in a busy loop")
     }
+
+    /// Deltas close to a worker's 1 MiB stack (every Redis command is formatted
+    /// in one temporary buffer) and odd bytes through `RedisConnection`: NUL, CR/LF,
+    /// `$` and `*` (RESP markers), emoji, Arabic. Read live on the owning relay, then
+    /// resumed from 0 and from the middle on another relay: byte-exact.
+    func testHugeAndOddDeltasThroughRedisAreByteExact() throws {
+        let odd = "a\u{0}b\r\n$3\r\n*2\r\n👩‍👩‍👧‍👦 مَرْحَبًا e\u{301} \u{FFFF}\\\"\t"
+        let huge = String(repeating: "Clause 💥 $*\r\n\u{0} ", count: 700_000 / 20)   // upstream SSE lines are capped at 1 MiB (JSON escapes grow it)
+        let mid = String(repeating: "x", count: 900_000)
+        let pieces = ["start ", odd, huge, " ", mid, mid, odd, huge, " end"]
+        var steps: [FakeUpstreamServer.Step] = [.head(status: 200, contentType: "text/event-stream")]
+        for p in pieces { steps.append(.send(UpstreamRelayTests.openAIChunk(p))) }
+        steps.append(.send(Array("data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".utf8)))
+        let fake = try FakeUpstreamServer(routes: ["/v1/chat/completions": .init(steps)])
+        defer { fake.stop() }
+        var env = ["RELAY_UPSTREAM": "openai", "UPSTREAM_URL": fake.baseURL, "UPSTREAM_API_KEY": "sk-test",
+                   "UPSTREAM_MODEL": "gpt-test", "RELAY_MAX_PENDING_BYTES": "16777216"]
+        let a = try startRelay(env)
+        env["RELAY_WORKERS"] = "2"
+        let b = try startRelay(env)
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let events = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test").readAll(timeout: 60)
+        assertSequence(events)
+        XCTAssertEqual(Chat.text(events), pieces.joined())
+        guard case .done? = try? StreamEvent(json: events.last?.data ?? "") else {
+            return XCTFail("ends with done, got \(events.count) events, last \(events.last.map { String($0.data.prefix(300)) } ?? "none"); relay log: \(a.log.suffix(1500))")
+        }
+        let again = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0").readAll(timeout: 60)
+        XCTAssertEqual(again.map(\.data), events.map(\.data))
+        let fromMiddle = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "3").readAll(timeout: 60)
+        XCTAssertEqual(Chat.text(fromMiddle), pieces[3...].joined())
+        XCTAssertTrue(a.process.isRunning && b.process.isRunning, "no relay crashed")
+    }
 }
