@@ -155,7 +155,7 @@ public final class StreamAppender {
         if retryTimer == nil {
             retryTimer = LoopTimer(loop: loop) { [weak self] in self?.verify() }
         }
-        retryTimer?.schedule(afterMs: log.connection.isConnected ? 0 : 200)
+        retryTimer?.schedule(afterMs: log.connection.isConnected ? queue.verifyDelayMs : 200)
     }
 
     /// Reads the stored tail after the acknowledged seq and lets the queue decide.
@@ -167,7 +167,10 @@ public final class StreamAppender {
         log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2) { [weak self] r in
             guard let self else { return }
             self.verifying = false
-            guard case .success(let tail) = r else { return self.scheduleVerify() }
+            guard case .success(let tail) = r else {
+                self.queue.verifyFailed()
+                return self.scheduleVerify()
+            }
             let (acked, next) = self.queue.verified(tail) { $0.json == $1 }
             // Stored but maybe never published (their replies were lost): publish now, in order.
             for (i, a) in acked.enumerated() {

@@ -83,6 +83,21 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
     public private(set) var failure: Failure?
     /// The highest acknowledged seq.
     public private(set) var ackedSeq: UInt64 = 0
+    /// Recovery rounds in a row (a failure, the tail read, the resend) that acknowledged
+    /// nothing: Redis keeps refusing (`-OOM` under `noeviction`, `-BUSY`), or the tail
+    /// read itself fails.
+    private var fruitlessRounds = 0
+
+    /// Pause before the next tail read, ms: 0 for the first after progress (a lost
+    /// reply is settled at once), then 10 ms doubling to 500 ms while rounds acknowledge
+    /// nothing, so a Redis that keeps refusing appends is not sent the same group tens
+    /// of thousands of times a second per stream.
+    public var verifyDelayMs: UInt64 {
+        fruitlessRounds == 0 ? 0 : min(500, 10 << UInt64(min(fruitlessRounds - 1, 6)))
+    }
+
+    /// The tail read failed (an error reply): the next one waits `verifyDelayMs`.
+    public mutating func verifyFailed() { fruitlessRounds += 1 }
 
     /// Why nothing more can be appended.
     public enum Failure: Sendable, Equatable {
@@ -199,6 +214,7 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
         }
         recovering = false
         nextToSend = head
+        fruitlessRounds = acked.isEmpty ? fruitlessRounds + 1 : 0
         if head == queue.count { return (acked, .drained) }
         if state != "running" { return fail(.ended(state: state), acked) }
         return (acked, .send)
@@ -212,6 +228,7 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
     }
 
     private mutating func acknowledge(upTo seq: UInt64) {
+        if head < queue.count && queue[head].seq <= seq { fruitlessRounds = 0 }
         while head < queue.count && queue[head].seq <= seq {
             ackedSeq = max(ackedSeq, queue[head].seq)
             head += 1

@@ -57,6 +57,36 @@ final class AppendQueueTests: XCTestCase {
         XCTAssertEqual(seqs(q.nextGroup()), [1, 2, 3], "resent in order from the failed one")
     }
 
+    /// Redis keeps refusing (`-OOM`): each fruitless round waits longer before the next
+    /// tail read (10 ms doubling to 500 ms) instead of resending in a busy loop; the
+    /// first read after progress, and after a lost reply, is immediate.
+    func testRoundsThatAcknowledgeNothingBackOffAndProgressResetsTheDelay() {
+        var q = AppendQueue<String>()
+        _ = q.enqueue(seq: 1, "a")
+        XCTAssertEqual(q.replied(seq: 1, .retryable), .verify)
+        XCTAssertEqual(q.verifyDelayMs, 0, "the first read is immediate (maybe only a reply was lost)")
+        var delays: [UInt64] = []
+        for _ in 0..<8 {
+            XCTAssertEqual(verify(&q, tail(top: 0, [])).1, .send)
+            XCTAssertEqual(seqs(q.nextGroup()), [1])
+            XCTAssertEqual(q.replied(seq: 1, .retryable), .verify, "-OOM again")
+            delays.append(q.verifyDelayMs)
+        }
+        XCTAssertEqual(delays, [10, 20, 40, 80, 160, 320, 500, 500])
+        q.verifyFailed()
+        XCTAssertEqual(q.verifyDelayMs, 500, "a failed tail read waits too")
+        // Memory is back: the resend is stored; the delay starts over.
+        XCTAssertEqual(verify(&q, tail(top: 0, [])).1, .send)
+        XCTAssertEqual(seqs(q.nextGroup()), [1])
+        XCTAssertEqual(q.replied(seq: 1, .stored), .drained)
+        XCTAssertEqual(q.verifyDelayMs, 0)
+        // A lost reply whose event was stored: acknowledged by the tail, no delay either.
+        _ = q.enqueue(seq: 2, "b")
+        XCTAssertEqual(q.replied(seq: 2, .retryable), .verify)
+        XCTAssertEqual(verify(&q, tail(top: 2, [(2, "b")])).1, .drained)
+        XCTAssertEqual(q.verifyDelayMs, 0)
+    }
+
     func testASuccessBehindAFailureInTheSameGroupIsNotAcknowledgedAndAHoleFailsTheStream() {
         var q = AppendQueue<String>()
         _ = q.enqueue(seq: 1, "a")
