@@ -38,9 +38,15 @@ final class ConnectionGate {
     var onClose: (() -> Void)?
 
     private unowned let listener: HTTPListener
-    private var framer: RequestFramer
+    /// The framer of the request in progress; `nil` between requests (a fresh framer is what
+    /// a finished one returns to), so an open stream's connection does not keep one (issue 14:
+    /// memory per idle connection). Its `limits` are the listener's.
+    private var framer: FramerBox?
+    private let limits: RequestHeadValidator.Limits
     private var inBody = false
-    private let held: OpaquePointer
+    /// Bytes of an incomplete head, moved aside from evhttp; made when first needed and freed
+    /// once they are given back (most heads arrive in one read and never need it).
+    private var held: OpaquePointer?
     private var reinserting = false
     /// Stream offsets count the bytes that entered the connection's stream (fed to the framer),
     /// minus empty lines removed; `held` + input always end at `streamEnd`.
@@ -51,26 +57,39 @@ final class ConnectionGate {
     private var nextRequestStart: Int?
     private(set) var isPending = false
     private(set) var isRejected = false
-    private let deadline: LoopTimer
-    private let freeLater: LoopTimer
+    /// The whole-request deadline while a request is in progress, then (after a rejection)
+    /// the free on the next loop turn (`timerFrees`); made when first needed, dropped when a
+    /// request ends (never from inside its own callback).
+    private var timer: LoopTimer?
+    private var timerFrees = false
+    private let loop: EventLoop
     private let timeoutMs: UInt64
 
     init(listener: HTTPListener, loop: EventLoop, connection: OpaquePointer, bufferevent: OpaquePointer,
          limits: RequestHeadValidator.Limits, timeoutMs: Int) {
         self.listener = listener
+        self.loop = loop
         self.connection = connection
         self.bufferevent = bufferevent
-        framer = RequestFramer(limits: limits)
-        held = evbuffer_new()
+        self.limits = limits
         self.timeoutMs = UInt64(timeoutMs)
-        var weakSelf: (() -> ConnectionGate?) = { nil }
-        deadline = LoopTimer(loop: loop) { weakSelf()?.deadlinePassed() }
-        freeLater = LoopTimer(loop: loop) { weakSelf()?.freeConnection() }
-        weakSelf = { [weak self] in self }
     }
 
     deinit {
-        evbuffer_free(held)
+        if let held { evbuffer_free(held) }
+    }
+
+    /// Arms the connection's one timer: the free on the next loop turn when `frees`, else the
+    /// whole-request deadline.
+    private func scheduleTimer(afterMs ms: UInt64, frees: Bool) {
+        timerFrees = frees
+        if timer == nil {
+            // The gate owns the timer, which cannot fire after the gate is gone.
+            timer = LoopTimer(loop: loop) { [unowned self] in
+                if timerFrees { freeConnection() } else { deadlinePassed() }
+            }
+        }
+        timer?.schedule(afterMs: ms)
     }
 
     /// The methods some route of the relay serves: the `Allow` of the gate's 405.
@@ -89,9 +108,16 @@ final class ConnectionGate {
         var from = evbuffer_ptr()
         evbuffer_ptr_set(input, &from, total - added, EVBUFFER_PTR_SET)
         _ = bytes.withUnsafeMutableBytes { evbuffer_copyout_from(input, &from, $0.baseAddress, added) }
-        if framer.isIdle { requestStart = streamEnd }
+        let framer: FramerBox
+        if let f = self.framer {
+            framer = f
+        } else {
+            requestStart = streamEnd
+            framer = FramerBox(limits: limits)
+            self.framer = framer
+        }
         streamEnd += added
-        for event in framer.feed(bytes) {
+        for event in framer.value.feed(bytes) {
             switch event {
             case .head(let head):
                 inBody = true
@@ -107,7 +133,7 @@ final class ConnectionGate {
                 if head.leadingEmptyLineBytes > 0 {
                     // Empty lines before the request line are ignored (RFC 9112 §2.2); evhttp
                     // would take the first one for a request line, so they are removed here.
-                    let combined = evbuffer_get_length(held) + evbuffer_get_length(input)
+                    let combined = (held.map { evbuffer_get_length($0) } ?? 0) + evbuffer_get_length(input)
                     guard let s = requestStart, case let start = combined - (streamEnd - s), start >= 0 else {
                         listener.countHeadRejection()
                         reject(APIError(.invalidRequest, "empty lines before a pipelined request line"), allow: nil, input: input)
@@ -140,7 +166,8 @@ final class ConnectionGate {
                 inBody = false
                 requestStart = nextRequestStart
                 nextRequestStart = nil
-                deadline.cancel()
+                timer?.cancel()
+                timer = nil  // inside the input callback, not the timer's
             case .rejected(let r):
                 listener.countHeadRejection()
                 if r.reason == .methodNotAllowed {
@@ -152,8 +179,9 @@ final class ConnectionGate {
                 return
             }
         }
-        let pending = !framer.isIdle
-        if pending, !deadline.isScheduled { deadline.schedule(afterMs: timeoutMs) }
+        let pending = !framer.value.isIdle
+        if !pending { self.framer = nil }
+        if pending, timer?.isScheduled != true { scheduleTimer(afterMs: timeoutMs, frees: false) }
         if pending != isPending {
             isPending = pending
             if !listener.pendingChanged(by: pending ? 1 : -1) {
@@ -165,6 +193,7 @@ final class ConnectionGate {
         if pending && !inBody {
             // A head is still incomplete: nothing of it reaches evhttp yet. Everything in the
             // input moves aside, in order (evhttp had consumed all complete requests before).
+            if held == nil { held = evbuffer_new() }
             evbuffer_add_buffer(held, input)
         } else {
             reinsertHeld(into: input)
@@ -173,14 +202,16 @@ final class ConnectionGate {
 
     /// Puts the held bytes back in front of the input (they came before it).
     private func reinsertHeld(into input: OpaquePointer) {
-        guard evbuffer_get_length(held) > 0 else { return }
+        guard let h = held else { return }
+        held = nil
         reinserting = true
-        evbuffer_prepend_buffer(input, held)
+        evbuffer_prepend_buffer(input, h)
         reinserting = false
+        evbuffer_free(h)
     }
 
     private func deadlinePassed() {
-        guard !isRejected, !framer.isIdle else { return }
+        guard !isRejected, let framer, !framer.value.isIdle else { return }
         listener.countDeadlineCut()
         reject(APIError(.requestTimeout, "the request was not received within \(timeoutMs / 1000) s of its first byte"),
                allow: nil, input: bufferevent_get_input(bufferevent))
@@ -189,13 +220,17 @@ final class ConnectionGate {
     /// Answers `error` on the socket, closes, and has evhttp drop the connection.
     private func reject(_ error: APIError, allow: String?, input: OpaquePointer?) {
         isRejected = true
-        deadline.cancel()
+        framer = nil
+        timer?.cancel()
         if isPending {
             isPending = false
             _ = listener.pendingChanged(by: -1)
         }
         if let input { evbuffer_drain(input, evbuffer_get_length(input)) }
-        evbuffer_drain(held, evbuffer_get_length(held))
+        if let h = held {
+            held = nil
+            evbuffer_free(h)
+        }
         let fd = Int32(bufferevent_getfd(bufferevent))
         if fd >= 0 {
             // Only when nothing of an earlier response is still queued: the answer must not
@@ -212,7 +247,7 @@ final class ConnectionGate {
             shutdown(fd, Int32(SHUT_WR))
             listener.linger(fd: fd)
         }
-        freeLater.schedule(afterMs: 0)
+        scheduleTimer(afterMs: 0, frees: true)
     }
 
     private func freeConnection() {
@@ -221,8 +256,7 @@ final class ConnectionGate {
 
     /// evhttp is freeing the connection.
     func connectionClosed() {
-        deadline.cancel()
-        freeLater.cancel()
+        timer?.cancel()
         if isPending {
             isPending = false
             _ = listener.pendingChanged(by: -1)
@@ -231,4 +265,11 @@ final class ConnectionGate {
         onClose = nil
         cb?()
     }
+}
+
+/// A request's `RequestFramer` on the heap, held by a `ConnectionGate` only while that request
+/// is in progress (the framer is several hundred bytes inline).
+private final class FramerBox {
+    var value: RequestFramer
+    init(limits: RequestHeadValidator.Limits) { value = RequestFramer(limits: limits) }
 }

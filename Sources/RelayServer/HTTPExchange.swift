@@ -197,6 +197,14 @@ final class HTTPExchange {
         // Everything needed from the request has been read; its headers (a bearer token,
         // proxy headers …) would otherwise stay allocated for the whole stream.
         evhttp_clear_headers(evhttp_request_get_input_headers(req))
+        // The response head is already in the output buffer; its header list would stay
+        // allocated for the whole stream too. evhttp reads it once more when the stream ends,
+        // for `Connection: close` only (`evhttp_is_request_connection_close`): that one stays.
+        if let out = evhttp_request_get_output_headers(req) {
+            let closes = evhttp_find_header(out, "Connection").map { strcasecmp($0, "close") == 0 } ?? false
+            evhttp_clear_headers(out)
+            if closes { evhttp_add_header(out, "Connection", "close") }
+        }
         path = ""
         query = ""
         if let body = evhttp_request_get_input_buffer(req) { evbuffer_drain(body, evbuffer_get_length(body)) }
