@@ -45,12 +45,11 @@ public final class EventLog {
     /// (text, offsets, TTLs, publish): one shared closure, no allocation per command.
     private var auxiliaryReply: ((RedisReply) -> Void)!
 
-    /// Error replies to the auxiliary commands of appends (`SETRANGE`, `BITFIELD`,
-    /// `PEXPIRE`, `PUBLISH`): their order and effect rest on the `XADD` reply, so they
-    /// are only counted (`/metrics`, logs).
-    public private(set) var auxiliaryFailures = 0
-    /// The last auxiliary error text (for a log line).
-    public private(set) var lastAuxiliaryFailure: String?
+    /// Called with the error text of each error reply to an append's auxiliary commands
+    /// (`SETRANGE`, `BITFIELD`, `PEXPIRE`, `PUBLISH`): their order and effect rest on the
+    /// `XADD` reply, so they are only reported (the worker counts them in `/metrics`,
+    /// `relay_append_auxiliary_errors_total`). Loop thread.
+    public var onAuxiliaryFailure: ((String) -> Void)?
     /// Counts (re)connections: an appender that sees it change verifies the stored tail
     /// before sending more (a restart or failover may have lost acknowledged events).
     public private(set) var connectionEpoch = 0
@@ -69,10 +68,7 @@ public final class EventLog {
         self.ttlMs = ttlMs
         self.lossless = lossless
         auxiliaryReply = { [unowned self] r in
-            if let e = r.errorMessage {
-                self.auxiliaryFailures += 1
-                self.lastAuxiliaryFailure = e
-            }
+            if let e = r.errorMessage { self.onAuxiliaryFailure?(e) }
         }
     }
 
@@ -149,7 +145,7 @@ public final class EventLog {
     ///    `RedisErrorCode.entryIDRefused`.
     /// 3. when `refreshTTL`: `PEXPIRE` of every key of the stream.
     /// `done` gets the `XADD`'s outcome; the other replies are only counted
-    /// (`auxiliaryFailures`). The caller publishes after `done` succeeds (`publish`).
+    /// (`onAuxiliaryFailure`). The caller publishes after `done` succeeds (`publish`).
     public func append(_ k: StreamKeys, seq: UInt64, json: String, text: String, textStart: Int,
                        refreshTTL: Bool, done: @escaping (Result<Void, RedisFailure>) -> Void) {
         if lossless {
@@ -195,7 +191,7 @@ public final class EventLog {
     /// may exit right after its generation ended, e.g. a drain, and must not leave the
     /// publish unsent in the connection's output buffer).
     public func publish(_ k: StreamKeys, seq: UInt64, json: String, then: (() -> Void)? = nil) {
-        let args = [publishCommand, k.live, "\(seq) \(json)"]
+        let args = [publishCommand, k.live, LivePayload.message(seq: seq, json: json)]
         guard let then else { return connection.send(args, auxiliaryReply) }
         let aux = auxiliaryReply!
         connection.send(args) { r in

@@ -3,6 +3,10 @@ import RelayCore
 /// The live channel's message format (DESIGN §3, `relay:{id}:live`): `<seq> <event JSON>`,
 /// published by `StreamAppender` once an event is stored (and `Scripts.expireLease`) and read by every worker's pub/sub dispatch.
 public enum LivePayload {
+    /// The message of one stored event: `<seq> <event JSON>` (what `parse` reads back;
+    /// `Scripts.expireLease` builds the same in Lua).
+    public static func message(seq: UInt64, json: String) -> String { "\(seq) \(json)" }
+
     /// Parses one live message into its event; `nil` when the seq is missing, longer
     /// than 20 digits or not all digits.
     public static func parse(_ p: [UInt8]) -> SequencedEvent? {

@@ -58,6 +58,7 @@ final class Worker: @unchecked Sendable {
         }
         let metrics = context.metrics
         commands.onLatency = { seconds in metrics.observe(.redisCommand, seconds: seconds) }
+        log.onAuxiliaryFailure = { _ in metrics.add(.appendAuxiliaryErrors) }
         commands.connect()
         pubsubConnection.connect()
 

@@ -153,6 +153,8 @@ final class RedTeamTests: RelayTestCase {
         // Measured: 35,543 XADDs in that second before the backoff (a busy loop), 176 with it.
         print("XADD calls during 1 s of OOM: \(during)")
         XCTAssertLessThan(during, 1_000, "refused appends are retried with a pause, not in a busy loop")
+        // The refused SETRANGE/BITFIELD of those appends are counted, not dropped silently.
+        XCTAssertGreaterThan(try metric(a, "relay_append_auxiliary_errors_total") ?? 0, 0)
     }
 
     /// Deltas close to a worker's 1 MiB stack (every Redis command is formatted
