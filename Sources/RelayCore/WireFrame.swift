@@ -31,7 +31,7 @@ public struct WireFrame: Sendable, Equatable {
 
     /// `event(seq:json:)` for JSON given as UTF-8 bytes (a live pub/sub payload's tail).
     public static func event(seq: UInt64, jsonUTF8 j: UnsafeRawBufferPointer) -> WireFrame {
-        let digits = decimalDigits(seq)
+        let digits = ASCIIDecimal.digits(seq)
         let length = idPrefix.utf8CodeUnitCount + digits + dataPrefix.utf8CodeUnitCount + j.count + 2
         return WireFrame(length: length) { out in
             var at = 0
@@ -41,11 +41,7 @@ public struct WireFrame: Sendable, Equatable {
                 at += src.count
             }
             put(idPrefix)
-            var v = seq
-            for i in stride(from: digits - 1, through: 0, by: -1) {
-                out[at + i] = UInt8(truncatingIfNeeded: v % 10) &+ 0x30
-                v /= 10
-            }
+            ASCIIDecimal.write(seq, digits: digits, to: out.baseAddress! + at)
             at += digits
             put(dataPrefix)
             if j.count > 0 { UnsafeMutableRawBufferPointer(rebasing: out[at..<at + j.count]).copyMemory(from: j) }
@@ -78,13 +74,6 @@ public struct WireFrame: Sendable, Equatable {
     private static let idPrefix: StaticString = "id: "
     private static let dataPrefix: StaticString = "\ndata: "
     private static let hexAlphabet = Array("0123456789abcdef".utf8)
-
-    static func decimalDigits(_ v: UInt64) -> Int {
-        var n = 1
-        var x = v
-        while x >= 10 { x /= 10; n += 1 }
-        return n
-    }
 
     static func hexDigits(_ v: Int) -> Int {
         var n = 1

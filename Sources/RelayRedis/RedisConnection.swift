@@ -136,10 +136,10 @@ public final class RedisConnection {
         // formatted command: no argv/length arrays, no printf-style formatting and no
         // intermediate allocation by hiredis. This runs once per Redis command, i.e.
         // several times per event.
-        var total = 1 + RedisConnection.decimalDigits(args.count) + 2
+        var total = 1 + ASCIIDecimal.digits(UInt64(args.count)) + 2
         for a in args {
             let n = a.utf8.count
-            total += 1 + RedisConnection.decimalDigits(n) + 2 + n + 2
+            total += 1 + ASCIIDecimal.digits(UInt64(n)) + 2 + n + 2
         }
         // One more byte: a NUL after the command. hiredis scans a formatted command with
         // `strchr` to find its name and, for (P|S)SUBSCRIBE, every channel argument
@@ -167,14 +167,8 @@ public final class RedisConnection {
     /// `<marker><n>\r\n` (a RESP array or bulk string header) at `off`; returns the end.
     private static func header(_ marker: UInt8, _ n: Int, into base: UnsafeMutablePointer<UInt8>, at off: Int) -> Int {
         base[off] = marker
-        let digits = decimalDigits(n)
-        var v = n
-        var i = off + digits
-        while i > off {
-            base[i] = UInt8(ascii: "0") + UInt8(v % 10)
-            v /= 10
-            i -= 1
-        }
+        let digits = ASCIIDecimal.digits(UInt64(n))
+        ASCIIDecimal.write(UInt64(n), digits: digits, to: base + off + 1)
         base[off + digits + 1] = 13
         base[off + digits + 2] = 10
         return off + digits + 3
@@ -183,14 +177,6 @@ public final class RedisConnection {
     /// Free bytes the output buffer grows to at once (16 KiB: a loop turn's appends at
     /// a few hundred events per turn).
     static let outputReserveBytes = 16 * 1024
-
-    /// Decimal digits of a non-negative count.
-    private static func decimalDigits(_ n: Int) -> Int {
-        var d = 1
-        var v = n
-        while v >= 10 { v /= 10; d += 1 }
-        return d
-    }
 
     private func command(_ ac: UnsafeMutablePointer<redisAsyncContext>, _ cmd: UnsafePointer<CChar>, _ len: Int,
                          _ reply: ((RedisReply) -> Void)?) -> Int32 {
