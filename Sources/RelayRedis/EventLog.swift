@@ -42,8 +42,9 @@ public final class EventLog {
     /// The lease-expiry script in use (`SPUBLISH` variant on a cluster).
     private let expireLeaseScript: String
     /// The reply handler of the commands whose reply only matters when it is an error
-    /// (text, offsets, TTLs, publish): one shared closure, no allocation per command.
-    private var auxiliaryReply: ((RedisReply) -> Void)!
+    /// (text, offsets, TTLs, publish): one shared closure, no allocation per command; it
+    /// reads the reply in place (`RedisReplyView`).
+    private var auxiliaryReply: ((RedisReplyView) -> Void)!
 
     /// Called with the error text of each error reply to an append's auxiliary commands
     /// (`SETRANGE`, `BITFIELD`, `PEXPIRE`, `PUBLISH`): their order and effect rest on the
@@ -149,9 +150,9 @@ public final class EventLog {
     public func append(_ k: StreamKeys, seq: UInt64, json: String, text: String, textStart: Int,
                        refreshTTL: Bool, done: @escaping (Result<Void, RedisFailure>) -> Void) {
         if lossless {
-            if !text.isEmpty { connection.send(["SETRANGE", k.text, String(textStart), text], auxiliaryReply) }
+            if !text.isEmpty { connection.send(["SETRANGE", k.text, String(textStart), text], view: auxiliaryReply) }
             connection.send(["BITFIELD", k.offsets, "SET", "u32", "#\(seq)", String(textStart + text.utf8.count)],
-                            auxiliaryReply)
+                            view: auxiliaryReply)
         }
         connection.send(["XADD", k.events, "NOMKSTREAM", "MAXLEN", maxLenArg, "\(seq)-0", "e", json]) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
@@ -163,11 +164,11 @@ public final class EventLog {
 
     /// `PEXPIRE` of every key of a stream (`ttlMs`).
     private func refreshTTLs(_ k: StreamKeys) {
-        connection.send(["PEXPIRE", k.events, ttlArg], auxiliaryReply)
-        connection.send(["PEXPIRE", k.meta, ttlArg], auxiliaryReply)
+        connection.send(["PEXPIRE", k.events, ttlArg], view: auxiliaryReply)
+        connection.send(["PEXPIRE", k.meta, ttlArg], view: auxiliaryReply)
         if lossless {
-            connection.send(["PEXPIRE", k.text, ttlArg], auxiliaryReply)
-            connection.send(["PEXPIRE", k.offsets, ttlArg], auxiliaryReply)
+            connection.send(["PEXPIRE", k.text, ttlArg], view: auxiliaryReply)
+            connection.send(["PEXPIRE", k.offsets, ttlArg], view: auxiliaryReply)
         }
     }
 
@@ -192,12 +193,12 @@ public final class EventLog {
     /// publish unsent in the connection's output buffer).
     public func publish(_ k: StreamKeys, seq: UInt64, json: String, then: (() -> Void)? = nil) {
         let args = [publishCommand, k.live, LivePayload.message(seq: seq, json: json)]
-        guard let then else { return connection.send(args, auxiliaryReply) }
+        guard let then else { return connection.send(args, view: auxiliaryReply) }
         let aux = auxiliaryReply!
-        connection.send(args) { r in
+        connection.send(args, view: { r in
             aux(r)
             then()
-        }
+        })
     }
 
     /// Reads the stored tail after `ackedSeq` (`Scripts.appendStatus`, at most `count`
@@ -216,7 +217,7 @@ public final class EventLog {
     /// `BITFIELD` may have re-created them without a TTL).
     public func discardText(_ k: StreamKeys) {
         guard lossless else { return }
-        connection.send(["DEL", k.text, k.offsets], auxiliaryReply)
+        connection.send(["DEL", k.text, k.offsets], view: auxiliaryReply)
     }
 
     /// Refreshes the owner lease of running generations (one pipelined `SET … PX` each).

@@ -134,9 +134,19 @@ public final class RedisConnection {
     /// `reply` runs on the loop thread with the reply, or `.error("DISCONNECTED …")`
     /// when the connection is down or drops before answering.
     public func send(_ args: [String], _ reply: ((RedisReply) -> Void)?) {
+        if let reply { send(args, handler: .reply(reply)) } else { send(args, handler: .none) }
+    }
+
+    /// Sends one command whose reply is only looked at (error or not, null or not):
+    /// `view` reads it in place during the call, copying nothing (`RedisReplyView`), or
+    /// gets a `DISCONNECTED …` error like `send(_:_:)`. Issue 14: the append's replies.
+    public func send(_ args: [String], view: @escaping (RedisReplyView) -> Void) {
+        send(args, handler: .view(view))
+    }
+
+    private func send(_ args: [String], handler: ReplyHandler) {
         guard let ac = context, isConnected || role == .commands && context != nil else {
-            reply?(.error("DISCONNECTED Redis is not connected"))
-            return
+            return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")
         }
         // The command is written in the Redis protocol (RESP, "Redis serialization
         // protocol specification": `*<argc>\r\n` then `$<len>\r\n<bytes>\r\n` per
@@ -167,9 +177,9 @@ public final class RedisConnection {
                 }
             }
             base[off] = 0
-            return base.withMemoryRebound(to: CChar.self, capacity: off + 1) { cmd in command(ac, cmd, off, reply) }
+            return base.withMemoryRebound(to: CChar.self, capacity: off + 1) { cmd in command(ac, cmd, off, handler) }
         }
-        if status != REDIS_OK { reply?(.error("DISCONNECTED command not sent")) }
+        if status != REDIS_OK { RedisConnection.fail(handler, "DISCONNECTED command not sent") }
     }
 
     /// `<marker><n>\r\n` (a RESP array or bulk string header) at `off`; returns the end.
@@ -187,7 +197,7 @@ public final class RedisConnection {
     static let outputReserveBytes = 16 * 1024
 
     private func command(_ ac: UnsafeMutablePointer<redisAsyncContext>, _ cmd: UnsafePointer<CChar>, _ len: Int,
-                         _ reply: ((RedisReply) -> Void)?) -> Int32 {
+                         _ handler: ReplyHandler) -> Int32 {
         // One growth per loop turn's batch of commands instead of a doubling realloc
         // chain (each write starts from an empty hiredis buffer).
         streamrelay_redis_reserve_output(ac, len, RedisConnection.outputReserveBytes)
@@ -197,7 +207,7 @@ public final class RedisConnection {
                 me.onPush?(RedisReply(r?.assumingMemoryBound(to: redisReply.self)))
             }, nil, cmd, len)
         }
-        guard let reply else {
+        if case .none = handler {
             // No callback: hiredis still keeps the command's place in its reply order and
             // drops the reply (`redisProcessCallbacks`), so the handler queue stays aligned.
             return redisAsyncFormattedCommand(ac, nil, nil, cmd, len)
@@ -211,7 +221,7 @@ public final class RedisConnection {
             me.replied(r?.assumingMemoryBound(to: redisReply.self))
         }, nil, cmd, len)
         if st == REDIS_OK {
-            handlers.push(.reply(reply), sentNs: onLatency == nil ? 0 : RedisConnection.monotonicNs())
+            handlers.push(handler, sentNs: onLatency == nil ? 0 : RedisConnection.monotonicNs())
             pendingReplies += 1
         }
         return st
@@ -226,6 +236,7 @@ public final class RedisConnection {
         switch entry.handler {
         case .none: break
         case .reply(let body): body(RedisReply(r))
+        case .view(let body): body(RedisReplyView(r))
         }
     }
 
@@ -233,11 +244,15 @@ public final class RedisConnection {
     private func failPending() {
         let waiting = handlers.removeAll()
         pendingReplies = 0
-        for e in waiting {
-            switch e.handler {
-            case .none: break
-            case .reply(let body): body(.error("DISCONNECTED connection to Redis closed"))
-            }
+        for e in waiting { RedisConnection.fail(e.handler, "DISCONNECTED connection to Redis closed") }
+    }
+
+    /// Runs `handler` with the error reply `message`.
+    private static func fail(_ handler: ReplyHandler, _ message: String) {
+        switch handler {
+        case .none: break
+        case .reply(let body): body(.error(message))
+        case .view(let body): body(RedisReplyView(.error(message)))
         }
     }
 

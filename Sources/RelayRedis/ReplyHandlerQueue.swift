@@ -74,4 +74,6 @@ enum ReplyHandler {
     case none
     /// The reply copied out of hiredis (`RedisReply`).
     case reply((RedisReply) -> Void)
+    /// The reply read in place (`RedisReplyView`, valid during the call only).
+    case view((RedisReplyView) -> Void)
 }
