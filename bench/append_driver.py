@@ -1,12 +1,16 @@
 # Drives the relay's per-event append against a redis-server and prints the Redis CPU per
 # appended event and INFO commandstats (issue 14). Used by scripts/append-cost.sh.
-# usage: append_driver.py SOCKET SCRIPT_FILE|- old|new|plain STREAMS EVENTS [REFRESH_EVERY] [DEPTH]
+# usage: append_driver.py SOCKET SCRIPT_FILE|- old|new|plain|grouped STREAMS EVENTS [REFRESH_EVERY] [DEPTH]
 #   old:   the 7-argument Lua append script before issue 14 (PEXPIRE on every append)
 #   new:   the 8-argument Lua append script (ARGV[8] = refresh TTLs '1'/'0')
 #   plain: no script (issue 14, StreamAppender + EventLog.append): per event
 #          SETRANGE text, BITFIELD offsets SET u32, XADD NOMKSTREAM MAXLEN 200 <seq>-0,
 #          PEXPIRE of the four keys when due, and PUBLISH once the XADD is acknowledged
 #          (here: in the next write, as the relay sends it after the reply)
+#   grouped: issue 14, session 4 (StreamTrim + TextCheckpoint): per event XADD NOMKSTREAM
+#          <seq>-0 with MAXLEN 193 only on every 8th seq, PUBLISH once acknowledged; per 25
+#          events of a stream one SETRANGE of their text and one BITFIELD with a SET each
+#          (+ PEXPIRE of text and offsets)
 #   REFRESH_EVERY: TTLs refreshed on seq 1 and every REFRESH_EVERY-th event (500 = once
 #          per 10 s at 50 tokens/s); DEPTH: events per write (default 64)
 #   env PUBLISH_OWN_WRITE=1 (plain): the publishes go in a write of their own (a relay
@@ -36,13 +40,13 @@ def read():
 def cmd(*a):
     s.sendall(enc(*a)); return read()
 cmd('FLUSHALL'); cmd('CONFIG', 'RESETSTAT')
-sha = cmd('SCRIPT', 'LOAD', open(script_file).read()) if style != 'plain' else None
+sha = cmd('SCRIPT', 'LOAD', open(script_file).read()) if style not in ('plain', 'grouped') else None
 ids = ['bench%d' % i for i in range(streams)]
 for i in ids:
     k = 'relay:{%s}:' % i
     cmd('HSET', k + 'meta', 'owner', 'u', 'sid', 's', 'instance', 'x', 'state', 'running', 'last_seq', '0', 'created_ms', '1', 'budget', 'b', 'prompt', '3')
     cmd('PEXPIRE', k + 'meta', 300000)
-    if style == 'plain':  # Scripts.create: the empty stream
+    if style in ('plain', 'grouped'):  # Scripts.create: the empty stream
         cmd('XADD', k + 'events', 'MAXLEN', 0, '0-1', 'e', '')
         cmd('PEXPIRE', k + 'events', 300000)
 cmd('CONFIG', 'RESETSTAT')
@@ -67,9 +71,23 @@ for seq in range(1, events + 1):
     for i in ids:
         k = 'relay:{%s}:' % i
         json = '{"type":"delta","content":"t=1700000000000000;n=%d;xxxxxxxxxxxxxx"}' % seq
-        final = 'done' if seq == events and style != 'plain' else ''
+        final = 'done' if seq == events and style not in ('plain', 'grouped') else ''
         refresh = seq == 1 or final or seq % refresh_every == 0
-        if style == 'plain':
+        if style == 'grouped':
+            offs[i] += 5
+            if seq % 25 == 0:
+                batch.append(enc('SETRANGE', k + 'text', offs[i] - 125, ' word' * 25)); kinds.append(None)
+                bf = ['BITFIELD', k + 'offsets']
+                for j in range(25): bf += ['SET', 'u32', '#%d' % (seq - 24 + j), offs[i] - 5 * (24 - j)]
+                batch.append(enc(*bf)); kinds.append(None)
+                batch.append(enc('PEXPIRE', k + 'text', 300000)); kinds.append(None)
+                batch.append(enc('PEXPIRE', k + 'offsets', 300000)); kinds.append(None)
+            trim = ['MAXLEN', 193] if seq % 8 == 0 else []
+            batch.append(enc('XADD', k + 'events', 'NOMKSTREAM', *trim, '%d-0' % seq, 'e', json)); kinds.append((k, seq, json))
+            if refresh:
+                for key in ('events', 'meta', 'text', 'offsets'):
+                    batch.append(enc('PEXPIRE', k + key, 300000)); kinds.append(None)
+        elif style == 'plain':
             start = offs[i]; offs[i] += 5
             batch.append(enc('SETRANGE', k + 'text', start, ' word')); kinds.append(None)
             batch.append(enc('BITFIELD', k + 'offsets', 'SET', 'u32', '#%d' % seq, offs[i])); kinds.append(None)

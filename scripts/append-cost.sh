@@ -8,7 +8,8 @@
 #
 # A revision whose Scripts.swift has `public static let append` appended with that Lua
 # script (EVALSHA, old or new arguments); later ones (issue 14: no per-event script)
-# with the plain command group of `EventLog.append` (bench/append_driver.py `plain`).
+# with the plain command group of `EventLog.append` (bench/append_driver.py `plain`), and
+# since TextCheckpoint (text once per 25 events, trim every 8th) with `grouped`.
 #
 # Starts a private redis-server under callgrind on a Unix socket, warms up (20 streams ×
 # 50 events), zeroes the counters, appends 20 streams × 500 events (64 pipelined, lossless
@@ -36,7 +37,10 @@ if m: open(sys.argv[2], 'w').write(m.group(1))
 PY
 # The script's argument list tells its version: ARGV[8] (refresh) exists since issue 14;
 # no append script at all: the plain command group.
-if [ ! -f "$D/append.lua" ]; then STYLE=plain; SCRIPT=-
+if [ -n "$REV" ]; then HAS_CKPT=$(git cat-file -e "$REV:Sources/RelayStreamLogic/TextCheckpoint.swift" 2>/dev/null && echo 1 || true)
+else HAS_CKPT=$([ -f Sources/RelayStreamLogic/TextCheckpoint.swift ] && echo 1 || true); fi
+if [ -n "$HAS_CKPT" ]; then STYLE=grouped; SCRIPT=-
+elif [ ! -f "$D/append.lua" ]; then STYLE=plain; SCRIPT=-
 elif grep -q "ARGV\[8\]" "$D/append.lua"; then STYLE=new; SCRIPT="$D/append.lua"
 else STYLE=old; SCRIPT="$D/append.lua"; fi
 valgrind --tool=callgrind --callgrind-out-file="$D/cg.%p" redis-server --port 0 --unixsocket "$D/s.sock" \

@@ -310,7 +310,7 @@ public struct RelayConfig: Sendable, Equatable {
             c.redis = try RedisEndpoint.parse(v)
         },
         Option(env: "RELAY_BUFFER_EVENTS", flag: "--buffer-events", default: "200", unit: "events",
-               doc: "events kept per stream, XADD MAXLEN") { c, v in
+               doc: "most events kept per stream (XADD MAXLEN, exact; the trim runs on every 8th event at most, so 193–200 of the default 200 are kept)") { c, v in
             c.bufferEvents = try int(v, "RELAY_BUFFER_EVENTS", 1...1_000_000)
         },
         Option(env: "RELAY_BUFFER_TTL", flag: "--buffer-ttl", default: "300s", unit: "duration",

@@ -21,7 +21,8 @@ public struct StreamInfo: Sendable, Equatable {
 /// The per-worker view of the Redis event log (DESIGN §3): stream creation, appends,
 /// resume checks, replays, and lossless catch-ups. Confined to the worker's loop thread.
 public final class EventLog {
-    /// Entries kept per stream (`XADD MAXLEN`, exact).
+    /// Entries kept per stream at most (`XADD MAXLEN`, exact; trimmed in steps:
+    /// `StreamTrim`).
     public let maxLen: Int
     /// TTL of a stream's keys, ms (`PEXPIRE`), refreshed by the appends that
     /// `TTLRefreshPolicy` marks (first, final, and one per interval).
@@ -33,8 +34,12 @@ public final class EventLog {
     /// Runs the event log's Lua scripts (`EVALSHA`, `EVAL` fallback).
     public let scripts: ScriptRunner
 
+    /// Which appends trim the stream, and to what length (`StreamTrim`).
+    public let trim: StreamTrim
+
     // Constant command arguments, formatted once instead of once per append.
     private let maxLenArg: String
+    private let trimmedLengthArg: String
     private let ttlArg: String
     private let losslessArg: String
     /// `PUBLISH`, or `SPUBLISH` on a cluster (the live channel is a sharded channel).
@@ -42,13 +47,13 @@ public final class EventLog {
     /// The lease-expiry script in use (`SPUBLISH` variant on a cluster).
     private let expireLeaseScript: String
     /// The reply handler of the commands whose reply only matters when it is an error
-    /// (text, offsets, TTLs, publish): one shared closure, no allocation per command; it
-    /// reads the reply in place (`RedisReplyView`).
+    /// (TTLs, publish): one shared closure, no allocation per command.
+    /// It reads the reply in place (`RedisReplyView`): nothing is copied.
     private var auxiliaryReply: ((RedisReplyView) -> Void)!
 
     /// Called with the error text of each error reply to an append's auxiliary commands
-    /// (`SETRANGE`, `BITFIELD`, `PEXPIRE`, `PUBLISH`): their order and effect rest on the
-    /// `XADD` reply, so they are only reported (the worker counts them in `/metrics`,
+    /// (`PEXPIRE`, `PUBLISH`): their order and effect rest on the `XADD` reply, so they
+    /// are only reported (the worker counts them in `/metrics`,
     /// `relay_append_auxiliary_errors_total`). Loop thread.
     public var onAuxiliaryFailure: ((String) -> Void)?
     /// Counts (re)connections: an appender that sees it change verifies the stored tail
@@ -62,6 +67,8 @@ public final class EventLog {
         publishCommand = sharded ? "SPUBLISH" : "PUBLISH"
         self.connection = connection
         self.maxLenArg = String(maxLen)
+        self.trim = StreamTrim(maxLen: maxLen)
+        self.trimmedLengthArg = String(trim.trimmedLength)
         self.ttlArg = String(ttlMs)
         self.losslessArg = lossless ? "1" : "0"
         self.scripts = ScriptRunner(connection: connection)
@@ -135,31 +142,46 @@ public final class EventLog {
     }
 
     /// Sends one non-final append as plain pipelined commands (issue 14: no per-event
-    /// script), in this order:
-    /// 1. lossless resume on: `SETRANGE text <start> <delta>` (skipped for an empty delta)
-    ///    and `BITFIELD offsets SET u32 #<seq> <end>` (the event's end offset, bytes, read
-    ///    by `Scripts.catchUp`). Both are positional, so a resend writes the same bytes
-    ///    (an `APPEND` would duplicate the text); they come before the `XADD` so a
-    ///    stored entry always has its text, even if the rest of a write never arrives.
-    /// 2. `XADD events NOMKSTREAM MAXLEN <maxLen> <seq>-0 e <json>` (exact trim). A nil
-    ///    reply (the stream is gone) is reported as `NOSTREAM`; a refused ID as
-    ///    `RedisErrorCode.entryIDRefused`.
-    /// 3. when `refreshTTL`: `PEXPIRE` of every key of the stream.
-    /// `done` gets the `XADD`'s outcome; the other replies are only counted
+    /// script):
+    /// 1. `XADD events NOMKSTREAM [MAXLEN <trim.trimmedLength>] <seq>-0 e <json>`; the
+    ///    exact trim only on the seqs `StreamTrim` picks, so the stream never holds more
+    ///    than `maxLen` entries. A nil reply (the stream is gone) is reported as
+    ///    `NOSTREAM`; a refused ID as `RedisErrorCode.entryIDRefused`.
+    /// 2. when `refreshTTL`: `PEXPIRE` of every key of the stream.
+    /// The event's lossless-resume text is not written here: the appender writes it
+    /// once per group of events (`writeText`, `TextCheckpoint`).
+    /// `done` gets the `XADD`'s outcome; the `PEXPIRE` replies are only counted
     /// (`onAuxiliaryFailure`). The caller publishes after `done` succeeds (`publish`).
-    public func append(_ k: StreamKeys, seq: UInt64, json: String, text: String, textStart: Int,
-                       refreshTTL: Bool, done: @escaping (Result<Void, RedisFailure>) -> Void) {
-        if lossless {
-            if !text.isEmpty { connection.send(["SETRANGE", k.text, String(textStart), text], view: auxiliaryReply) }
-            connection.send(["BITFIELD", k.offsets, "SET", "u32", "#\(seq)", String(textStart + text.utf8.count)],
-                            view: auxiliaryReply)
-        }
-        connection.send(["XADD", k.events, "NOMKSTREAM", "MAXLEN", maxLenArg, "\(seq)-0", "e", json]) { r in
+    public func append(_ k: StreamKeys, seq: UInt64, json: String, refreshTTL: Bool,
+                       done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        let args = trim.trims(seq: seq)
+            ? ["XADD", k.events, "NOMKSTREAM", "MAXLEN", trimmedLengthArg, "\(seq)-0", "e", json]
+            : ["XADD", k.events, "NOMKSTREAM", "\(seq)-0", "e", json]
+        connection.send(args) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
             if case .null = r { return done(.failure(RedisFailure("NOSTREAM stream expired (XADD NOMKSTREAM)"))) }
             done(.success(()))
         }
         if refreshTTL { refreshTTLs(k) }
+    }
+
+    /// Writes buffered lossless-resume text (`TextCheckpoint.Write`): `SETRANGE text
+    /// <start> <text>` (skipped when empty), `BITFIELD offsets SET u32 #<seq> <end> …`
+    /// (one `SET` per event: its end offset, bytes, read by `Scripts.catchUp`), and
+    /// `PEXPIRE` of both keys (the write that creates them gives them their TTL). Both
+    /// writes are positional, so a resend stores the same bytes. `done` gets `.success`
+    /// when the `SETRANGE` and the `BITFIELD` were both answered without an error.
+    public func writeText(_ k: StreamKeys, _ w: TextCheckpoint.Write, done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        let outcome = TextWriteOutcome(replies: w.text.isEmpty ? 1 : 2, done: done)
+        if !w.text.isEmpty {
+            connection.send(["SETRANGE", k.text, String(w.start), w.text]) { r in outcome.replied(r) }
+        }
+        var bf = ["BITFIELD", k.offsets]
+        bf.reserveCapacity(2 + 4 * w.offsets.count)
+        for o in w.offsets { bf += ["SET", "u32", "#\(o.seq)", String(o.end)] }
+        connection.send(bf) { r in outcome.replied(r) }
+        connection.send(["PEXPIRE", k.text, ttlArg], view: auxiliaryReply)
+        connection.send(["PEXPIRE", k.offsets, ttlArg], view: auxiliaryReply)
     }
 
     /// `PEXPIRE` of every key of a stream (`ttlMs`).
@@ -173,13 +195,19 @@ public final class EventLog {
     }
 
     /// Sends the final event of a generation (`Scripts.appendFinal`: checks, `XADD`,
-    /// fence, text/offset, `state`/`last_seq`, TTLs). `finalState`: `done`,
-    /// `cancelled` or `failed`. The caller publishes after `done` succeeds.
-    public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: String, text: String,
-                            textStart: Int, done: @escaping (Result<Void, RedisFailure>) -> Void) {
-        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets],
-                    args: [String(seq), json, maxLenArg, ttlArg, finalState, text, String(textStart),
-                           String(textStart + text.utf8.count), losslessArg],
+    /// fence, the buffered text and offsets, `state`/`last_seq`, TTLs). `finalState`:
+    /// `done`, `cancelled` or `failed`. `text`: every event's text not yet confirmed
+    /// written, the final event's own included (`TextCheckpoint.pending`); `nil` when
+    /// none (or lossless resume is off). The caller publishes after `done` succeeds.
+    public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: String,
+                            text: TextCheckpoint.Write?, done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        var args = [String(seq), json, maxLenArg, ttlArg, finalState, losslessArg]
+        if lossless, let w = text {
+            args += [String(w.start), w.text]
+            args.reserveCapacity(args.count + 2 * w.offsets.count)
+            for o in w.offsets { args += [String(o.seq), String(o.end)] }
+        }
+        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets], args: args,
                     retryNoScript: false) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
             done(.success(()))
@@ -294,5 +322,24 @@ public final class EventLog {
             }
         }
         return out
+    }
+}
+
+/// Collects the `SETRANGE` and `BITFIELD` replies of one `EventLog.writeText` (a cluster
+/// redirect may reorder them) and reports once: `.success` when neither is an error.
+private final class TextWriteOutcome {
+    private var remaining: Int
+    private var failure: RedisFailure?
+    private let done: (Result<Void, RedisFailure>) -> Void
+
+    init(replies: Int, done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        remaining = replies
+        self.done = done
+    }
+
+    func replied(_ r: RedisReply) {
+        if let e = r.errorMessage, failure == nil { failure = RedisFailure(e) }
+        remaining -= 1
+        if remaining == 0 { done(failure.map { .failure($0) } ?? .success(())) }
     }
 }

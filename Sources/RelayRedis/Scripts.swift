@@ -41,7 +41,7 @@ public enum Scripts {
 
     /// Ends a running stream whose owner lease lapsed (the owning instance died or
     /// stalled): appends, once and atomically, the given `error` event as the next seq
-    /// (the top entry + 1), fences the stream (`XSETID` to `fenceID`: the old owner's
+    /// (the top entry + 1, exact `MAXLEN`), fences the stream (`XSETID` to `fenceID`: the old owner's
     /// later `XADD`s are refused, so nothing follows the terminal event), sets `state` to
     /// `failed` and `last_seq`, and publishes it (issue 4: `upstream_lost`).
     /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen, ttl_ms, event JSON, lossless '1'/'0'.
@@ -58,11 +58,9 @@ public enum Scripts {
     redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], seq .. '-0', 'e', ARGV[3])
     redis.call('XSETID', KEYS[1], '\(fenceID)')
     if ARGV[4] == '1' then
-      -- The terminal event adds no text: its end offset is the last stored event's
-      -- (not STRLEN, which may hold text an old owner wrote for an XADD then refused).
-      local last_end = 0
-      if top > 0 then last_end = redis.call('BITFIELD', KEYS[6], 'GET', 'u32', '#' .. top)[1] end
-      redis.call('BITFIELD', KEYS[6], 'SET', 'u32', '#' .. seq, last_end)
+      -- No text or offset for the terminal event: a catch-up only ever reads the text
+      -- of events older than the oldest retained entry, and the entries after the
+      -- owner's last text write are retained (TextCheckpoint).
       redis.call('PEXPIRE', KEYS[5], ARGV[2])
       redis.call('PEXPIRE', KEYS[6], ARGV[2])
     end
@@ -76,12 +74,15 @@ public enum Scripts {
     /// Appends the final event of a generation (`done` or `error`; once per stream, so
     /// a script is affordable): refuses unless the stream is `running` and its top entry
     /// is seq − 1, then `XADD` (exact `MAXLEN`), the fence (`XSETID` to `fenceID`), the
-    /// event's offset (and text) when lossless, `HSET state, last_seq`, and `PEXPIRE` of
-    /// every key. It does not publish: the appender publishes every event after its
-    /// `XADD` was acknowledged, in seq order (`StreamAppender`).
+    /// text and offsets the appender had not written yet (`TextCheckpoint`: positional,
+    /// so text an earlier write already stored is rewritten with the same bytes),
+    /// `HSET state, last_seq`, and `PEXPIRE` of every key. It does not publish: the
+    /// appender publishes every event after its `XADD` was acknowledged, in seq order
+    /// (`StreamAppender`).
     /// KEYS: events, meta, text, offsets.
-    /// ARGV: seq, event JSON, maxlen, ttl_ms, final state, delta text, text start
-    /// offset (bytes), text end offset (bytes), lossless '1'/'0'.
+    /// ARGV: seq, event JSON, maxlen, ttl_ms, final state, lossless '1'/'0', then when
+    /// text is buffered: text start offset (bytes), the text, and a (seq, end offset)
+    /// pair per buffered event.
     /// Errors: `NOSTREAM` (meta or stream gone), `FINISHED <state>` (stream already
     /// ended), `OUTOFORDER <top seq>` (seq is not top + 1). Returns seq.
     public static let appendFinal = """
@@ -95,9 +96,15 @@ public enum Scripts {
       return redis.error_reply('NOSTREAM stream expired')
     end
     redis.call('XSETID', KEYS[1], '\(fenceID)')
-    if ARGV[9] == '1' then
-      if ARGV[6] ~= '' then redis.call('SETRANGE', KEYS[3], ARGV[7], ARGV[6]) end
-      redis.call('BITFIELD', KEYS[4], 'SET', 'u32', '#' .. ARGV[1], ARGV[8])
+    if ARGV[6] == '1' then
+      if #ARGV >= 8 then
+        if ARGV[8] ~= '' then redis.call('SETRANGE', KEYS[3], ARGV[7], ARGV[8]) end
+        local bf = {}
+        for i = 9, #ARGV - 1, 2 do
+          bf[#bf + 1] = 'SET'; bf[#bf + 1] = 'u32'; bf[#bf + 1] = '#' .. ARGV[i]; bf[#bf + 1] = ARGV[i + 1]
+        end
+        if #bf > 0 then redis.call('BITFIELD', KEYS[4], unpack(bf)) end
+      end
       redis.call('PEXPIRE', KEYS[3], ARGV[4])
       redis.call('PEXPIRE', KEYS[4], ARGV[4])
     end

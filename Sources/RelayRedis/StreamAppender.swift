@@ -5,9 +5,14 @@ import RelayStreamLogic
 /// The ordered, pipelined appends of one generation (DESIGN §3: "appends of one
 /// generation are pipelined in order"), issue 14: plain commands per event, no script.
 ///
-/// Each event is `EventLog.append` (text and offset by position, then `XADD … NOMKSTREAM`
-/// with the explicit ID `<seq>-0`, then the TTL refresh when `TTLRefreshPolicy` says
-/// it is due); the final event is `EventLog.appendFinal` (a script, once per stream).
+/// Each event is `EventLog.append` (`XADD … NOMKSTREAM` with the explicit ID `<seq>-0`,
+/// trimming on the seqs `StreamTrim` picks, then the TTL refresh when `TTLRefreshPolicy`
+/// says it is due); the final event is `EventLog.appendFinal` (a script, once per
+/// stream). With lossless resume on, each event's text is buffered in a
+/// `TextCheckpoint` and written once per group of events (`EventLog.writeText`); events
+/// whose text could be trimmed out of the retained entries before it is stored are
+/// held back until it is (`TextCheckpoint.sendableThrough`), and a failed text write
+/// is resent after the same tail verification as a failed `XADD`.
 /// An event is published on the live channel only after its `XADD` was acknowledged,
 /// in seq order: a refused or failed `XADD` (a fenced stream, a full Redis) must not
 /// reach subscribers as a live event that the log does not hold.
@@ -24,9 +29,6 @@ public final class StreamAppender {
     /// One event waiting for its acknowledgement.
     struct Pending: @unchecked Sendable {
         let json: String
-        let text: String
-        /// Where the event's text starts in the stream's `text` key, bytes.
-        let textStart: Int
         let finalState: String?
         /// This append also refreshes the keys' TTL (`TTLRefreshPolicy`); a resend keeps it.
         let refreshTTL: Bool
@@ -52,8 +54,8 @@ public final class StreamAppender {
     private var retryTimer: LoopTimer?
     /// Which appends refresh the keys' TTL.
     private var ttlRefresh: TTLRefreshPolicy
-    /// Bytes of text queued so far (the next event's start offset).
-    private var textBytes = 0
+    /// The lossless-resume text not yet written (unused when lossless resume is off).
+    private var checkpoint: TextCheckpoint
     /// `EventLog.connectionEpoch` when the stored tail was last known good.
     private var epoch: Int
     /// A tail read is under way.
@@ -71,38 +73,64 @@ public final class StreamAppender {
         // A group stays well inside the retained window (`MAXLEN`), so its entries can
         // be verified after a failure.
         self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)))
+        self.checkpoint = TextCheckpoint(trim: log.trim)
         self.epoch = log.connectionEpoch
     }
 
     /// Events queued and not yet acknowledged.
     public var backlog: Int { queue.backlog }
 
-    /// Queues an event and sends it at once unless a group is in flight or a recovery
-    /// is under way.
+    /// Queues an event and sends it at once unless a group is in flight, a recovery
+    /// is under way, or its text must be stored first.
     public func append(seq: UInt64, json: String, text: String, finalState: String? = nil) {
-        let start = textBytes
-        if log.lossless { textBytes += text.utf8.count }
-        var refresh = ttlRefresh.due(nowMs: loop.nowMs, final: finalState != nil)
-        // The event that creates the text key gives it its TTL at once.
-        if log.lossless && start == 0 && !text.isEmpty { refresh = true }
-        let p = Pending(json: json, text: text, textStart: start, finalState: finalState, refreshTTL: refresh)
+        if log.lossless { checkpoint.add(seq: seq, text: text) }
+        let refresh = ttlRefresh.due(nowMs: loop.nowMs, final: finalState != nil)
+        let p = Pending(json: json, finalState: finalState, refreshTTL: refresh)
         if epoch != log.connectionEpoch {
             epoch = log.connectionEpoch
             if queue.mustVerify() { scheduleVerify() }
         }
-        send(queue.enqueue(seq: seq, p))
+        send(queue.enqueue(seq: seq, p, sendableThrough: sendableThrough))
+        writeTextIfDue()
     }
+
+    /// The highest seq that may be sent (`TextCheckpoint.sendableThrough`).
+    private var sendableThrough: UInt64 { log.lossless ? checkpoint.sendableThrough : .max }
 
     private func send(_ items: [(seq: UInt64, item: Pending)]) {
         for (seq, p) in items {
             let reply: (Result<Void, RedisFailure>) -> Void = { [weak self] r in self?.replied(seq: seq, p, r) }
             if let state = p.finalState {
-                log.appendFinal(keys, seq: seq, json: p.json, finalState: state, text: p.text,
-                                textStart: p.textStart, done: reply)
+                log.appendFinal(keys, seq: seq, json: p.json, finalState: state,
+                                text: log.lossless ? checkpoint.pending(through: seq) : nil, done: reply)
             } else {
-                log.append(keys, seq: seq, json: p.json, text: p.text, textStart: p.textStart,
-                           refreshTTL: p.refreshTTL, done: reply)
+                log.append(keys, seq: seq, json: p.json, refreshTTL: p.refreshTTL, done: reply)
             }
+        }
+    }
+
+    /// Writes the buffered text when `TextCheckpoint` says it is due, or at once when
+    /// queued events are held back waiting for it.
+    private func writeTextIfDue() {
+        guard log.lossless, !queue.failed else { return }
+        let held = queue.unsent > 0 && queue.inFlight == 0 && !queue.recovering
+        guard checkpoint.isDue || held, let w = checkpoint.take() else { return }
+        let through = w.throughSeq
+        log.writeText(keys, w) { [weak self] r in self?.textWritten(through: through, r) }
+    }
+
+    /// A text write was answered: a success releases held events; a failure keeps the
+    /// text buffered and goes through the tail verification (with its back-off) before
+    /// anything more is sent, the text write included.
+    private func textWritten(through seq: UInt64, _ r: Result<Void, RedisFailure>) {
+        switch r {
+        case .success:
+            checkpoint.written(through: seq, ok: true)
+            send(queue.nextGroup(sendableThrough: sendableThrough))
+            writeTextIfDue()
+        case .failure:
+            checkpoint.written(through: seq, ok: false)
+            if queue.mustVerify() { scheduleVerify() }
         }
     }
 
@@ -112,6 +140,8 @@ public final class StreamAppender {
         case .success: reply = .stored
         case .failure(let f): reply = f.appendReply
         }
+        // The final event's script stored the buffered text with it.
+        if reply == .stored, p.finalState != nil, log.lossless { checkpoint.written(through: seq, ok: true) }
         let next = queue.replied(seq: seq, reply)
         if reply == .stored, queue.ackedSeq >= seq {
             // Published once stored, in seq order. When this drains the queue, report
@@ -145,7 +175,9 @@ public final class StreamAppender {
         switch next {
         case .wait: break
         case .drained: onDrained?()
-        case .send: send(queue.nextGroup())
+        case .send:
+            send(queue.nextGroup(sendableThrough: sendableThrough))
+            writeTextIfDue()
         case .verify: scheduleVerify()
         case .failed: failed()
         }

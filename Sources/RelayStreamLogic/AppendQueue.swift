@@ -121,22 +121,29 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
     /// Events queued and not yet acknowledged.
     public var backlog: Int { queue.count - head }
 
+    /// Events queued and not sent yet (held back by `sendableThrough`, or waiting for
+    /// the group in flight or a recovery).
+    public var unsent: Int { queue.count - nextToSend }
+
     /// Every queued event is acknowledged and nothing is in flight or being recovered.
     public var isDrained: Bool { !recovering && !failed && inFlight == 0 && head == queue.count }
 
     /// Queues an event; returns what to send now (nothing while a group is in flight,
-    /// while recovering, or after a failure).
-    public mutating func enqueue(seq: UInt64, _ item: Item) -> [(seq: UInt64, item: Item)] {
+    /// while recovering, or after a failure). `sendableThrough`: see `nextGroup`.
+    public mutating func enqueue(seq: UInt64, _ item: Item, sendableThrough: UInt64 = .max) -> [(seq: UInt64, item: Item)] {
         guard !failed else { return [] }
         queue.append((seq, item))
-        return nextGroup()
+        return nextGroup(sendableThrough: sendableThrough)
     }
 
     /// The next group: up to `maxGroup` queued events, once every reply of the previous
-    /// group is in and nothing is being recovered; else empty.
-    public mutating func nextGroup() -> [(seq: UInt64, item: Item)] {
+    /// group is in and nothing is being recovered; else empty. Events above
+    /// `sendableThrough` stay queued (the caller holds them back, e.g. until their
+    /// text is stored: `TextCheckpoint.sendableThrough`) and go out in a later call.
+    public mutating func nextGroup(sendableThrough: UInt64 = .max) -> [(seq: UInt64, item: Item)] {
         guard !recovering, !failed, inFlight == 0 else { return [] }
-        let end = min(queue.count, nextToSend + maxGroup)
+        var end = min(queue.count, nextToSend + maxGroup)
+        while end > nextToSend && queue[end - 1].seq > sendableThrough { end -= 1 }
         guard nextToSend < end else { return [] }
         let out = Array(queue[nextToSend..<end])
         inFlight = out.count
@@ -150,7 +157,8 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
         case wait
         /// Every queued event is acknowledged.
         case drained
-        /// The group is acknowledged and events are queued: send `nextGroup()`.
+        /// The group is acknowledged and events are queued: send `nextGroup()` (which may
+        /// return none while the caller holds events back).
         case send
         /// Every reply is in after a failure: read the stored tail after `ackedSeq`
         /// (once Redis is connected) and call `verified`.

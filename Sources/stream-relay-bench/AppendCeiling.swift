@@ -2,17 +2,19 @@ import Foundation
 import RelayCore
 import RelayLoop
 import RelayRedis
+import RelayStreamLogic
 import RelayConfiguration
 
 extension Runner {
-    /// `append-ceiling`: the relay's per-event append (`EventLog.append`: `SETRANGE` text,
-    /// `BITFIELD` offset, `XADD NOMKSTREAM MAXLEN`, then `PUBLISH` once acknowledged, as
-    /// `StreamAppender` does; lossless text on as in the relay's default) against Redis
+    /// `append-ceiling`: the relay's per-event append (`EventLog.append`: `XADD NOMKSTREAM`
+    /// trimming as `StreamTrim` says, then `PUBLISH` once acknowledged, and the text once
+    /// per group of events, `EventLog.writeText` / `TextCheckpoint`, as `StreamAppender`
+    /// does; lossless text on as in the relay's default) against Redis
     /// directly, no HTTP: `connections` hiredis connections on this loop, each with
     /// `pipeline` appends in flight spread over `streams` streams.
     func appendCeilingScenario(redis: RedisEndpoint) -> Bool {
         var ok = true
-        log("scenario append-ceiling: EventLog.append (SETRANGE + BITFIELD + XADD NOMKSTREAM MAXLEN 200, PUBLISH after the reply, PEXPIRE 300 s when due, lossless text \(opts.lossless ? "on" : "off")) on \(redis), \(opts.streams) streams per connection, \(opts.pipeline) appends in flight per connection, \(opts.duration) s per run, connections \(opts.connectionSteps)")
+        log("scenario append-ceiling: EventLog.append (XADD NOMKSTREAM, exact MAXLEN trim every \(StreamTrim(maxLen: 200).step)th event, SETRANGE + BITFIELD of the text once per \(TextCheckpoint(trim: StreamTrim(maxLen: 200)).every) events, PUBLISH after the reply, PEXPIRE 300 s when due, lossless text \(opts.lossless ? "on" : "off")) on \(redis), \(opts.streams) streams per connection, \(opts.pipeline) appends in flight per connection, \(opts.duration) s per run, connections \(opts.connectionSteps)")
         for conns in opts.connectionSteps {
             var logs: [EventLog] = []
             var connsList: [any RedisCommandChannel] = []
@@ -44,7 +46,9 @@ extension Runner {
             }
             spin(timeoutMs: 5000) { created == conns * opts.streams }
             var seqs = [[UInt64]](repeating: [UInt64](repeating: 0, count: opts.streams), count: conns)
-            var textBytes = [[Int]](repeating: [Int](repeating: 0, count: opts.streams), count: conns)
+            // The relay's lossless-resume text, written once per group of events.
+            var texts = [[TextCheckpoint]](repeating: [TextCheckpoint](repeating: TextCheckpoint(trim: logs[0].trim),
+                                                                       count: opts.streams), count: conns)
             var next = [Int](repeating: 0, count: conns)
             var inFlight = [Int](repeating: 0, count: conns)
             var acked = 0
@@ -63,12 +67,18 @@ extension Runner {
                     inFlight[ci] += 1
                     // The relay refreshes TTLs once per 10 s of a stream's appends
                     // (TTLRefreshPolicy): one append in 500 at 50 tokens/s.
-                    let text = "t=\(sent);"
-                    let start = textBytes[ci][s]
-                    textBytes[ci][s] += text.utf8.count
                     let keys = StreamKeys(ids[ci][s])
-                    logs[ci].append(keys, seq: seq, json: json, text: text, textStart: start,
-                                    refreshTTL: seq % 500 == 1) { r in
+                    if self.opts.lossless {
+                        texts[ci][s].add(seq: seq, text: "t=\(sent);")
+                        if texts[ci][s].isDue, let w = texts[ci][s].take() {
+                            logs[ci].writeText(keys, w) { r in
+                                var ok = true
+                                if case .failure = r { failed += 1; ok = false }
+                                texts[ci][s].written(through: w.throughSeq, ok: ok)
+                            }
+                        }
+                    }
+                    logs[ci].append(keys, seq: seq, json: json, refreshTTL: seq % 500 == 1) { r in
                         inFlight[ci] -= 1
                         switch r {
                         case .success:

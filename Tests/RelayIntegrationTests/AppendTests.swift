@@ -227,7 +227,63 @@ final class AppendTests: RelayTestCase {
         XCTAssertTrue(try redis.cli("XRANGE", k.events, "4-0", "4-0").contains("upstream_lost"))
         XCTAssertEqual(try redis.cli("HMGET", k.meta, "state", "last_seq"), "failed\n4")
         XCTAssertEqual(try publishCalls(), 4, "the old owner published only its stored events (3) + upstream_lost")
-        XCTAssertEqual(try catchUp(k, 0, 3), "one two three", "the catch-up ignores the refused text")
+        // The text of 1…3 was still buffered (TextCheckpoint): their entries are retained
+        // and a catch-up never reads it; the refused events' text was never written.
+        XCTAssertFalse(try redis.cli("GET", k.text).contains("four"), "no text of a refused event")
         XCTAssertEqual(o.drained.value, 1, "drained once (after 3), never after the fence")
+    }
+
+    /// Event `i`'s text (1-based): varied lengths, multi-byte characters.
+    private static func piece(_ i: Int) -> String { pieces[i % pieces.count] + String(repeating: "x", count: i % 7) }
+
+    func testTheTextIsWrittenPerGroupAndAlwaysCoversWhatTheTrimRemoved() throws {
+        let (h, _, k, a, o) = try fixture()
+        let before = try commandCalls("setrange")
+        var seq = 0
+        while seq < 1_000 {
+            let n = 37
+            append(h, a, (seq + 1...seq + n).map { (UInt64($0), .delta(Self.piece($0))) })
+            seq += n
+            try eventually(5, "events through \(seq) acknowledged") { a.value?.ackedSeq == UInt64(seq) }
+            let seqs = try entrySeqs(k)
+            XCTAssertLessThanOrEqual(seqs.count, 200, "never above the cap")
+            if seq >= 200 { XCTAssertGreaterThanOrEqual(seqs.count, 193, "at least the cap minus the trim step") }
+            let first = Int(seqs.first ?? 1)
+            // Everything older than the oldest retained entry is readable as text.
+            XCTAssertEqual(try catchUp(k, 0, first - 1), (1..<first).map(Self.piece).joined(), "through \(seq)")
+        }
+        let writes = try commandCalls("setrange") - before
+        XCTAssertLessThanOrEqual(writes, 1_000 / 25 + 27, "one SETRANGE per group of 25 events (or per append round), not per event: \(writes)")
+        append(h, a, [(UInt64(seq + 1), .done(finishReason: "stop", usage: Usage(promptTokens: 1, completionTokens: seq)))])
+        try eventually(5, "the final event acknowledged") { o.drained.value > 0 && a.value?.ackedSeq == UInt64(seq + 1) }
+        XCTAssertEqual(try catchUp(k, 0, seq), (1...seq).map(Self.piece).joined(), "the final event wrote the rest")
+        XCTAssertEqual(try catchUp(k, 500, seq), (501...seq).map(Self.piece).joined())
+        XCTAssertNil(o.failure.value)
+    }
+
+    func testEventsWaitForAFailingTextWriteInsteadOfOutrunningIt() throws {
+        let (h, _, k, a, o) = try fixture()
+        // The offsets key of the wrong type: every text write fails (-WRONGTYPE).
+        try redis.cli("RPUSH", k.offsets, "not a bitfield")
+        append(h, a, (1...300).map { (UInt64($0), .delta(Self.piece($0))) })
+        try eventually(5, "the first 100 events acknowledged") { a.value?.ackedSeq == 100 }
+        let stalled = try commandCalls("bitfield")
+        XCTAssertEqual(a.value?.ackedSeq, 100, "no event more than 100 above the stored text is sent")
+        XCTAssertEqual(try entrySeqs(k).first, 1, "nothing whose text is not stored was trimmed")
+        XCTAssertNil(o.failure.value)
+        try redis.cli("DEL", k.offsets)
+        try eventually(10, "every event acknowledged once the write succeeds") { a.value?.ackedSeq == 300 }
+        let first = Int(try entrySeqs(k).first ?? 1)
+        XCTAssertGreaterThan(first, 100)
+        XCTAssertEqual(try catchUp(k, 0, first - 1), (1..<first).map(Self.piece).joined(), "the text resent at its offsets")
+        XCTAssertLessThan(try commandCalls("bitfield") - stalled, 200, "failed writes are retried with a pause")
+        XCTAssertNil(o.failure.value)
+    }
+
+    private func commandCalls(_ name: String) throws -> Int {
+        let stats = try redis.cli("INFO", "commandstats")
+        guard let line = stats.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cmdstat_\(name):") }),
+              let calls = line.split(separator: "=").dropFirst().first?.split(separator: ",").first else { return 0 }
+        return Int(calls) ?? 0
     }
 }

@@ -108,7 +108,8 @@ final class RedTeamTests: RelayTestCase {
         }
         let again = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "3").readAll(timeout: 10)
         XCTAssertEqual(Chat.text(Array(ownerEvents.prefix(3))) + Chat.text(again), Chat.text(ownerEvents), "byte-exact catch-up")
-        XCTAssertEqual(try entrySeqs(id).count, 200, "MAXLEN kept")
+        let retained = try entrySeqs(id).count
+        XCTAssertTrue((193...200).contains(retained), "MAXLEN kept (at most 200, trimmed in steps of 8): \(retained)")
     }
 
     private func commandCalls(_ name: String) throws -> Int {
@@ -153,8 +154,9 @@ final class RedTeamTests: RelayTestCase {
         // Measured: 35,543 XADDs in that second before the backoff (a busy loop), 176 with it.
         print("XADD calls during 1 s of OOM: \(during)")
         XCTAssertLessThan(during, 1_000, "refused appends are retried with a pause, not in a busy loop")
-        // The refused SETRANGE/BITFIELD of those appends are counted, not dropped silently.
-        XCTAssertGreaterThan(try metric(a, "relay_append_auxiliary_errors_total") ?? 0, 0)
+        // The text writes refused meanwhile (SETRANGE/BITFIELD, once per group of events)
+        // were resent, not dropped: the catch-up above spans the outage's events.
+        XCTAssertGreaterThan(ownerEvents.count - 200, 20, "the catch-up from 2 covers the events of the outage")
     }
 
     /// Deltas close to a worker's 1 MiB stack (every Redis command is formatted

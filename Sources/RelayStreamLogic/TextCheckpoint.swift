@@ -1,0 +1,136 @@
+/// The lossless-resume text and offsets of a generation not yet written to Redis
+/// (issue 14: written once per group of events, not per event).
+///
+/// The `text` key (`SETRANGE`, positional) and the `offsets` key (`BITFIELD … u32
+/// #<seq>`, each event's end offset) serve one read: a client resuming from an event
+/// older than the stream's oldest retained entry gets the text between the two
+/// (`Scripts.catchUp`). Entries still retained never need it. So the appender buffers
+/// each event's text here and writes it every `every` events (one `SETRANGE` of the
+/// buffered bytes and one `BITFIELD` with a `SET` per event), and the retained entries
+/// cover what is not written yet. The rule that keeps that true: an event whose seq is
+/// more than `holdAfter` above the last *confirmed* write is not sent
+/// (`sendableThrough`), and `holdAfter` is at most the stream's `StreamTrim.minRetained`;
+/// so when the `XADD` of seq `s` trims entries up to `s − minRetained`, their text is
+/// already stored. A failed write keeps its events buffered and is sent again (the
+/// bytes go to the same offsets: a resend never duplicates text). The final event's
+/// script writes everything still buffered (`pending`), and a lease expiry needs none of
+/// it: the entries after the last write are retained.
+///
+/// Pure: no I/O; the caller sends what `take` returns and reports the outcome to
+/// `written(through:ok:)`.
+public struct TextCheckpoint: Sendable, Equatable {
+    /// One event's end offset, bytes into the `text` key.
+    public struct Offset: Sendable, Equatable {
+        public var seq: UInt64
+        public var end: Int
+        public init(seq: UInt64, end: Int) {
+            self.seq = seq
+            self.end = end
+        }
+    }
+
+    /// A write of buffered text: `SETRANGE text <start> <text>` and
+    /// `BITFIELD offsets SET u32 #<seq> <end> …` for each of `offsets`.
+    public struct Write: Sendable, Equatable {
+        /// Where `text` starts in the `text` key, bytes.
+        public var start: Int
+        /// The events' text, concatenated in seq order (may be empty).
+        public var text: String
+        /// Each buffered event's end offset, ascending seq.
+        public var offsets: [Offset]
+        /// The last seq it covers.
+        public var throughSeq: UInt64 { offsets.last?.seq ?? 0 }
+    }
+
+    /// Events per write.
+    public let every: Int
+    /// The most events beyond the last confirmed write that may be sent (≤ the stream's
+    /// `StreamTrim.minRetained`).
+    public let holdAfter: Int
+    /// Text and offsets are stored through this seq (0: none yet).
+    public private(set) var confirmedSeq: UInt64 = 0
+    /// The end offset of `confirmedSeq`, bytes.
+    public private(set) var confirmedEnd = 0
+    /// Bytes of text buffered so far in total (the next event's start offset).
+    public private(set) var textEnd = 0
+    private var buffered: [(offset: Offset, text: String)] = []
+    /// The last seq of the write in flight, if any.
+    public private(set) var inFlightThrough: UInt64?
+    /// The last write failed and nothing has been written since.
+    public private(set) var lastWriteFailed = false
+
+    /// - Parameter trim: the stream's trim rule; `every` is an eighth of the cap (at most
+    ///   32, at least 1), `holdAfter` half the cap, at most `trim.minRetained`.
+    public init(trim: StreamTrim) {
+        holdAfter = max(1, min(trim.maxLen / 2, trim.minRetained))
+        every = max(1, min(32, trim.maxLen / 8, holdAfter))
+    }
+
+    public static func == (a: TextCheckpoint, b: TextCheckpoint) -> Bool {
+        a.every == b.every && a.holdAfter == b.holdAfter && a.confirmedSeq == b.confirmedSeq
+            && a.confirmedEnd == b.confirmedEnd && a.textEnd == b.textEnd && a.inFlightThrough == b.inFlightThrough
+            && a.lastWriteFailed == b.lastWriteFailed && a.buffered.map(\.offset) == b.buffered.map(\.offset)
+            && a.buffered.map(\.text) == b.buffered.map(\.text)
+    }
+
+    /// Buffers the text of event `seq` (seqs ascending); returns its start offset, bytes.
+    @discardableResult
+    public mutating func add(seq: UInt64, text: String) -> Int {
+        let start = textEnd
+        textEnd += text.utf8.count
+        buffered.append((Offset(seq: seq, end: textEnd), text))
+        return start
+    }
+
+    /// Events buffered and not confirmed.
+    public var backlog: Int { buffered.count }
+
+    /// A write should go out now: `every` events are buffered (or the last write failed
+    /// and events are buffered) and none is in flight.
+    public var isDue: Bool {
+        inFlightThrough == nil && !buffered.isEmpty && (buffered.count >= every || lastWriteFailed)
+    }
+
+    /// The highest seq that may be sent now (`confirmedSeq + holdAfter`).
+    public var sendableThrough: UInt64 { confirmedSeq + UInt64(holdAfter) }
+
+    /// Everything buffered as one write, marked in flight; `nil` when nothing is
+    /// buffered or a write is in flight.
+    public mutating func take() -> Write? {
+        guard inFlightThrough == nil, let w = pending(through: .max) else { return nil }
+        inFlightThrough = w.throughSeq
+        return w
+    }
+
+    /// The buffered events up to `seq` as one write, without marking it in flight
+    /// (the final event's script writes them itself); `nil` when none.
+    public func pending(through seq: UInt64) -> Write? {
+        var text = ""
+        var offsets: [Offset] = []
+        for b in buffered where b.offset.seq <= seq {
+            text += b.text
+            offsets.append(b.offset)
+        }
+        return offsets.isEmpty ? nil : Write(start: confirmedEnd, text: text, offsets: offsets)
+    }
+
+    /// Reports a write's outcome (`through`: its last seq). A success confirms every
+    /// event up to it (even one buffered before a write that failed); a failure keeps
+    /// them buffered for the next write.
+    public mutating func written(through seq: UInt64, ok: Bool) {
+        if inFlightThrough == seq { inFlightThrough = nil }
+        guard ok else {
+            lastWriteFailed = true
+            return
+        }
+        lastWriteFailed = false
+        guard seq > confirmedSeq else { return }
+        var n = 0
+        while n < buffered.count && buffered[n].offset.seq <= seq {
+            confirmedEnd = buffered[n].offset.end
+            n += 1
+        }
+        buffered.removeFirst(n)
+        confirmedSeq = seq
+    }
+}
