@@ -12,7 +12,7 @@
 /// loop turn's worth of appends). Loop thread only.
 struct ReplyHandlerQueue {
     /// One command's handler and when the command was sent (`CLOCK_MONOTONIC` ns, 0
-    /// when its round trip is not measured).
+    /// when its round trip is not timed).
     struct Entry {
         var handler: ReplyHandler
         var sentNs: UInt64
