@@ -113,10 +113,11 @@ final class Subscription {
     /// for every subscriber of the stream.
     func live(_ e: SequencedEvent, frame: WireFrame? = nil) {
         guard !ended else { return }
-        lastEventMs = host.loop.nowMs
+        let now = host.loop.nowMs
+        lastEventMs = now
         switch merge.live(e) {
         case .drop, .hold: return
-        case .write: writeOne(e, frame: frame)
+        case .write: writeOne(e, frame: frame, nowMs: now)
         case .replay: replay()
         }
     }
@@ -188,13 +189,16 @@ final class Subscription {
     /// The common live case (the next seq, no replay under way): one event, written
     /// without building an array and a concatenated chunk first — or, while the
     /// client's link is backed up, held and merged (`SlowLinkCoalescer`).
-    private func writeOne(_ e: SequencedEvent, frame: WireFrame?) {
+    private func writeOne(_ e: SequencedEvent, frame: WireFrame?, nowMs now: UInt64) {
         guard !ended, !host.isSlowConsumer(self) else { return }
         merge.wrote(e)
-        let now = host.loop.nowMs
         if !coalescer.isCoalescing, now &- backlogCheckedMs >= Subscription.backlogCheckMs {
             backlog = exchange.unsentBytes
             backlogCheckedMs = now
+        }
+        if coalescer.passesThrough(unsentBytes: backlog) {
+            // A client that keeps up: the event as is, no coalescer output built.
+            return writeEvent(e, wire: frame ?? WireFrame.event(seq: e.seq, json: e.json), nowMs: now)
         }
         let out = coalescer.offer(e, unsentBytes: backlog, nowMs: now)
         writeReleased(out, frame: frame.map { (e.seq, $0) })
@@ -207,20 +211,23 @@ final class Subscription {
     /// the already framed bytes of the live event with that seq, when it is released as is.
     private func writeReleased(_ out: SlowLinkCoalescer.Output, frame: (seq: UInt64, wire: WireFrame)? = nil) {
         if out.merged > 0 { host.merged(events: out.merged) }
+        let now = host.loop.nowMs
         for e in out.events {
             guard !ended else { return }
-            if let f = frame, f.seq == e.seq, out.merged == 0 {
-                exchange.write(f.wire)
-            } else {
-                exchange.write(WireFrame.event(seq: e.seq, json: e.json))
-            }
-            eventsWritten += 1
-            lastWriteMs = host.loop.nowMs
-            host.delivered(events: 1)
-            if e.isTerminal {
-                outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
-                end()
-            }
+            let f = frame.flatMap { $0.seq == e.seq && out.merged == 0 ? $0.wire : nil }
+            writeEvent(e, wire: f ?? WireFrame.event(seq: e.seq, json: e.json), nowMs: now)
+        }
+    }
+
+    /// Writes one SSE event (`wire`: its framing) and ends the response after a terminal one.
+    private func writeEvent(_ e: SequencedEvent, wire: WireFrame, nowMs: UInt64) {
+        exchange.write(wire)
+        eventsWritten += 1
+        lastWriteMs = nowMs
+        host.delivered(events: 1)
+        if e.isTerminal {
+            outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
+            end()
         }
     }
 
