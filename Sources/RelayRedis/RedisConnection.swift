@@ -150,7 +150,7 @@ public final class RedisConnection {
     }
 
     private func send(_ args: [String], handler: ReplyHandler) {
-        guard let ac = context, isConnected || role == .commands && context != nil else {
+        guard context != nil, isConnected || role == .commands else {
             return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")
         }
         // The command is written in the Redis protocol (RESP, "Redis serialization
@@ -158,10 +158,16 @@ public final class RedisConnection {
         // argument) straight into one temporary buffer and handed to hiredis as a
         // formatted command: no argv/length arrays, no printf-style formatting and no
         // intermediate allocation by hiredis. This runs once per Redis command, i.e.
-        // several times per event.
+        // several times per event. The arguments are read in place (no copy of each
+        // `String` out of the array).
+        args.withUnsafeBufferPointer { send($0, handler: handler) }
+    }
+
+    private func send(_ args: UnsafeBufferPointer<String>, handler: ReplyHandler) {
+        guard let ac = context else { return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected") }
         var total = 1 + ASCIIDecimal.digits(UInt64(args.count)) + 2
-        for a in args {
-            let n = a.utf8.count
+        for i in 0..<args.count {
+            let n = args[i].utf8.count
             total += 1 + ASCIIDecimal.digits(UInt64(n)) + 2 + n + 2
         }
         // One more byte: a NUL after the command. hiredis scans a formatted command with
@@ -172,19 +178,28 @@ public final class RedisConnection {
             var off = 0
             off = RedisConnection.header(UInt8(ascii: "*"), args.count, into: base, at: off)
             for i in 0..<args.count {
-                var a = args[i]
-                a.withUTF8 { src in
-                    off = RedisConnection.header(UInt8(ascii: "$"), src.count, into: base, at: off)
-                    if let sp = src.baseAddress, src.count > 0 { (base + off).initialize(from: sp, count: src.count) }
-                    off += src.count
-                    base[off] = 13; base[off + 1] = 10
-                    off += 2
+                let at = off
+                if let end = args[i].utf8.withContiguousStorageIfAvailable({ RedisConnection.bulk($0, into: base, at: at) }) {
+                    off = end
+                } else {
+                    var a = args[i]   // not contiguous UTF-8 (a bridged string): made native first
+                    off = a.withUTF8 { RedisConnection.bulk($0, into: base, at: at) }
                 }
             }
             base[off] = 0
             return base.withMemoryRebound(to: CChar.self, capacity: off + 1) { cmd in command(ac, cmd, off, handler) }
         }
         if status != REDIS_OK { RedisConnection.fail(handler, "DISCONNECTED command not sent") }
+    }
+
+    /// `$<n>\r\n<bytes>\r\n` (a RESP bulk string) at `off`; returns the end.
+    private static func bulk(_ src: UnsafeBufferPointer<UInt8>, into base: UnsafeMutablePointer<UInt8>, at off: Int) -> Int {
+        var at = header(UInt8(ascii: "$"), src.count, into: base, at: off)
+        if let sp = src.baseAddress, src.count > 0 { (base + at).initialize(from: sp, count: src.count) }
+        at += src.count
+        base[at] = 13
+        base[at + 1] = 10
+        return at + 2
     }
 
     /// `<marker><n>\r\n` (a RESP array or bulk string header) at `off`; returns the end.
