@@ -20,34 +20,37 @@ final class Subscription {
     let sid: String
     let exchange: HTTPExchange
     unowned let host: SubscriptionHost
+    // The per-event state is marked `@exclusivity(unchecked)`: confined to the loop
+    // thread, and no mutation of it spans a call out, so the run-time exclusivity check
+    // (`swift_beginAccess`, about 75 instructions per access) guards nothing (issue 14).
     /// The replay/live merge decisions.
-    private var merge: ReplayMerge
+    @exclusivity(unchecked) private var merge: ReplayMerge
     /// The seq of the last event written to the client.
     var lastSent: UInt64 { merge.lastSent }
     /// When the client last got bytes (event or heartbeat), loop ms.
-    var lastWriteMs: UInt64
+    @exclusivity(unchecked) var lastWriteMs: UInt64
     /// When the last event arrived or was written, loop ms (lease checks).
-    var lastEventMs: UInt64
+    @exclusivity(unchecked) var lastEventMs: UInt64
     /// Token `exp` of the connection (unix seconds), for expiry mid-stream.
     let tokenExpiry: Int64?
     private var stallTimer: LoopTimer?
-    private(set) var ended = false
+    @exclusivity(unchecked) private(set) var ended = false
     /// Events written to this client (metrics, summary log).
-    private(set) var eventsWritten = 0
+    @exclusivity(unchecked) private(set) var eventsWritten = 0
     /// The seq the client resumed after (0 for a fresh stream).
     let resumedFrom: UInt64
     /// How the response ended: `done`, `error:<code>`, `client_closed`, `aborted`.
     private(set) var outcome = "open"
     /// Backpressure state (`StreamHub.isSlowConsumer`); created on first use.
-    var backpressure: SlowConsumerPolicy?
+    @exclusivity(unchecked) var backpressure: SlowConsumerPolicy?
     /// Merges live deltas while this client's link is backed up (issue 14).
-    private var coalescer: SlowLinkCoalescer
+    @exclusivity(unchecked) private var coalescer: SlowLinkCoalescer
     private var coalesceTimer: LoopTimer?
     /// The client's backlog as last read, and when (loop ms): the kernel's share costs
     /// a syscall, so a client that is not coalescing is asked at most every
     /// `backlogCheckMs`, not on every event.
-    private var backlog = 0
-    private var backlogCheckedMs: UInt64 = 0
+    @exclusivity(unchecked) private var backlog = 0
+    @exclusivity(unchecked) private var backlogCheckedMs: UInt64 = 0
     private static let backlogCheckMs: UInt64 = 100
 
     init(id: RequestID, owner: String, sid: String, exchange: HTTPExchange, host: SubscriptionHost, lastSent: UInt64, tokenExpiry: Int64?) {
