@@ -30,6 +30,8 @@ public protocol RedisCommandChannel: AnyObject {
 }
 
 extension RedisCommandChannel {
+    /// `send(_:view:)` for channels without in-place replies: the reply is copied
+    /// (`send(_:_:)`) and handed over as a view.
     public func send(_ args: [String], view: @escaping (RedisReplyView) -> Void) {
         send(args) { r in view(RedisReplyView(r)) }
     }
