@@ -280,6 +280,44 @@ final class AppendTests: RelayTestCase {
         XCTAssertNil(o.failure.value)
     }
 
+    /// Whatever a catch-up can be asked for now is byte-exact: for each `Last-Event-ID`
+    /// below the oldest retained entry, the text of the events up to that entry.
+    private func assertEveryCatchUpExact(_ k: StreamKeys, _ text: (Int) -> String, _ context: String,
+                                         file: StaticString = #filePath, line: UInt = #line) throws {
+        let first = Int(try entrySeqs(k).first ?? 1)
+        for from in 0..<max(0, first - 1) {
+            XCTAssertEqual(try catchUp(k, from, first - 1), (from + 1..<first).map(text).joined(),
+                           "\(context): catch-up \(from)…\(first - 1)", file: file, line: line)
+        }
+    }
+
+    /// `RELAY_BUFFER_EVENTS=1`: a lease expiry appends its terminal entry with `MAXLEN 1`,
+    /// trimming the owner's last event: its text must already be stored, even when the
+    /// owner's text write for it failed (the owner then stalled past its lease).
+    func testALeaseExpiryAtCapOneTrimsOnlyStoredText() throws {
+        let (h, id, k, a, _) = try fixture(maxLen: 1)
+        append(h, a, (1...3).map { (UInt64($0), .delta(Self.piece($0))) })
+        try eventually(5, "events 1…3 and their text stored") {
+            try a.value?.ackedSeq == 3 && catchUp(k, 0, 3) == (1...3).map(Self.piece).joined()
+        }
+        nonisolated(unsafe) let ch = h.channel
+        h.run { ch.refused = ["SETRANGE", "BITFIELD"] }
+        append(h, a, [(4, .delta(Self.piece(4))), (5, .delta(Self.piece(5)))])
+        // The refused text write was retried after the tail verification: the appender
+        // has sent whatever it sends without it.
+        try eventually(5, "the text write to be refused twice") { h.channel.refusedCount.value >= 4 }
+        // The owner stalls past its lease: another instance ends the stream.
+        try redis.cli("DEL", k.lease)
+        let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
+        let expiry = LockedBox<Int64?>(nil)
+        nonisolated(unsafe) let log = h.log
+        h.run { log.expireLease(id, event: lost) { r in expiry.value = (try? r.get())?.reply ?? -99 } }
+        try eventually(5, "the lease expiry") { expiry.value != nil }
+        XCTAssertGreaterThan(expiry.value ?? 0, 3)
+        XCTAssertEqual(try redis.cli("XLEN", k.events), "1")
+        try assertEveryCatchUpExact(k, Self.piece, "after the expiry")
+    }
+
     private func commandCalls(_ name: String) throws -> Int {
         let stats = try redis.cli("INFO", "commandstats")
         guard let line = stats.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cmdstat_\(name):") }),
