@@ -63,6 +63,9 @@ public final class StreamAppender {
 
     /// The highest acknowledged seq.
     public var ackedSeq: UInt64 { queue.ackedSeq }
+    /// The lossless-resume text is confirmed stored through this seq (0: none yet;
+    /// `TextCheckpoint.confirmedSeq`).
+    public var textStoredThrough: UInt64 { checkpoint.confirmedSeq }
 
     public init(log: EventLog, loop: EventLoop, id: RequestID) {
         self.log = log
