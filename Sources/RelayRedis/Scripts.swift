@@ -115,17 +115,28 @@ public enum Scripts {
     """
 
     /// What an appender needs after a failed or ambiguous append (rare path): the meta
-    /// `state`, the top entry's ID, and the entries after the acknowledged seq.
-    /// KEYS: events, meta. ARGV: acknowledged seq, most entries to return.
+    /// `state`, the top entry's ID, the entries after the acknowledged seq, and — when
+    /// its lossless-resume text is confirmed stored through a seq — what Redis holds of
+    /// it: that seq's end offset (`BITFIELD GET u32`), or -1 when the `text` key is
+    /// shorter than that offset (a failover or restart can lose a text write whose
+    /// reply came back while keeping the acknowledged `XADD`s that preceded it).
+    /// KEYS: events, meta, text, offsets. ARGV: acknowledged seq, most entries to
+    /// return, seq the text is confirmed through ('0': none).
     /// Returns {} when the meta hash or the stream key is gone, else
-    /// {state, top entry ID or '', entries (as `XRANGE`)}.
+    /// {state, top entry ID or '', entries (as `XRANGE`), stored end offset or -1 (-1
+    /// too when not asked)}.
     public static let appendStatus = """
     local st = redis.call('HGET', KEYS[2], 'state')
     if not st or redis.call('EXISTS', KEYS[1]) == 0 then return {} end
     local tops = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
     local top = ''
     if #tops > 0 then top = tops[1][1] end
-    return {st, top, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2])}
+    local textEnd = -1
+    if ARGV[3] ~= '0' then
+      textEnd = redis.call('BITFIELD', KEYS[4], 'GET', 'u32', '#' .. ARGV[3])[1]
+      if redis.call('STRLEN', KEYS[3]) < textEnd then textEnd = -1 end
+    end
+    return {st, top, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2]), textEnd}
     """
 
     /// Reads what a resume needs in one round trip.
