@@ -322,6 +322,29 @@ final class AppendTests: RelayTestCase {
         try assertEveryCatchUpExact(k, Self.piece, "after the expiry")
     }
 
+    /// A lease expiry run by a relay with a smaller `RELAY_BUFFER_EVENTS` than the owner's
+    /// (a rolling configuration change) must not trim the owner's events whose text is
+    /// still buffered: the owner's hold rule (`TextCheckpoint.holdAfter`) follows the
+    /// owner's cap.
+    func testALeaseExpiryByARelayWithASmallerCapTrimsOnlyStoredText() throws {
+        let (h, id, k, a, _) = try fixture()
+        append(h, a, (1...100).map { (UInt64($0), .delta(Self.piece($0))) })
+        try eventually(5, "100 events and their text stored") { a.value?.ackedSeq == 100 && a.value?.textStoredThrough == 100 }
+        append(h, a, (101...110).map { (UInt64($0), .delta(Self.piece($0))) })
+        try eventually(5, "10 more acknowledged, their text buffered") { a.value?.ackedSeq == 110 }
+        XCTAssertEqual(a.value?.textStoredThrough, 100)
+        try redis.cli("DEL", k.lease)
+        let other = try harness(maxLen: 10)
+        let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
+        let expiry = LockedBox<Int64?>(nil)
+        nonisolated(unsafe) let log = other.log
+        other.run { log.expireLease(id, event: lost) { r in expiry.value = (try? r.get())?.reply ?? -99 } }
+        try eventually(5, "the lease expiry") { expiry.value != nil }
+        XCTAssertEqual(expiry.value, 111)
+        try assertEveryCatchUpExact(k, Self.piece, "after an expiry with cap 10")
+        XCTAssertEqual(try redis.cli("XLEN", k.events), "111", "trimmed with the owner's cap (200)")
+    }
+
     /// Redis acknowledged a text write and then lost it while keeping every acknowledged
     /// `XADD` (a failover to a replica that had not received it, or a restart from an
     /// AOF/RDB written just before it: both keep the order of the commands, and the
