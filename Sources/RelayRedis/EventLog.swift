@@ -100,7 +100,7 @@ public final class EventLog {
         let k = StreamKeys(id)
         scripts.run(Scripts.create, keys: [k.meta, k.lease, k.events, k.text, k.offsets],
                     args: [owner, sid, instance, String(nowMs), String(ttlMs), String(EventLog.leaseMs),
-                           budgetKey, String(promptEstimate)]) { r in
+                           budgetKey, String(promptEstimate), maxLenArg]) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
             done(.success(r.int == 1))
         }

@@ -9,16 +9,18 @@ public enum Scripts {
     /// (`XRANGE`/`XREVRANGE` return none), never by the last generated ID. A leftover
     /// stream, text or offsets key of the same id (its meta expired first) is deleted.
     /// The meta also records the budget hash charged for the stream and the prompt
-    /// estimate, so another instance can settle it when the owner dies (issue 12).
+    /// estimate, so another instance can settle it when the owner dies (issue 12), and
+    /// the owner's cap (`maxlen`, `RELAY_BUFFER_EVENTS`), which a lease expiry on
+    /// another instance trims with (its text hold follows that cap: `TextCheckpoint`).
     /// `last_seq` is not kept per event: the top entry is the last seq; the final event
     /// and a lease expiry write it.
     /// KEYS: meta, lease, events, text, offsets. ARGV: owner, sid, instance, created_ms,
-    /// ttl_ms, lease_ms, budget key, prompt estimate (tokens).
+    /// ttl_ms, lease_ms, budget key, prompt estimate (tokens), cap (entries).
     /// Returns 1 when created, 0 when the id was taken.
     public static let create = """
     if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
     redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'sid', ARGV[2], 'instance', ARGV[3],
-      'state', 'running', 'created_ms', ARGV[4], 'budget', ARGV[7], 'prompt', ARGV[8])
+      'state', 'running', 'created_ms', ARGV[4], 'budget', ARGV[7], 'prompt', ARGV[8], 'maxlen', ARGV[9])
     redis.call('PEXPIRE', KEYS[1], ARGV[5])
     redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
     redis.call('XADD', KEYS[3], 'MAXLEN', '0', '0-1', 'e', '')
@@ -41,21 +43,23 @@ public enum Scripts {
 
     /// Ends a running stream whose owner lease lapsed (the owning instance died or
     /// stalled): appends, once and atomically, the given `error` event as the next seq
-    /// (the top entry + 1, exact `MAXLEN`), fences the stream (`XSETID` to `fenceID`: the old owner's
+    /// (the top entry + 1, exact `MAXLEN` of the owner's cap as the meta records it —
+    /// this instance's when none is recorded — since the owner holds back its events
+    /// by its own cap until their text is stored: `TextCheckpoint`), fences the stream (`XSETID` to `fenceID`: the old owner's
     /// later `XADD`s are refused, so nothing follows the terminal event), sets `state` to
     /// `failed` and `last_seq`, and publishes it (issue 4: `upstream_lost`).
-    /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen, ttl_ms, event JSON, lossless '1'/'0'.
+    /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen (when the meta records none), ttl_ms, event JSON, lossless '1'/'0'.
     /// Returns {seq appended, budget key, prompt estimate} (the caller settles the
     /// budget: prompt + seq − 1 deltas), {0} when the stream is not running or the lease
     /// is held, {-1} when the stream does not exist at all (expired, or lost with Redis' data).
     public static let expireLease = """
-    local st = redis.call('HMGET', KEYS[2], 'state', 'budget', 'prompt')
+    local st = redis.call('HMGET', KEYS[2], 'state', 'budget', 'prompt', 'maxlen')
     if not st[1] then return {-1} end
     if st[1] ~= 'running' then return {0} end
     if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
     \(topSeqLua)
     local seq = top + 1
-    redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], seq .. '-0', 'e', ARGV[3])
+    redis.call('XADD', KEYS[1], 'MAXLEN', st[4] or ARGV[1], seq .. '-0', 'e', ARGV[3])
     redis.call('XSETID', KEYS[1], '\(fenceID)')
     if ARGV[4] == '1' then
       -- No text or offset for the terminal event: a catch-up only ever reads the text
