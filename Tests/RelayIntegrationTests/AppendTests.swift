@@ -212,13 +212,8 @@ final class AppendTests: RelayTestCase {
         append(h, a, [(1, .delta("one ")), (2, .delta("two ")), (3, .delta("three"))])
         try eventually(5, "3 events acknowledged") { a.value?.ackedSeq == 3 }
         // The owner stalls past its lease: another instance ends the stream.
-        try redis.cli("DEL", k.lease)
-        let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
-        let expiry = LockedBox<Int64?>(nil)
-        nonisolated(unsafe) let log = h.log
-        h.run { log.expireLease(id, event: lost) { r in expiry.value = (try? r.get())?.reply ?? -99 } }
-        try eventually(5, "the lease expiry") { expiry.value != nil }
-        XCTAssertEqual(expiry.value, 4, "upstream_lost at top + 1")
+        let expiry = try expireLease(id, k, on: h)
+        XCTAssertEqual(expiry, 4, "upstream_lost at top + 1")
         // The stalled owner wakes up and goes on appending.
         append(h, a, [(4, .delta(" four")), (5, .delta(" five")), (6, .done(finishReason: "stop", usage: Usage(promptTokens: 3, completionTokens: 3)))])
         try eventually(5, "the old owner to learn it was fenced") { o.failure.value != nil }
@@ -311,13 +306,8 @@ final class AppendTests: RelayTestCase {
         // has sent whatever it sends without it.
         try eventually(5, "the text write to be refused twice") { h.channel.refusedCount.value >= 4 }
         // The owner stalls past its lease: another instance ends the stream.
-        try redis.cli("DEL", k.lease)
-        let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
-        let expiry = LockedBox<Int64?>(nil)
-        nonisolated(unsafe) let log = h.log
-        h.run { log.expireLease(id, event: lost) { r in expiry.value = (try? r.get())?.reply ?? -99 } }
-        try eventually(5, "the lease expiry") { expiry.value != nil }
-        XCTAssertGreaterThan(expiry.value ?? 0, 3)
+        let expiry = try expireLease(id, k, on: h)
+        XCTAssertGreaterThan(expiry, 3)
         XCTAssertEqual(try redis.cli("XLEN", k.events), "1")
         try assertEveryCatchUpExact(k, Self.piece, "after the expiry")
     }
@@ -333,14 +323,8 @@ final class AppendTests: RelayTestCase {
         append(h, a, (101...110).map { (UInt64($0), .delta(Self.piece($0))) })
         try eventually(5, "10 more acknowledged, their text buffered") { a.value?.ackedSeq == 110 }
         XCTAssertEqual(a.value?.textStoredThrough, 100)
-        try redis.cli("DEL", k.lease)
-        let other = try harness(maxLen: 10)
-        let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
-        let expiry = LockedBox<Int64?>(nil)
-        nonisolated(unsafe) let log = other.log
-        other.run { log.expireLease(id, event: lost) { r in expiry.value = (try? r.get())?.reply ?? -99 } }
-        try eventually(5, "the lease expiry") { expiry.value != nil }
-        XCTAssertEqual(expiry.value, 111)
+        let expiry = try expireLease(id, k, on: try harness(maxLen: 10))
+        XCTAssertEqual(expiry, 111)
         try assertEveryCatchUpExact(k, Self.piece, "after an expiry with cap 10")
         XCTAssertEqual(try redis.cli("XLEN", k.events), "111", "trimmed with the owner's cap (200)")
     }
@@ -375,6 +359,18 @@ final class AppendTests: RelayTestCase {
         try eventually(10, "the stream to end or fail") { o.failure.value != nil || a.value?.ackedSeq == 401 }
         try assertEveryCatchUpExact(k, text, "after the failover")
         XCTAssertTrue(o.failure.value?.hasPrefix("LOST") == true, "the lost text ends the stream: \(o.failure.value ?? "nil")")
+    }
+
+    /// The owner stalled past its lease: the lease lapses and the instance of `h` ends
+    /// the stream (`EventLog.expireLease`, `upstream_lost`). Returns the script's reply.
+    private func expireLease(_ id: RequestID, _ k: StreamKeys, on h: AppendHarness) throws -> Int64 {
+        try redis.cli("DEL", k.lease)
+        let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
+        let expiry = LockedBox<Int64?>(nil)
+        nonisolated(unsafe) let log = h.log
+        h.run { log.expireLease(id, event: lost) { r in expiry.value = (try? r.get())?.reply ?? -99 } }
+        try eventually(5, "the lease expiry") { expiry.value != nil }
+        return expiry.value ?? -99
     }
 
     private func commandCalls(_ name: String) throws -> Int {
