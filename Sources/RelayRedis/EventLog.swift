@@ -101,7 +101,7 @@ public final class EventLog {
         let k = StreamKeys(id)
         scripts.run(Scripts.create, keys: [k.meta, k.lease, k.events, k.text, k.offsets],
                     args: [owner, sid, instance, String(nowMs), String(ttlMs), String(EventLog.leaseMs),
-                           budgetKey, String(promptEstimate)]) { r in
+                           budgetKey, String(promptEstimate), maxLenArg]) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
             done(.success(r.int == 1))
         }
@@ -230,14 +230,19 @@ public final class EventLog {
     }
 
     /// Reads the stored tail after `ackedSeq` (`Scripts.appendStatus`, at most `count`
-    /// entries): `state` nil when the stream is gone.
-    public func appendStatus(_ k: StreamKeys, after ackedSeq: UInt64, count: Int,
+    /// entries): `state` nil when the stream is gone. `textThrough`: the seq whose
+    /// lossless-resume text is confirmed stored (0: none); its stored end offset comes
+    /// back as `StoredTail.textEnd`.
+    public func appendStatus(_ k: StreamKeys, after ackedSeq: UInt64, count: Int, textThrough: UInt64 = 0,
                              done: @escaping (Result<StoredTail, RedisFailure>) -> Void) {
-        scripts.run(Scripts.appendStatus, keys: [k.events, k.meta], args: [String(ackedSeq), String(count)]) { r in
+        scripts.run(Scripts.appendStatus, keys: [k.events, k.meta, k.text, k.offsets],
+                    args: [String(ackedSeq), String(count), String(textThrough)]) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
-            guard let a = r.array, a.count == 3 else { return done(.success(StoredTail(state: nil, topSeq: 0, entries: []))) }
+            guard let a = r.array, a.count == 4 else { return done(.success(StoredTail(state: nil, topSeq: 0, entries: []))) }
+            let textEnd = a[3].int ?? -1
             done(.success(StoredTail(state: a[0].string, topSeq: EventLog.seq(ofEntryID: a[1].string ?? "") ?? 0,
-                                     entries: EventLog.events(from: a[2]))))
+                                     entries: EventLog.events(from: a[2]),
+                                     textEnd: textThrough > 0 && textEnd >= 0 ? Int(textEnd) : nil)))
         }
     }
 

@@ -9,16 +9,18 @@ public enum Scripts {
     /// (`XRANGE`/`XREVRANGE` return none), never by the last generated ID. A leftover
     /// stream, text or offsets key of the same id (its meta expired first) is deleted.
     /// The meta also records the budget hash charged for the stream and the prompt
-    /// estimate, so another instance can settle it when the owner dies (issue 12).
+    /// estimate, so another instance can settle it when the owner dies (issue 12), and
+    /// the owner's cap (`maxlen`, `RELAY_BUFFER_EVENTS`), which a lease expiry on
+    /// another instance trims with (its text hold follows that cap: `TextCheckpoint`).
     /// `last_seq` is not kept per event: the top entry is the last seq; the final event
     /// and a lease expiry write it.
     /// KEYS: meta, lease, events, text, offsets. ARGV: owner, sid, instance, created_ms,
-    /// ttl_ms, lease_ms, budget key, prompt estimate (tokens).
+    /// ttl_ms, lease_ms, budget key, prompt estimate (tokens), cap (entries).
     /// Returns 1 when created, 0 when the id was taken.
     public static let create = """
     if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
     redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'sid', ARGV[2], 'instance', ARGV[3],
-      'state', 'running', 'created_ms', ARGV[4], 'budget', ARGV[7], 'prompt', ARGV[8])
+      'state', 'running', 'created_ms', ARGV[4], 'budget', ARGV[7], 'prompt', ARGV[8], 'maxlen', ARGV[9])
     redis.call('PEXPIRE', KEYS[1], ARGV[5])
     redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
     redis.call('XADD', KEYS[3], 'MAXLEN', '0', '0-1', 'e', '')
@@ -41,21 +43,23 @@ public enum Scripts {
 
     /// Ends a running stream whose owner lease lapsed (the owning instance died or
     /// stalled): appends, once and atomically, the given `error` event as the next seq
-    /// (the top entry + 1, exact `MAXLEN`), fences the stream (`XSETID` to `fenceID`: the old owner's
+    /// (the top entry + 1, exact `MAXLEN` of the owner's cap as the meta records it —
+    /// this instance's when none is recorded — since the owner holds back its events
+    /// by its own cap until their text is stored: `TextCheckpoint`), fences the stream (`XSETID` to `fenceID`: the old owner's
     /// later `XADD`s are refused, so nothing follows the terminal event), sets `state` to
     /// `failed` and `last_seq`, and publishes it (issue 4: `upstream_lost`).
-    /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen, ttl_ms, event JSON, lossless '1'/'0'.
+    /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen (when the meta records none), ttl_ms, event JSON, lossless '1'/'0'.
     /// Returns {seq appended, budget key, prompt estimate} (the caller settles the
     /// budget: prompt + seq − 1 deltas), {0} when the stream is not running or the lease
     /// is held, {-1} when the stream does not exist at all (expired, or lost with Redis' data).
     public static let expireLease = """
-    local st = redis.call('HMGET', KEYS[2], 'state', 'budget', 'prompt')
+    local st = redis.call('HMGET', KEYS[2], 'state', 'budget', 'prompt', 'maxlen')
     if not st[1] then return {-1} end
     if st[1] ~= 'running' then return {0} end
     if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
     \(topSeqLua)
     local seq = top + 1
-    redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], seq .. '-0', 'e', ARGV[3])
+    redis.call('XADD', KEYS[1], 'MAXLEN', st[4] or ARGV[1], seq .. '-0', 'e', ARGV[3])
     redis.call('XSETID', KEYS[1], '\(fenceID)')
     if ARGV[4] == '1' then
       -- No text or offset for the terminal event: a catch-up only ever reads the text
@@ -115,17 +119,28 @@ public enum Scripts {
     """
 
     /// What an appender needs after a failed or ambiguous append (rare path): the meta
-    /// `state`, the top entry's ID, and the entries after the acknowledged seq.
-    /// KEYS: events, meta. ARGV: acknowledged seq, most entries to return.
+    /// `state`, the top entry's ID, the entries after the acknowledged seq, and — when
+    /// its lossless-resume text is confirmed stored through a seq — what Redis holds of
+    /// it: that seq's end offset (`BITFIELD GET u32`), or -1 when the `text` key is
+    /// shorter than that offset (a failover or restart can lose a text write whose
+    /// reply came back while keeping the acknowledged `XADD`s that preceded it).
+    /// KEYS: events, meta, text, offsets. ARGV: acknowledged seq, most entries to
+    /// return, seq the text is confirmed through ('0': none).
     /// Returns {} when the meta hash or the stream key is gone, else
-    /// {state, top entry ID or '', entries (as `XRANGE`)}.
+    /// {state, top entry ID or '', entries (as `XRANGE`), stored end offset or -1 (-1
+    /// too when not asked)}.
     public static let appendStatus = """
     local st = redis.call('HGET', KEYS[2], 'state')
     if not st or redis.call('EXISTS', KEYS[1]) == 0 then return {} end
     local tops = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
     local top = ''
     if #tops > 0 then top = tops[1][1] end
-    return {st, top, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2])}
+    local textEnd = -1
+    if ARGV[3] ~= '0' then
+      textEnd = redis.call('BITFIELD', KEYS[4], 'GET', 'u32', '#' .. ARGV[3])[1]
+      if redis.call('STRLEN', KEYS[3]) < textEnd then textEnd = -1 end
+    end
+    return {st, top, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2]), textEnd}
     """
 
     /// Reads what a resume needs in one round trip.

@@ -63,6 +63,9 @@ public final class StreamAppender {
 
     /// The highest acknowledged seq.
     public var ackedSeq: UInt64 { queue.ackedSeq }
+    /// The lossless-resume text is confirmed stored through this seq (0: none yet;
+    /// `TextCheckpoint.confirmedSeq`).
+    public var textStoredThrough: UInt64 { checkpoint.confirmedSeq }
 
     public init(log: EventLog, loop: EventLoop, id: RequestID) {
         self.log = log
@@ -196,14 +199,18 @@ public final class StreamAppender {
         guard log.connection.isConnected else { return scheduleVerify() }
         verifying = true
         epoch = log.connectionEpoch
-        log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2) { [weak self] r in
+        // The text confirmed stored must still be there too (a failover or restart may
+        // have lost a text write whose reply came back, keeping the `XADD`s before it).
+        let text = log.lossless && checkpoint.confirmedSeq > 0
+            ? (seq: checkpoint.confirmedSeq, end: checkpoint.confirmedEnd) : nil
+        log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2, textThrough: text?.seq ?? 0) { [weak self] r in
             guard let self else { return }
             self.verifying = false
             guard case .success(let tail) = r else {
                 self.queue.verifyFailed()
                 return self.scheduleVerify()
             }
-            let (acked, next) = self.queue.verified(tail) { $0.json == $1 }
+            let (acked, next) = self.queue.verified(tail, text: text) { $0.json == $1 }
             // Stored but maybe never published (their replies were lost): publish now, in order.
             for (i, a) in acked.enumerated() {
                 let drains = next == .drained && i == acked.count - 1
@@ -225,6 +232,7 @@ public final class StreamAppender {
         case .foreignEntry(let seq): message = "FINISHED entry \(seq) was written by another writer (lease expired)"
         case .storeWentBack(let top): message = "LOST the stream went back to \(top), below acknowledged seq \(queue.ackedSeq)"
         case .hole(let after): message = "GAP the entry after \(after) is missing while a later one is stored"
+        case .textWentBack(let seq): message = "LOST the lossless-resume text stored through \(seq) is gone or short"
         }
         onPermanentFailure?(RedisFailure(message))
     }

@@ -30,11 +30,15 @@ public struct StoredTail: Sendable, Equatable {
     /// The entries with a seq above the acknowledged one, ascending (at most a bounded
     /// count: the rest is verified on a later round): seq and event JSON (field `e`).
     public var entries: [SequencedEvent]
+    /// The end offset (bytes) stored for the seq the lossless-resume text was confirmed
+    /// through, when asked and the `text` key reaches it; `nil` otherwise.
+    public var textEnd: Int?
 
-    public init(state: String?, topSeq: UInt64, entries: [SequencedEvent]) {
+    public init(state: String?, topSeq: UInt64, entries: [SequencedEvent], textEnd: Int? = nil) {
         self.state = state
         self.topSeq = topSeq
         self.entries = entries
+        self.textEnd = textEnd
     }
 }
 
@@ -111,6 +115,10 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
         case hole(afterSeq: UInt64)
         /// The entry `seq` holds another writer's event (a lease expiry's terminal event).
         case foreignEntry(seq: UInt64)
+        /// The lossless-resume text confirmed stored through `seq` is gone or short
+        /// while the acknowledged entries are there (a failover or restart lost a text
+        /// write whose reply came back): trimming on would lose that text for good.
+        case textWentBack(seq: UInt64)
     }
 
     /// `true` after a permanent failure: nothing more is sent.
@@ -203,13 +211,18 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
 
     /// Feeds the stored tail read after `.verify`. `matches(item, json)`: whether a
     /// stored entry's JSON is this queued event (ours, not another writer's).
+    /// `text`: the seq the lossless-resume text was confirmed stored through when the
+    /// tail was read, and its end offset (bytes); the tail must hold that offset
+    /// (`StoredTail.textEnd`), else `.textWentBack`.
     /// Returns the events it acknowledged (in seq order: they may not have been
     /// published yet) and what to do next (`.send`, `.drained` or `.failed`).
-    public mutating func verified(_ tail: StoredTail, matches: (Item, String) -> Bool)
+    public mutating func verified(_ tail: StoredTail, text: (seq: UInt64, end: Int)? = nil,
+                                  matches: (Item, String) -> Bool)
         -> (acknowledged: [(seq: UInt64, item: Item)], next: Next) {
         guard recovering, inFlight == 0, !failed else { return ([], .wait) }
         guard let state = tail.state else { return fail(.streamGone) }
         if tail.topSeq < ackedSeq { return fail(.storeWentBack(topSeq: tail.topSeq)) }
+        if let text, tail.textEnd != text.end { return fail(.textWentBack(seq: text.seq)) }
         var acked: [(seq: UInt64, item: Item)] = []
         for e in tail.entries where e.seq > ackedSeq {
             let expected = ackedSeq + 1

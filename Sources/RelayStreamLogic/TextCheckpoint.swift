@@ -11,7 +11,10 @@
 /// more than `holdAfter` above the last *confirmed* write is not sent
 /// (`sendableThrough`), and `holdAfter` is at most the stream's `StreamTrim.minRetained`;
 /// so when the `XADD` of seq `s` trims entries up to `s − minRetained`, their text is
-/// already stored. A failed write keeps its events buffered and is sent again (the
+/// already stored. It is also below the cap: a lease expiry appends its terminal entry
+/// after the owner's last one with `MAXLEN maxLen` (`Scripts.expireLease`), trimming up
+/// to `top + 1 − maxLen`, so `holdAfter ≤ maxLen − 1` keeps that text stored too (cap 1:
+/// `holdAfter` 0, each event's text is stored before its `XADD`). A failed write keeps its events buffered and is sent again (the
 /// bytes go to the same offsets: a resend never duplicates text). The final event's
 /// script writes everything still buffered (`pending`), and a lease expiry needs none of
 /// it: the entries after the last write are retained.
@@ -45,7 +48,7 @@ public struct TextCheckpoint: Sendable, Equatable {
     /// Events per write.
     public let every: Int
     /// The most events beyond the last confirmed write that may be sent (≤ the stream's
-    /// `StreamTrim.minRetained`).
+    /// `StreamTrim.minRetained` and ≤ `maxLen − 1`; 0 for a cap of 1).
     public let holdAfter: Int
     /// Text and offsets are stored through this seq (0: none yet).
     public private(set) var confirmedSeq: UInt64 = 0
@@ -60,9 +63,10 @@ public struct TextCheckpoint: Sendable, Equatable {
     public private(set) var lastWriteFailed = false
 
     /// - Parameter trim: the stream's trim rule; `every` is an eighth of the cap (at most
-    ///   32, at least 1), `holdAfter` half the cap, at most `trim.minRetained`.
+    ///   32, at least 1), `holdAfter` half the cap, at most `trim.minRetained` and
+    ///   `trim.maxLen − 1`.
     public init(trim: StreamTrim) {
-        holdAfter = max(1, min(trim.maxLen / 2, trim.minRetained))
+        holdAfter = min(trim.maxLen / 2, trim.minRetained, trim.maxLen - 1)
         every = max(1, min(32, trim.maxLen / 8, holdAfter))
     }
 

@@ -22,6 +22,12 @@ final class LossyChannel: RedisCommandChannel, @unchecked Sendable {
     private(set) var lostReplies = 0
     /// Runs (once) right after the caller handled the next `XADD` reply.
     var afterNextXADDReply: (() -> Void)?
+    /// Commands (by name, e.g. `SETRANGE`) that Redis does not run while listed: an
+    /// unknown command goes in their place, so their callers get an error reply in
+    /// order, as a refused write (`-OOM`) would.
+    var refused: Set<String> = []
+    /// Commands refused so far (`refused`).
+    let refusedCount = LockedBox(0)
 
     init(_ inner: RedisConnection) {
         self.inner = inner
@@ -36,6 +42,10 @@ final class LossyChannel: RedisCommandChannel, @unchecked Sendable {
     func loseReplies(afterXADDs n: Int) { xaddsBeforeLoss = n }
 
     func send(_ args: [String], _ reply: ((RedisReply) -> Void)?) {
+        if let name = args.first, refused.contains(name) {
+            refusedCount.mutate { $0 += 1 }
+            return inner.send(["REFUSED-BY-TEST-" + name], reply)
+        }
         if args.first == "XADD", let n = xaddsBeforeLoss {
             if n <= 1 {
                 xaddsBeforeLoss = nil

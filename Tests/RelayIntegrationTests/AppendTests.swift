@@ -212,13 +212,8 @@ final class AppendTests: RelayTestCase {
         append(h, a, [(1, .delta("one ")), (2, .delta("two ")), (3, .delta("three"))])
         try eventually(5, "3 events acknowledged") { a.value?.ackedSeq == 3 }
         // The owner stalls past its lease: another instance ends the stream.
-        try redis.cli("DEL", k.lease)
-        let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
-        let expiry = LockedBox<Int64?>(nil)
-        nonisolated(unsafe) let log = h.log
-        h.run { log.expireLease(id, event: lost) { r in expiry.value = (try? r.get())?.reply ?? -99 } }
-        try eventually(5, "the lease expiry") { expiry.value != nil }
-        XCTAssertEqual(expiry.value, 4, "upstream_lost at top + 1")
+        let expiry = try expireLease(id, k, on: h)
+        XCTAssertEqual(expiry, 4, "upstream_lost at top + 1")
         // The stalled owner wakes up and goes on appending.
         append(h, a, [(4, .delta(" four")), (5, .delta(" five")), (6, .done(finishReason: "stop", usage: Usage(promptTokens: 3, completionTokens: 3)))])
         try eventually(5, "the old owner to learn it was fenced") { o.failure.value != nil }
@@ -278,6 +273,104 @@ final class AppendTests: RelayTestCase {
         XCTAssertEqual(try catchUp(k, 0, first - 1), (1..<first).map(Self.piece).joined(), "the text resent at its offsets")
         XCTAssertLessThan(try commandCalls("bitfield") - stalled, 200, "failed writes are retried with a pause")
         XCTAssertNil(o.failure.value)
+    }
+
+    /// Whatever a catch-up can be asked for now is byte-exact: for each `Last-Event-ID`
+    /// below the oldest retained entry, the text of the events up to that entry.
+    private func assertEveryCatchUpExact(_ k: StreamKeys, _ text: (Int) -> String, _ context: String,
+                                         file: StaticString = #filePath, line: UInt = #line) throws {
+        let first = Int(try entrySeqs(k).first ?? 1)
+        for from in 0..<max(0, first - 1) {
+            let want = (from + 1..<first).map(text).joined()
+            let got = try catchUp(k, from, first - 1)
+            guard got != want else { continue }
+            // The first wrong position only (each is a long text).
+            return XCTFail("\(context): catch-up \(from)…\(first - 1) returned \(got.utf8.count) bytes, "
+                           + "\(got.utf8.filter { $0 == 0 }.count) of them NUL, instead of \(want.utf8.count)", file: file, line: line)
+        }
+    }
+
+    /// `RELAY_BUFFER_EVENTS=1`: a lease expiry appends its terminal entry with `MAXLEN 1`,
+    /// trimming the owner's last event: its text must already be stored, even when the
+    /// owner's text write for it failed (the owner then stalled past its lease).
+    func testALeaseExpiryAtCapOneTrimsOnlyStoredText() throws {
+        let (h, id, k, a, _) = try fixture(maxLen: 1)
+        append(h, a, (1...3).map { (UInt64($0), .delta(Self.piece($0))) })
+        try eventually(5, "events 1…3 and their text stored") {
+            try a.value?.ackedSeq == 3 && catchUp(k, 0, 3) == (1...3).map(Self.piece).joined()
+        }
+        nonisolated(unsafe) let ch = h.channel
+        h.run { ch.refused = ["SETRANGE", "BITFIELD"] }
+        append(h, a, [(4, .delta(Self.piece(4))), (5, .delta(Self.piece(5)))])
+        // The refused text write was retried after the tail verification: the appender
+        // has sent whatever it sends without it.
+        try eventually(5, "the text write to be refused twice") { h.channel.refusedCount.value >= 4 }
+        // The owner stalls past its lease: another instance ends the stream.
+        let expiry = try expireLease(id, k, on: h)
+        XCTAssertGreaterThan(expiry, 3)
+        XCTAssertEqual(try redis.cli("XLEN", k.events), "1")
+        try assertEveryCatchUpExact(k, Self.piece, "after the expiry")
+    }
+
+    /// A lease expiry run by a relay with a smaller `RELAY_BUFFER_EVENTS` than the owner's
+    /// (a rolling configuration change) must not trim the owner's events whose text is
+    /// still buffered: the owner's hold rule (`TextCheckpoint.holdAfter`) follows the
+    /// owner's cap.
+    func testALeaseExpiryByARelayWithASmallerCapTrimsOnlyStoredText() throws {
+        let (h, id, k, a, _) = try fixture()
+        append(h, a, (1...100).map { (UInt64($0), .delta(Self.piece($0))) })
+        try eventually(5, "100 events and their text stored") { a.value?.ackedSeq == 100 && a.value?.textStoredThrough == 100 }
+        append(h, a, (101...110).map { (UInt64($0), .delta(Self.piece($0))) })
+        try eventually(5, "10 more acknowledged, their text buffered") { a.value?.ackedSeq == 110 }
+        XCTAssertEqual(a.value?.textStoredThrough, 100)
+        let expiry = try expireLease(id, k, on: try harness(maxLen: 10))
+        XCTAssertEqual(expiry, 111)
+        try assertEveryCatchUpExact(k, Self.piece, "after an expiry with cap 10")
+        XCTAssertEqual(try redis.cli("XLEN", k.events), "111", "trimmed with the owner's cap (200)")
+    }
+
+    /// Redis acknowledged a text write and then lost it while keeping every acknowledged
+    /// `XADD` (a failover to a replica that had not received it, or a restart from an
+    /// AOF/RDB written just before it: both keep the order of the commands, and the
+    /// `XADD`s of the events it covers went out before it). Before the change to one text
+    /// write per 25 events each event's text preceded its `XADD`, so the tail check
+    /// caught it; now the appender must check the stored text as well, and must not go on
+    /// trimming events whose text is gone: the catch-up would return NUL bytes.
+    func testATextWriteLostByAFailoverIsNotPapered() throws {
+        let (h, _, k, a, o) = try fixture()
+        let text = { (i: Int) in Self.piece(i) }
+        append(h, a, (1...100).map { (UInt64($0), .delta(text($0))) })
+        try eventually(5, "events 1…100 and their text stored") { a.value?.ackedSeq == 100 && a.value?.textStoredThrough == 100 }
+        append(h, a, (101...125).map { (UInt64($0), .delta(text($0))) })
+        try eventually(5, "events 101…125 and their text stored") { a.value?.ackedSeq == 125 && a.value?.textStoredThrough == 125 }
+        // The failover: the new primary holds every entry but the text only through 100.
+        let end100 = (1...100).map(text).joined().utf8.count
+        try redis.cliRaw(["EVAL", """
+            redis.call('SET', KEYS[1], redis.call('GETRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1), 'KEEPTTL')
+            for i = 101, 125 do redis.call('BITFIELD', KEYS[2], 'SET', 'u32', '#' .. i, 0) end
+            return 1
+            """, "2", k.text, k.offsets, String(end100)])
+        XCTAssertEqual(try catchUp(k, 0, 100), (1...100).map(text).joined())
+        let before = h.connections.value
+        try redis.cli("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+        try eventually(5, "the appender to reconnect") { h.connections.value > before }
+        append(h, a, (126...400).map { (UInt64($0), .delta(text($0))) }
+               + [(401, .done(finishReason: "stop", usage: Usage(promptTokens: 1, completionTokens: 400)))])
+        try eventually(10, "the stream to end or fail") { o.failure.value != nil || a.value?.ackedSeq == 401 }
+        try assertEveryCatchUpExact(k, text, "after the failover")
+        XCTAssertTrue(o.failure.value?.hasPrefix("LOST") == true, "the lost text ends the stream: \(o.failure.value ?? "nil")")
+    }
+
+    /// The owner stalled past its lease: the lease lapses and the instance of `h` ends
+    /// the stream (`EventLog.expireLease`, `upstream_lost`). Returns the script's reply.
+    private func expireLease(_ id: RequestID, _ k: StreamKeys, on h: AppendHarness) throws -> Int64 {
+        try redis.cli("DEL", k.lease)
+        let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
+        let expiry = LockedBox<Int64?>(nil)
+        nonisolated(unsafe) let log = h.log
+        h.run { log.expireLease(id, event: lost) { r in expiry.value = (try? r.get())?.reply ?? -99 } }
+        try eventually(5, "the lease expiry") { expiry.value != nil }
+        return expiry.value ?? -99
     }
 
     private func commandCalls(_ name: String) throws -> Int {

@@ -2,6 +2,7 @@ import Foundation
 import RelayCore
 import RelayRedis
 import RelayTestSupport
+import RelayUpstream
 import XCTest
 
 /// Issue 14 red team: the pipelined appends, the fence, local delivery and the direct
@@ -65,6 +66,43 @@ final class RedTeamTests: RelayTestCase {
         let again = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0").readAll(timeout: 10)
         XCTAssertEqual(Chat.text(again), Chat.text(ownerEvents))
         XCTAssertEqual(again.last?.lastEventId, String(fenceSeq))
+    }
+
+    /// The owner is killed (SIGKILL) mid-answer with text buffered (`TextCheckpoint`)
+    /// after the retained window moved; another relay ends the stream with
+    /// `upstream_lost` (its lease expiry appends with `MAXLEN cap`), and a resume from
+    /// every position on it is byte-exact — at the default cap and at
+    /// `RELAY_BUFFER_EVENTS=1` (each event's text stored before its `XADD`). (Also
+    /// tried at caps 17 and 129: held; left out to keep the test at seconds.)
+    func testAKilledOwnerWithTextBufferedResumesByteExactFromEveryPosition() throws {
+        let doc = SimulatedDocuments.document(forModel: "simulated")!
+        let tokens = SimulatedTokenizer.tokens(doc)
+        for cap in ["1", "200"] {
+            let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "3000", "RELAY_BUFFER_EVENTS": cap]
+            let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 })
+            let b = try startRelay(env)
+            let token = RelayProcess.token()
+            let id = Chat.newID()
+            let owner = try Chat.start(port: a.port, token: token, requestID: id)
+            for _ in 0..<330 { _ = try XCTUnwrap(try owner.nextEvent(), "cap \(cap)") }
+            a.kill9()
+            owner.close()
+            let all = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0").readAll(timeout: 15)
+            guard let last = all.last, case .error(_, "upstream_lost", _)? = try? StreamEvent(json: last.data),
+                  let fence = Int(last.lastEventId) else {
+                XCTFail("cap \(cap): ends with upstream_lost, got \(all.suffix(1).map(\.data))"); continue
+            }
+            XCTAssertGreaterThanOrEqual(fence, 331, "cap \(cap)")
+            // Event i (< fence) is token i's delta.
+            let text = { (from: Int) in tokens[from..<(fence - 1)].joined() }
+            XCTAssertEqual(Chat.text(all), text(0), "cap \(cap): resume from 0")
+            var wrong: [Int] = []
+            for k in 1..<fence where Chat.text(try Chat.resume(port: b.port, token: token, requestID: id,
+                                                                lastEventID: String(k)).readAll(timeout: 10)) != text(min(k, fence - 1)) {
+                wrong.append(k)
+            }
+            XCTAssertEqual(wrong, [], "cap \(cap): fence \(fence), resumes that were not byte-exact")
+        }
     }
 
     /// Every Redis client connection (the relays' command and pub/sub connections) is

@@ -169,6 +169,22 @@ final class AppendQueueTests: XCTestCase {
         XCTAssertEqual(q.failure, .storeWentBack(topSeq: 1))
     }
 
+    func testTextConfirmedStoredButGoneFails() {
+        var q = AppendQueue<String>()
+        _ = q.enqueue(seq: 1, "a")
+        XCTAssertEqual(q.replied(seq: 1, .stored), .drained)
+        // Reconnected to a promoted replica that has entry 1 but lost the text write
+        // confirmed through seq 1 (end offset 5).
+        XCTAssertTrue(q.mustVerify())
+        _ = q.enqueue(seq: 2, "b")
+        var good = q
+        XCTAssertEqual(good.verified(StoredTail(state: "running", topSeq: 1, entries: [], textEnd: 5), text: (1, 5)) { $0 == $1 }.next,
+                       .send, "the text is there: go on")
+        let (_, next) = q.verified(StoredTail(state: "running", topSeq: 1, entries: [], textEnd: nil), text: (1, 5)) { $0 == $1 }
+        XCTAssertEqual(next, .failed)
+        XCTAssertEqual(q.failure, .textWentBack(seq: 1))
+    }
+
     func testAGoneStreamIsPermanent() {
         var q = AppendQueue<String>()
         _ = q.enqueue(seq: 1, "a")

@@ -37,9 +37,12 @@ final class TextCheckpointTests: XCTestCase {
             let t = StreamTrim(maxLen: cap)
             let c = TextCheckpoint(trim: t)
             XCTAssertGreaterThanOrEqual(c.every, 1)
-            XCTAssertLessThanOrEqual(c.every, c.holdAfter, "cap \(cap)")
+            XCTAssertLessThanOrEqual(c.every, max(1, c.holdAfter), "cap \(cap)")
             XCTAssertLessThanOrEqual(c.holdAfter, t.minRetained, "cap \(cap): an event sent may trim only stored text")
+            XCTAssertLessThan(c.holdAfter, t.maxLen, "cap \(cap): a lease expiry's entry (MAXLEN cap) may trim only stored text")
         }
+        XCTAssertEqual(TextCheckpoint(trim: StreamTrim(maxLen: 1)).holdAfter, 0, "cap 1: text stored before each XADD")
+        XCTAssertEqual(TextCheckpoint(trim: StreamTrim(maxLen: 2)).holdAfter, 1)
         let c = TextCheckpoint(trim: StreamTrim(maxLen: 200))
         XCTAssertEqual(c.every, 25)
         XCTAssertEqual(c.holdAfter, 100)
