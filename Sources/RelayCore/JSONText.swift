@@ -15,15 +15,20 @@ public enum JSONText {
         return out
     }
 
+    /// Whether UTF-8 text may need escaping in a JSON string: it holds a control
+    /// character, `"`, `\`, or the lead byte 0xE2 of U+2028/U+2029 (and of other
+    /// characters, which then turn out to need nothing). `false` means the bytes can be
+    /// copied as they are.
+    public static func mayNeedEscaping(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        for b in utf8 where b < 0x20 || b == 0x22 || b == 0x5C || b == 0xE2 { return true }
+        return false
+    }
+
     /// Appends the escaped body of `s` (without quotes) to `out`.
     public static func appendEscaped(_ s: String, to out: inout String) {
         // Fast path: nothing to escape.
-        var needs = false
-        for b in s.utf8 where b < 0x20 || b == 0x22 || b == 0x5C || b == 0xE2 {
-            needs = true
-            break
-        }
-        if !needs {
+        var copy = s
+        if !copy.withUTF8({ mayNeedEscaping($0) }) {
             out.append(s)
             return
         }

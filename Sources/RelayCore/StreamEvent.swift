@@ -47,7 +47,11 @@ public enum StreamEvent: Sendable, Equatable {
     public var json: String {
         switch self {
         case .delta(let content):
-            var s = "{\"type\":\"delta\",\"content\":\""
+            // One per token: written in one pass into one allocation when the content
+            // needs no escaping (the usual case), else escaped.
+            var c = content
+            if let plain = c.withUTF8({ StreamEvent.plainDeltaJSON($0) }) { return plain }
+            var s = StreamEvent.deltaHead.description
             s.reserveCapacity(content.utf8.count + 32)
             JSONText.appendEscaped(content, to: &s)
             s.append("\"}")
@@ -56,6 +60,27 @@ public enum StreamEvent: Sendable, Equatable {
             return "{\"type\":\"done\",\"finish_reason\":\(JSONText.quoted(reason)),\"usage\":{\"prompt_tokens\":\(u.promptTokens),\"completion_tokens\":\(u.completionTokens),\"total_tokens\":\(u.totalTokens)}}"
         case .error(let status, let code, let message):
             return "{\"type\":\"error\",\"status\":\(status),\"code\":\(JSONText.quoted(code)),\"message\":\(JSONText.quoted(message))}"
+        }
+    }
+
+    /// The delta's JSON up to its content.
+    private static let deltaHead: StaticString = "{\"type\":\"delta\",\"content\":\""
+
+    /// `{"type":"delta","content":"<content>"}` for content that needs no JSON
+    /// escaping (`JSONText.mayNeedEscaping`), else `nil`.
+    private static func plainDeltaJSON(_ content: UnsafeBufferPointer<UInt8>) -> String? {
+        guard !JSONText.mayNeedEscaping(content) else { return nil }
+        let head = deltaHead
+        let total = head.utf8CodeUnitCount + content.count + 2
+        return String(unsafeUninitializedCapacity: total) { out in
+            let base = out.baseAddress!
+            base.initialize(from: head.utf8Start, count: head.utf8CodeUnitCount)
+            var at = head.utf8CodeUnitCount
+            if let src = content.baseAddress, content.count > 0 { (base + at).initialize(from: src, count: content.count) }
+            at += content.count
+            base[at] = 0x22   // "
+            base[at + 1] = 0x7D   // }
+            return total
         }
     }
 

@@ -48,7 +48,8 @@ public final class EventLog {
     private let expireLeaseScript: String
     /// The reply handler of the commands whose reply only matters when it is an error
     /// (TTLs, publish): one shared closure, no allocation per command.
-    private var auxiliaryReply: ((RedisReply) -> Void)!
+    /// It reads the reply in place (`RedisReplyView`): nothing is copied.
+    private var auxiliaryReply: ((RedisReplyView) -> Void)!
 
     /// Called with the error text of each error reply to an append's auxiliary commands
     /// (`PEXPIRE`, `PUBLISH`): their order and effect rest on the `XADD` reply, so they
@@ -179,17 +180,17 @@ public final class EventLog {
         bf.reserveCapacity(2 + 4 * w.offsets.count)
         for o in w.offsets { bf += ["SET", "u32", "#\(o.seq)", String(o.end)] }
         connection.send(bf) { r in outcome.replied(r) }
-        connection.send(["PEXPIRE", k.text, ttlArg], auxiliaryReply)
-        connection.send(["PEXPIRE", k.offsets, ttlArg], auxiliaryReply)
+        connection.send(["PEXPIRE", k.text, ttlArg], view: auxiliaryReply)
+        connection.send(["PEXPIRE", k.offsets, ttlArg], view: auxiliaryReply)
     }
 
     /// `PEXPIRE` of every key of a stream (`ttlMs`).
     private func refreshTTLs(_ k: StreamKeys) {
-        connection.send(["PEXPIRE", k.events, ttlArg], auxiliaryReply)
-        connection.send(["PEXPIRE", k.meta, ttlArg], auxiliaryReply)
+        connection.send(["PEXPIRE", k.events, ttlArg], view: auxiliaryReply)
+        connection.send(["PEXPIRE", k.meta, ttlArg], view: auxiliaryReply)
         if lossless {
-            connection.send(["PEXPIRE", k.text, ttlArg], auxiliaryReply)
-            connection.send(["PEXPIRE", k.offsets, ttlArg], auxiliaryReply)
+            connection.send(["PEXPIRE", k.text, ttlArg], view: auxiliaryReply)
+            connection.send(["PEXPIRE", k.offsets, ttlArg], view: auxiliaryReply)
         }
     }
 
@@ -220,12 +221,12 @@ public final class EventLog {
     /// publish unsent in the connection's output buffer).
     public func publish(_ k: StreamKeys, seq: UInt64, json: String, then: (() -> Void)? = nil) {
         let args = [publishCommand, k.live, LivePayload.message(seq: seq, json: json)]
-        guard let then else { return connection.send(args, auxiliaryReply) }
+        guard let then else { return connection.send(args, view: auxiliaryReply) }
         let aux = auxiliaryReply!
-        connection.send(args) { r in
+        connection.send(args, view: { r in
             aux(r)
             then()
-        }
+        })
     }
 
     /// Reads the stored tail after `ackedSeq` (`Scripts.appendStatus`, at most `count`
@@ -249,7 +250,7 @@ public final class EventLog {
     /// `BITFIELD` may have re-created them without a TTL).
     public func discardText(_ k: StreamKeys) {
         guard lossless else { return }
-        connection.send(["DEL", k.text, k.offsets], auxiliaryReply)
+        connection.send(["DEL", k.text, k.offsets], view: auxiliaryReply)
     }
 
     /// Refreshes the owner lease of running generations (one pipelined `SET … PX` each).

@@ -5,7 +5,21 @@ import RelayCore
 public enum LivePayload {
     /// The message of one stored event: `<seq> <event JSON>` (what `parse` reads back;
     /// `Scripts.expireLease` builds the same in Lua).
-    public static func message(seq: UInt64, json: String) -> String { "\(seq) \(json)" }
+    /// Written in one pass into one allocation: this runs once per stored event.
+    public static func message(seq: UInt64, json: String) -> String {
+        var j = json
+        return j.withUTF8 { src in
+            let digits = ASCIIDecimal.digits(seq)
+            let total = digits + 1 + src.count
+            return String(unsafeUninitializedCapacity: total) { out in
+                let base = out.baseAddress!
+                ASCIIDecimal.write(seq, digits: digits, to: UnsafeMutableRawPointer(base))
+                base[digits] = 0x20
+                if let s = src.baseAddress, src.count > 0 { (base + digits + 1).initialize(from: s, count: src.count) }
+                return total
+            }
+        }
+    }
 
     /// Parses one live message into its event; `nil` when the seq is missing, longer
     /// than 20 digits or not all digits.

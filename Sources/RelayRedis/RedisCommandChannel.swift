@@ -20,8 +20,21 @@ public protocol RedisCommandChannel: AnyObject {
     /// Sends one command; `reply` runs on the loop thread with its reply, or an error
     /// (`DISCONNECTED …` when it could not be sent or its reply was lost).
     func send(_ args: [String], _ reply: ((RedisReply) -> Void)?)
+    /// Sends one command whose reply is only looked at: `view` reads it during the call
+    /// (`RedisReplyView`: error or not, null or not; valid only inside the call), or gets
+    /// `DISCONNECTED …` like `send(_:_:)`. The default copies the reply and wraps it;
+    /// `RedisConnection` reads hiredis' reply in place.
+    func send(_ args: [String], view: @escaping (RedisReplyView) -> Void)
     /// Closes for good; pending replies fail.
     func close()
+}
+
+extension RedisCommandChannel {
+    /// `send(_:view:)` for channels without in-place replies: the reply is copied
+    /// (`send(_:_:)`) and handed over as a view.
+    public func send(_ args: [String], view: @escaping (RedisReplyView) -> Void) {
+        send(args) { r in view(RedisReplyView(r)) }
+    }
 }
 
 extension RedisConnection: RedisCommandChannel {}

@@ -68,3 +68,60 @@ public enum RedisReply: Sendable, Equatable {
         return nil
     }
 }
+
+/// A reply looked at where hiredis holds it, for handlers that only need to know
+/// whether it is an error (and its text) or null: nothing is copied unless asked
+/// (`reply`). Valid only during the handler call — hiredis frees the reply right after
+/// (`redisProcessCallbacks`); never keep it or let it escape.
+///
+/// Issue 14: the append's replies (`XADD` → a bulk entry ID, `BITFIELD` → an array,
+/// `SETRANGE`/`PUBLISH` → integers) were each copied into a `RedisReply` (a `[UInt8]`
+/// or an array per reply) only to be checked for an error.
+public struct RedisReplyView {
+    private enum Source {
+        case hiredis(UnsafeMutablePointer<redisReply>)
+        case copied(RedisReply)
+    }
+    private let source: Source
+
+    init(_ r: UnsafeMutablePointer<redisReply>?) {
+        source = r.map { .hiredis($0) } ?? .copied(.error("DISCONNECTED connection to Redis lost"))
+    }
+
+    /// A view of an already copied reply (channels without in-place replies, local errors).
+    public init(_ reply: RedisReply) {
+        source = .copied(reply)
+    }
+
+    /// `true` for an error reply (`ERR …`, `WRONGTYPE …`) or a local failure (`DISCONNECTED …`).
+    public var isError: Bool {
+        switch source {
+        case .hiredis(let r): return r.pointee.type == REDIS_REPLY_ERROR
+        case .copied(let c): return c.errorMessage != nil
+        }
+    }
+
+    /// `true` for a null bulk or null array reply (e.g. `XADD … NOMKSTREAM` on a missing key).
+    public var isNull: Bool {
+        switch source {
+        case .hiredis(let r): return r.pointee.type == REDIS_REPLY_NIL
+        case .copied(let c): return c == .null
+        }
+    }
+
+    /// The error text of an error reply (copied), else `nil`.
+    public var errorMessage: String? {
+        switch source {
+        case .hiredis(let r): return r.pointee.type == REDIS_REPLY_ERROR ? String(cString: r.pointee.str) : nil
+        case .copied(let c): return c.errorMessage
+        }
+    }
+
+    /// The whole reply, copied out of hiredis.
+    public var reply: RedisReply {
+        switch source {
+        case .hiredis(let r): return RedisReply(r)
+        case .copied(let c): return c
+        }
+    }
+}

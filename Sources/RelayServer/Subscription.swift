@@ -20,34 +20,37 @@ final class Subscription {
     let sid: String
     let exchange: HTTPExchange
     unowned let host: SubscriptionHost
+    // The per-event state is marked `@exclusivity(unchecked)`: confined to the loop
+    // thread, and no mutation of it spans a call out, so the run-time exclusivity check
+    // (`swift_beginAccess`, about 75 instructions per access) guards nothing (issue 14).
     /// The replay/live merge decisions.
-    private var merge: ReplayMerge
+    @exclusivity(unchecked) private var merge: ReplayMerge
     /// The seq of the last event written to the client.
     var lastSent: UInt64 { merge.lastSent }
     /// When the client last got bytes (event or heartbeat), loop ms.
-    var lastWriteMs: UInt64
+    @exclusivity(unchecked) var lastWriteMs: UInt64
     /// When the last event arrived or was written, loop ms (lease checks).
-    var lastEventMs: UInt64
+    @exclusivity(unchecked) var lastEventMs: UInt64
     /// Token `exp` of the connection (unix seconds), for expiry mid-stream.
     let tokenExpiry: Int64?
     private var stallTimer: LoopTimer?
-    private(set) var ended = false
+    @exclusivity(unchecked) private(set) var ended = false
     /// Events written to this client (metrics, summary log).
-    private(set) var eventsWritten = 0
+    @exclusivity(unchecked) private(set) var eventsWritten = 0
     /// The seq the client resumed after (0 for a fresh stream).
     let resumedFrom: UInt64
     /// How the response ended: `done`, `error:<code>`, `client_closed`, `aborted`.
     private(set) var outcome = "open"
     /// Backpressure state (`StreamHub.isSlowConsumer`); created on first use.
-    var backpressure: SlowConsumerPolicy?
+    @exclusivity(unchecked) var backpressure: SlowConsumerPolicy?
     /// Merges live deltas while this client's link is backed up (issue 14).
-    private var coalescer: SlowLinkCoalescer
+    @exclusivity(unchecked) private var coalescer: SlowLinkCoalescer
     private var coalesceTimer: LoopTimer?
     /// The client's backlog as last read, and when (loop ms): the kernel's share costs
     /// a syscall, so a client that is not coalescing is asked at most every
     /// `backlogCheckMs`, not on every event.
-    private var backlog = 0
-    private var backlogCheckedMs: UInt64 = 0
+    @exclusivity(unchecked) private var backlog = 0
+    @exclusivity(unchecked) private var backlogCheckedMs: UInt64 = 0
     private static let backlogCheckMs: UInt64 = 100
 
     init(id: RequestID, owner: String, sid: String, exchange: HTTPExchange, host: SubscriptionHost, lastSent: UInt64, tokenExpiry: Int64?) {
@@ -113,10 +116,11 @@ final class Subscription {
     /// for every subscriber of the stream.
     func live(_ e: SequencedEvent, frame: WireFrame? = nil) {
         guard !ended else { return }
-        lastEventMs = host.loop.nowMs
+        let now = host.loop.nowMs
+        lastEventMs = now
         switch merge.live(e) {
         case .drop, .hold: return
-        case .write: writeOne(e, frame: frame)
+        case .write: writeOne(e, frame: frame, nowMs: now)
         case .replay: replay()
         }
     }
@@ -188,13 +192,16 @@ final class Subscription {
     /// The common live case (the next seq, no replay under way): one event, written
     /// without building an array and a concatenated chunk first — or, while the
     /// client's link is backed up, held and merged (`SlowLinkCoalescer`).
-    private func writeOne(_ e: SequencedEvent, frame: WireFrame?) {
+    private func writeOne(_ e: SequencedEvent, frame: WireFrame?, nowMs now: UInt64) {
         guard !ended, !host.isSlowConsumer(self) else { return }
         merge.wrote(e)
-        let now = host.loop.nowMs
         if !coalescer.isCoalescing, now &- backlogCheckedMs >= Subscription.backlogCheckMs {
             backlog = exchange.unsentBytes
             backlogCheckedMs = now
+        }
+        if coalescer.passesThrough(unsentBytes: backlog) {
+            // A client that keeps up: the event as is, no coalescer output built.
+            return writeEvent(e, wire: frame ?? WireFrame.event(seq: e.seq, json: e.json), nowMs: now)
         }
         let out = coalescer.offer(e, unsentBytes: backlog, nowMs: now)
         writeReleased(out, frame: frame.map { (e.seq, $0) })
@@ -207,20 +214,23 @@ final class Subscription {
     /// the already framed bytes of the live event with that seq, when it is released as is.
     private func writeReleased(_ out: SlowLinkCoalescer.Output, frame: (seq: UInt64, wire: WireFrame)? = nil) {
         if out.merged > 0 { host.merged(events: out.merged) }
+        let now = host.loop.nowMs
         for e in out.events {
             guard !ended else { return }
-            if let f = frame, f.seq == e.seq, out.merged == 0 {
-                exchange.write(f.wire)
-            } else {
-                exchange.write(WireFrame.event(seq: e.seq, json: e.json))
-            }
-            eventsWritten += 1
-            lastWriteMs = host.loop.nowMs
-            host.delivered(events: 1)
-            if e.isTerminal {
-                outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
-                end()
-            }
+            let f = frame.flatMap { $0.seq == e.seq && out.merged == 0 ? $0.wire : nil }
+            writeEvent(e, wire: f ?? WireFrame.event(seq: e.seq, json: e.json), nowMs: now)
+        }
+    }
+
+    /// Writes one SSE event (`wire`: its framing) and ends the response after a terminal one.
+    private func writeEvent(_ e: SequencedEvent, wire: WireFrame, nowMs: UInt64) {
+        exchange.write(wire)
+        eventsWritten += 1
+        lastWriteMs = nowMs
+        host.delivered(events: 1)
+        if e.isTerminal {
+            outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
+            end()
         }
     }
 

@@ -82,15 +82,22 @@ public struct SlowLinkCoalescer: Sendable {
     /// Deltas held now.
     public var heldCount: Int { held.count }
 
+    /// Whether `offer` would hand a live event back alone and change nothing: the link
+    /// is not coalescing and the backlog (bytes) is at or under the high-water mark. The
+    /// caller then writes the event itself (the common case of a client that keeps up,
+    /// with no `Output` built per event).
+    public func passesThrough(unsentBytes: Int) -> Bool {
+        !isCoalescing && unsentBytes <= limits.highWaterBytes
+    }
+
     /// A live event in seq order. `unsentBytes`: the client's backlog now.
     public mutating func offer(_ e: SequencedEvent, unsentBytes: Int, nowMs: UInt64) -> Output {
-        let mergeable = SlowLinkCoalescer.content(of: e) != nil
         if !isCoalescing {
-            guard mergeable, unsentBytes > limits.highWaterBytes else { return Output(events: [e]) }
+            guard unsentBytes > limits.highWaterBytes, SlowLinkCoalescer.content(of: e) != nil else { return Output(events: [e]) }
             startCoalescing(nowMs: nowMs)
             return hold(e)
         }
-        guard mergeable else {
+        guard SlowLinkCoalescer.content(of: e) != nil else {
             var out = flush()
             out.events.append(e)
             return out

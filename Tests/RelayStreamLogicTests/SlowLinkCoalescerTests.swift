@@ -15,6 +15,22 @@ final class SlowLinkCoalescerTests: XCTestCase {
         XCTAssertFalse(c.isCoalescing)
     }
 
+    /// `passesThrough` holds exactly when `offer` would hand the event back alone and
+    /// change nothing (the fast path a subscription takes without calling `offer`).
+    func testPassesThroughMatchesOfferUntouched() {
+        var c = SlowLinkCoalescer(limits: .init(highWaterBytes: 100, flushIntervalMs: 250))
+        XCTAssertTrue(c.passesThrough(unsentBytes: 0))
+        XCTAssertTrue(c.passesThrough(unsentBytes: 100), "at the mark: not backed up")
+        XCTAssertFalse(c.passesThrough(unsentBytes: 101))
+        var probe = c
+        XCTAssertEqual(probe.offer(delta(1, "a"), unsentBytes: 100, nowMs: 0).events, [delta(1, "a")])
+        XCTAssertFalse(probe.isCoalescing)
+        XCTAssertEqual(probe.heldCount, 0)
+        _ = c.offer(delta(1, "a"), unsentBytes: 101, nowMs: 0)
+        XCTAssertTrue(c.isCoalescing)
+        XCTAssertFalse(c.passesThrough(unsentBytes: 0), "coalescing: every delta goes through offer")
+    }
+
     func testABackedUpClientGetsOneMergedDeltaWithTheHighestSeqPerInterval() {
         var c = SlowLinkCoalescer(limits: .init(highWaterBytes: 1_000, flushIntervalMs: 250))
         XCTAssertEqual(c.offer(delta(1, "a"), unsentBytes: 0, nowMs: 0).events.count, 1)

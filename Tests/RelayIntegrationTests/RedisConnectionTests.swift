@@ -1,0 +1,220 @@
+import Foundation
+import RelayConfiguration
+import RelayCore
+import RelayLoop
+import RelayRedis
+import XCTest
+
+/// `RedisConnection`'s reply path against a real `redis-server` (issue 14): handlers in a
+/// FIFO instead of a box per command must still get exactly their own reply, in send
+/// order, with commands sent without a handler in between; every handler still waiting
+/// when the connection drops, is closed, or is closed from inside another handler gets
+/// `DISCONNECTED …` exactly once; `send(_:view:)` reads errors and nulls in place.
+final class RedisConnectionTests: RelayTestCase {
+    /// A `RedisConnection` on its own loop thread; everything runs on the loop.
+    final class Harness: @unchecked Sendable {
+        let loop: EventLoop
+        let connection: RedisConnection
+        let connects = LockedBox(0)
+        let disconnects = LockedBox(0)
+        private let thread: Thread
+
+        init(url: String) throws {
+            EventLoop.enableThreads()
+            loop = try EventLoop()
+            connection = RedisConnection(loop: loop, endpoint: try RedisEndpoint.parse(url), role: .commands)
+            let n = connects, d = disconnects
+            connection.onConnect = { n.mutate { $0 += 1 } }
+            connection.onDisconnect = { _ in d.mutate { $0 += 1 } }
+            nonisolated(unsafe) let c = connection
+            let lp = loop
+            loop.post { c.connect() }
+            thread = Thread { lp.run() }
+            thread.start()
+        }
+
+        func run(_ body: @escaping @Sendable (RedisConnection) -> Void) {
+            nonisolated(unsafe) let c = connection
+            loop.post { body(c) }
+        }
+
+        func stop() {
+            nonisolated(unsafe) let c = connection
+            let lp = loop
+            loop.post { c.close(); lp.stop() }
+            let until = Date().addingTimeInterval(5)
+            while !thread.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
+        }
+    }
+
+    /// Replies received per handler index (a handler called twice shows up twice).
+    final class Replies: @unchecked Sendable {
+        let got = LockedBox<[Int: [String]]>([:])
+        func record(_ i: Int, _ text: String) { got.mutate { $0[i, default: []].append(text) } }
+        var count: Int { got.value.values.reduce(0) { $0 + $1.count } }
+    }
+
+    private func harness() throws -> Harness {
+        let h = try Harness(url: redis.url)
+        addTeardownBlock { h.stop() }
+        try eventually(10, "the connection to come up") { h.connects.value > 0 }
+        return h
+    }
+
+    private static func text(_ r: RedisReply) -> String {
+        if let e = r.errorMessage { return "error:" + e }
+        if case .null = r { return "null" }
+        if case .integer(let i) = r { return "int:\(i)" }
+        return r.string ?? "array:\(r.array?.count ?? -1)"
+    }
+
+    /// 600 commands: echoes with handlers (copied and in-place), echoes and `SET`s
+    /// without one, errors and nulls in between. Every handler gets its own reply once.
+    func testEachHandlerGetsItsOwnReplyInSendOrder() throws {
+        let h = try harness()
+        let replies = Replies()
+        let order = LockedBox<[Int]>([])
+        h.run { c in
+            for i in 0..<600 {
+                switch i % 6 {
+                case 0:
+                    c.send(["ECHO", "r\(i)"]) { r in replies.record(i, Self.text(r)); order.mutate { $0.append(i) } }
+                case 1:
+                    c.send(["ECHO", "unheard\(i)"], nil)
+                case 2:
+                    c.send(["LPUSH", "relay:test:list", "x"], nil)
+                    c.send(["INCR", "relay:test:list"], view: { v in   // WRONGTYPE: an error reply
+                        replies.record(i, v.isError ? "error:" + (v.errorMessage ?? "?") : "no error")
+                        order.mutate { $0.append(i) }
+                    })
+                case 3:
+                    c.send(["GET", "relay:test:missing\(i)"], view: { v in
+                        replies.record(i, v.isNull && !v.isError ? "null" : "not null")
+                        order.mutate { $0.append(i) }
+                    })
+                case 4:
+                    c.send(["SET", "relay:test:k\(i)", "\(i)"], nil)
+                    c.send(["GET", "relay:test:k\(i)"], view: { v in
+                        replies.record(i, Self.text(v.reply))
+                        order.mutate { $0.append(i) }
+                    })
+                default:
+                    c.send(["INCRBY", "relay:test:n", "1"]) { r in replies.record(i, Self.text(r)); order.mutate { $0.append(i) } }
+                }
+            }
+        }
+        try eventually(10, "every handled reply") { replies.count == 500 }
+        let got = replies.got.value
+        var increments = 0
+        for i in 0..<600 where i % 6 != 1 {
+            let expected: String
+            switch i % 6 {
+            case 0: expected = "r\(i)"
+            case 2: expected = "error:WRONGTYPE Operation against a key holding the wrong kind of value"
+            case 3: expected = "null"
+            case 4: expected = "\(i)"
+            default:
+                increments += 1
+                expected = "int:\(increments)"
+            }
+            XCTAssertEqual(got[i], [expected], "handler \(i)")
+        }
+        XCTAssertEqual(order.value, order.value.sorted(), "handlers run in send order")
+        XCTAssertNil(got[1], "a command sent without a handler calls none")
+        let pending = LockedBox(-1)
+        h.run { c in pending.value = c.pendingReplies }
+        try eventually(5, "the pending count") { pending.value >= 0 }
+        XCTAssertEqual(pending.value, 0)
+    }
+
+    /// Commands queued behind a blocking one when Redis drops the connection: each
+    /// handler gets `DISCONNECTED` once, before `onDisconnect`, and the connection comes
+    /// back by itself and answers again.
+    func testPendingHandlersFailOnceWhenTheConnectionDrops() throws {
+        let h = try harness()
+        let replies = Replies()
+        let disconnectsSeenByHandlers = LockedBox<Set<Int>>([])
+        let d = h.disconnects
+        h.run { c in
+            c.send(["BLPOP", "relay:test:never", "30"]) { r in replies.record(-1, Self.text(r)) }
+            for i in 0..<50 {
+                let record: (String) -> Void = { t in
+                    replies.record(i, t)
+                    disconnectsSeenByHandlers.mutate { $0.insert(d.value) }
+                }
+                if i % 2 == 0 {
+                    c.send(["ECHO", "e\(i)"]) { r in record(Self.text(r)) }
+                } else {
+                    c.send(["ECHO", "e\(i)"], view: { v in record(v.isError ? "error:" + (v.errorMessage ?? "") : "ok") })
+                }
+            }
+        }
+        try eventually(5, "the commands to be in flight") { (try? self.redis.cli("CLIENT", "LIST"))?.contains("cmd=blpop") == true }
+        _ = try redis.cli("CLIENT", "KILL", "TYPE", "normal")
+        try eventually(10, "every pending handler to fail") { replies.count == 51 }
+        try eventually(10, "the reconnection") { h.connects.value >= 2 }
+        let got = replies.got.value
+        for i in -1..<50 {
+            XCTAssertEqual(got[i]?.count, 1, "handler \(i) called once")
+            XCTAssertTrue(got[i]?.first?.hasPrefix("error:DISCONNECTED") == true, "handler \(i): \(got[i] ?? [])")
+        }
+        XCTAssertEqual(disconnectsSeenByHandlers.value, [0], "handlers fail before onDisconnect")
+        XCTAssertEqual(h.disconnects.value, 1)
+        let after = LockedBox<String?>(nil)
+        h.run { c in c.send(["ECHO", "back"]) { r in after.value = Self.text(r) } }
+        try eventually(10, "a reply after the reconnection") { after.value != nil }
+        XCTAssertEqual(after.value, "back")
+        usleep(200_000)   // nothing more may arrive: no handler is called twice
+        XCTAssertEqual(replies.count, 51)
+    }
+
+    /// `close()` with commands in flight, and `close()` called from inside a handler
+    /// while later commands still wait: every other handler gets `DISCONNECTED` exactly
+    /// once (hiredis' own NULL callbacks after the free must not call them again), and
+    /// a send after closing fails at once.
+    func testCloseFailsEveryPendingHandlerOnceEvenFromInsideAHandler() throws {
+        for closeInside in [false, true] {
+            let h = try harness()
+            let replies = Replies()
+            let sentAfter = LockedBox<String?>(nil)
+            // Sent in the same loop turn as the close: a loop left with no event to
+            // watch stops running posted work.
+            let sendLate: @Sendable (RedisConnection) -> Void = { c in
+                c.send(["ECHO", "late"]) { r in sentAfter.value = Self.text(r) }
+            }
+            h.run { c in
+                if closeInside {
+                    c.send(["ECHO", "first"]) { r in
+                        replies.record(-1, Self.text(r))
+                        c.close()
+                        sendLate(c)
+                    }
+                } else {
+                    c.send(["BLPOP", "relay:test:never", "30"]) { r in replies.record(-1, Self.text(r)) }
+                }
+                for i in 0..<40 {
+                    if i % 2 == 0 {
+                        c.send(["ECHO", "e\(i)"]) { r in replies.record(i, Self.text(r)) }
+                    } else {
+                        c.send(["ECHO", "e\(i)"], view: { v in replies.record(i, v.isError ? "error:" + (v.errorMessage ?? "") : "ok") })
+                    }
+                }
+                if !closeInside {
+                    c.close()
+                    sendLate(c)
+                }
+            }
+            try eventually(10, "every handler (close inside: \(closeInside))") { replies.count == 41 }
+            try eventually(5, "the send after close to fail") { sentAfter.value != nil }
+            usleep(200_000)   // nothing more may arrive: no handler is called twice
+            let got = replies.got.value
+            XCTAssertEqual(got[-1], [closeInside ? "first" : "error:DISCONNECTED connection to Redis closed"])
+            for i in 0..<40 {
+                XCTAssertEqual(got[i]?.count, 1, "handler \(i) called once (close inside: \(closeInside))")
+                XCTAssertTrue(got[i]?.first?.hasPrefix("error:DISCONNECTED") == true, "handler \(i): \(got[i] ?? [])")
+            }
+            XCTAssertTrue(sentAfter.value?.hasPrefix("error:DISCONNECTED") == true)
+            XCTAssertEqual(h.disconnects.value, 0, "a close is not a lost connection")
+        }
+    }
+}
