@@ -243,7 +243,7 @@ final class AppendQueueTests: XCTestCase {
             var needVerify = false
             var oom = false
             var steps = 0
-            func send(_ g: [(seq: UInt64, item: String)]) { if !g.isEmpty { writes.append(g.map(\.seq)) } }
+            func send(_ g: ArraySlice<(seq: UInt64, item: String)>) { if !g.isEmpty { writes.append(g.map(\.seq)) } }
             func process(_ write: [UInt64]) -> [(UInt64, AppendReply)] {
                 write.map { s in
                     if oom { return (s, .retryable) }
