@@ -150,19 +150,24 @@ public final class EventLog {
     /// 2. when `refreshTTL`: `PEXPIRE` of every key of the stream.
     /// The event's lossless-resume text is not written here: the appender writes it
     /// once per group of events (`writeText`, `TextCheckpoint`).
-    /// `done` gets the `XADD`'s outcome; the `PEXPIRE` replies are only counted
-    /// (`onAuxiliaryFailure`). The caller publishes after `done` succeeds (`publish`).
+    /// `reply` gets the `XADD`'s reply, read in place (`appendOutcome` turns it into the
+    /// outcome; one closure per event, the caller's); the `PEXPIRE` replies are only
+    /// counted (`onAuxiliaryFailure`). The caller publishes after a success (`publish`).
     public func append(_ k: StreamKeys, seq: UInt64, json: String, refreshTTL: Bool,
-                       done: @escaping (Result<Void, RedisFailure>) -> Void) {
+                       reply: @escaping (RedisReplyView) -> Void) {
         let args = trim.trims(seq: seq)
             ? ["XADD", k.events, "NOMKSTREAM", "MAXLEN", trimmedLengthArg, "\(seq)-0", "e", json]
             : ["XADD", k.events, "NOMKSTREAM", "\(seq)-0", "e", json]
-        connection.send(args) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
-            if case .null = r { return done(.failure(RedisFailure("NOSTREAM stream expired (XADD NOMKSTREAM)"))) }
-            done(.success(()))
-        }
+        connection.send(args, view: reply)
         if refreshTTL { refreshTTLs(k) }
+    }
+
+    /// The outcome of an append's `XADD` reply: an error reply as its text, a nil reply
+    /// (`XADD … NOMKSTREAM` on a missing key) as `NOSTREAM`, else stored.
+    public static func appendOutcome(_ r: RedisReplyView) -> Result<Void, RedisFailure> {
+        if let e = r.errorMessage { return .failure(RedisFailure(e)) }
+        if r.isNull { return .failure(RedisFailure("NOSTREAM stream expired (XADD NOMKSTREAM)")) }
+        return .success(())
     }
 
     /// Writes buffered lossless-resume text (`TextCheckpoint.Write`): `SETRANGE text
@@ -174,12 +179,12 @@ public final class EventLog {
     public func writeText(_ k: StreamKeys, _ w: TextCheckpoint.Write, done: @escaping (Result<Void, RedisFailure>) -> Void) {
         let outcome = TextWriteOutcome(replies: w.text.isEmpty ? 1 : 2, done: done)
         if !w.text.isEmpty {
-            connection.send(["SETRANGE", k.text, String(w.start), w.text]) { r in outcome.replied(r) }
+            connection.send(["SETRANGE", k.text, String(w.start), w.text], view: { r in outcome.replied(r) })
         }
         var bf = ["BITFIELD", k.offsets]
         bf.reserveCapacity(2 + 4 * w.offsets.count)
         for o in w.offsets { bf += ["SET", "u32", "#\(o.seq)", String(o.end)] }
-        connection.send(bf) { r in outcome.replied(r) }
+        connection.send(bf, view: { r in outcome.replied(r) })
         connection.send(["PEXPIRE", k.text, ttlArg], view: auxiliaryReply)
         connection.send(["PEXPIRE", k.offsets, ttlArg], view: auxiliaryReply)
     }
@@ -342,7 +347,7 @@ private final class TextWriteOutcome {
         self.done = done
     }
 
-    func replied(_ r: RedisReply) {
+    func replied(_ r: RedisReplyView) {
         if let e = r.errorMessage, failure == nil { failure = RedisFailure(e) }
         remaining -= 1
         if remaining == 0 { done(failure.map { .failure($0) } ?? .success(())) }

@@ -49,13 +49,17 @@ public final class StreamAppender {
     private let loop: EventLoop
     private let id: RequestID
     private let keys: StreamKeys
+    // The per-event state is marked `@exclusivity(unchecked)`: confined to the loop
+    // thread, and no mutating access to it spans a call out (each `queue`/`checkpoint`
+    // call returns before its result is acted on), so the run-time exclusivity check
+    // per access is dead weight on the per-event path.
     /// The ordering and acknowledgement decisions (`RelayStreamLogic.AppendQueue`).
-    private var queue: AppendQueue<Pending>
+    @exclusivity(unchecked) private var queue: AppendQueue<Pending>
     private var retryTimer: LoopTimer?
     /// Which appends refresh the keys' TTL.
-    private var ttlRefresh: TTLRefreshPolicy
+    @exclusivity(unchecked) private var ttlRefresh: TTLRefreshPolicy
     /// The lossless-resume text not yet written (unused when lossless resume is off).
-    private var checkpoint: TextCheckpoint
+    @exclusivity(unchecked) private var checkpoint: TextCheckpoint
     /// `EventLog.connectionEpoch` when the stored tail was last known good.
     private var epoch: Int
     /// A tail read is under way.
@@ -100,14 +104,17 @@ public final class StreamAppender {
     /// The highest seq that may be sent (`TextCheckpoint.sendableThrough`).
     private var sendableThrough: UInt64 { log.lossless ? checkpoint.sendableThrough : .max }
 
-    private func send(_ items: [(seq: UInt64, item: Pending)]) {
+    private func send(_ items: ArraySlice<(seq: UInt64, item: Pending)>) {
         for (seq, p) in items {
-            let reply: (Result<Void, RedisFailure>) -> Void = { [weak self] r in self?.replied(seq: seq, p, r) }
             if let state = p.finalState {
                 log.appendFinal(keys, seq: seq, json: p.json, finalState: state,
-                                text: log.lossless ? checkpoint.pending(through: seq) : nil, done: reply)
+                                text: log.lossless ? checkpoint.pending(through: seq) : nil) { [weak self] r in
+                    self?.replied(seq: seq, p, r)
+                }
             } else {
-                log.append(keys, seq: seq, json: p.json, refreshTTL: p.refreshTTL, done: reply)
+                log.append(keys, seq: seq, json: p.json, refreshTTL: p.refreshTTL) { [weak self] r in
+                    self?.replied(seq: seq, p, EventLog.appendOutcome(r))
+                }
             }
         }
     }

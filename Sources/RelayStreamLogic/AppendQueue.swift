@@ -138,7 +138,7 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
 
     /// Queues an event; returns what to send now (nothing while a group is in flight,
     /// while recovering, or after a failure). `sendableThrough`: see `nextGroup`.
-    public mutating func enqueue(seq: UInt64, _ item: Item, sendableThrough: UInt64 = .max) -> [(seq: UInt64, item: Item)] {
+    public mutating func enqueue(seq: UInt64, _ item: Item, sendableThrough: UInt64 = .max) -> ArraySlice<(seq: UInt64, item: Item)> {
         guard !failed else { return [] }
         queue.append((seq, item))
         return nextGroup(sendableThrough: sendableThrough)
@@ -148,12 +148,14 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
     /// group is in and nothing is being recovered; else empty. Events above
     /// `sendableThrough` stay queued (the caller holds them back, e.g. until their
     /// text is stored: `TextCheckpoint.sendableThrough`) and go out in a later call.
-    public mutating func nextGroup(sendableThrough: UInt64 = .max) -> [(seq: UInt64, item: Item)] {
+    /// The group is a slice of the queue's own storage (no copy per group); release it
+    /// before the queue changes again, or that change copies the queue.
+    public mutating func nextGroup(sendableThrough: UInt64 = .max) -> ArraySlice<(seq: UInt64, item: Item)> {
         guard !recovering, !failed, inFlight == 0 else { return [] }
         var end = min(queue.count, nextToSend + maxGroup)
         while end > nextToSend && queue[end - 1].seq > sendableThrough { end -= 1 }
         guard nextToSend < end else { return [] }
-        let out = Array(queue[nextToSend..<end])
+        let out = queue[nextToSend..<end]
         inFlight = out.count
         nextToSend = end
         return out

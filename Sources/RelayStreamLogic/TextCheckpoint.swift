@@ -111,6 +111,11 @@ public struct TextCheckpoint: Sendable, Equatable {
     public func pending(through seq: UInt64) -> Write? {
         var text = ""
         var offsets: [Offset] = []
+        if let last = buffered.last(where: { $0.offset.seq <= seq }) {
+            // One allocation of the final size instead of regrowing while appending.
+            text.reserveCapacity(last.offset.end - confirmedEnd)
+            offsets.reserveCapacity(buffered.count)
+        }
         for b in buffered where b.offset.seq <= seq {
             text += b.text
             offsets.append(b.offset)

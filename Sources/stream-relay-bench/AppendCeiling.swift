@@ -78,9 +78,9 @@ extension Runner {
                             }
                         }
                     }
-                    logs[ci].append(keys, seq: seq, json: json, refreshTTL: seq % 500 == 1) { r in
+                    logs[ci].append(keys, seq: seq, json: json, refreshTTL: seq % 500 == 1) { view in
                         inFlight[ci] -= 1
-                        switch r {
+                        switch EventLog.appendOutcome(view) {
                         case .success:
                             logs[ci].publish(keys, seq: seq, json: json)
                             acked += 1; hist.record(nowMicros() - sent)

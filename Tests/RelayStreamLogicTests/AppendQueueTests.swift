@@ -6,7 +6,7 @@ import XCTest
 /// Every branch of `AppendQueue`, then a scripted Redis (explicit-ID `XADD` rules,
 /// failures per write, lost connections) at random steps.
 final class AppendQueueTests: XCTestCase {
-    private func seqs(_ items: [(seq: UInt64, item: String)]) -> [UInt64] { items.map(\.seq) }
+    private func seqs(_ items: ArraySlice<(seq: UInt64, item: String)>) -> [UInt64] { items.map(\.seq) }
     private func tail(_ state: String? = "running", top: UInt64, _ entries: [(UInt64, String)]) -> StoredTail {
         StoredTail(state: state, topSeq: top, entries: entries.map { SequencedEvent(seq: $0.0, json: $0.1) })
     }
@@ -243,7 +243,7 @@ final class AppendQueueTests: XCTestCase {
             var needVerify = false
             var oom = false
             var steps = 0
-            func send(_ g: [(seq: UInt64, item: String)]) { if !g.isEmpty { writes.append(g.map(\.seq)) } }
+            func send(_ g: ArraySlice<(seq: UInt64, item: String)>) { if !g.isEmpty { writes.append(g.map(\.seq)) } }
             func process(_ write: [UInt64]) -> [(UInt64, AppendReply)] {
                 write.map { s in
                     if oom { return (s, .retryable) }
