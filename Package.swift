@@ -65,7 +65,7 @@ let package = Package(
         // Pure test helpers shared by every test target (seeded generator).
         .target(name: "RelayTestKit", path: "Tests/RelayTestKit"),
         .target(name: "RelayTestSupport", dependencies: ["RelayCore", "RelayAuth"], path: "Tests/RelayTestSupport"),
-        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayConfiguration"]),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayConfiguration", "RelayTestKit"]),
         .testTarget(name: "RelayStreamLogicTests", dependencies: ["RelayStreamLogic", "RelayCore", "RelayTestKit"]),
         .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayConfiguration", "RelayCore"]),
         .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore", "RelayTestKit"]),

@@ -92,26 +92,30 @@ public enum StreamEvent: Sendable, Equatable {
     }
 
     /// Decodes an event from UTF-8 JSON bytes. See `init(json:)`.
+    ///
+    /// Read with `LenientJSON` (RFC 8259), not `JSONSerialization`: swift-corelibs-
+    /// foundation's parser drops a U+FEFF at the start of a string and right after an
+    /// escape (it decodes each run between escapes as a document, BOM stripped), which
+    /// would lose text from a delta such as `"\n\u{FEFF}…"`.
     public init(jsonData: Data) throws {
-        guard let obj = (try? JSONSerialization.jsonObject(with: jsonData)) as? [String: Any],
-              let type = obj["type"] as? String else {
+        guard let obj = try? LenientJSON.parse(jsonData), let type = obj["type"]?.stringValue else {
             throw StreamEventDecodingError.malformed
         }
         switch type {
         case "delta":
-            guard let c = obj["content"] as? String else { throw StreamEventDecodingError.malformed }
+            guard let c = obj["content"]?.stringValue else { throw StreamEventDecodingError.malformed }
             self = .delta(c)
         case "done":
-            let reason = obj["finish_reason"] as? String ?? "stop"
-            let u = obj["usage"] as? [String: Any] ?? [:]
-            let p = (u["prompt_tokens"] as? NSNumber)?.intValue ?? 0
-            let c = (u["completion_tokens"] as? NSNumber)?.intValue ?? 0
-            let t = (u["total_tokens"] as? NSNumber)?.intValue ?? (p + c)
+            let reason = obj["finish_reason"]?.stringValue ?? "stop"
+            let u = obj["usage"]
+            let p = u?["prompt_tokens"]?.intValue ?? 0
+            let c = u?["completion_tokens"]?.intValue ?? 0
+            let t = u?["total_tokens"]?.intValue ?? (p + c)
             self = .done(finishReason: reason, usage: Usage(promptTokens: p, completionTokens: c, totalTokens: t))
         case "error":
-            self = .error(status: (obj["status"] as? NSNumber)?.intValue ?? 500,
-                          code: obj["code"] as? String ?? "error",
-                          message: obj["message"] as? String ?? "")
+            self = .error(status: obj["status"]?.intValue ?? 500,
+                          code: obj["code"]?.stringValue ?? "error",
+                          message: obj["message"]?.stringValue ?? "")
         default:
             throw StreamEventDecodingError.unknownType(type)
         }

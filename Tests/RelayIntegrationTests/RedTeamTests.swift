@@ -260,4 +260,43 @@ final class RedTeamTests: RelayTestCase {
             XCTAssertEqual(posted.map(\.data), resumed.map(\.data), "round \(round): both clients got the same events")
         }
     }
+    /// Red team (issue 14: append groups as slices of the queue, reply handlers in a
+    /// FIFO): the relay's command connections are killed three times while a stream is
+    /// generated at 2,000 tokens/s, so appends are refused synchronously inside the
+    /// group's send (`DISCONNECTED` while the connection is down, the queue changing
+    /// under the slice being sent) and pending handlers fail in bulk. The answer must
+    /// still be stored once, in order: a reader on the owner, one on another relay and
+    /// a resume from the middle all get exactly the reference text.
+    func testAppendsRefusedWhileTheCommandConnectionIsDownLoseNothing() throws {
+        let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "2000", "RELAY_REDIS_OUTAGE_GRACE": "10s"]
+        let a = try startRelay(env)
+        let b = try startRelay(env)
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let owner = ScaleOutTests.Collector(try Chat.start(port: a.port, token: token, requestID: id))
+        try eventually(10, "the stream to start") { owner.events.count >= 5 }
+        let other = ScaleOutTests.Collector(try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0"))
+        var killedAt: [UInt64] = []
+        for round in 1...3 {
+            let before = try topSeq(id)
+            try eventually(10, "round \(round): the stream to advance past \(before)") { try self.topSeq(id) > before + 100 }
+            killedAt.append(try topSeq(id))
+            _ = try redis.cli("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+        }
+        try eventually(30, "both readers to end") { owner.ended && other.ended }
+        let reference = referenceText()
+        for (name, c) in [("owner", owner), ("other relay", other)] {
+            let events = c.events.map(\.0)
+            assertSequence(events)
+            XCTAssertEqual(Chat.text(events), reference, "\(name): the whole answer once (connections killed at seqs \(killedAt))")
+            XCTAssertEqual(c.terminal.map { "\($0.0)" }?.hasPrefix("done"), true, "\(name) ends with done: \(String(describing: c.terminal?.0))")
+        }
+        let resumed = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: String(killedAt[1])).readAll()
+        // Beyond the retained window: the lossless catch-up's one merged delta, then one per seq.
+        let ids = resumed.compactMap { UInt64($0.lastEventId) }
+        XCTAssertEqual(ids.count, resumed.count)
+        XCTAssertEqual(ids, ids.sorted())
+        XCTAssertGreaterThan(ids.first ?? 0, killedAt[1])
+        XCTAssertEqual(Chat.text(resumed), String(reference.utf8.dropFirst(referenceText(maxTokens: Int(killedAt[1])).utf8.count))!)
+    }
 }

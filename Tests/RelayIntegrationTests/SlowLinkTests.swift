@@ -1,6 +1,7 @@
 import Foundation
 import RelayCore
 import RelayTestSupport
+import RelayUpstream
 import XCTest
 
 /// Issue 14: adaptive coalescing. A client on a slow link gets its deltas merged into
@@ -57,5 +58,90 @@ final class SlowLinkTests: RelayTestCase {
         XCTAssertGreaterThan(merged, 0, "merges are counted in /metrics")
         let help = try HTTPClient.request(port: relay.port, method: "GET", path: "/metrics").text
         XCTAssertTrue(help.contains("# HELP relay_deltas_merged_total "))
+    }
+    /// Red team (issue 14's pass-through writes): one reader that keeps up, then stops
+    /// reading (the link backs up: its deltas are merged), then drains and keeps up
+    /// again until the relay goes back to one event per token, then stops again and
+    /// drops the connection mid-coalescing; it resumes on another relay from the last
+    /// id it got. After every event, the text so far must be exactly the answer's first
+    /// `id` tokens (a merged event's id is the highest seq it covers), and the whole
+    /// answer arrives once.
+    func testReaderSwitchingBetweenKeepingUpAndStallingResumesExactlyOnAnotherRelay() throws {
+        let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "300", "RELAY_COALESCE_BACKLOG": "1024"]
+        let a = try startRelay(env)
+        let b = try startRelay(env)
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let body = Chat.body()
+        let tokens = SimulatedTokenizer.tokens(try XCTUnwrap(SimulatedDocuments.document(forModel: "simulated")))
+        let reader = try RawConnection(port: a.port, receiveBuffer: 2_048)
+        try reader.send("POST /api/chat/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer \(token)\r\n"
+                        + "Content-Type: application/json\r\nX-Request-Id: \(id)\r\nContent-Length: \(body.count)\r\n\r\n"
+                        + String(decoding: body, as: UTF8.self))
+        var raw: [UInt8] = []
+        var events: [SSEMessage] = []
+        /// Reads what is there now (no waiting beyond `wait` s for the first bytes).
+        func drain(wait: Double = 0.05) throws {
+            var first = true
+            while let chunk = reader.read(max: 65_536, timeout: first ? wait : 0), !chunk.isEmpty {
+                raw += chunk
+                first = false
+            }
+            events = try ScaleOutTests.sseEvents(fromRawHTTP: raw)
+        }
+        func ids() -> [UInt64] { events.compactMap { UInt64($0.lastEventId) } }
+        func merged() throws -> Double { try metric(a, "relay_deltas_merged_total") ?? 0 }
+        /// Stops reading until the generation is 150 events (≈ 7 KB of SSE, far above the
+        /// 2 KB receive window plus the 1 KB backlog mark) past the last one received.
+        func stall() throws {
+            let have = ids().last ?? 0
+            try eventually(15, "the generation to run 150 events ahead of \(have)") { try self.topSeq(id) >= have + 150 }
+        }
+        /// Whether some event of `i` after index `from` covers more than one seq.
+        func hasMerged(_ i: [UInt64], after from: Int) -> Bool {
+            i.indices.dropFirst().contains { $0 > from && i[$0] > i[$0 - 1] + 1 }
+        }
+
+        // 1. Keeps up: one event per token.
+        try eventually(10, "the first 100 events") { try drain(); return ids().count >= 100 }
+        XCTAssertEqual(ids(), Array(1...UInt64(ids().count)), "one event per token while keeping up")
+        // 2. Stalls until merging, 3. drains and keeps up until 20 single-token events in a
+        // row follow a merged one (the probe went back to one event per token).
+        try stall()
+        let beforeFirstStall = ids().count - 1
+        try eventually(20, "one event per token again after merged events (ids: \(ids().suffix(30)))") {
+            try drain()
+            let i = ids()
+            // The index of the last merged event (its id jumps by more than one).
+            guard let lastMerge = i.indices.dropFirst().last(where: { i[$0] > i[$0 - 1] + 1 }) else { return false }
+            return i.count - (lastMerge + 1) >= 20
+        }
+        XCTAssertTrue(hasMerged(ids(), after: beforeFirstStall), "the stalled link got merged deltas")
+        // 4. Stalls again, takes what arrived (merged again), and drops the connection.
+        let beforeSecondStall = ids().count - 1
+        try stall()
+        try eventually(5, "a merged event after the second stall") { try drain(); return hasMerged(ids(), after: beforeSecondStall) }
+        reader.close()
+        let ended = events.last.map { SequencedEvent(seq: 0, json: $0.data).isTerminal } ?? false
+        XCTAssertFalse(ended, "the drop happened mid-answer (the test needs a longer answer or faster phases)")
+        let firstPart = events
+        let resumeFrom = try XCTUnwrap(firstPart.last?.lastEventId)
+
+        // 5. Resumes on relay B from the last id received.
+        let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: resumeFrom).readAll()
+        var text = ""
+        var lastSeq: UInt64 = 0
+        for e in firstPart + rest {
+            let seq = try XCTUnwrap(UInt64(e.lastEventId), "every event has an id")
+            XCTAssertGreaterThan(seq, lastSeq, "ids strictly increase across the resume")
+            lastSeq = seq
+            guard case .delta(let t)? = try? StreamEvent(json: e.data) else { continue }
+            text += t
+            XCTAssertEqual(text, tokens.prefix(Int(seq)).joined(), "the text through id \(seq) is exactly the first \(seq) tokens")
+            if text != tokens.prefix(Int(seq)).joined() { break }
+        }
+        XCTAssertEqual(text, referenceText(), "the whole answer once: nothing lost or duplicated")
+        XCTAssertTrue(rest.last.map { SequencedEvent(seq: 0, json: $0.data).isTerminal } ?? false, "the resumed response ends with done")
+        print("switching reader: \(firstPart.count) events on A (ids up to \(resumeFrom), \(Int(try merged())) deltas merged), \(rest.count) on B")
     }
 }

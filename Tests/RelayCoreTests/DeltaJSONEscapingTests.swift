@@ -1,0 +1,99 @@
+import Foundation
+import RelayTestKit
+import XCTest
+@testable import RelayCore
+
+/// Red team (issue 14's one-pass delta JSON): `StreamEvent.json` copies content that
+/// `JSONText.mayNeedEscaping` passes straight into the event, and escapes the rest.
+/// Hostile content — every control character, DEL, `"`, `\`, `/`, `</script>`, NUL,
+/// U+2028/U+2029, U+0085, other 0xE2-lead characters, 4-byte scalars, replacement
+/// characters from invalid upstream bytes — must give valid one-line JSON that decodes
+/// (Foundation's `JSONSerialization`) to the same text, byte-identical to an
+/// independent RFC 8259 §7 escaper written here, whichever path wrote it.
+final class DeltaJSONEscapingTests: XCTestCase {
+    /// RFC 8259 §7 with the relay's extra rule (U+2028/U+2029 escaped for JS), written
+    /// independently of `JSONText`.
+    private static func referenceDelta(_ s: String) -> String {
+        var out = #"{"type":"delta","content":""#
+        for u in s.unicodeScalars {
+            switch u.value {
+            case 0x22: out += "\\\""
+            case 0x5C: out += "\\\\"
+            case 0x0A: out += "\\n"
+            case 0x0D: out += "\\r"
+            case 0x09: out += "\\t"
+            case 0x2028: out += "\\u2028"
+            case 0x2029: out += "\\u2029"
+            case 0..<0x20: out += String(format: "\\u%04x", u.value)
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        return out + #""}"#
+    }
+
+    private static let alphabet: [String] = {
+        var a = (0..<0x20).map { String(UnicodeScalar(UInt8($0))) }
+        a += ["\u{7F}", "\"", "\\", "/", "</script>", "a", "Z", " ", "0", "{", "}",
+              "\u{2028}", "\u{2029}", "\u{0085}", "\u{2026}", "\u{20AC}", "\u{2019}", "\u{E2}",
+              "\u{FEFF}", "\u{FFFD}", "😀", "👩‍💻", "عربي", "\u{0301}", "\u{10FFFF}"]
+        // Invalid UTF-8 as an upstream would send it, decoded the way the relay decodes bytes.
+        a.append(String(decoding: [0xE2, 0x80], as: UTF8.self))
+        a.append(String(decoding: [0xED, 0xA0, 0x80], as: UTF8.self))   // a UTF-8 encoded lone surrogate
+        a.append(String(decoding: [0xC0, 0xAF, 0xFF], as: UTF8.self))
+        return a
+    }()
+
+    private static func check(_ s: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let json = StreamEvent.delta(s).json
+        XCTAssertEqual(json, referenceDelta(s), "content \(Array(s.unicodeScalars.map(\.value)))", file: file, line: line)
+        XCTAssertFalse(json.utf8.contains { $0 < 0x20 }, "no raw control byte", file: file, line: line)
+        XCTAssertFalse(json.unicodeScalars.contains { $0 == "\u{2028}" || $0 == "\u{2029}" }, file: file, line: line)
+        // Valid JSON for an independent parser. (swift-corelibs-foundation's drops a
+        // U+FEFF right after an escape or at the start of an escaped string, so the
+        // comparison leaves U+FEFF out: `testDecodingKeepsAByteOrderMarkAfterAnEscape`.)
+        let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        XCTAssertEqual(object?["type"] as? String, "delta", file: file, line: line)
+        let noBOM = { (t: String) in String(String.UnicodeScalarView(t.unicodeScalars.filter { $0 != "\u{FEFF}" })) }
+        XCTAssertEqual((object?["content"] as? String).map(noBOM), noBOM(s), "decodes to the same text", file: file, line: line)
+        XCTAssertEqual(try StreamEvent(json: json), .delta(s), "the kit's decoder gets the text back exactly", file: file, line: line)
+    }
+
+    func testEverySingleHostileCharacter() throws {
+        for s in Self.alphabet + [""] { try Self.check(s) }
+        for b in UInt8(0)...UInt8(0x7F) { try Self.check("x" + String(UnicodeScalar(b)) + "y") }
+    }
+
+    /// A U+FEFF (zero width no-break space) right after an escaped character, or first
+    /// in a content that holds an escape, is part of the text: the client kit's decoder
+    /// (`StreamEvent(json:)`, used by `RelayStream`, `ResponseRenderer` and the `chat`
+    /// command) must keep it. Foundation's `JSONSerialization` on Linux drops it.
+    func testDecodingKeepsAByteOrderMarkAfterAnEscape() throws {
+        for s in ["line\n\u{FEFF}next", "\u{FEFF}\n", "\"\u{FEFF}\"", "tab\t\u{FEFF}\u{FEFF}x", "\u{FEFF}plain"] {
+            XCTAssertEqual(try StreamEvent(json: StreamEvent.delta(s).json), .delta(s), "content \(s.unicodeScalars.map(\.value))")
+        }
+        let done = StreamEvent.error(status: 502, code: "upstream_error", message: "bad\n\u{FEFF}gateway")
+        XCTAssertEqual(try StreamEvent(json: done.json), done)
+    }
+
+    /// 3,000 random strings of 0–40 pieces (seeded, reproducible), a third of them
+    /// needing no escaping (the one-pass path), the rest mixing hostile pieces in.
+    func testRandomHostileContentMatchesTheReferenceEscaper() throws {
+        var rng = SplitMix64(seed: 0x5EED_DE17A)
+        let plain = ["a", "Z", " ", "…", "€", "😀", "عربي", "</script>", "/", "\u{7F}", "\u{0085}", "\u{FFFD}"]
+        for round in 0..<3_000 {
+            let pieces = round % 3 == 0 ? plain : Self.alphabet
+            var s = ""
+            for _ in 0..<Int(rng.next() % 41) { s += pieces[Int(rng.next() % UInt64(pieces.count))] }
+            try Self.check(s)
+        }
+    }
+
+    /// Content that is not native contiguous UTF-8 (a `String` bridged from `NSString`,
+    /// a substring's copy) takes the same paths with the same result.
+    func testBridgedAndSlicedContent() throws {
+        let base = "head \u{2028} \"q\" </script> tail 😀"
+        try Self.check(String(NSString(string: base)))
+        try Self.check(String(NSString(string: "plain text only")))
+        try Self.check(String(base.dropFirst(3).dropLast(2)))
+    }
+}
