@@ -31,7 +31,7 @@ echo "== uninterrupted reference run (relay B, no drop)"
 "$BIN" chat --url "http://127.0.0.1:$PORT_B" --token "$TOKEN" --model simulated \
   --prompt "Draft a mutual NDA for a software partnership." --output "$work/reference.txt" >/dev/null 2>"$work/reference.err"
 
-echo "telemetry: $telemetry"
+echo "telemetry of the dropped-and-resumed run: $telemetry"
 bytes=$(wc -c <"$work/resumed.txt")
 if cmp -s "$work/resumed.txt" "$work/reference.txt" && [ "$bytes" -gt 0 ]; then
   echo "byte-identical to an uninterrupted run: yes ($bytes bytes)"
