@@ -150,7 +150,7 @@ public final class RedisConnection {
     }
 
     private func send(_ args: [String], handler: ReplyHandler) {
-        guard context != nil, isConnected || role == .commands else {
+        guard let ac = context, isConnected || role == .commands else {
             return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")
         }
         // The command is written in the Redis protocol (RESP, "Redis serialization
@@ -160,11 +160,11 @@ public final class RedisConnection {
         // intermediate allocation by hiredis. This runs once per Redis command, i.e.
         // several times per event. The arguments are read in place (no copy of each
         // `String` out of the array).
-        args.withUnsafeBufferPointer { send($0, handler: handler) }
+        args.withUnsafeBufferPointer { send($0, on: ac, handler: handler) }
     }
 
-    private func send(_ args: UnsafeBufferPointer<String>, handler: ReplyHandler) {
-        guard let ac = context else { return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected") }
+    private func send(_ args: UnsafeBufferPointer<String>, on ac: UnsafeMutablePointer<redisAsyncContext>,
+                      handler: ReplyHandler) {
         var total = 1 + ASCIIDecimal.digits(UInt64(args.count)) + 2
         for i in 0..<args.count {
             let n = args[i].utf8.count

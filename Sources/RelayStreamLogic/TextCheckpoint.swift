@@ -56,7 +56,12 @@ public struct TextCheckpoint: Sendable, Equatable {
     public private(set) var confirmedEnd = 0
     /// Bytes of text buffered so far in total (the next event's start offset).
     public private(set) var textEnd = 0
-    private var buffered: [(offset: Offset, text: String)] = []
+    /// One buffered event: its end offset and its text.
+    private struct Buffered: Sendable, Equatable {
+        var offset: Offset
+        var text: String
+    }
+    private var buffered: [Buffered] = []
     /// The last seq of the write in flight, if any.
     public private(set) var inFlightThrough: UInt64?
     /// The last write failed and nothing has been written since.
@@ -70,19 +75,12 @@ public struct TextCheckpoint: Sendable, Equatable {
         every = max(1, min(32, trim.maxLen / 8, holdAfter))
     }
 
-    public static func == (a: TextCheckpoint, b: TextCheckpoint) -> Bool {
-        a.every == b.every && a.holdAfter == b.holdAfter && a.confirmedSeq == b.confirmedSeq
-            && a.confirmedEnd == b.confirmedEnd && a.textEnd == b.textEnd && a.inFlightThrough == b.inFlightThrough
-            && a.lastWriteFailed == b.lastWriteFailed && a.buffered.map(\.offset) == b.buffered.map(\.offset)
-            && a.buffered.map(\.text) == b.buffered.map(\.text)
-    }
-
     /// Buffers the text of event `seq` (seqs ascending); returns its start offset, bytes.
     @discardableResult
     public mutating func add(seq: UInt64, text: String) -> Int {
         let start = textEnd
         textEnd += text.utf8.count
-        buffered.append((Offset(seq: seq, end: textEnd), text))
+        buffered.append(Buffered(offset: Offset(seq: seq, end: textEnd), text: text))
         return start
     }
 
