@@ -70,7 +70,7 @@ public final class Metrics: Sendable {
             case .deltasMerged:
                 return "Delta events not sent on their own: a backed-up client got them merged into one larger delta with the highest seq (k merged deltas count k - 1)."
             case .appendAuxiliaryErrors:
-                return "Error replies to an append's text, offset, TTL or publish command (SETRANGE, BITFIELD, PEXPIRE, PUBLISH); the event itself stands or falls with its XADD."
+                return "Error replies to an append's TTL or publish command (PEXPIRE, PUBLISH); the event itself stands or falls with its XADD, and a failed text write (SETRANGE, BITFIELD) is resent, not counted here."
             }
         }
     }
