@@ -112,7 +112,7 @@ final class AppendTests: RelayTestCase {
     }
 
     func testTheCapStaysExactAndTheCatchUpByteExact() throws {
-        let (h, id, k, a, o) = try fixture(maxLen: 3)
+        let (h, _, k, a, o) = try fixture(maxLen: 3)
         let pieces = Self.pieces
         append(h, a, pieces.enumerated().map { (UInt64($0.offset + 1), .delta($0.element)) })
         try eventually(5, "every event acknowledged") { a.value?.ackedSeq == UInt64(pieces.count) }
@@ -127,7 +127,7 @@ final class AppendTests: RelayTestCase {
     }
 
     func testAppendsAfterTheStreamVanishedFailWithoutRecreatingIt() throws {
-        let (h, id, k, a, o) = try fixture()
+        let (h, _, k, a, o) = try fixture()
         try redis.cli("DEL", k.events, k.meta)
         append(h, a, [(1, .delta("lost")), (2, .delta(" too"))])
         try eventually(5, "the appender to report the gone stream") { o.failure.value != nil }
@@ -139,11 +139,11 @@ final class AppendTests: RelayTestCase {
     }
 
     func testResendsAfterLostRepliesAndADroppedConnectionStoreEverythingOnce() throws {
-        let (h, id, k, a, o) = try fixture()
+        let (h, _, k, a, o) = try fixture()
         let pieces = Self.pieces
         // 1. Replies lost from the 4th XADD on, the commands applied (a connection that
         //    dropped after Redis ran them).
-        nonisolated(unsafe) let ch = h.channel
+        let ch = h.channel
         h.run { ch.loseReplies(afterXADDs: 4) }
         append(h, a, pieces.enumerated().map { (UInt64($0.offset + 1), .delta($0.element)) })
         try eventually(10, "the first \(pieces.count) events to be acknowledged") { o.drained.value >= 1 && a.value?.ackedSeq == UInt64(pieces.count) }
@@ -189,7 +189,7 @@ final class AppendTests: RelayTestCase {
     func testADrainIsReportedOnlyWithNothingQueued() throws {
         let (h, _, _, a, o) = try fixture()
         let backlogAtDrain = LockedBox<[Int]>([])
-        nonisolated(unsafe) let ch = h.channel
+        let ch = h.channel
         h.run {
             a.value!.onDrained = { backlogAtDrain.mutate { $0.append(a.value!.backlog) } }
             // Seq 1's XADD reply drains the queue (its publish is on the way); before
@@ -299,7 +299,7 @@ final class AppendTests: RelayTestCase {
         try eventually(5, "events 1…3 and their text stored") {
             try a.value?.ackedSeq == 3 && catchUp(k, 0, 3) == (1...3).map(Self.piece).joined()
         }
-        nonisolated(unsafe) let ch = h.channel
+        let ch = h.channel
         h.run { ch.refused = ["SETRANGE", "BITFIELD"] }
         append(h, a, [(4, .delta(Self.piece(4))), (5, .delta(Self.piece(5)))])
         // The refused text write was retried after the tail verification: the appender
@@ -345,7 +345,7 @@ final class AppendTests: RelayTestCase {
         try eventually(5, "events 101…125 and their text stored") { a.value?.ackedSeq == 125 && a.value?.textStoredThrough == 125 }
         // The failover: the new primary holds every entry but the text only through 100.
         let end100 = (1...100).map(text).joined().utf8.count
-        try redis.cliRaw(["EVAL", """
+        _ = try redis.cliRaw(["EVAL", """
             redis.call('SET', KEYS[1], redis.call('GETRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1), 'KEEPTTL')
             for i = 101, 125 do redis.call('BITFIELD', KEYS[2], 'SET', 'u32', '#' .. i, 0) end
             return 1
