@@ -50,6 +50,10 @@ public final class EventLog {
     /// (TTLs, publish): one shared closure, no allocation per command.
     /// It reads the reply in place (`RedisReplyView`): nothing is copied.
     private var auxiliaryReply: ((RedisReplyView) -> Void)!
+    /// The append path's commands are written here, one at a time, straight in RESP
+    /// (`RESPCommand`; issue 14: no argument array or integer strings per command).
+    /// Loop thread; each command is sent before the next is started.
+    private let command = RESPCommand(capacity: 4096)
 
     /// Called with the error text of each error reply to an append's auxiliary commands
     /// (`PEXPIRE`, `PUBLISH`): their order and effect rest on the `XADD` reply, so they
@@ -155,10 +159,20 @@ public final class EventLog {
     /// counted (`onAuxiliaryFailure`). The caller publishes after a success (`publish`).
     public func append(_ k: StreamKeys, seq: UInt64, json: String, refreshTTL: Bool,
                        reply: @escaping (RedisReplyView) -> Void) {
-        let args = trim.trims(seq: seq)
-            ? ["XADD", k.events, "NOMKSTREAM", "MAXLEN", trimmedLengthArg, "\(seq)-0", "e", json]
-            : ["XADD", k.events, "NOMKSTREAM", "\(seq)-0", "e", json]
-        connection.send(args, view: reply)
+        let trims = trim.trims(seq: seq)
+        let c = command
+        c.start(argumentCount: trims ? 8 : 6)
+        c.add(constant: "XADD")
+        c.add(k.events)
+        c.add(constant: "NOMKSTREAM")
+        if trims {
+            c.add(constant: "MAXLEN")
+            c.add(trimmedLengthArg)
+        }
+        c.add(entryID: seq)
+        c.add(constant: "e")
+        c.add(json)
+        connection.send(c, view: reply)
         if refreshTTL { refreshTTLs(k) }
     }
 
@@ -178,24 +192,46 @@ public final class EventLog {
     /// when the `SETRANGE` and the `BITFIELD` were both answered without an error.
     public func writeText(_ k: StreamKeys, _ w: TextCheckpoint.Write, done: @escaping (Result<Void, RedisFailure>) -> Void) {
         let outcome = TextWriteOutcome(replies: w.text.isEmpty ? 1 : 2, done: done)
+        let c = command
         if !w.text.isEmpty {
-            connection.send(["SETRANGE", k.text, String(w.start), w.text], view: { r in outcome.replied(r) })
+            c.start(argumentCount: 4)
+            c.add(constant: "SETRANGE")
+            c.add(k.text)
+            c.add(w.start)
+            c.add(w.text)
+            connection.send(c, view: { r in outcome.replied(r) })
         }
-        var bf = ["BITFIELD", k.offsets]
-        bf.reserveCapacity(2 + 4 * w.offsets.count)
-        for o in w.offsets { bf += ["SET", "u32", "#\(o.seq)", String(o.end)] }
-        connection.send(bf, view: { r in outcome.replied(r) })
-        connection.send(["PEXPIRE", k.text, ttlArg], view: auxiliaryReply)
-        connection.send(["PEXPIRE", k.offsets, ttlArg], view: auxiliaryReply)
+        c.start(argumentCount: 2 + 4 * w.offsets.count)
+        c.add(constant: "BITFIELD")
+        c.add(k.offsets)
+        for o in w.offsets {
+            c.add(constant: "SET")
+            c.add(constant: "u32")
+            c.add(bitfieldIndex: o.seq)
+            c.add(o.end)
+        }
+        connection.send(c, view: { r in outcome.replied(r) })
+        expire(k.text)
+        expire(k.offsets)
+    }
+
+    /// `PEXPIRE <key> <ttlMs>`, its reply only counted when an error (`auxiliaryReply`).
+    private func expire(_ key: String) {
+        let c = command
+        c.start(argumentCount: 3)
+        c.add(constant: "PEXPIRE")
+        c.add(key)
+        c.add(ttlArg)
+        connection.send(c, view: auxiliaryReply)
     }
 
     /// `PEXPIRE` of every key of a stream (`ttlMs`).
     private func refreshTTLs(_ k: StreamKeys) {
-        connection.send(["PEXPIRE", k.events, ttlArg], view: auxiliaryReply)
-        connection.send(["PEXPIRE", k.meta, ttlArg], view: auxiliaryReply)
+        expire(k.events)
+        expire(k.meta)
         if lossless {
-            connection.send(["PEXPIRE", k.text, ttlArg], view: auxiliaryReply)
-            connection.send(["PEXPIRE", k.offsets, ttlArg], view: auxiliaryReply)
+            expire(k.text)
+            expire(k.offsets)
         }
     }
 
@@ -225,10 +261,15 @@ public final class EventLog {
     /// may exit right after its generation ended, e.g. a drain, and must not leave the
     /// publish unsent in the connection's output buffer).
     public func publish(_ k: StreamKeys, seq: UInt64, json: String, then: (() -> Void)? = nil) {
-        let args = [publishCommand, k.live, LivePayload.message(seq: seq, json: json)]
-        guard let then else { return connection.send(args, view: auxiliaryReply) }
+        // The payload is `LivePayload.message(seq:json:)`, written in place.
+        let c = command
+        c.start(argumentCount: 3)
+        c.add(publishCommand)
+        c.add(k.live)
+        c.add(seq: seq, space: json)
+        guard let then else { return connection.send(c, view: auxiliaryReply) }
         let aux = auxiliaryReply!
-        connection.send(args, view: { r in
+        connection.send(c, view: { r in
             aux(r)
             then()
         })
