@@ -23,7 +23,7 @@ final class RESPCommandTests: XCTestCase {
         c.add("{\"content\":\"é\"}")
         XCTAssertTrue(c.isComplete)
         XCTAssertEqual(text(c), "*8\r\n$4\r\nXADD\r\n$17\r\nrelay:{r1}:events\r\n$10\r\nNOMKSTREAM\r\n$6\r\nMAXLEN\r\n"
-                       + "$4\r\n1000\r\n$13\r\n12345678901-0\r\n$1\r\ne\r\n$17\r\n{\"content\":\"é\"}\r\n")
+                       + "$4\r\n1000\r\n$13\r\n12345678901-0\r\n$1\r\ne\r\n$16\r\n{\"content\":\"é\"}\r\n")
     }
 
     func testBitfieldIndexesZeroAndEmptyArguments() {
