@@ -48,8 +48,10 @@ public final class EventLog {
     private let expireLeaseScript: String
     /// The reply handler of the commands whose reply only matters when it is an error
     /// (TTLs, publish): one shared closure, no allocation per command.
-    /// It reads the reply in place (`RedisReplyView`): nothing is copied.
-    private var auxiliaryReply: ((RedisReplyView) -> Void)!
+    /// It reads the reply in place (`RedisReplyView`): nothing is copied. Not optional:
+    /// a closure taken out of an `Optional` is re-wrapped (a thunk allocated) each time
+    /// it is passed on; a placeholder until `init` can capture `self`.
+    private var auxiliaryReply: (RedisReplyView) -> Void = { _ in }
     /// The append path's commands are written here, one at a time, straight in RESP
     /// (`RESPCommand`; issue 14: no argument array or integer strings per command).
     /// Loop thread; each command is sent before the next is started.
@@ -259,20 +261,33 @@ public final class EventLog {
     /// `SPUBLISH` on a cluster) `relay:{id}:live "<seq> <json>"` (`LivePayload`).
     /// `then`: runs once Redis answered it (the generation's last event: the process
     /// may exit right after its generation ended, e.g. a drain, and must not leave the
-    /// publish unsent in the connection's output buffer).
-    public func publish(_ k: StreamKeys, seq: UInt64, json: String, then: (() -> Void)? = nil) {
-        // The payload is `LivePayload.message(seq:json:)`, written in place.
+    /// publish unsent in the connection's output buffer). `then` gets the reply, already
+    /// reported when an error (`onAuxiliaryFailure`); pass a closure made once, not one
+    /// per event (issue 14: the queue drains after most events of a steady stream).
+    public func publish(_ k: StreamKeys, seq: UInt64, json: String, then: @escaping (RedisReplyView) -> Void) {
+        connection.send(publishing(k, seq: seq, json: json), view: then)
+    }
+
+    /// `publish(_:seq:json:then:)` without a `then`: the reply is only counted when an error.
+    public func publish(_ k: StreamKeys, seq: UInt64, json: String) {
+        connection.send(publishing(k, seq: seq, json: json), view: auxiliaryReply)
+    }
+
+    /// The `PUBLISH` of an event, in `command`; its payload is
+    /// `LivePayload.message(seq:json:)`, written in place.
+    private func publishing(_ k: StreamKeys, seq: UInt64, json: String) -> RESPCommand {
         let c = command
         c.start(argumentCount: 3)
         c.add(publishCommand)
         c.add(k.live)
         c.add(seq: seq, space: json)
-        guard let then else { return connection.send(c, view: auxiliaryReply) }
-        let aux = auxiliaryReply!
-        connection.send(c, view: { r in
-            aux(r)
-            then()
-        })
+        return c
+    }
+
+    /// Reports an auxiliary command's error reply (`onAuxiliaryFailure`), for a reply
+    /// handler given to `publish(then:)`.
+    public func auxiliaryReplied(_ r: RedisReplyView) {
+        if let e = r.errorMessage { onAuxiliaryFailure?(e) }
     }
 
     /// Reads the stored tail after `ackedSeq` (`Scripts.appendStatus`, at most `count`

@@ -64,6 +64,11 @@ public final class StreamAppender {
     private var epoch: Int
     /// A tail read is under way.
     private var verifying = false
+    /// The reply handler of the publish of an event that drained the queue: made once
+    /// (not a closure per event; most events drain the queue of a steady stream).
+    /// Not optional (an `Optional` closure is re-wrapped each time it is passed on); a
+    /// placeholder until `init` can capture `self`.
+    private var drainPublishReplied: (RedisReplyView) -> Void = { _ in }
 
     /// The highest acknowledged seq.
     public var ackedSeq: UInt64 { queue.ackedSeq }
@@ -82,6 +87,10 @@ public final class StreamAppender {
         self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)))
         self.checkpoint = TextCheckpoint(trim: log.trim)
         self.epoch = log.connectionEpoch
+        drainPublishReplied = { [weak self, log] r in
+            log.auxiliaryReplied(r)
+            self?.drainedAfterPublish()
+        }
     }
 
     /// Events queued and not yet acknowledged.
@@ -167,7 +176,7 @@ public final class StreamAppender {
     /// the drain is reported once Redis answered its publish.
     private func acknowledged(seq: UInt64, json: String, drains: Bool) {
         if drains {
-            log.publish(keys, seq: seq, json: json) { [weak self] in self?.drainedAfterPublish() }
+            log.publish(keys, seq: seq, json: json, then: drainPublishReplied)
         } else {
             log.publish(keys, seq: seq, json: json)
         }

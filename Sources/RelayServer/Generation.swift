@@ -32,6 +32,10 @@ final class Generation {
     let sid: String
     let budget: GenerationBudget
     unowned let host: GenerationHost
+    /// This worker's subscriptions of the stream, set while the generation is registered
+    /// (`StreamHub.register(_:)`): each acknowledged event is handed to them without a
+    /// lookup by id (issue 14).
+    @exclusivity(unchecked) var subscribers: StreamSubscribers?
     private let upstream: Upstream
     private let appender: StreamAppender
     // The per-event state is marked `@exclusivity(unchecked)`: confined to the loop thread, and no
