@@ -51,7 +51,7 @@ public final class EventLog {
     /// It reads the reply in place (`RedisReplyView`): nothing is copied. Not optional:
     /// a closure taken out of an `Optional` is re-wrapped (a thunk allocated) each time
     /// it is passed on; a placeholder until `init` can capture `self`.
-    private var auxiliaryReply: (RedisReplyView) -> Void = { _ in }
+    @exclusivity(unchecked) private var auxiliaryReply: (RedisReplyView) -> Void = { _ in }
     /// The append path's commands are written here, one at a time, straight in RESP
     /// (`RESPCommand`; issue 14: no argument array or integer strings per command).
     /// Loop thread; each command is sent before the next is started.
@@ -61,10 +61,11 @@ public final class EventLog {
     /// (`PEXPIRE`, `PUBLISH`): their order and effect rest on the `XADD` reply, so they
     /// are only reported (the worker counts them in `/metrics`,
     /// `relay_append_auxiliary_errors_total`). Loop thread.
-    public var onAuxiliaryFailure: ((String) -> Void)?
+    @exclusivity(unchecked) public var onAuxiliaryFailure: ((String) -> Void)?
     /// Counts (re)connections: an appender that sees it change verifies the stored tail
     /// before sending more (a restart or failover may have lost acknowledged events).
-    public private(set) var connectionEpoch = 0
+    /// Read on every append; loop-thread confined, so not checked for exclusivity at run time.
+    @exclusivity(unchecked) public private(set) var connectionEpoch = 0
 
     /// - Parameter sharded: publish live events with `SPUBLISH` (Redis Cluster: the
     ///   live channel is a sharded channel, subscribed with `ShardedPubSub`).

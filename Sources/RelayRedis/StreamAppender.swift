@@ -36,14 +36,16 @@ public final class StreamAppender {
 
     /// The stream is gone or was ended by someone else (or lost acknowledged events):
     /// nothing more can be appended.
-    public var onPermanentFailure: ((RedisFailure) -> Void)?
+    // The callbacks and the state read per event or per reply are marked
+    // `@exclusivity(unchecked)` like the rest of the per-event state (see below).
+    @exclusivity(unchecked) public var onPermanentFailure: ((RedisFailure) -> Void)?
     /// Every queued event is acknowledged (after the final one: the generation is over).
-    public var onDrained: (() -> Void)?
+    @exclusivity(unchecked) public var onDrained: (() -> Void)?
     /// An event's `XADD` was acknowledged: seq and event JSON, called once per event in
     /// seq order, right after its `PUBLISH` was queued (issue 14: the owning worker
     /// delivers to its own subscriptions without the pub/sub round trip). Never called
     /// for an event Redis did not store.
-    public var onAcknowledged: ((UInt64, String) -> Void)?
+    @exclusivity(unchecked) public var onAcknowledged: ((UInt64, String) -> Void)?
 
     private let log: EventLog
     private let loop: EventLoop
@@ -61,9 +63,9 @@ public final class StreamAppender {
     /// The lossless-resume text not yet written (unused when lossless resume is off).
     @exclusivity(unchecked) private var checkpoint: TextCheckpoint
     /// `EventLog.connectionEpoch` when the stored tail was last known good.
-    private var epoch: Int
+    @exclusivity(unchecked) private var epoch: Int
     /// A tail read is under way.
-    private var verifying = false
+    @exclusivity(unchecked) private var verifying = false
     /// The reply handler of the publish of an event that drained the queue: made once
     /// (not a closure per event; most events drain the queue of a steady stream).
     /// Not optional (an `Optional` closure is re-wrapped each time it is passed on); a

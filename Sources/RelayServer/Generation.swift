@@ -47,7 +47,7 @@ final class Generation {
     var ackedSeq: UInt64 { appender.ackedSeq }
     @exclusivity(unchecked) private(set) var finished = false
     /// Whether the upstream call was started (an abort before it charges nothing).
-    private(set) var started = false
+    @exclusivity(unchecked) private(set) var started = false
     let startedMs: UInt64
     @exclusivity(unchecked) private var firstTokenMs: UInt64?
     /// `delta` events streamed (one completion token each).

@@ -6,7 +6,9 @@
 /// Loop thread only.
 final class StreamSubscribers {
     /// The subscriptions, in attach order (a handful per stream).
-    private(set) var members: ContiguousArray<Subscription> = []
+    /// Read for every delivered event: loop-thread confined and no mutation spans a call
+    /// out, so not checked for exclusivity at run time (`swift_beginAccess`).
+    @exclusivity(unchecked) private(set) var members: ContiguousArray<Subscription> = []
 
     var isEmpty: Bool { members.isEmpty }
 

@@ -20,7 +20,7 @@ public final class SimulatedUpstream: Upstream {
     @exclusivity(unchecked) private var timer: LoopTimer?
     @exclusivity(unchecked) private var emit: ((StreamEvent) -> Void)?
     @exclusivity(unchecked) private var sent = 0
-    private var startMs: UInt64 = 0
+    @exclusivity(unchecked) private var startMs: UInt64 = 0
 
     /// - Parameters:
     ///   - tokens: the answer, already tokenized.
