@@ -89,9 +89,10 @@ public final class StreamAppender {
         self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)))
         self.checkpoint = TextCheckpoint(trim: log.trim)
         self.epoch = log.connectionEpoch
-        drainPublishReplied = { [weak self, log] r in
+        weak let me = self   // not `[weak self]`: see `send(_:)`
+        drainPublishReplied = { [log] r in
             log.auxiliaryReplied(r)
-            self?.drainedAfterPublish()
+            me?.drainedAfterPublish()
         }
     }
 
@@ -116,6 +117,10 @@ public final class StreamAppender {
     private var sendableThrough: UInt64 { log.lossless ? checkpoint.sendableThrough : .max }
 
     private func send(_ items: ArraySlice<(seq: UInt64, item: Pending)>) {
+        // Captured as a `weak let` rather than `[weak self]`: a capture-list weak is a
+        // mutable capture whose every read is checked for exclusivity at run time
+        // (`swift_beginAccess`); the reply closures below are made and run per event.
+        weak let me = self
         for (seq, p) in items {
             if let state = p.finalState {
                 log.appendFinal(keys, seq: seq, json: p.json, finalState: state,
@@ -123,8 +128,8 @@ public final class StreamAppender {
                     self?.replied(seq: seq, p, r)
                 }
             } else {
-                log.append(keys, seq: seq, json: p.json, refreshTTL: p.refreshTTL) { [weak self] r in
-                    self?.replied(seq: seq, p, EventLog.appendOutcome(r))
+                log.append(keys, seq: seq, json: p.json, refreshTTL: p.refreshTTL) { r in
+                    me?.replied(seq: seq, p, EventLog.appendOutcome(r))
                 }
             }
         }
