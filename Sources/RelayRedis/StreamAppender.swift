@@ -34,6 +34,27 @@ public final class StreamAppender {
         let refreshTTL: Bool
     }
 
+    /// The pending reply of one event's `XADD`: the appender (weak: a reply that comes
+    /// back after the appender is gone is dropped), the seq and the event. One object
+    /// that is also the reply closure's whole context (issue 14: a capture-list `weak`
+    /// plus other captures cost two allocations per event, and each read of the
+    /// captured weak was checked for exclusivity at run time).
+    private final class XAddReplyHandler {
+        weak let appender: StreamAppender?
+        let seq: UInt64
+        let pending: Pending
+
+        init(_ appender: StreamAppender, seq: UInt64, _ pending: Pending) {
+            self.appender = appender
+            self.seq = seq
+            self.pending = pending
+        }
+
+        func replied(_ r: RedisReplyView) {
+            appender?.replied(seq: seq, pending, EventLog.appendOutcome(r))
+        }
+    }
+
     /// The stream is gone or was ended by someone else (or lost acknowledged events):
     /// nothing more can be appended.
     // The callbacks and the state read per event or per reply are marked
@@ -117,10 +138,6 @@ public final class StreamAppender {
     private var sendableThrough: UInt64 { log.lossless ? checkpoint.sendableThrough : .max }
 
     private func send(_ items: ArraySlice<(seq: UInt64, item: Pending)>) {
-        // Captured as a `weak let` rather than `[weak self]`: a capture-list weak is a
-        // mutable capture whose every read is checked for exclusivity at run time
-        // (`swift_beginAccess`); the reply closures below are made and run per event.
-        weak let me = self
         for (seq, p) in items {
             if let state = p.finalState {
                 log.appendFinal(keys, seq: seq, json: p.json, finalState: state,
@@ -128,9 +145,8 @@ public final class StreamAppender {
                     self?.replied(seq: seq, p, r)
                 }
             } else {
-                log.append(keys, seq: seq, json: p.json, refreshTTL: p.refreshTTL) { r in
-                    me?.replied(seq: seq, p, EventLog.appendOutcome(r))
-                }
+                let reply = XAddReplyHandler(self, seq: seq, p)
+                log.append(keys, seq: seq, json: p.json, refreshTTL: p.refreshTTL) { r in reply.replied(r) }
             }
         }
     }
