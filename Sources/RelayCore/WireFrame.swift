@@ -34,19 +34,20 @@ public struct WireFrame: Sendable, Equatable {
         let digits = ASCIIDecimal.digits(seq)
         let length = idPrefix.utf8CodeUnitCount + digits + dataPrefix.utf8CodeUnitCount + j.count + 2
         return WireFrame(length: length) { out in
+            let p = out.baseAddress!
             var at = 0
-            func put(_ s: StaticString) {
-                let src = UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount)
-                UnsafeMutableRawBufferPointer(rebasing: out[at..<at + src.count]).copyMemory(from: src)
-                at += src.count
+            @inline(__always) func put(_ s: StaticString) {
+                (p + at).copyMemory(from: s.utf8Start, byteCount: s.utf8CodeUnitCount)
+                at += s.utf8CodeUnitCount
             }
             put(idPrefix)
-            ASCIIDecimal.write(seq, digits: digits, to: out.baseAddress! + at)
+            ASCIIDecimal.write(seq, digits: digits, to: p + at)
             at += digits
             put(dataPrefix)
-            if j.count > 0 { UnsafeMutableRawBufferPointer(rebasing: out[at..<at + j.count]).copyMemory(from: j) }
+            if let src = j.baseAddress, j.count > 0 { (p + at).copyMemory(from: src, byteCount: j.count) }
             at += j.count
-            put("\n\n")
+            p.storeBytes(of: 0x0A, toByteOffset: at, as: UInt8.self)
+            p.storeBytes(of: 0x0A, toByteOffset: at + 1, as: UInt8.self)
         }
     }
 
@@ -56,16 +57,20 @@ public struct WireFrame: Sendable, Equatable {
         let hex = WireFrame.hexDigits(length)
         let total = hex + 2 + length + 2
         bytes = [UInt8](unsafeUninitializedCapacity: total) { buf, initialized in
+            let p = buf.baseAddress!
             var v = length
-            for i in stride(from: hex - 1, through: 0, by: -1) {
-                buf[i] = WireFrame.hexAlphabet[v & 0xF]
+            var i = hex
+            while i > 0 {
+                i -= 1
+                let d = UInt8(truncatingIfNeeded: v & 0xF)
+                p[i] = d < 10 ? 0x30 &+ d : 0x57 &+ d   // lowercase hex, RFC 9112 §7.1 allows either case
                 v >>= 4
             }
-            buf[hex] = 0x0D
-            buf[hex + 1] = 0x0A
-            fill(UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buf[(hex + 2)..<(hex + 2 + length)])))
-            buf[total - 2] = 0x0D
-            buf[total - 1] = 0x0A
+            p[hex] = 0x0D
+            p[hex + 1] = 0x0A
+            fill(UnsafeMutableRawBufferPointer(start: p + hex + 2, count: length))
+            p[total - 2] = 0x0D
+            p[total - 1] = 0x0A
             initialized = total
         }
         body = (hex + 2)..<(hex + 2 + length)
@@ -73,7 +78,6 @@ public struct WireFrame: Sendable, Equatable {
 
     private static let idPrefix: StaticString = "id: "
     private static let dataPrefix: StaticString = "\ndata: "
-    private static let hexAlphabet = Array("0123456789abcdef".utf8)
 
     static func hexDigits(_ v: Int) -> Int {
         var n = 1

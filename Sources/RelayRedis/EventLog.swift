@@ -48,17 +48,24 @@ public final class EventLog {
     private let expireLeaseScript: String
     /// The reply handler of the commands whose reply only matters when it is an error
     /// (TTLs, publish): one shared closure, no allocation per command.
-    /// It reads the reply in place (`RedisReplyView`): nothing is copied.
-    private var auxiliaryReply: ((RedisReplyView) -> Void)!
+    /// It reads the reply in place (`RedisReplyView`): nothing is copied. Not optional:
+    /// a closure taken out of an `Optional` is re-wrapped (a thunk allocated) each time
+    /// it is passed on; a placeholder until `init` can capture `self`.
+    @exclusivity(unchecked) private var auxiliaryReply: (RedisReplyView) -> Void = { _ in }
+    /// The append path's commands are written here, one at a time, straight in RESP
+    /// (`RESPCommand`; issue 14: no argument array or integer strings per command).
+    /// Loop thread; each command is sent before the next is started.
+    private let command = RESPCommand(capacity: 4096)
 
     /// Called with the error text of each error reply to an append's auxiliary commands
     /// (`PEXPIRE`, `PUBLISH`): their order and effect rest on the `XADD` reply, so they
     /// are only reported (the worker counts them in `/metrics`,
     /// `relay_append_auxiliary_errors_total`). Loop thread.
-    public var onAuxiliaryFailure: ((String) -> Void)?
+    @exclusivity(unchecked) public var onAuxiliaryFailure: ((String) -> Void)?
     /// Counts (re)connections: an appender that sees it change verifies the stored tail
     /// before sending more (a restart or failover may have lost acknowledged events).
-    public private(set) var connectionEpoch = 0
+    /// Read on every append; loop-thread confined, so not checked for exclusivity at run time.
+    @exclusivity(unchecked) public private(set) var connectionEpoch = 0
 
     /// - Parameter sharded: publish live events with `SPUBLISH` (Redis Cluster: the
     ///   live channel is a sharded channel, subscribed with `ShardedPubSub`).
@@ -155,10 +162,20 @@ public final class EventLog {
     /// counted (`onAuxiliaryFailure`). The caller publishes after a success (`publish`).
     public func append(_ k: StreamKeys, seq: UInt64, json: String, refreshTTL: Bool,
                        reply: @escaping (RedisReplyView) -> Void) {
-        let args = trim.trims(seq: seq)
-            ? ["XADD", k.events, "NOMKSTREAM", "MAXLEN", trimmedLengthArg, "\(seq)-0", "e", json]
-            : ["XADD", k.events, "NOMKSTREAM", "\(seq)-0", "e", json]
-        connection.send(args, view: reply)
+        let trims = trim.trims(seq: seq)
+        let c = command
+        c.start(argumentCount: trims ? 8 : 6)
+        c.add(constant: "XADD")
+        c.add(k.events)
+        c.add(constant: "NOMKSTREAM")
+        if trims {
+            c.add(constant: "MAXLEN")
+            c.add(trimmedLengthArg)
+        }
+        c.add(entryID: seq)
+        c.add(constant: "e")
+        c.add(json)
+        connection.send(c, view: reply)
         if refreshTTL { refreshTTLs(k) }
     }
 
@@ -178,24 +195,46 @@ public final class EventLog {
     /// when the `SETRANGE` and the `BITFIELD` were both answered without an error.
     public func writeText(_ k: StreamKeys, _ w: TextCheckpoint.Write, done: @escaping (Result<Void, RedisFailure>) -> Void) {
         let outcome = TextWriteOutcome(replies: w.text.isEmpty ? 1 : 2, done: done)
+        let c = command
         if !w.text.isEmpty {
-            connection.send(["SETRANGE", k.text, String(w.start), w.text], view: { r in outcome.replied(r) })
+            c.start(argumentCount: 4)
+            c.add(constant: "SETRANGE")
+            c.add(k.text)
+            c.add(w.start)
+            c.add(w.text)
+            connection.send(c, view: { r in outcome.replied(r) })
         }
-        var bf = ["BITFIELD", k.offsets]
-        bf.reserveCapacity(2 + 4 * w.offsets.count)
-        for o in w.offsets { bf += ["SET", "u32", "#\(o.seq)", String(o.end)] }
-        connection.send(bf, view: { r in outcome.replied(r) })
-        connection.send(["PEXPIRE", k.text, ttlArg], view: auxiliaryReply)
-        connection.send(["PEXPIRE", k.offsets, ttlArg], view: auxiliaryReply)
+        c.start(argumentCount: 2 + 4 * w.offsets.count)
+        c.add(constant: "BITFIELD")
+        c.add(k.offsets)
+        for o in w.offsets {
+            c.add(constant: "SET")
+            c.add(constant: "u32")
+            c.add(bitfieldIndex: o.seq)
+            c.add(o.end)
+        }
+        connection.send(c, view: { r in outcome.replied(r) })
+        expire(k.text)
+        expire(k.offsets)
+    }
+
+    /// `PEXPIRE <key> <ttlMs>`, its reply only counted when an error (`auxiliaryReply`).
+    private func expire(_ key: String) {
+        let c = command
+        c.start(argumentCount: 3)
+        c.add(constant: "PEXPIRE")
+        c.add(key)
+        c.add(ttlArg)
+        connection.send(c, view: auxiliaryReply)
     }
 
     /// `PEXPIRE` of every key of a stream (`ttlMs`).
     private func refreshTTLs(_ k: StreamKeys) {
-        connection.send(["PEXPIRE", k.events, ttlArg], view: auxiliaryReply)
-        connection.send(["PEXPIRE", k.meta, ttlArg], view: auxiliaryReply)
+        expire(k.events)
+        expire(k.meta)
         if lossless {
-            connection.send(["PEXPIRE", k.text, ttlArg], view: auxiliaryReply)
-            connection.send(["PEXPIRE", k.offsets, ttlArg], view: auxiliaryReply)
+            expire(k.text)
+            expire(k.offsets)
         }
     }
 
@@ -223,15 +262,33 @@ public final class EventLog {
     /// `SPUBLISH` on a cluster) `relay:{id}:live "<seq> <json>"` (`LivePayload`).
     /// `then`: runs once Redis answered it (the generation's last event: the process
     /// may exit right after its generation ended, e.g. a drain, and must not leave the
-    /// publish unsent in the connection's output buffer).
-    public func publish(_ k: StreamKeys, seq: UInt64, json: String, then: (() -> Void)? = nil) {
-        let args = [publishCommand, k.live, LivePayload.message(seq: seq, json: json)]
-        guard let then else { return connection.send(args, view: auxiliaryReply) }
-        let aux = auxiliaryReply!
-        connection.send(args, view: { r in
-            aux(r)
-            then()
-        })
+    /// publish unsent in the connection's output buffer). `then` gets the reply, already
+    /// reported when an error (`onAuxiliaryFailure`); pass a closure made once, not one
+    /// per event (issue 14: the queue drains after most events of a steady stream).
+    public func publish(_ k: StreamKeys, seq: UInt64, json: String, then: @escaping (RedisReplyView) -> Void) {
+        connection.send(publishing(k, seq: seq, json: json), view: then)
+    }
+
+    /// `publish(_:seq:json:then:)` without a `then`: the reply is only counted when an error.
+    public func publish(_ k: StreamKeys, seq: UInt64, json: String) {
+        connection.send(publishing(k, seq: seq, json: json), view: auxiliaryReply)
+    }
+
+    /// The `PUBLISH` of an event, in `command`; its payload is
+    /// `LivePayload.message(seq:json:)`, written in place.
+    private func publishing(_ k: StreamKeys, seq: UInt64, json: String) -> RESPCommand {
+        let c = command
+        c.start(argumentCount: 3)
+        c.add(publishCommand)
+        c.add(k.live)
+        c.add(seq: seq, space: json)
+        return c
+    }
+
+    /// Reports an auxiliary command's error reply (`onAuxiliaryFailure`), for a reply
+    /// handler given to `publish(then:)`.
+    public func auxiliaryReplied(_ r: RedisReplyView) {
+        if let e = r.errorMessage { onAuxiliaryFailure?(e) }
     }
 
     /// Reads the stored tail after `ackedSeq` (`Scripts.appendStatus`, at most `count`

@@ -4,8 +4,8 @@ import RelayCore
 /// published by `StreamAppender` once an event is stored (and `Scripts.expireLease`) and read by every worker's pub/sub dispatch.
 public enum LivePayload {
     /// The message of one stored event: `<seq> <event JSON>` (what `parse` reads back;
-    /// `Scripts.expireLease` builds the same in Lua).
-    /// Written in one pass into one allocation: this runs once per stored event.
+    /// `Scripts.expireLease` builds the same in Lua; the append path writes the same
+    /// bytes straight into its `PUBLISH`, `RESPCommand.add(seq:space:)`).
     public static func message(seq: UInt64, json: String) -> String {
         var j = json
         return j.withUTF8 { src in

@@ -25,6 +25,10 @@ public protocol RedisCommandChannel: AnyObject {
     /// `DISCONNECTED …` like `send(_:_:)`. The default copies the reply and wraps it;
     /// `RedisConnection` reads hiredis' reply in place.
     func send(_ args: [String], view: @escaping (RedisReplyView) -> Void)
+    /// `send(_:view:)` for a command already written in RESP (`RESPCommand`, complete:
+    /// every announced argument added). The default decodes its arguments and sends
+    /// them as strings; `RedisConnection` hands the bytes to hiredis as they are.
+    func send(_ command: RESPCommand, view: @escaping (RedisReplyView) -> Void)
     /// Closes for good; pending replies fail.
     func close()
 }
@@ -34,6 +38,13 @@ extension RedisCommandChannel {
     /// (`send(_:_:)`) and handed over as a view.
     public func send(_ args: [String], view: @escaping (RedisReplyView) -> Void) {
         send(args) { r in view(RedisReplyView(r)) }
+    }
+
+    /// `send(_:view:)` for channels that route or resend by argument (`ClusterClient`):
+    /// the command's arguments as strings.
+    public func send(_ command: RESPCommand, view: @escaping (RedisReplyView) -> Void) {
+        precondition(command.isComplete, "RESPCommand: \(command.added) of \(command.argumentCount) arguments added")
+        send(command.arguments(), view: view)
     }
 }
 

@@ -149,6 +149,19 @@ public final class RedisConnection {
         send(args, handler: .view(view))
     }
 
+    /// Sends one command already written in RESP (`RESPCommand`): its bytes go to
+    /// hiredis as they are (`redisAsyncFormattedCommand`), no argument is copied or
+    /// converted again. `view` as in `send(_:view:)`.
+    public func send(_ command: RESPCommand, view: @escaping (RedisReplyView) -> Void) {
+        precondition(command.isComplete, "RESPCommand: \(command.added) of \(command.argumentCount) arguments added")
+        let handler = ReplyHandler.view(view)
+        guard let ac = context, isConnected || role == .commands else {
+            return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")
+        }
+        let status = command.withTerminatedBytes { cmd, len in self.command(ac, cmd, len, handler) }
+        if status != REDIS_OK { RedisConnection.fail(handler, "DISCONNECTED command not sent") }
+    }
+
     private func send(_ args: [String], handler: ReplyHandler) {
         guard let ac = context, isConnected || role == .commands else {
             return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")

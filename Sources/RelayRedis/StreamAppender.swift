@@ -34,16 +34,39 @@ public final class StreamAppender {
         let refreshTTL: Bool
     }
 
+    /// The pending reply of one event's `XADD`: the appender (weak: a reply that comes
+    /// back after the appender is gone is dropped), the seq and the event. One object
+    /// that is also the reply closure's whole context (issue 14: a capture-list `weak`
+    /// plus other captures cost two allocations per event, and each read of the
+    /// captured weak was checked for exclusivity at run time).
+    private final class XAddReplyHandler {
+        weak let appender: StreamAppender?
+        let seq: UInt64
+        let pending: Pending
+
+        init(_ appender: StreamAppender, seq: UInt64, _ pending: Pending) {
+            self.appender = appender
+            self.seq = seq
+            self.pending = pending
+        }
+
+        func replied(_ r: RedisReplyView) {
+            appender?.replied(seq: seq, pending, EventLog.appendOutcome(r))
+        }
+    }
+
     /// The stream is gone or was ended by someone else (or lost acknowledged events):
     /// nothing more can be appended.
-    public var onPermanentFailure: ((RedisFailure) -> Void)?
+    // The callbacks and the state read per event or per reply are marked
+    // `@exclusivity(unchecked)` like the rest of the per-event state (see below).
+    @exclusivity(unchecked) public var onPermanentFailure: ((RedisFailure) -> Void)?
     /// Every queued event is acknowledged (after the final one: the generation is over).
-    public var onDrained: (() -> Void)?
+    @exclusivity(unchecked) public var onDrained: (() -> Void)?
     /// An event's `XADD` was acknowledged: seq and event JSON, called once per event in
     /// seq order, right after its `PUBLISH` was queued (issue 14: the owning worker
     /// delivers to its own subscriptions without the pub/sub round trip). Never called
     /// for an event Redis did not store.
-    public var onAcknowledged: ((UInt64, String) -> Void)?
+    @exclusivity(unchecked) public var onAcknowledged: ((UInt64, String) -> Void)?
 
     private let log: EventLog
     private let loop: EventLoop
@@ -61,9 +84,14 @@ public final class StreamAppender {
     /// The lossless-resume text not yet written (unused when lossless resume is off).
     @exclusivity(unchecked) private var checkpoint: TextCheckpoint
     /// `EventLog.connectionEpoch` when the stored tail was last known good.
-    private var epoch: Int
+    @exclusivity(unchecked) private var epoch: Int
     /// A tail read is under way.
-    private var verifying = false
+    @exclusivity(unchecked) private var verifying = false
+    /// The reply handler of the publish of an event that drained the queue: made once
+    /// (not a closure per event; most events drain the queue of a steady stream).
+    /// Not optional (an `Optional` closure is re-wrapped each time it is passed on); a
+    /// placeholder until `init` can capture `self`.
+    private var drainPublishReplied: (RedisReplyView) -> Void = { _ in }
 
     /// The highest acknowledged seq.
     public var ackedSeq: UInt64 { queue.ackedSeq }
@@ -82,6 +110,11 @@ public final class StreamAppender {
         self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)))
         self.checkpoint = TextCheckpoint(trim: log.trim)
         self.epoch = log.connectionEpoch
+        weak let me = self   // not `[weak self]`: see `send(_:)`
+        drainPublishReplied = { [log] r in
+            log.auxiliaryReplied(r)
+            me?.drainedAfterPublish()
+        }
     }
 
     /// Events queued and not yet acknowledged.
@@ -112,9 +145,8 @@ public final class StreamAppender {
                     self?.replied(seq: seq, p, r)
                 }
             } else {
-                log.append(keys, seq: seq, json: p.json, refreshTTL: p.refreshTTL) { [weak self] r in
-                    self?.replied(seq: seq, p, EventLog.appendOutcome(r))
-                }
+                let reply = XAddReplyHandler(self, seq: seq, p)
+                log.append(keys, seq: seq, json: p.json, refreshTTL: p.refreshTTL) { r in reply.replied(r) }
             }
         }
     }
@@ -167,7 +199,7 @@ public final class StreamAppender {
     /// the drain is reported once Redis answered its publish.
     private func acknowledged(seq: UInt64, json: String, drains: Bool) {
         if drains {
-            log.publish(keys, seq: seq, json: json) { [weak self] in self?.drainedAfterPublish() }
+            log.publish(keys, seq: seq, json: json, then: drainPublishReplied)
         } else {
             log.publish(keys, seq: seq, json: json)
         }

@@ -32,6 +32,10 @@ final class Generation {
     let sid: String
     let budget: GenerationBudget
     unowned let host: GenerationHost
+    /// This worker's subscriptions of the stream, set while the generation is registered
+    /// (`StreamHub.register(_:)`): each acknowledged event is handed to them without a
+    /// lookup by id (issue 14).
+    @exclusivity(unchecked) var subscribers: StreamSubscribers?
     private let upstream: Upstream
     private let appender: StreamAppender
     // The per-event state is marked `@exclusivity(unchecked)`: confined to the loop thread, and no
@@ -43,7 +47,7 @@ final class Generation {
     var ackedSeq: UInt64 { appender.ackedSeq }
     @exclusivity(unchecked) private(set) var finished = false
     /// Whether the upstream call was started (an abort before it charges nothing).
-    private(set) var started = false
+    @exclusivity(unchecked) private(set) var started = false
     let startedMs: UInt64
     @exclusivity(unchecked) private var firstTokenMs: UInt64?
     /// `delta` events streamed (one completion token each).
@@ -63,13 +67,17 @@ final class Generation {
         self.startedMs = host.loop.nowMs
         self.appender = StreamAppender(log: host.log, loop: host.loop, id: id)
         appender.onPermanentFailure = { [weak self] f in self?.appendFailed(f) }
-        appender.onAcknowledged = { [weak self] seq, json in
-            guard let self else { return }
-            self.host.acknowledged(self, event: SequencedEvent(seq: seq, json: json))
+        // The per-event callbacks capture a `weak let`, not `[weak self]`: a capture-list
+        // weak is a mutable capture whose every read is checked for exclusivity at run
+        // time (`swift_beginAccess`, issue 14).
+        weak let me = self
+        appender.onAcknowledged = { seq, json in
+            guard let me else { return }
+            me.host.acknowledged(me, event: SequencedEvent(seq: seq, json: json))
         }
-        appender.onDrained = { [weak self] in
-            guard let self, self.finished else { return }
-            self.host.generationEnded(self)
+        appender.onDrained = {
+            guard let me, me.finished else { return }
+            me.host.generationEnded(me)
         }
     }
 
@@ -77,10 +85,11 @@ final class Generation {
     func start() {
         guard !finished, !started else { return }
         started = true
-        upstream.start { [weak self] e in
-            guard let self else { return }
-            if case .error = e, !self.finished { self.host.upstreamFailed() }
-            self.emit(e)
+        weak let me = self   // not `[weak self]`: see `init`
+        upstream.start { e in
+            guard let me else { return }
+            if case .error = e, !me.finished { me.host.upstreamFailed() }
+            me.emit(e)
         }
     }
 

@@ -26,7 +26,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     // The registry read and the counters bumped per event are marked `@exclusivity(unchecked)`: confined to the loop thread, and no
     // mutation of it spans a call out, so the run-time exclusivity check
     // (`swift_beginAccess`, about 75 instructions per access) guards nothing (issue 14).
-    @exclusivity(unchecked) private var subscriptions: [String: [ObjectIdentifier: Subscription]] = [:]
+    /// Keyed by request id; an entry stays while it has members or the stream's
+    /// generation is registered here (which holds it: `Generation.subscribers`).
+    @exclusivity(unchecked) private var subscriptions: [String: StreamSubscribers] = [:]
     private(set) var generations: [String: Generation] = [:]
     private var heartbeatTimer: LoopTimer?
     private var retryTimer: LoopTimer?
@@ -59,7 +61,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
             if ch == StreamKeys.revocationsChannel { return self.recheckAllSessions() }
             guard let id = StreamKeys.requestID(fromLiveChannel: ch) else { return }
             // Only the subscriptions that read the channel can have missed something.
-            for s in self.subscriptions[id]?.values ?? [:].values where s.liveSource.holdsChannel { s.replay() }
+            for s in self.subscriptions[id]?.members ?? [] where s.liveSource.holdsChannel { s.replay() }
         }
         pubsub.subscribe(StreamKeys.revocationsChannel) { [unowned self] in self.recheckAllSessions() }
         pubsub.subscribe(StreamKeys.cancelChannel) {}
@@ -92,16 +94,24 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     // MARK: Registry
 
+    /// The registry entry of stream `id`, created when missing.
+    private func subscribers(_ id: String) -> StreamSubscribers {
+        if let e = subscriptions[id] { return e }
+        let e = StreamSubscribers()
+        subscriptions[id] = e
+        return e
+    }
+
     func register(_ s: Subscription) {
-        subscriptions[s.id.value, default: [:]][ObjectIdentifier(s)] = s
+        subscribers(s.id.value).insert(s)
         metrics.gauge(.liveConnections, 1)
     }
 
     func subscriptionEnded(_ s: Subscription) {
         let key = ObjectIdentifier(s)
         replayRetries[key] = nil
-        guard subscriptions[s.id.value]?.removeValue(forKey: key) != nil else { return }
-        if subscriptions[s.id.value]?.isEmpty == true { subscriptions[s.id.value] = nil }
+        guard let entry = subscriptions[s.id.value], entry.remove(s) else { return }
+        if entry.isEmpty && generations[s.id.value] == nil { subscriptions[s.id.value] = nil }
         if s.liveSource.end() { pubsub.release(StreamKeys(s.id).live) }
         metrics.gauge(.liveConnections, -1)
         Log.info("stream", ["requestId": s.id.value, "tokensSent": s.eventsWritten, "latencyMs": Int(loop.nowMs - s.startedMs),
@@ -110,6 +120,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     func register(_ g: Generation) {
         generations[g.id.value] = g
+        g.subscribers = subscribers(g.id.value)
         metrics.gauge(.runningGenerations, 1)
         metrics.add(.streamsStarted)
     }
@@ -117,6 +128,10 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     func generationEnded(_ g: Generation) {
         guard generations[g.id.value] === g else { return }
         generations[g.id.value] = nil
+        // A late acknowledgement (none normally) finds the stream's subscriptions by id.
+        g.subscribers = nil
+        let entry = subscriptions[g.id.value]
+        if entry?.isEmpty == true { subscriptions[g.id.value] = nil }
         log.releaseLease(g.id)
         sessions.release(owner: g.ownerHash, sid: g.sid, id: g.id)
         metrics.gauge(.runningGenerations, -1)
@@ -124,7 +139,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         // Nothing more is delivered locally. A subscription still open (normally none: the
         // final event ended them; but a fenced or failed generation ends without one)
         // reads the live channel and the Redis stream from now on (`LiveSource`).
-        for s in subscriptions[g.id.value]?.values.map({ $0 }) ?? [] { s.localDeliveryStopped() }
+        for s in entry?.members ?? [] { s.localDeliveryStopped() }
         if draining { checkDrained() }
     }
 
@@ -134,6 +149,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     /// worker's subscriptions of the stream, without waiting for the `PUBLISH` to come
     /// back over pub/sub (issue 14).
     func acknowledged(_ g: Generation, event: SequencedEvent) {
+        if let subs = g.subscribers { return deliverLive(subs, event) }
         deliverLive(g.id.value, event)
     }
 
@@ -182,13 +198,13 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     }
 
     /// Every live subscription on this worker (for revocation, drain, heartbeats).
-    var allSubscriptions: [Subscription] { subscriptions.values.flatMap { $0.values } }
+    var allSubscriptions: [Subscription] { subscriptions.values.flatMap { $0.members } }
 
     // MARK: Pub/sub
 
     private func message(channel: String, payload: [UInt8]) {
         if let id = StreamKeys.requestID(fromLiveChannel: channel) {
-            guard subscriptions[id] != nil, let e = LivePayload.parse(payload) else { return }
+            guard subscriptions[id]?.isEmpty == false, let e = LivePayload.parse(payload) else { return }
             deliverLive(id, e)
         } else if channel == StreamKeys.cancelChannel {
             let id = String(decoding: payload, as: UTF8.self)
@@ -207,8 +223,15 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     /// chunk): every subscriber writes the same shared bytes.
     private func deliverLive(_ id: String, _ e: SequencedEvent) {
         guard let subs = subscriptions[id] else { return }
+        deliverLive(subs, e)
+    }
+
+    /// `deliverLive(_:_:)` to the registry entry of the stream.
+    private func deliverLive(_ subs: StreamSubscribers, _ e: SequencedEvent) {
+        let members = subs.members
+        guard !members.isEmpty else { return }
         let frame = WireFrame.event(seq: e.seq, json: e.json)
-        for s in subs.values { s.live(e, frame: frame) }
+        for s in members { s.live(e, frame: frame) }
     }
 
     /// Cuts every live stream and generation of session `sid` (issue 3).
@@ -267,9 +290,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         guard outage.leasesJudgeable(nowMs: now, leaseMs: leaseMs) else { return }
         let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
         for (id, subs) in subscriptions where generations[id] == nil {
-            guard let quietSince = subs.values.map(\.lastEventMs).max(),
+            guard let quietSince = subs.members.map(\.lastEventMs).max(),
                   LeasePolicy.shouldCheckOwner(nowMs: now, quietSinceMs: quietSince, leaseMs: leaseMs),
-                  let rid = subs.values.first?.id else { continue }
+                  let rid = subs.members.first?.id else { continue }
             log.expireLease(rid, event: lost) { [weak self] r in
                 guard case .success(let x) = r else { return }
                 switch LeasePolicy.expiry(fromReply: x.reply) {
@@ -283,7 +306,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
                 case .vanished:
                     guard let self else { return }
                     let gone = APIError(.streamLost, "this answer's events are gone from Redis (restarted without persistence, or expired); retry the request")
-                    let readers = self.subscriptions[id]?.values.map { $0 } ?? []
+                    let readers = Array(self.subscriptions[id]?.members ?? [])
                     for s in readers { s.fail(gone) }
                     if !readers.isEmpty { Log.warn("stream vanished from Redis: readers ended with stream_lost", ["requestId": id, "readers": readers.count]) }
                 }

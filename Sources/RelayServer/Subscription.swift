@@ -116,11 +116,14 @@ final class Subscription {
     /// for every subscriber of the stream.
     func live(_ e: SequencedEvent, frame: WireFrame? = nil) {
         guard !ended else { return }
+        // `host` read once per event: each read of an `unowned` reference is a checked
+        // retain (`swift_unownedRetainStrong`) and a release (issue 14).
+        let host = self.host
         let now = host.loop.nowMs
         lastEventMs = now
         switch merge.live(e) {
         case .drop, .hold: return
-        case .write: writeOne(e, frame: frame, nowMs: now)
+        case .write: writeOne(e, frame: frame, nowMs: now, host: host)
         case .replay: replay()
         }
     }
@@ -192,7 +195,7 @@ final class Subscription {
     /// The common live case (the next seq, no replay under way): one event, written
     /// without building an array and a concatenated chunk first — or, while the
     /// client's link is backed up, held and merged (`SlowLinkCoalescer`).
-    private func writeOne(_ e: SequencedEvent, frame: WireFrame?, nowMs now: UInt64) {
+    private func writeOne(_ e: SequencedEvent, frame: WireFrame?, nowMs now: UInt64, host: SubscriptionHost) {
         guard !ended, !host.isSlowConsumer(self) else { return }
         merge.wrote(e)
         if !coalescer.isCoalescing, now &- backlogCheckedMs >= Subscription.backlogCheckMs {
@@ -201,7 +204,7 @@ final class Subscription {
         }
         if coalescer.passesThrough(unsentBytes: backlog) {
             // A client that keeps up: the event as is, no coalescer output built.
-            return writeEvent(e, wire: frame ?? WireFrame.event(seq: e.seq, json: e.json), nowMs: now)
+            return writeEvent(e, wire: frame ?? WireFrame.event(seq: e.seq, json: e.json), nowMs: now, host: host)
         }
         let out = coalescer.offer(e, unsentBytes: backlog, nowMs: now)
         writeReleased(out, frame: frame.map { (e.seq, $0) })
@@ -213,17 +216,19 @@ final class Subscription {
     /// Writes what the coalescer released: one SSE event each, in seq order. `frame`:
     /// the already framed bytes of the live event with that seq, when it is released as is.
     private func writeReleased(_ out: SlowLinkCoalescer.Output, frame: (seq: UInt64, wire: WireFrame)? = nil) {
+        let host = self.host
         if out.merged > 0 { host.merged(events: out.merged) }
         let now = host.loop.nowMs
         for e in out.events {
             guard !ended else { return }
             let f = frame.flatMap { $0.seq == e.seq && out.merged == 0 ? $0.wire : nil }
-            writeEvent(e, wire: f ?? WireFrame.event(seq: e.seq, json: e.json), nowMs: now)
+            writeEvent(e, wire: f ?? WireFrame.event(seq: e.seq, json: e.json), nowMs: now, host: host)
         }
     }
 
     /// Writes one SSE event (`wire`: its framing) and ends the response after a terminal one.
-    private func writeEvent(_ e: SequencedEvent, wire: WireFrame, nowMs: UInt64) {
+    /// `host`: `self.host`, read once by the caller.
+    private func writeEvent(_ e: SequencedEvent, wire: WireFrame, nowMs: UInt64, host: SubscriptionHost) {
         exchange.write(wire)
         eventsWritten += 1
         lastWriteMs = nowMs

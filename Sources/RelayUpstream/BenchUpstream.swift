@@ -30,34 +30,25 @@ public enum BenchUpstream {
     /// storage: this runs once per bench event, and interpolation cost a few allocations.
     public static func content(micros: UInt64, k: Int) -> String {
         let kk = UInt64(max(0, k))
-        let length = 2 + digits(micros) + 3 + digits(kk) + 1
-        return String(unsafeUninitializedCapacity: max(length, tokenBytes)) { out in
-            var at = 0
-            func put(_ b: UInt8) { out[at] = b; at += 1 }
-            func put(_ v: UInt64) {
-                let n = digits(v)
-                var x = v
-                for i in stride(from: n - 1, through: 0, by: -1) {
-                    out[at + i] = UInt8(truncatingIfNeeded: x % 10) &+ 0x30
-                    x /= 10
-                }
-                at += n
-            }
-            put(UInt8(ascii: "t")); put(UInt8(ascii: "="))
-            put(micros)
-            put(UInt8(ascii: ";")); put(UInt8(ascii: "n")); put(UInt8(ascii: "="))
-            put(kk)
-            put(UInt8(ascii: ";"))
-            while at < tokenBytes { put(UInt8(ascii: "x")) }
-            return at
+        let dm = ASCIIDecimal.digits(micros)
+        let dk = ASCIIDecimal.digits(kk)
+        let length = 2 + dm + 3 + dk + 1
+        let total = max(length, tokenBytes)
+        return String(unsafeUninitializedCapacity: total) { out in
+            let p = out.baseAddress!
+            p[0] = UInt8(ascii: "t")
+            p[1] = UInt8(ascii: "=")
+            ASCIIDecimal.write(micros, digits: dm, to: UnsafeMutableRawPointer(p + 2))
+            var at = 2 + dm
+            p[at] = UInt8(ascii: ";")
+            p[at + 1] = UInt8(ascii: "n")
+            p[at + 2] = UInt8(ascii: "=")
+            ASCIIDecimal.write(kk, digits: dk, to: UnsafeMutableRawPointer(p + at + 3))
+            at += 3 + dk
+            p[at] = UInt8(ascii: ";")
+            if total > length { (p + length).initialize(repeating: UInt8(ascii: "x"), count: total - length) }
+            return total
         }
-    }
-
-    private static func digits(_ v: UInt64) -> Int {
-        var n = 1
-        var x = v
-        while x >= 10 { x /= 10; n += 1 }
-        return n
     }
 
     static func nowMicros() -> UInt64 {

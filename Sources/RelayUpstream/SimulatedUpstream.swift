@@ -20,7 +20,7 @@ public final class SimulatedUpstream: Upstream {
     @exclusivity(unchecked) private var timer: LoopTimer?
     @exclusivity(unchecked) private var emit: ((StreamEvent) -> Void)?
     @exclusivity(unchecked) private var sent = 0
-    private var startMs: UInt64 = 0
+    @exclusivity(unchecked) private var startMs: UInt64 = 0
 
     /// - Parameters:
     ///   - tokens: the answer, already tokenized.
@@ -51,7 +51,10 @@ public final class SimulatedUpstream: Upstream {
         self.emit = emit
         startMs = loop.nowMs
         let period = max(1.0, 1000.0 / tokensPerSecond)
-        timer = LoopTimer(loop: loop, repeating: true) { [weak self] in self?.tick() }
+        // A `weak let`, not `[weak self]`: a capture-list weak is checked for exclusivity
+        // at run time on every read (`swift_beginAccess`), i.e. on every tick.
+        weak let me = self
+        timer = LoopTimer(loop: loop, repeating: true) { me?.tick() }
         timer?.schedule(afterMs: UInt64(period.rounded()))
     }
 

@@ -127,6 +127,32 @@ final class RedisConnectionTests: RelayTestCase {
         XCTAssertEqual(pending.value, 0)
     }
 
+    /// A command written in RESP (`RESPCommand`, the append path's commands) reaches Redis
+    /// as its arguments: a binary value with CR LF and a NUL is stored byte for byte, and
+    /// the buffer reused for the next command does not disturb the one already sent.
+    func testRESPCommandsAreSentAsTheirArguments() throws {
+        let h = try harness()
+        let got = LockedBox<[String]>([])
+        h.run { c in
+            let cmd = RESPCommand(capacity: 64)
+            cmd.start(argumentCount: 3)
+            cmd.add(constant: "SET")
+            cmd.add("relay:test:resp")
+            cmd.add("a\r\n\u{0}b " + String(repeating: "é", count: 100))
+            c.send(cmd, view: { v in got.mutate { $0.append(v.isError ? "error" : "set") } })
+            cmd.start(argumentCount: 3)
+            cmd.add(constant: "XADD")
+            cmd.add("relay:test:resp-stream")
+            cmd.add(entryID: 7)
+            c.send(cmd, view: { v in got.mutate { $0.append(v.isError ? "error:" + (v.errorMessage ?? "") : "?") } })
+            c.send(["GET", "relay:test:resp"]) { r in got.mutate { $0.append(r.string ?? "nil") } }
+        }
+        try eventually(10, "three replies") { got.value.count == 3 }
+        XCTAssertEqual(got.value[0], "set")
+        XCTAssertTrue(got.value[1].hasPrefix("error:ERR wrong number of arguments"), got.value[1])
+        XCTAssertEqual(got.value[2], "a\r\n\u{0}b " + String(repeating: "é", count: 100))
+    }
+
     /// Commands queued behind a blocking one when Redis drops the connection: each
     /// handler gets `DISCONNECTED` once, before `onDisconnect`, and the connection comes
     /// back by itself and answers again.

@@ -1,0 +1,71 @@
+import RelayCore
+import RelayRedis
+import XCTest
+
+/// `RESPCommand` (issue 14: the append path's commands written straight in RESP): the
+/// exact bytes of the Redis protocol ("Redis serialization protocol specification":
+/// `*<argc>\r\n`, then `$<len>\r\n<bytes>\r\n` per argument), integers as their decimal
+/// text, the live payload as `LivePayload.message`, and the arguments read back for a
+/// channel that routes by argument (`ClusterClient`).
+final class RESPCommandTests: XCTestCase {
+    private func text(_ c: RESPCommand) -> String { String(decoding: c.bytes, as: UTF8.self) }
+
+    func testAnXADDIsWrittenInRESPWithIntegersAsDecimalText() {
+        let c = RESPCommand(capacity: 64)
+        c.start(argumentCount: 8)
+        c.add(constant: "XADD")
+        c.add("relay:{r1}:events")
+        c.add(constant: "NOMKSTREAM")
+        c.add(constant: "MAXLEN")
+        c.add(1000)
+        c.add(entryID: 12345678901)
+        c.add(constant: "e")
+        c.add("{\"content\":\"é\"}")
+        XCTAssertTrue(c.isComplete)
+        XCTAssertEqual(text(c), "*8\r\n$4\r\nXADD\r\n$17\r\nrelay:{r1}:events\r\n$10\r\nNOMKSTREAM\r\n$6\r\nMAXLEN\r\n"
+                       + "$4\r\n1000\r\n$13\r\n12345678901-0\r\n$1\r\ne\r\n$16\r\n{\"content\":\"é\"}\r\n")
+    }
+
+    func testBitfieldIndexesZeroAndEmptyArguments() {
+        let c = RESPCommand()
+        c.start(argumentCount: 6)
+        c.add(constant: "BITFIELD")
+        c.add(bitfieldIndex: 7)
+        c.add(0)
+        c.add(UInt64.max)
+        c.add("")
+        c.add(entryID: 0)
+        XCTAssertEqual(text(c), "*6\r\n$8\r\nBITFIELD\r\n$2\r\n#7\r\n$1\r\n0\r\n$20\r\n18446744073709551615\r\n$0\r\n\r\n$3\r\n0-0\r\n")
+    }
+
+    func testTheLivePayloadArgumentIsLivePayloadMessage() {
+        let c = RESPCommand()
+        let json = "{\"type\":\"delta\",\"content\":\"x y\"}"
+        c.start(argumentCount: 1)
+        c.add(seq: 42, space: json)
+        let message = LivePayload.message(seq: 42, json: json)
+        XCTAssertEqual(text(c), "*1\r\n$\(message.utf8.count)\r\n\(message)\r\n")
+        XCTAssertEqual(c.arguments(), [message])
+        XCTAssertEqual(LivePayload.parse(Array(c.arguments()[0].utf8)), SequencedEvent(seq: 42, json: json))
+    }
+
+    /// A command larger than the buffer grows it; restarting drops the previous command;
+    /// the arguments read back are the ones added.
+    func testGrowthRestartAndArgumentsReadBack() {
+        let c = RESPCommand(capacity: 64)
+        c.start(argumentCount: 2)
+        c.add(constant: "SET")
+        XCTAssertFalse(c.isComplete)
+        c.add(String(repeating: "z", count: 5000))
+        XCTAssertTrue(c.isComplete)
+        XCTAssertEqual(c.arguments(), ["SET", String(repeating: "z", count: 5000)])
+        c.start(argumentCount: 4)
+        c.add(constant: "SETRANGE")
+        c.add("relay:{a}:text")
+        c.add(300)
+        c.add("مرحبا\r\n")
+        XCTAssertEqual(c.arguments(), ["SETRANGE", "relay:{a}:text", "300", "مرحبا\r\n"])
+        XCTAssertEqual(c.count, c.bytes.count)
+        XCTAssertTrue(text(c).hasPrefix("*4\r\n$8\r\nSETRANGE\r\n"))
+    }
+}
