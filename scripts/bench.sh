@@ -4,7 +4,7 @@
 #   scripts/bench.sh            full run (bounded to < 25 min on a 2-core machine),
 #                               writes docs/BENCHMARKS.md (generated section)
 #   scripts/bench.sh --quick    seconds-long smoke run, writes .build/bench/BENCHMARKS.quick.md
-#   options: --out FILE  --only "stream fanout idle resume-storm append-ceiling"
+#   options: --out FILE  --only "stream send-floor fanout idle resume-storm append-ceiling"
 #            --targets "relay nchan"   (which systems to run, default both)
 #   BENCH_ARGS="--duration 5 …" is passed to every stream-relay-bench run (exploration);
 #   RELAY_BIN=/path/to/stream-relay runs another relay build (before/after comparisons).
@@ -19,7 +19,7 @@ ROOT=$PWD
 
 QUICK=""
 OUT=""
-ONLY="stream fanout idle resume-storm append-ceiling"
+ONLY="stream send-floor fanout idle resume-storm append-ceiling"
 TARGETS="relay nchan"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -134,6 +134,9 @@ for scenario in $ONLY; do
       ;;
     append-ceiling)
       bench append-ceiling relay --redis-url "$REDIS_URL"
+      ;;
+    send-floor)
+      bench send-floor relay
       ;;
     *) echo "unknown scenario $scenario" >&2; exit 2 ;;
   esac

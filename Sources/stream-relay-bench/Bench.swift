@@ -22,7 +22,7 @@ enum Bench {
 
         let nofile = raiseOpenFileLimit()
         var target = Target(kind: opts.target, host: opts.host, port: opts.port)
-        if target.kind == .relay && opts.scenario != "append-ceiling" {
+        if target.kind == .relay && opts.scenario != "append-ceiling" && opts.scenario != "send-floor" {
             guard let secret = opts.jwtSecret ?? ProcessInfo.processInfo.environment["RELAY_JWT_SECRET"] else {
                 FileHandle.standardError.write(Data("stream-relay-bench: the relay target needs --jwt-secret or RELAY_JWT_SECRET\n".utf8))
                 return 2
@@ -49,6 +49,7 @@ enum Bench {
         case "fanout": ok = runner.fanoutScenario()
         case "idle": ok = runner.idleScenario()
         case "resume-storm": ok = runner.resumeStormScenario()
+        case "send-floor": ok = runner.sendFloorScenario()
         case "append-ceiling":
             guard let url = opts.redisURL, let ep = try? RedisEndpoint.parse(url) else {
                 FileHandle.standardError.write(Data("stream-relay-bench: append-ceiling needs --redis-url\n".utf8))

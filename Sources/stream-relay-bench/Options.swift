@@ -47,6 +47,10 @@ struct Options {
       resume-storm    --streams clients on --streams streams drop at once after --warm s,
                       stay away --offline s, reconnect at once with Last-Event-ID
       append-ceiling  the relay's Lua append script against --redis-url, no HTTP
+      send-floor      no server: N loopback connections (--steps) each sent one SSE event
+                      framed as the relay frames it at --rate events/s for --duration s;
+                      CPU per send, user and kernel (the floor under the relay's CPU per
+                      delivered event, issue 14)
       report          writes the generated section of --out (docs/BENCHMARKS.md) from
                       --results files (JSON lines of --json-out) and --meta (scripts/bench.sh)
 
@@ -142,6 +146,10 @@ struct Options {
             rate = 50
             steps = quick ? [10, 20] : [50, 100, 200, 400, 800, 1000, 1600]
             duration = quick ? 2 : 15
+        case "send-floor":
+            rate = 50
+            steps = quick ? [20] : [400, 1000]
+            duration = quick ? 2 : 10
         case "fanout":
             rate = 20
             streams = quick ? 5 : 100

@@ -83,6 +83,7 @@ enum Report {
             line("server RSS, MiB", "server_rss_bytes", r, n, scale: 1 / 1_048_576),
             line("Redis CPU, % of one core", "redis_cpu_pct", r, n),
             line("server CPU per delivered event, µs", "server_cpu_us_per_delivery", r, n, digits: 2),
+            line("… of which in the kernel, µs", "server_kernel_cpu_us_per_delivery", r, n, digits: 2),
             line("Redis CPU per event, µs", "redis_cpu_us_per_event", r, n, digits: 2),
             line("load generator CPU, % of one core", "bench_cpu_pct", r, n),
         ]
@@ -138,6 +139,21 @@ enum Report {
                 md += flowTable(r, c)
                 md.append("")
             }
+        }
+
+        // send-floor
+        let floorRows = rows.filter { ($0["scenario"] as? String) == "send-floor" }
+        if !floorRows.isEmpty {
+            md.append("### send-floor: the one write per delivered event by itself (no server)")
+            md.append("")
+            md.append("N loopback connections, each sent one SSE event framed as the relay frames it (\(f(num(floorRows.first, "frame_bytes"), 0)) bytes: HTTP chunk, `id:` and `data:` lines of a bench delta) at \(f(num(floorRows.first, "rate"), 0)) events/s, by one thread that sleeps 1 ms per pass; another thread reads. CPU of the sending thread per `send`. On loopback the kernel share includes the receiving socket's TCP work, as it does for the server in `stream`: this is the floor under \"server CPU per delivered event\" there for any server that sends one event per token to a fast client.")
+            md.append("")
+            md.append("| N | sends/s | user, µs/send | kernel, µs/send | total, µs/send |")
+            md.append("|---:|---:|---:|---:|---:|")
+            for r in floorRows {
+                md.append("| \(f(num(r, "n"), 0)) | \(f(num(r, "sends_per_s"), 0)) | \(f(num(r, "user_us_per_send"), 2)) | \(f(num(r, "kernel_us_per_send"), 2)) | \(f(num(r, "cpu_us_per_send"), 2)) |")
+            }
+            md.append("")
         }
 
         // fanout

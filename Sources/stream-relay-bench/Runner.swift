@@ -96,6 +96,8 @@ final class Runner {
         /// Tail deltas not received when the run stopped waiting (not loss: see `RunStats.late`).
         var late: Int
         var serverCPU: Double?, redisCPU: Double?, serverRSS: Int?
+        /// The server's CPU in the kernel, % of one core (part of `serverCPU`).
+        var serverKernelCPU: Double?
         var errors: Int
         var benchCPU: Double
         var ok: Bool { lost == 0 && duplicates == 0 && errors == 0 && late == 0 }
@@ -180,7 +182,7 @@ final class Runner {
         let wall0 = monoMs()
         spin(timeoutMs: UInt64(measureS * 1000))
         let benchCPU = (selfCPUSeconds() - self0) / (Double(monoMs() - wall0) / 1000) * 100
-        let sCPU = serverCPU.percent()
+        let sSplit = serverCPU.split()
         let rCPU = redisCPU.percent()
         let rss = serverRSS()
         // Let every stream finish (done) so losses at the end are counted. Wait for
@@ -205,7 +207,7 @@ final class Runner {
                           p50: stats.latency.quantileMs(0.5), p99: stats.latency.quantileMs(0.99),
                           p999: stats.latency.quantileMs(0.999), maxMs: stats.latency.quantileMs(1.0),
                           lost: stats.lost, duplicates: stats.duplicates, late: stats.late,
-                          serverCPU: sCPU, redisCPU: rCPU, serverRSS: rss,
+                          serverCPU: sSplit?.total, redisCPU: rCPU, serverRSS: rss, serverKernelCPU: sSplit?.kernel,
                           errors: httpErrors + stats.connectFailures + stats.errorEvents + pubErrors + stats.closedEarly,
                           benchCPU: benchCPU)
     }
@@ -214,8 +216,9 @@ final class Runner {
         // Distinct events per second: every subscriber of a stream gets each of its events.
         let eventsPerSec = r.deliveriesPerSec / Double(max(1, r.subscribers / max(1, r.streams)))
         let serverPerDelivery = cpuMicrosPerUnit(cpuPercent: r.serverCPU, perSecond: r.deliveriesPerSec)
+        let serverKernelPerDelivery = cpuMicrosPerUnit(cpuPercent: r.serverKernelCPU, perSecond: r.deliveriesPerSec)
         let redisPerEvent = cpuMicrosPerUnit(cpuPercent: r.redisCPU, perSecond: eventsPerSec)
-        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), late \(r.late), dup \(r.duplicates), errors \(r.errors), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%, load generator CPU \(fmt(r.benchCPU))%; per event: server \(fmt(serverPerDelivery, 2)) µs/delivery, redis \(fmt(redisPerEvent, 2)) µs/event")
+        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), late \(r.late), dup \(r.duplicates), errors \(r.errors), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%, load generator CPU \(fmt(r.benchCPU))%; per event: server \(fmt(serverPerDelivery, 2)) µs/delivery (kernel \(fmt(serverKernelPerDelivery, 2))), redis \(fmt(redisPerEvent, 2)) µs/event")
         var d: [String: Any] = [
             "scenario": scenario, "streams": r.streams, "subscribers": r.subscribers,
             "deliveries_per_s": r.deliveriesPerSec, "ideal_per_s": r.expectedPerSec,
@@ -231,6 +234,7 @@ final class Runner {
         d["bench_cpu_pct"] = r.benchCPU
         d["events_per_s"] = eventsPerSec
         if let v = serverPerDelivery { d["server_cpu_us_per_delivery"] = v }
+        if let v = serverKernelPerDelivery { d["server_kernel_cpu_us_per_delivery"] = v }
         if let v = redisPerEvent { d["redis_cpu_us_per_event"] = v }
         for (k, v) in extra { d[k] = v }
         emit(d)

@@ -35,15 +35,19 @@ struct LatencyHistogram {
 enum Proc {
     static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
-    /// utime + stime of `pid`, seconds; nil when gone.
-    static func cpuSeconds(_ pid: Int32) -> Double? {
+    /// CPU time of `pid` in user space (`utime`) and in the kernel (`stime`), seconds
+    /// (proc(5), `/proc/<pid>/stat` fields 14 and 15); nil when gone.
+    static func cpuTimes(_ pid: Int32) -> CPUTimes? {
         guard let s = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = s.lastIndex(of: ")") else { return nil }
         let f = s[s.index(after: close)...].split(separator: " ")
         // after ")": state(0) ppid(1) … utime(11) stime(12)
         guard f.count > 12, let u = Double(f[11]), let st = Double(f[12]) else { return nil }
-        return (u + st) / ticksPerSecond
+        return CPUTimes(user: u / ticksPerSecond, kernel: st / ticksPerSecond)
     }
+
+    /// utime + stime of `pid`, seconds; nil when gone.
+    static func cpuSeconds(_ pid: Int32) -> Double? { cpuTimes(pid)?.total }
 
     /// Resident set size of `pid`, bytes.
     static func rssBytes(_ pid: Int32) -> Int? {
@@ -56,7 +60,10 @@ enum Proc {
     }
 
     /// Sum over `pids` (nil entries skipped).
-    static func cpuSeconds(_ pids: [Int32]) -> Double { pids.compactMap { cpuSeconds($0) }.reduce(0, +) }
+    static func cpuSeconds(_ pids: [Int32]) -> Double { cpuTimes(pids).total }
+    static func cpuTimes(_ pids: [Int32]) -> CPUTimes {
+        pids.compactMap { cpuTimes($0) }.reduce(CPUTimes(user: 0, kernel: 0)) { CPUTimes(user: $0.user + $1.user, kernel: $0.kernel + $1.kernel) }
+    }
     static func rssBytes(_ pids: [Int32]) -> Int { pids.compactMap { rssBytes($0) }.reduce(0, +) }
 
     /// Kernel slab memory (SReclaimable + SUnreclaim), bytes, system-wide.
@@ -83,21 +90,33 @@ enum Proc {
     }
 }
 
-/// CPU usage of a process set between `start()` and `stop()`, % of one core.
+/// CPU time, seconds: in user space and in the kernel (system calls, and on loopback
+/// the receiving socket's TCP work, which runs in the sender's context).
+struct CPUTimes {
+    var user: Double
+    var kernel: Double
+    var total: Double { user + kernel }
+}
+
+/// CPU usage of a process set between `start()` and `percent()`, % of one core.
 struct CPUWindow {
     let pids: [Int32]
     private var t0 = 0.0
-    private var c0 = 0.0
+    private var c0 = CPUTimes(user: 0, kernel: 0)
     init(_ pids: [Int32]) { self.pids = pids }
     mutating func start() {
         t0 = Date().timeIntervalSince1970
-        c0 = Proc.cpuSeconds(pids)
+        c0 = Proc.cpuTimes(pids)
     }
-    func percent() -> Double? {
+    /// Total (user + kernel) since `start()`, % of one core; nil without pids.
+    func percent() -> Double? { split()?.total }
+    /// User and kernel shares since `start()`, each in % of one core; nil without pids.
+    func split() -> CPUTimes? {
         guard !pids.isEmpty else { return nil }
         let dt = Date().timeIntervalSince1970 - t0
         guard dt > 0 else { return nil }
-        return (Proc.cpuSeconds(pids) - c0) / dt * 100
+        let c = Proc.cpuTimes(pids)
+        return CPUTimes(user: (c.user - c0.user) / dt * 100, kernel: (c.kernel - c0.kernel) / dt * 100)
     }
 }
 

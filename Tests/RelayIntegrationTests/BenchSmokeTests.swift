@@ -51,6 +51,10 @@ final class BenchSmokeTests: RelayTestCase {
             XCTAssertEqual(perDelivery, cpu * 10_000 / deliveries, accuracy: 1e-6 * max(1, perDelivery))
             XCTAssertEqual(s["events_per_s"] as? Double ?? -1, deliveries, accuracy: 1e-9, "\(s)")
             XCTAssertNil(s["redis_cpu_us_per_event"], "no --redis-pid, no Redis figure: \(s)")
+            // The kernel's share of it (issue 14: most of what is left is the send per event).
+            let kernel = try XCTUnwrap(s["server_kernel_cpu_us_per_delivery"] as? Double, "\(s)")
+            XCTAssertGreaterThanOrEqual(kernel, 0, "\(s)")
+            XCTAssertLessThanOrEqual(kernel, perDelivery, "\(s)")
         }
         XCTAssertTrue(err.contains("scenario stream"), "parameters printed: \(err)")
         XCTAssertTrue(err.contains("µs/delivery"), "per-event CPU printed: \(err)")
@@ -64,6 +68,37 @@ final class BenchSmokeTests: RelayTestCase {
         XCTAssertEqual(r["gaps"] as? Int, 0, "\(r)")
         XCTAssertEqual(r["duplicates"] as? Int, 0, "\(r)")
         XCTAssertEqual(r["caught_up"] as? Int, r["clients"] as? Int, "\(r)")
+    }
+
+    /// `send-floor` needs no server: it paces one relay-framed event per connection at
+    /// `--rate` and reports the sending thread's CPU per send, user + kernel; the report
+    /// renders its table.
+    func testSendFloorQuickPacesAndReportsCPUPerSend() throws {
+        let (status, results, err) = try runBench(["send-floor", "--quick", "--steps", "20", "--rate", "50", "--duration", "2"])
+        XCTAssertEqual(status, 0, err)
+        let r = try XCTUnwrap(results.first { $0["scenario"] as? String == "send-floor" }, err)
+        XCTAssertEqual(r["n"] as? Int, 20, "\(r)")
+        // 20 connections × 50 events/s, paced by a 1 ms tick: about 1,000 sends/s.
+        let rate = try XCTUnwrap(r["sends_per_s"] as? Double, "\(r)")
+        XCTAssertEqual(rate, 1000, accuracy: 150, "\(r)")
+        let user = try XCTUnwrap(r["user_us_per_send"] as? Double), kernel = try XCTUnwrap(r["kernel_us_per_send"] as? Double)
+        XCTAssertGreaterThanOrEqual(user, 0)
+        XCTAssertGreaterThanOrEqual(kernel, 0)
+        XCTAssertEqual(r["cpu_us_per_send"] as? Double ?? -1, user + kernel, accuracy: 1e-9, "\(r)")
+        // `id: 1234` + `data: ` + the bench delta + blank line, in a chunk: `54\r\n…\r\n`.
+        XCTAssertEqual(r["frame_bytes"] as? Int, 84, "\(r)")
+
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("floor-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let resultsFile = dir.appendingPathComponent("results.jsonl"), out = dir.appendingPathComponent("out.md")
+        let line = try JSONSerialization.data(withJSONObject: r)
+        try (line + Data("\n".utf8)).write(to: resultsFile)
+        let (rs, _, rerr) = try runBench(["report", "--results", resultsFile.path, "--out", out.path])
+        XCTAssertEqual(rs, 0, rerr)
+        let md = try String(contentsOf: out, encoding: .utf8)
+        XCTAssertTrue(md.contains("### send-floor"), md)
+        XCTAssertTrue(md.contains("| 20 | \(Int(rate.rounded()).formatted()) |"), md)
     }
 
     func testAppendCeilingQuickRunsTheRelayScript() throws {
