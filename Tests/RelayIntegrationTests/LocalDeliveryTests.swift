@@ -100,21 +100,27 @@ final class LocalDeliveryTests: RelayTestCase {
         var seen: UInt64 = 0
         for _ in 0..<5 { seen = UInt64(try XCTUnwrap(try poster.nextEvent()).lastEventId) ?? 0 }
         poster.close()
-        usleep(400_000)   // events acknowledged with no client on the worker
+        // The worker notices at its next write; then the stream has no client there.
+        try eventually(5, "the POSTing client gone") { try metric(a, "relay_live_connections") == 0 }
+        usleep(200_000)   // events acknowledged with no client on the worker
         XCTAssertEqual(try liveSubscribers(id), 0)
         var rng = SplitMix64(seed: 0x5_1AB5)
         var clients: [(from: UInt64, events: [SSEMessage])] = []
         for round in 0..<10 {
-            let from = rng.next() % (seen + 1)
+            // Stored before it joins: what its replay may read. It must then get at least
+            // two more, which only the generation's local delivery can bring while it runs.
+            let top = try topSeq(id)
+            let from = rng.next() % (top + 1)
             let c = try Chat.resume(port: a.port, token: token, requestID: id, lastEventID: String(from))
             XCTAssertEqual(c.status, 200)
             var got: [SSEMessage] = []
-            let want = Int(rng.next() % 6) + Int(seen - from) + 1
+            let want = Int(top - from) + 3 + Int(rng.next() % 4)
             while got.count < want, let e = try c.nextEvent(timeout: 5) { got.append(e) }
             XCTAssertEqual(got.count, want, "round \(round): client from \(from) got live events")
             XCTAssertTrue(try running(id), "round \(round): the events came while the stream ran")
-            if round % 3 == 2 { usleep(150_000) }   // sometimes no client at all for a while
             c.close()
+            try eventually(5, "round \(round): the client gone") { try metric(a, "relay_live_connections") == 0 }
+            if round % 3 == 2 { usleep(150_000) }   // sometimes no client at all for a while
             seen = max(seen, UInt64(got.last?.lastEventId ?? "") ?? 0)
             clients.append((from, got))
         }
