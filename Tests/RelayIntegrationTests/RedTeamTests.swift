@@ -145,7 +145,18 @@ final class RedTeamTests: RelayTestCase {
             }
             XCTAssertEqual(from == 1 ? Chat.text(evs) : Chat.text(Array(ownerEvents.prefix(1))) + Chat.text(evs), reference, name)
         }
-        let again = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "3").readAll(timeout: 10)
+        // The killer may have been mid-kill when told to stop: let it finish, and let the
+        // relays reconnect (a resume meanwhile is a correct 503, not what is checked here).
+        let until = Date().addingTimeInterval(5)
+        while !killer.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
+        var catchUp = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "3")
+        while catchUp.status == 503 && Date() < until.addingTimeInterval(5) {
+            catchUp.close()
+            usleep(100_000)   // the relay's Redis reconnect back-off starts at 100 ms
+            catchUp = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "3")
+        }
+        XCTAssertEqual(catchUp.status, 200)
+        let again = try catchUp.readAll(timeout: 10)
         XCTAssertEqual(Chat.text(Array(ownerEvents.prefix(3))) + Chat.text(again), Chat.text(ownerEvents), "byte-exact catch-up")
         let retained = try entrySeqs(id).count
         XCTAssertTrue((193...200).contains(retained), "MAXLEN kept (at most 200, trimmed in steps of 8): \(retained)")
