@@ -262,9 +262,10 @@ public final class EventLog {
     /// `SPUBLISH` on a cluster) `relay:{id}:live "<seq> <json>"` (`LivePayload`).
     /// `then`: runs once Redis answered it (the generation's last event: the process
     /// may exit right after its generation ended, e.g. a drain, and must not leave the
-    /// publish unsent in the connection's output buffer). `then` gets the reply, already
-    /// reported when an error (`onAuxiliaryFailure`); pass a closure made once, not one
-    /// per event (issue 14: the queue drains after most events of a steady stream).
+    /// publish unsent in the connection's output buffer). `then` gets the reply as it
+    /// is: an error reply is not counted here, `then` reports it (`auxiliaryReplied`,
+    /// as `StreamAppender` does). Pass a closure made once, not one per event (issue 14:
+    /// the queue drains after most events of a steady stream).
     public func publish(_ k: StreamKeys, seq: UInt64, json: String, then: @escaping (RedisReplyView) -> Void) {
         connection.send(publishing(k, seq: seq, json: json), view: then)
     }

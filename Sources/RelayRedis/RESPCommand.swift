@@ -19,7 +19,11 @@ public final class RESPCommand {
     // Loop-thread confined and no access spans a call out: the run-time exclusivity
     // check (`swift_beginAccess`, per property access) would guard nothing here.
     @exclusivity(unchecked) private var storage: UnsafeMutablePointer<UInt8>
-    @exclusivity(unchecked) private var capacity: Int
+    /// The buffer's size, bytes (grows by doubling; back to `initialCapacity` at the next
+    /// `start` once past `retainLimit`).
+    @exclusivity(unchecked) public private(set) var capacity: Int
+    /// The size the buffer starts with and returns to, bytes.
+    private let initialCapacity: Int
     /// Bytes written so far.
     @exclusivity(unchecked) public private(set) var count = 0
     /// Arguments announced by `start` (the `*<argc>` header).
@@ -27,9 +31,17 @@ public final class RESPCommand {
     /// Arguments added since `start`.
     @exclusivity(unchecked) public private(set) var added = 0
 
+    /// The largest buffer kept from one command to the next, bytes (64 KiB, well above
+    /// the append path's usual commands: a delta's `XADD`, a group's `SETRANGE` and
+    /// `BITFIELD`). A buffer grown past it by one huge command (a 1 MiB delta, or a
+    /// `SETRANGE` of 32 of them) is given back at the next `start`, instead of staying
+    /// allocated for the life of the worker.
+    public static let retainLimit = 64 * 1024
+
     /// - Parameter capacity: initial buffer size, bytes (grows by doubling as needed).
     public init(capacity: Int = 1024) {
         self.capacity = max(64, capacity)
+        initialCapacity = self.capacity
         storage = .allocate(capacity: self.capacity)
     }
 
@@ -46,6 +58,7 @@ public final class RESPCommand {
         count = 0
         added = 0
         argumentCount = n
+        if capacity > RESPCommand.retainLimit && capacity > initialCapacity { shrink() }
         reserve(1 + 20 + 2)
         header(UInt8(ascii: "*"), n)
     }
@@ -188,6 +201,13 @@ public final class RESPCommand {
     @inline(__always)
     private func reserve(_ more: Int) {
         if count + more + 1 > capacity { grow(count + more + 1) }
+    }
+
+    /// Gives a buffer grown past `retainLimit` back (nothing is written: called by `start`).
+    private func shrink() {
+        storage.deallocate()
+        capacity = initialCapacity
+        storage = .allocate(capacity: capacity)
     }
 
     private func grow(_ needed: Int) {

@@ -1,6 +1,7 @@
 import Foundation
 import RelayCore
 import RelayRedis
+import RelayTestKit
 import RelayTestSupport
 import XCTest
 
@@ -82,5 +83,61 @@ final class LocalDeliveryTests: RelayTestCase {
         XCTAssertEqual(events.last?.lastEventId, String(fenceSeq), "the terminal event is the fence's")
         XCTAssertTrue(events.last?.data.contains("\"upstream_lost\"") == true, events.last?.data ?? "no event")
         XCTAssertTrue(referenceText(maxTokens: 400).hasPrefix(Chat.text(events)), "the text before it is the answer's prefix")
+    }
+
+    /// Red team (issue 14: the running generation holds its worker's `StreamSubscribers`
+    /// entry). On the owning worker the POSTing client leaves early, so the stream has
+    /// no client there for a while; then clients join at random positions and leave
+    /// after a random number of events while the generation runs. Each one gets live
+    /// events while the stream is still running (an entry dropped and re-made while the
+    /// generation holds the old one would starve it until the end), gapless from its
+    /// Last-Event-ID and identical to the stream; once it ended, no connection is left.
+    func testClientsJoiningAndLeavingTheOwningWorkerMidStreamGetLiveEvents() throws {
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "30", "RELAY_WORKERS": "1"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let poster = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 150)
+        var seen: UInt64 = 0
+        for _ in 0..<5 { seen = UInt64(try XCTUnwrap(try poster.nextEvent()).lastEventId) ?? 0 }
+        poster.close()
+        // The worker notices at its next write; then the stream has no client there.
+        try eventually(5, "the POSTing client gone") { try metric(a, "relay_live_connections") == 0 }
+        usleep(200_000)   // events acknowledged with no client on the worker
+        XCTAssertEqual(try liveSubscribers(id), 0)
+        var rng = SplitMix64(seed: 0x5_1AB5)
+        var clients: [(from: UInt64, events: [SSEMessage])] = []
+        for round in 0..<10 {
+            // Stored before it joins: what its replay may read. It must then get at least
+            // two more, which only the generation's local delivery can bring while it runs.
+            let top = try topSeq(id)
+            let from = rng.next() % (top + 1)
+            let c = try Chat.resume(port: a.port, token: token, requestID: id, lastEventID: String(from))
+            XCTAssertEqual(c.status, 200)
+            var got: [SSEMessage] = []
+            let want = Int(top - from) + 3 + Int(rng.next() % 4)
+            while got.count < want, let e = try c.nextEvent(timeout: 5) { got.append(e) }
+            XCTAssertEqual(got.count, want, "round \(round): client from \(from) got live events")
+            XCTAssertTrue(try running(id), "round \(round): the events came while the stream ran")
+            c.close()
+            try eventually(5, "round \(round): the client gone") { try metric(a, "relay_live_connections") == 0 }
+            if round % 3 == 2 { usleep(150_000) }   // sometimes no client at all for a while
+            seen = max(seen, UInt64(got.last?.lastEventId ?? "") ?? 0)
+            clients.append((from, got))
+        }
+        let last = try Chat.resume(port: a.port, token: token, requestID: id, lastEventID: String(seen))
+        let tail = try last.readAll(timeout: 20)
+        assertSequence(tail, from: seen + 1)
+        let all = try Chat.resume(port: a.port, token: token, requestID: id, lastEventID: "0").readAll()
+        assertSequence(all)
+        XCTAssertEqual(Chat.text(all), referenceText(maxTokens: 150), "the stream is the answer")
+        XCTAssertEqual(tail.map(\.data), all[Int(seen)...].map(\.data))
+        for (i, c) in clients.enumerated() {
+            XCTAssertEqual(c.events.map(\.data), all[Int(c.from)..<(Int(c.from) + c.events.count)].map(\.data),
+                           "client \(i) from \(c.from): exactly the stream's events")
+            XCTAssertEqual(c.events.first?.lastEventId, String(c.from + 1), "client \(i) starts right after its Last-Event-ID")
+        }
+        try eventually(5, "no connection or generation left counted") {
+            try metric(a, "relay_live_connections") == 0 && metric(a, "relay_running_generations") == 0
+        }
     }
 }

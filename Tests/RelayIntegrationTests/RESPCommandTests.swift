@@ -68,4 +68,29 @@ final class RESPCommandTests: XCTestCase {
         XCTAssertEqual(c.count, c.bytes.count)
         XCTAssertTrue(text(c).hasPrefix("*4\r\n$8\r\nSETRANGE\r\n"))
     }
+
+    /// A buffer grown by one huge command (a 1 MiB delta; a `SETRANGE` of a group of
+    /// them) is given back at the next `start`; one that stays under
+    /// `RESPCommand.retainLimit` is kept from command to command.
+    func testABufferGrownPastTheRetainLimitIsGivenBackAtTheNextStart() {
+        let c = RESPCommand(capacity: 4096)
+        c.start(argumentCount: 2)
+        c.add(constant: "SET")
+        c.add(String(repeating: "x", count: 4 << 20))
+        XCTAssertGreaterThan(c.capacity, 4 << 20)
+        XCTAssertEqual(c.arguments().last?.utf8.count, 4 << 20)
+        c.start(argumentCount: 1)
+        c.add(constant: "PING")
+        XCTAssertEqual(c.capacity, 4096, "the huge buffer was given back")
+        XCTAssertEqual(text(c), "*1\r\n$4\r\nPING\r\n")
+        c.start(argumentCount: 2)
+        c.add(constant: "SET")
+        c.add(String(repeating: "y", count: 30_000))
+        let grown = c.capacity
+        XCTAssertGreaterThan(grown, 30_000)
+        c.start(argumentCount: 1)
+        c.add(constant: "PING")
+        XCTAssertEqual(c.capacity, grown, "a buffer under the retain limit is kept")
+        XCTAssertEqual(text(c), "*1\r\n$4\r\nPING\r\n")
+    }
 }

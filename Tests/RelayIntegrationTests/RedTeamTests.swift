@@ -1,6 +1,7 @@
 import Foundation
 import RelayCore
 import RelayRedis
+import RelayTestKit
 import RelayTestSupport
 import RelayUpstream
 import XCTest
@@ -144,7 +145,18 @@ final class RedTeamTests: RelayTestCase {
             }
             XCTAssertEqual(from == 1 ? Chat.text(evs) : Chat.text(Array(ownerEvents.prefix(1))) + Chat.text(evs), reference, name)
         }
-        let again = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "3").readAll(timeout: 10)
+        // The killer may have been mid-kill when told to stop: let it finish, and let the
+        // relays reconnect (a resume meanwhile is a correct 503, not what is checked here).
+        let until = Date().addingTimeInterval(5)
+        while !killer.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
+        var catchUp = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "3")
+        while catchUp.status == 503 && Date() < until.addingTimeInterval(5) {
+            catchUp.close()
+            usleep(100_000)   // the relay's Redis reconnect back-off starts at 100 ms
+            catchUp = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "3")
+        }
+        XCTAssertEqual(catchUp.status, 200)
+        let again = try catchUp.readAll(timeout: 10)
         XCTAssertEqual(Chat.text(Array(ownerEvents.prefix(3))) + Chat.text(again), Chat.text(ownerEvents), "byte-exact catch-up")
         let retained = try entrySeqs(id).count
         XCTAssertTrue((193...200).contains(retained), "MAXLEN kept (at most 200, trimmed in steps of 8): \(retained)")
@@ -228,6 +240,62 @@ final class RedTeamTests: RelayTestCase {
         XCTAssertEqual(again.map(\.data), events.map(\.data))
         let fromMiddle = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "3").readAll(timeout: 60)
         XCTAssertEqual(Chat.text(fromMiddle), pieces[3...].joined())
+        XCTAssertTrue(a.process.isRunning && b.process.isRunning, "no relay crashed")
+    }
+
+    /// Issue 14 red team: odd deltas (NUL, CR/LF, RESP markers, U+2028, emoji, Arabic)
+    /// paced by the upstream, read live on another relay, i.e. through the `PUBLISH`
+    /// payload the append path now writes straight in RESP (`RESPCommand.add(seq:space:)`),
+    /// and by a client that drops at random points and resumes on either relay: both
+    /// get exactly the answer, ids gapless, nothing lost or repeated.
+    func testOddDeltasLiveOnAnotherRelayAndRandomDropsResumeByteExact() throws {
+        let odd = ["a\u{0}b", "\r\n", "$3\r\n", "*2\r\n", "\u{2028}", "\u{2029}", "👩‍👩‍👧‍👦", " مَرْحَبًا", "e\u{301}",
+                   "🇸🇦", "\u{FFFF}", "\"\\", "\t", "\n\n", String(repeating: "é", count: 200)]
+        let pieces = (0..<150).map { odd[$0 % odd.count] + "\($0)" }
+        var steps: [FakeUpstreamServer.Step] = [.head(status: 200, contentType: "text/event-stream")]
+        for p in pieces {
+            steps.append(.send(UpstreamRelayTests.openAIChunk(p)))
+            steps.append(.pause(ms: 15))
+        }
+        steps.append(.send(Array("data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".utf8)))
+        let fake = try FakeUpstreamServer(routes: ["/v1/chat/completions": .init(steps)])
+        defer { fake.stop() }
+        let env = ["RELAY_UPSTREAM": "openai", "UPSTREAM_URL": fake.baseURL, "UPSTREAM_API_KEY": "sk-test",
+                   "UPSTREAM_MODEL": "gpt-test", "RELAY_WORKERS": "2"]
+        let a = try startRelay(env)
+        let b = try startRelay(env)
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let owner = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test")
+        var ownerEvents = [try XCTUnwrap(try owner.nextEvent())]
+        let remote = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0")
+        // The dropping client: random-length reads, each resumed on a random relay.
+        var rng = SplitMix64(seed: 0xD40_9)
+        var dropped: [SSEMessage] = []
+        var resumes = 0
+        while dropped.last.map(isTerminal) != true && resumes < 200 {
+            let port = rng.next() % 2 == 0 ? a.port : b.port
+            let c = try Chat.resume(port: port, token: token, requestID: id, lastEventID: dropped.last?.lastEventId ?? "0")
+            resumes += 1
+            if c.status == 204 { break }
+            XCTAssertEqual(c.status, 200, "resume \(resumes)")
+            let n = 1 + Int(rng.next() % 12)
+            for _ in 0..<n {
+                guard let e = try c.nextEvent(timeout: 10) else { break }
+                dropped.append(e)
+                if isTerminal(e) { break }
+            }
+            c.close()
+        }
+        ownerEvents += try owner.readAll(timeout: 30)
+        let remoteEvents = try remote.readAll(timeout: 30)
+        let answer = pieces.joined()
+        for (name, evs) in [("owner", ownerEvents), ("remote (pub/sub)", remoteEvents), ("dropping client", dropped)] {
+            assertSequence(evs)
+            XCTAssertEqual(evs.filter(isTerminal).count, 1, name)
+            XCTAssertTrue(Chat.text(evs).utf8.elementsEqual(answer.utf8), "\(name): byte-exact (\(Chat.text(evs).utf8.count) of \(answer.utf8.count) bytes)")
+        }
+        XCTAssertGreaterThan(resumes, 5, "the client did drop and resume")
         XCTAssertTrue(a.process.isRunning && b.process.isRunning, "no relay crashed")
     }
 

@@ -153,6 +153,71 @@ final class RedisConnectionTests: RelayTestCase {
         XCTAssertEqual(got.value[2], "a\r\n\u{0}b " + String(repeating: "é", count: 100))
     }
 
+    /// Red team (issue 14): one `RESPCommand` reused from inside reply handlers. Each
+    /// `SET`'s handler (run from hiredis' read callback while later commands written from
+    /// the same buffer are still queued) writes and sends a follow-up `APPEND` through
+    /// that buffer; after `close()`, handlers failed synchronously inside `send` do the
+    /// same and grow the buffer there. Every value reaches Redis byte for byte and every
+    /// handler runs exactly once.
+    func testOneRESPCommandReusedFromInsideReplyHandlers() throws {
+        let h = try harness()
+        let odd = "a\r\n\u{0}$3\r\n*2\r\n 👩‍👩‍👧‍👦 مَرْحَبًا \u{2028}"
+        let value: @Sendable (Int) -> String = { i in "\(i):" + odd + String(repeating: "é", count: i) }
+        let appended = Replies()
+        h.run { c in
+            let cmd = RESPCommand(capacity: 64)
+            for i in 0..<200 {
+                cmd.start(argumentCount: 3)
+                cmd.add(constant: "SET")
+                cmd.add("relay:test:reuse:\(i)")
+                cmd.add(value(i))
+                c.send(cmd, view: { v in
+                    let ok = !v.isError
+                    cmd.start(argumentCount: 3)
+                    cmd.add(constant: "APPEND")
+                    cmd.add("relay:test:reuse:\(i)")
+                    cmd.add(ok ? "|" + odd : "|SET failed")
+                    c.send(cmd, view: { v in appended.record(i, v.isError ? "error:" + (v.errorMessage ?? "") : "ok") })
+                })
+            }
+        }
+        try eventually(10, "every follow-up") { appended.count == 200 }
+        let values = LockedBox<[Int: String]>([:])
+        h.run { c in
+            for i in 0..<200 { c.send(["GET", "relay:test:reuse:\(i)"]) { r in values.mutate { $0[i] = r.string ?? "nil" } } }
+        }
+        try eventually(10, "every value read") { values.value.count == 200 }
+        for i in 0..<200 {
+            XCTAssertEqual(appended.got.value[i], ["ok"], "follow-up \(i)")
+            XCTAssertEqual(values.value[i], value(i) + "|" + odd, "value \(i)")
+        }
+
+        let failed = Replies()
+        h.run { c in
+            c.close()
+            let cmd = RESPCommand(capacity: 64)
+            for i in 0..<10 {
+                cmd.start(argumentCount: 2)
+                cmd.add(constant: "GET")
+                cmd.add("relay:test:reuse:\(i)")
+                c.send(cmd, view: { v in
+                    failed.record(i, v.errorMessage ?? "no error")
+                    cmd.start(argumentCount: 2)
+                    cmd.add(constant: "GET")
+                    cmd.add(String(repeating: "z", count: 5000 * (i + 1)))
+                    c.send(cmd, view: { v in failed.record(100 + i, v.errorMessage ?? "no error") })
+                })
+            }
+        }
+        try eventually(5, "every handler after the close") { failed.count == 20 }
+        for i in 0..<10 {
+            for k in [i, 100 + i] {
+                XCTAssertEqual(failed.got.value[k]?.count, 1, "handler \(k) once")
+                XCTAssertTrue(failed.got.value[k]?.first?.hasPrefix("DISCONNECTED") == true, "handler \(k): \(failed.got.value[k] ?? [])")
+            }
+        }
+    }
+
     /// Commands queued behind a blocking one when Redis drops the connection: each
     /// handler gets `DISCONNECTED` once, before `onDisconnect`, and the connection comes
     /// back by itself and answers again.

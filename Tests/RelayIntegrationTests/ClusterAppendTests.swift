@@ -1,0 +1,173 @@
+import Foundation
+import RelayConfiguration
+import RelayCore
+import RelayLoop
+import RelayRedis
+import RelayStreamLogic
+import RelayTestSupport
+import XCTest
+
+/// Red team of issue 14's append commands written straight in RESP (`RESPCommand`) on a
+/// Redis Cluster: `ClusterClient` reads each command's arguments back from the bytes and
+/// resends them after `ASK` / `TRYAGAIN` / `MOVED` while the stream's slot migrates key
+/// by key under a running appender. Odd deltas (multi-byte UTF-8, NUL, CR LF, RESP
+/// markers, U+2028) must be stored byte-exact, each event once and in order, with the
+/// lossless-resume text intact, read from the slot's new primary.
+final class ClusterAppendTests: XCTestCase {
+    private var cluster: RedisCluster!
+
+    override func setUpWithError() throws {
+        cluster = try RedisCluster(primaries: 3)
+    }
+
+    override func tearDown() {
+        cluster?.stop()
+        cluster = nil
+    }
+
+    /// A `ClusterClient`, its `EventLog` and appenders on their own loop thread, as a
+    /// worker runs them. Everything is posted to the loop.
+    final class Harness: @unchecked Sendable {
+        let loop: EventLoop
+        let client: ClusterClient
+        let log: EventLog
+        let connections = LockedBox(0)
+        private let thread: Thread
+
+        init(url: String) throws {
+            EventLoop.enableThreads()
+            loop = try EventLoop()
+            client = ClusterClient(loop: loop, endpoint: try RedisEndpoint.parse(url), outageGraceMs: 10_000)
+            log = EventLog(connection: client, maxLen: 1000, ttlMs: 60_000, lossless: true, sharded: true)
+            let l = log, n = connections
+            client.onConnect = {
+                l.connected()
+                n.mutate { $0 += 1 }
+            }
+            let lp = loop
+            nonisolated(unsafe) let c = client
+            loop.post { c.connect() }
+            thread = Thread { lp.run() }
+            thread.start()
+        }
+
+        func run(_ body: @escaping @Sendable () -> Void) { loop.post(body) }
+
+        func stop() {
+            let lp = loop
+            nonisolated(unsafe) let c = client
+            loop.post { c.close(); lp.stop() }
+            let until = Date().addingTimeInterval(5)
+            while !thread.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
+        }
+    }
+
+    private func eventually(_ timeout: Double, _ what: String, _ condition: () throws -> Bool) throws {
+        let until = Date().addingTimeInterval(timeout)
+        while Date() < until {
+            if try condition() { return }
+            usleep(20_000)
+        }
+        throw TestFailure("timed out waiting for \(what)")
+    }
+
+    /// Deltas whose bytes differ from their characters, with the RESP and SSE markers.
+    static let odd = ["a\u{0}b", "\r\n", "$3\r\n", "*2\r\n", "👩‍👩‍👧‍👦", " مَرْحَبًا", "\u{2028}", "\u{2029}", "e\u{301}",
+                      "🇸🇦", "\u{FFFF}", "\"\\", "\t", String(repeating: "é", count: 300), "x"]
+
+    /// The delta of event `seq`.
+    static let delta: @Sendable (Int) -> String = { seq in ClusterAppendTests.odd[seq % ClusterAppendTests.odd.count] + "\(seq)" }
+
+    func testAppendsFollowRedirectsWithTheirArgumentsIntactWhileTheSlotMigrates() throws {
+        let h = try Harness(url: cluster.url)
+        defer { h.stop() }
+        try eventually(15, "the cluster client to connect") { h.connections.value > 0 }
+        let id = try RequestID(validating: "clusterappend" + UUID().uuidString.replacingOccurrences(of: "-", with: ""))
+        let k = StreamKeys(id)
+        let slot = HashSlot.of(k.meta)
+        let from = try cluster.primaryPort(forSlot: slot)
+        let to = try XCTUnwrap(try cluster.primaries(askingPort: from).keys.first { $0 != from })
+
+        let created = LockedBox<Bool?>(nil)
+        let drained = LockedBox(0)
+        let failure = LockedBox<String?>(nil)
+        let acknowledged = LockedBox<[UInt64]>([])
+        let appender = LockedBox<StreamAppender?>(nil)
+        nonisolated(unsafe) let log = h.log
+        let loop = h.loop
+        h.run {
+            log.create(id, owner: "o", sid: "s", instance: "test", nowMs: 1, budgetKey: "", promptEstimate: 0) { r in
+                created.value = (try? r.get()) ?? false
+            }
+            let a = StreamAppender(log: log, loop: loop, id: id)
+            a.onDrained = { drained.mutate { $0 += 1 } }
+            a.onPermanentFailure = { f in failure.value = f.message }
+            a.onAcknowledged = { seq, _ in acknowledged.mutate { $0.append(seq) } }
+            appender.value = a
+        }
+        try eventually(10, "the stream to be created") { created.value == true }
+
+        // Deltas 1 … total: a batch every 10 ms on the loop while the slot migrates.
+        let total = 400
+        let delta = Self.delta
+        let sent = LockedBox(0)
+        let feeder = Thread {
+            var seq = 1
+            while seq <= total {
+                let batch = Array(seq..<min(total + 1, seq + 4))
+                h.run {
+                    for s in batch {
+                        let t = delta(s)
+                        appender.value!.append(seq: UInt64(s), json: StreamEvent.delta(t).json, text: t)
+                    }
+                    sent.value = batch.last!
+                }
+                seq += batch.count
+                usleep(10_000)
+            }
+        }
+        feeder.start()
+        try eventually(10, "appends under way") { sent.value >= 40 }
+        let moved = try cluster.migrate(slot: slot, to: to, pauseMs: 150)
+        XCTAssertGreaterThanOrEqual(moved, 3, "the stream's keys were moved one by one")
+        try eventually(20, "every delta queued") { sent.value == total }
+        let doneJSON = StreamEvent.done(finishReason: "stop", usage: Usage(promptTokens: 1, completionTokens: total)).json
+        h.run { appender.value!.append(seq: UInt64(total + 1), json: doneJSON, text: "", finalState: "done") }
+        try eventually(20, "the appender to drain after the final event") {
+            failure.value != nil || (drained.value > 0 && acknowledged.value.last == UInt64(total + 1))
+        }
+        XCTAssertNil(failure.value)
+        XCTAssertEqual(acknowledged.value, Array(1...UInt64(total + 1)), "each event acknowledged once, in order")
+
+        // Read back through the cluster client (from the slot's new primary).
+        let stored = LockedBox<[SequencedEvent]?>(nil)
+        let text = LockedBox<String?>(nil)
+        let textRead = LockedBox(false)
+        h.run {
+            log.range(id, after: 0) { r in stored.value = (try? r.get()) ?? [] }
+            log.catchUp(id, from: 0, to: UInt64(total)) { r in
+                text.value = (try? r.get()) ?? nil
+                textRead.value = true
+            }
+        }
+        try eventually(10, "the read-back") { stored.value != nil && textRead.value }
+        let expected = (1...total).map { SequencedEvent(seq: UInt64($0), json: StreamEvent.delta(delta($0)).json) }
+            + [SequencedEvent(seq: UInt64(total + 1), json: doneJSON)]
+        XCTAssertEqual(stored.value?.count, expected.count)
+        for (got, want) in zip(stored.value ?? [], expected) where got != want {
+            XCTFail("seq \(want.seq): stored \(got.seq) \(Array(got.json.utf8).count) bytes, sent \(Array(want.json.utf8).count) bytes")
+            break
+        }
+        XCTAssertEqual(text.value?.utf8.elementsEqual((1...total).map(delta).joined().utf8), true,
+                       "the lossless-resume text is byte-exact")
+        XCTAssertEqual(try cluster.primaryPort(forSlot: slot), to)
+        XCTAssertEqual(try cluster.cli(to, ["EXISTS", k.events]), "1")
+        let counters = LockedBox<ClusterClient.Counters?>(nil)
+        nonisolated(unsafe) let c = h.client
+        h.run { counters.value = c.counters }
+        try eventually(5, "the counters") { counters.value != nil }
+        let redirects = counters.value.map { $0.ask + $0.moved + $0.retried } ?? 0
+        XCTAssertGreaterThan(redirects, 0, "the appends did run into the migration: \(String(describing: counters.value))")
+        print("cluster append: \(moved) keys moved, \(String(describing: counters.value))")
+    }
+}
