@@ -81,9 +81,11 @@ public final class RESPCommand {
         add(prefix: nil, v, suffix: nil)
     }
 
-    /// Adds a non-negative integer as decimal digits; a negative one is clamped to 0.
+    /// Adds an integer as decimal digits, with a leading `-` when negative (written as
+    /// given, so a command that must not take one is refused by Redis, not silently
+    /// changed).
     public func add(_ v: Int) {
-        add(UInt64(max(0, v)))
+        add(prefix: v < 0 ? UInt8(ascii: "-") : nil, UInt64(v.magnitude), suffix: nil)
     }
 
     /// Adds a stream entry ID `<seq>-0` (the explicit IDs of the event log, `XADD`).

@@ -38,6 +38,18 @@ final class RESPCommandTests: XCTestCase {
         XCTAssertEqual(text(c), "*6\r\n$8\r\nBITFIELD\r\n$2\r\n#7\r\n$1\r\n0\r\n$20\r\n18446744073709551615\r\n$0\r\n\r\n$3\r\n0-0\r\n")
     }
 
+    /// A negative integer is written as given (Redis refuses it where it must not be
+    /// negative), never changed into another value.
+    func testNegativeIntegersKeepTheirSign() {
+        let c = RESPCommand()
+        c.start(argumentCount: 3)
+        c.add(-5)
+        c.add(Int.min)
+        c.add(7)
+        XCTAssertEqual(text(c), "*3\r\n$2\r\n-5\r\n$20\r\n-9223372036854775808\r\n$1\r\n7\r\n")
+        XCTAssertEqual(c.arguments(), ["-5", "-9223372036854775808", "7"])
+    }
+
     func testTheLivePayloadArgumentIsLivePayloadMessage() {
         let c = RESPCommand()
         let json = "{\"type\":\"delta\",\"content\":\"x y\"}"
