@@ -3,6 +3,7 @@
 # (load-independent: usable on a busy VM whose CPU time per event swings 2x), issue 14.
 #
 #   scripts/relay-cost.sh [--bin PATH] [--n 40] [--seconds 10]
+#   RELAY_COST_KEEP=DIR keeps the callgrind dump there (callgrind_annotate it)
 #
 # Starts a private redis-server and the relay (release build, or --bin) under callgrind
 # with instrumentation off, turns it on once the subscribers are connected, runs
@@ -27,7 +28,8 @@ BIN=${BIN:-$REL/stream-relay}
 BENCH=$REL/stream-relay-bench
 D=$(mktemp -d /tmp/relay-cost.XXXXXX)
 RP=""; VP=""
-trap '[ -n "$VP" ] && kill "$VP" 2>/dev/null; [ -n "$RP" ] && kill "$RP" 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
+KEEP=${RELAY_COST_KEEP:-}
+trap '[ -n "$VP" ] && kill "$VP" 2>/dev/null; [ -n "$RP" ] && kill "$RP" 2>/dev/null; wait 2>/dev/null; if [ -n "$KEEP" ]; then cp "$D"/cg.*.* "$KEEP"/ 2>/dev/null; fi; rm -rf "$D"' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 REDIS_PORT=$(free_port); PORT=$(free_port)
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$D" >"$D/redis.log" 2>&1 &

@@ -25,5 +25,5 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <event2/util.h>
-#include <event2/thread.h>
+#include <sys/eventfd.h>  /* EventLoop.post wakes a loop through an eventfd */
 #endif

@@ -147,6 +147,22 @@ public struct SequencedEvent: Sendable, Equatable {
     /// `true` when the JSON is a `done` or `error` event (checked by its prefix, which
     /// the relay itself writes: `{"type":"done"` / `{"type":"error"`).
     public var isTerminal: Bool {
-        json.hasPrefix("{\"type\":\"done\"") || json.hasPrefix("{\"type\":\"error\"")
+        // Compared as UTF-8 bytes in place (`String.hasPrefix` compares by Unicode
+        // canonical equivalence, and the generic `utf8.starts(with:)` walks the view
+        // index by index: 170 and 1,400 instructions per delivered event, issue 14). Same
+        // answer: both prefixes are ASCII.
+        if let r = json.utf8.withContiguousStorageIfAvailable(SequencedEvent.isTerminal) { return r }
+        return json.hasPrefix(SequencedEvent.donePrefix) || json.hasPrefix(SequencedEvent.errorPrefix)
+    }
+
+    private static let donePrefix = "{\"type\":\"done\""
+    private static let errorPrefix = "{\"type\":\"error\""
+
+    /// `true` when `json` starts with `{"type":"done"` or `{"type":"error"`.
+    static func isTerminal(_ json: UnsafeBufferPointer<UInt8>) -> Bool {
+        func starts(with prefix: StaticString) -> Bool {
+            prefix.utf8CodeUnitCount <= json.count && memcmp(json.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0
+        }
+        return starts(with: "{\"type\":\"done\"") || starts(with: "{\"type\":\"error\"")
     }
 }

@@ -26,7 +26,6 @@ public final class RelayServer: Sendable {
     public init(context: ServerContext, redis: RedisEndpoint) {
         self.context = context
         self.redis = redis
-        EventLoop.enableThreads()
     }
 
     /// Opens the listening sockets and starts the workers.

@@ -23,6 +23,22 @@ final class StreamEventTests: XCTestCase {
         XCTAssertFalse(SequencedEvent(seq: 1, json: StreamEvent.delta("x").json).isTerminal)
     }
 
+    /// `isTerminal` compares bytes in place (issue 14): exactly the two prefixes, nothing
+    /// shorter, no other type, and a string without contiguous UTF-8 gets the same answer.
+    func testIsTerminalIsExactlyTheDoneAndErrorPrefixes() {
+        for (json, terminal) in [
+            (#"{"type":"done"}"#, true), (#"{"type":"error"}"#, true),
+            (#"{"type":"done","finish_reason":"stop"}"#, true),
+            (#"{"type":"delta","content":"{\"type\":\"done\""}"#, false),
+            (#"{"type":"don"#, false), (#"{"type":"error"#, false), ("", false), ("{", false),
+            (#"{"type":"Done"}"#, false), (#" {"type":"done"}"#, false), (#"{"type":"doneX"}"#, false),
+        ] {
+            XCTAssertEqual(SequencedEvent(seq: 1, json: json).isTerminal, terminal, json)
+            let bridged = NSString(string: json) as String   // may be non-contiguous: the fallback
+            XCTAssertEqual(SequencedEvent(seq: 1, json: bridged).isTerminal, terminal, "bridged " + json)
+        }
+    }
+
     func testSSEFrame() {
         XCTAssertEqual(SSEFrame.event(seq: 7, json: #"{"type":"delta","content":"Clause 3"}"#),
                        "id: 7\ndata: {\"type\":\"delta\",\"content\":\"Clause 3\"}\n\n")

@@ -89,7 +89,6 @@ final class AppendHarness: @unchecked Sendable {
     let connections = LockedBox(0)
 
     init(redisURL: String, maxLen: Int = 200, ttlMs: Int = 60_000, lossless: Bool = true) throws {
-        EventLoop.enableThreads()
         loop = try EventLoop()
         channel = LossyChannel(RedisConnection(loop: loop, endpoint: try RedisEndpoint.parse(redisURL), role: .commands))
         log = EventLog(connection: channel, maxLen: maxLen, ttlMs: ttlMs, lossless: lossless)

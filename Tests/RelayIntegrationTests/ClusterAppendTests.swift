@@ -35,7 +35,6 @@ final class ClusterAppendTests: XCTestCase {
         private let thread: Thread
 
         init(url: String) throws {
-            EventLoop.enableThreads()
             loop = try EventLoop()
             client = ClusterClient(loop: loop, endpoint: try RedisEndpoint.parse(url), outageGraceMs: 10_000)
             log = EventLog(connection: client, maxLen: 1000, ttlMs: 60_000, lossless: true, sharded: true)

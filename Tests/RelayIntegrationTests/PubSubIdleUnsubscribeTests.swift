@@ -16,7 +16,6 @@ final class PubSubIdleUnsubscribeTests: RelayTestCase {
     }
 
     func testAnIdleChannelIsUnsubscribedAndOneInUseIsNot() throws {
-        EventLoop.enableThreads()
         let loop = try EventLoop()
         let connection = RedisConnection(loop: loop, endpoint: try RedisEndpoint.parse(redis.url), role: .pubsub)
         nonisolated(unsafe) let pubsub = PubSub(loop: loop, connection: connection)

@@ -20,7 +20,6 @@ final class RedisConnectionTests: RelayTestCase {
         private let thread: Thread
 
         init(url: String) throws {
-            EventLoop.enableThreads()
             loop = try EventLoop()
             connection = RedisConnection(loop: loop, endpoint: try RedisEndpoint.parse(url), role: .commands)
             let n = connects, d = disconnects
