@@ -307,4 +307,49 @@ final class RedisConnectionTests: RelayTestCase {
             XCTAssertEqual(h.disconnects.value, 0, "a close is not a lost connection")
         }
     }
+
+    /// A command far larger than the socket buffer (8 MiB over the test's Unix socket) is
+    /// written in parts as the socket drains, and the commands queued behind it, in the
+    /// same turn and from inside its reply handler, come after it whole and in order.
+    func testCommandsLargerThanTheSocketBufferAreWrittenWholeAndInOrder() throws {
+        let h = try harness()
+        let big = String(repeating: "0123456789abcdef", count: 1 << 19)   // 8 MiB
+        let order = LockedBox<[String]>([])
+        h.run { c in
+            c.send(["SET", "relay:test:big", big]) { r in order.mutate { $0.append("set:" + Self.text(r)) } }
+            c.send(["ECHO", "after-set"]) { r in order.mutate { $0.append(Self.text(r)) } }
+            c.send(["STRLEN", "relay:test:big"]) { r in
+                order.mutate { $0.append(Self.text(r)) }
+                c.send(["GET", "relay:test:big"], view: { v in
+                    order.mutate { $0.append(v.reply.string == big ? "get:same" : "get:different") }
+                })
+                c.send(["ECHO", "from-handler"]) { r in order.mutate { $0.append(Self.text(r)) } }
+            }
+        }
+        try eventually(20, "every reply") { order.value.count == 5 }
+        XCTAssertEqual(order.value, ["set:OK", "after-set", "int:\(big.utf8.count)", "get:same", "from-handler"])
+        XCTAssertEqual(h.disconnects.value, 0)
+    }
+
+    /// Commands sent before the connection is up (a command connection accepts them
+    /// while connecting) wait for it, then are written in order.
+    func testCommandsSentWhileConnectingAreWrittenOnceConnected() throws {
+        let loop = try EventLoop()
+        let connection = RedisConnection(loop: loop, endpoint: try RedisEndpoint.parse(redis.url), role: .commands)
+        let got = LockedBox<[String]>([])
+        nonisolated(unsafe) let c = connection
+        loop.post {
+            c.connect()
+            for i in 0..<3 { c.send(["ECHO", "early\(i)"]) { r in got.mutate { $0.append(Self.text(r)) } } }
+        }
+        let thread = Thread { loop.run() }
+        thread.start()
+        defer {
+            loop.post { c.close(); loop.stop() }
+            let until = Date().addingTimeInterval(5)
+            while !thread.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
+        }
+        try eventually(10, "the early commands' replies") { got.value.count == 3 }
+        XCTAssertEqual(got.value, ["early0", "early1", "early2"])
+    }
 }
