@@ -49,6 +49,9 @@ final class Generation {
     /// Whether the upstream call was started (an abort before it charges nothing).
     @exclusivity(unchecked) private(set) var started = false
     let startedMs: UInt64
+    /// When the owner lease was last refreshed (loop ms; the start: `Scripts.create`
+    /// took it): `StreamHub.leaseTick` refreshes each generation on its own phase.
+    @exclusivity(unchecked) var leaseRefreshedMs: UInt64
     @exclusivity(unchecked) private var firstTokenMs: UInt64?
     /// `delta` events streamed (one completion token each).
     @exclusivity(unchecked) private var completionTokens = 0
@@ -65,6 +68,7 @@ final class Generation {
         self.upstream = upstream
         self.host = host
         self.startedMs = host.loop.nowMs
+        self.leaseRefreshedMs = startedMs
         self.appender = StreamAppender(log: host.log, loop: host.loop, id: id)
         appender.onPermanentFailure = { [weak self] f in self?.appendFailed(f) }
         // The per-event callbacks capture a `weak let`, not `[weak self]`: a capture-list

@@ -33,6 +33,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private var heartbeatTimer: LoopTimer?
     private var retryTimer: LoopTimer?
     private var leaseTimer: LoopTimer?
+    /// When `leaseTick` last judged the owners of streams read here (loop ms).
+    private var ownersJudgedMs: UInt64 = 0
     private var replayRetries: [ObjectIdentifier: Subscription] = [:]
     /// The Redis-outage policy (`RelayStreamLogic.RedisOutage`): when streams are cut,
     /// and when leases may be judged again after the connection came back.
@@ -70,7 +72,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         heartbeatTimer?.schedule(afterMs: max(10, min(1000, hb / 4)))
         retryTimer = LoopTimer(loop: loop) { [unowned self] in self.retryReplays() }
         leaseTimer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.leaseTick() }
-        leaseTimer?.schedule(afterMs: UInt64(EventLog.leaseMs / 3))
+        leaseTimer?.schedule(afterMs: LeasePolicy.refreshTickMs)
     }
 
     /// Cancels the timers (worker stop).
@@ -270,8 +272,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         }
     }
 
-    /// Every `leaseMs / 3`: refresh the leases of the generations this worker owns,
-    /// and for streams read here but generated elsewhere that have been silent for
+    /// Every `LeasePolicy.refreshTickMs`: refresh the leases of the generations this
+    /// worker owns that are due (each every `leaseMs / 3`, on its own phase), and every
+    /// `leaseMs / 3`, for streams read here but generated elsewhere that have been silent for
     /// a while, end them with `upstream_lost` if their owner's lease has lapsed
     /// (issue 4: an instance died mid-generation), or with `stream_lost` if the stream
     /// no longer exists in Redis at all (Redis restarted without persistence, or the
@@ -279,14 +282,19 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     /// would wait forever on heartbeats.
     private func leaseTick() {
         guard log.connection.isConnected else { return }
-        let untilMs = context.nowMs() + Int64(EventLog.leaseMs)
-        for g in generations.values where !g.finished {
-            log.refreshLease(g.id, instance: context.instance)
-            sessions.refresh(owner: g.ownerHash, sid: g.sid, id: g.id, untilMs: untilMs)
-            ledger.refresh(key: g.budget.key, id: g.id, nowMs: context.nowMs())
-        }
         let now = loop.nowMs
         let leaseMs = UInt64(EventLog.leaseMs)
+        let wallMs = context.nowMs()
+        let untilMs = wallMs + Int64(EventLog.leaseMs)
+        for g in generations.values where !g.finished
+            && LeasePolicy.refreshDue(nowMs: now, lastRefreshMs: g.leaseRefreshedMs, intervalMs: leaseMs / 3) {
+            g.leaseRefreshedMs = now
+            log.refreshLease(g.id, instance: context.instance)
+            sessions.refresh(owner: g.ownerHash, sid: g.sid, id: g.id, untilMs: untilMs)
+            ledger.refresh(key: g.budget.key, id: g.id, nowMs: wallMs)
+        }
+        guard LeasePolicy.refreshDue(nowMs: now, lastRefreshMs: ownersJudgedMs, intervalMs: leaseMs / 3) else { return }
+        ownersJudgedMs = now
         guard outage.leasesJudgeable(nowMs: now, leaseMs: leaseMs) else { return }
         let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
         for (id, subs) in subscriptions where generations[id] == nil {

@@ -1,6 +1,19 @@
 /// Owner-lease decisions (issue 4: an instance died mid-generation) for a stream read
 /// on this worker but generated elsewhere. Times in milliseconds.
 public enum LeasePolicy {
+    /// How often the worker looks for owned generations whose lease is due, ms. Each
+    /// generation is refreshed on its own phase (`refreshDue`), so a worker owning 500
+    /// generations sends their refresh commands spread over the interval, not as one
+    /// burst of 2,000 commands that delays every `XADD` queued behind it (issue 14).
+    public static let refreshTickMs: UInt64 = 100
+
+    /// Whether an owned generation's lease (with its session slot and budget
+    /// reservation) is due for a refresh: `intervalMs` (a third of the lease) since its
+    /// last refresh, or since it started (`Scripts.create` took the lease then).
+    public static func refreshDue(nowMs: UInt64, lastRefreshMs: UInt64, intervalMs: UInt64) -> Bool {
+        nowMs >= lastRefreshMs &+ intervalMs
+    }
+
     /// Ask Redis about the owner's lease once the stream has been quiet for half a
     /// lease period.
     public static func shouldCheckOwner(nowMs: UInt64, quietSinceMs: UInt64, leaseMs: UInt64) -> Bool {

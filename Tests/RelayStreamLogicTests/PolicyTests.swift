@@ -39,6 +39,36 @@ final class PolicyTests: XCTestCase {
         XCTAssertTrue(LeasePolicy.shouldCheckOwner(nowMs: 2_500, quietSinceMs: 1_000, leaseMs: 3_000))
     }
 
+    /// Each owned generation's lease is refreshed on its own phase (issue 14): 500
+    /// generations started over half a second, a worker ticking every 100 ms for 10 s.
+    /// Every lease is refreshed at most `interval + tick` after the last (well inside
+    /// the 3 s lease), and no tick refreshes more than the generations started within
+    /// one tick of each other (the old tick refreshed all 500 at once).
+    func testLeasesAreRefreshedOnEachGenerationsOwnPhase() {
+        var clock = VirtualClock()
+        clock.advance(50_000)
+        let interval: UInt64 = 1_000, tick = LeasePolicy.refreshTickMs
+        var last = (0..<500).map { i in clock.nowMs + UInt64(i) }   // one start per ms
+        var longestGap: UInt64 = 0, busiestTick = 0, refreshes = 0
+        for _ in 0..<100 {
+            clock.advance(tick)
+            var thisTick = 0
+            for i in last.indices where LeasePolicy.refreshDue(nowMs: clock.nowMs, lastRefreshMs: last[i], intervalMs: interval) {
+                longestGap = max(longestGap, clock.nowMs - last[i])
+                last[i] = clock.nowMs
+                thisTick += 1
+            }
+            busiestTick = max(busiestTick, thisTick)
+            refreshes += thisTick
+        }
+        XCTAssertLessThanOrEqual(longestGap, interval + tick)
+        XCTAssertGreaterThanOrEqual(longestGap, interval)
+        XCTAssertLessThanOrEqual(busiestTick, Int(tick) + 1)
+        XCTAssertGreaterThanOrEqual(refreshes, 500 * 8, "each generation about once per second")
+        XCTAssertFalse(LeasePolicy.refreshDue(nowMs: 1_999, lastRefreshMs: 1_000, intervalMs: 1_000))
+        XCTAssertTrue(LeasePolicy.refreshDue(nowMs: 2_000, lastRefreshMs: 1_000, intervalMs: 1_000))
+    }
+
     func testLeaseExpiryRepliesAreRead() {
         XCTAssertEqual(LeasePolicy.expiry(fromReply: 0), .ownerAlive)
         XCTAssertEqual(LeasePolicy.expiry(fromReply: 42), .ended(seq: 42))

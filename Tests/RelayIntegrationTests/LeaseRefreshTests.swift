@@ -1,0 +1,35 @@
+import Foundation
+import RelayCore
+import RelayTestKit
+import RelayTestSupport
+import XCTest
+
+/// The owner lease of a running generation is refreshed on the generation's own phase
+/// (`LeasePolicy.refreshDue`, issue 14: no burst of every lease at once), once per
+/// `leaseMs / 3`: observed from Redis while a generation runs past several leases.
+final class LeaseRefreshTests: RelayTestCase {
+    func testTheLeaseOfALongGenerationNeverLapsesAndIsRefreshedAboutOncePerSecond() throws {
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "40"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let stream = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 400)   // ≈ 10 s
+        for _ in 0..<3 { _ = try XCTUnwrap(try stream.nextEvent()) }
+        let lease = streamKey(id, "lease")
+        var lowest = Int.max, rises = 0, previous = 3_000
+        let until = Date().addingTimeInterval(5)
+        while Date() < until {   // bounded: 5 s of 50 ms samples
+            let ttl = Int(try redis.cli("PTTL", lease)) ?? -2
+            XCTAssertGreaterThan(ttl, 0, "the lease exists and has a TTL while the generation runs")
+            lowest = min(lowest, ttl)
+            if ttl > previous + 500 { rises += 1 }   // a refresh set it back to ≈ 3,000 ms
+            previous = ttl
+            usleep(50_000)   // sampling interval
+        }
+        // Refreshed every 1,000 ms (+ one 100 ms tick): the TTL never falls below ≈ 1,900 ms.
+        XCTAssertGreaterThan(lowest, 1_500, "lowest lease TTL seen: \(lowest) ms")
+        XCTAssertGreaterThanOrEqual(rises, 4, "about one refresh per second over 5 s")
+        XCTAssertLessThanOrEqual(rises, 6, "not refreshed on every 100 ms tick")
+        let rest = try stream.readAll()
+        XCTAssertEqual(rest.last.flatMap { try? StreamEvent(json: $0.data) }?.isTerminal, true, "the answer ends")
+    }
+}
