@@ -152,10 +152,15 @@ public final class StreamAppender {
     }
 
     /// Writes the buffered text when `TextCheckpoint` says it is due, or at once when
-    /// queued events are held back waiting for it.
+    /// queued events are held back waiting for it. Not while recovering: after a failure
+    /// or a reconnection the store is unverified (a failover may have lost confirmed
+    /// text), and a text write confirmed before the tail read would move the checked
+    /// offset (`TextCheckpoint.confirmedSeq`) onto bytes written after the loss (its
+    /// `SETRANGE` past the shortened `text` key zero-pads the gap), hiding it. The write
+    /// goes out once `verified` says `.send` or `.drained`.
     private func writeTextIfDue() {
-        guard log.lossless, !queue.failed else { return }
-        let held = queue.unsent > 0 && queue.inFlight == 0 && !queue.recovering
+        guard log.lossless, !queue.failed, !queue.recovering else { return }
+        let held = queue.unsent > 0 && queue.inFlight == 0
         guard checkpoint.isDue || held, let w = checkpoint.take() else { return }
         let through = w.throughSeq
         log.writeText(keys, w) { [weak self] r in self?.textWritten(through: through, r) }
@@ -250,6 +255,8 @@ public final class StreamAppender {
                 return self.scheduleVerify()
             }
             let (acked, next) = self.queue.verified(tail, text: text) { $0.json == $1 }
+            // Text held back during the recovery (`writeTextIfDue`); `.send` writes it itself.
+            if next == .drained { self.writeTextIfDue() }
             // Stored but maybe never published (their replies were lost): publish now, in order.
             for (i, a) in acked.enumerated() {
                 let drains = next == .drained && i == acked.count - 1
