@@ -20,6 +20,9 @@ public final class EventLoop: @unchecked Sendable {
     /// clears) it before running what was posted.
     private let wakeFD: Int32
     private let posted = Mutex<[@Sendable () -> Void]>([])
+    /// The thread inside `run()` (`pthread_self` as an integer; 0 while not running), for
+    /// the debug-build check that nothing touches the loop from another thread.
+    private let runningOn = Atomic<UInt>(0)
 
     /// Creates a loop with its own `event_base`.
     /// - Throws: `LoopError.cannotCreate` when libevent cannot allocate the base or the
@@ -37,11 +40,9 @@ public final class EventLoop: @unchecked Sendable {
         wakeEvent = event_new(base, fd, Int16(EV_READ | EV_PERSIST), { _, _, arg in
             Unmanaged<EventLoop>.fromOpaque(arg!).takeUnretainedValue().drainPosted()
         }, ctx)
-        guard wakeEvent != nil else {
-            event_base_free(b)
-            close(fd)
-            throw LoopError.cannotCreate
-        }
+        // Every stored property is set from here on: a throw runs `deinit`, which frees the
+        // base and closes the eventfd (freeing them here as well would free them twice).
+        guard wakeEvent != nil else { throw LoopError.cannotCreate }
         event_add(wakeEvent, nil)
     }
 
@@ -53,12 +54,30 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs the loop on the calling thread until `stop()`; returns then.
     public func run() {
+        runningOn.store(UInt(pthread_self()), ordering: .releasing)
         event_base_loop(base, 0)
+        runningOn.store(0, ordering: .releasing)
+    }
+
+    /// Debug builds: traps when called from a thread other than the one inside `run()`
+    /// while the loop runs (libevent runs without its locking: such a call is a data race
+    /// on the `event_base`). Release builds: nothing.
+    @inlinable
+    public func assertOnLoopThread(_ what: @autoclosure () -> String = "", file: StaticString = #file, line: UInt = #line) {
+        assert(isOnLoopThreadOrIdle, "EventLoop touched from another thread while its loop runs: \(what())", file: file, line: line)
+    }
+
+    /// `true` on the loop's thread, or when the loop is not running.
+    @usableFromInline
+    var isOnLoopThreadOrIdle: Bool {
+        let t = runningOn.load(ordering: .acquiring)
+        return t == 0 || t == UInt(pthread_self())
     }
 
     /// Makes `run()` return after the current callbacks. Loop thread only; from another
     /// thread use `post { loop.stop() }`.
     public func stop() {
+        assertOnLoopThread("stop()")
         event_base_loopbreak(base)
     }
 

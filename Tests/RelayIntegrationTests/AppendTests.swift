@@ -41,6 +41,10 @@ final class AppendTests: RelayTestCase {
             a.onPermanentFailure = { f in o.failure.value = f.message }
             appender.value = a
         }
+        // The appender (and its timers) is freed on the loop thread, before the harness
+        // stops (teardown blocks run last-registered first): libevent runs without its
+        // locking, so a timer freed from the test thread while the loop runs is a data race.
+        addTeardownBlock { h.run { appender.value = nil } }
         try eventually(5, "the stream to be created") { o.created.value == true }
         return o
     }

@@ -92,6 +92,9 @@ final class ClusterAppendTests: XCTestCase {
         let failure = LockedBox<String?>(nil)
         let acknowledged = LockedBox<[UInt64]>([])
         let appender = LockedBox<StreamAppender?>(nil)
+        // Freed on the loop thread before `h.stop()` (defers run in reverse): not from the
+        // test thread while the loop runs (libevent has no locking).
+        defer { h.run { appender.value = nil } }
         nonisolated(unsafe) let log = h.log
         let loop = h.loop
         h.run {
