@@ -333,6 +333,22 @@ final class AppendTests: RelayTestCase {
         XCTAssertEqual(try redis.cli("XLEN", k.events), "111", "trimmed with the owner's cap (200)")
     }
 
+    /// Events 1…125 stored with their text, then the failover of the two tests below: the
+    /// new primary holds every entry but the text only through 100.
+    private func storeThrough125ThenLoseTheTextAfter100(_ h: AppendHarness, _ a: LockedBox<StreamAppender?>,
+                                                        _ k: StreamKeys, _ text: (Int) -> String) throws {
+        append(h, a, (1...100).map { (UInt64($0), .delta(text($0))) })
+        try eventually(5, "events 1…100 and their text stored") { a.value?.ackedSeq == 100 && a.value?.textStoredThrough == 100 }
+        append(h, a, (101...125).map { (UInt64($0), .delta(text($0))) })
+        try eventually(5, "events 101…125 and their text stored") { a.value?.ackedSeq == 125 && a.value?.textStoredThrough == 125 }
+        let end100 = (1...100).map(text).joined().utf8.count
+        _ = try redis.cliRaw(["EVAL", """
+            redis.call('SET', KEYS[1], redis.call('GETRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1), 'KEEPTTL')
+            for i = 101, 125 do redis.call('BITFIELD', KEYS[2], 'SET', 'u32', '#' .. i, 0) end
+            return 1
+            """, "2", k.text, k.offsets, String(end100)])
+    }
+
     /// Redis acknowledged a text write and then lost it while keeping every acknowledged
     /// `XADD` (a failover to a replica that had not received it, or a restart from an
     /// AOF/RDB written just before it: both keep the order of the commands, and the
@@ -343,17 +359,7 @@ final class AppendTests: RelayTestCase {
     func testATextWriteLostByAFailoverIsNotPapered() throws {
         let (h, _, k, a, o) = try fixture()
         let text = { (i: Int) in Self.piece(i) }
-        append(h, a, (1...100).map { (UInt64($0), .delta(text($0))) })
-        try eventually(5, "events 1…100 and their text stored") { a.value?.ackedSeq == 100 && a.value?.textStoredThrough == 100 }
-        append(h, a, (101...125).map { (UInt64($0), .delta(text($0))) })
-        try eventually(5, "events 101…125 and their text stored") { a.value?.ackedSeq == 125 && a.value?.textStoredThrough == 125 }
-        // The failover: the new primary holds every entry but the text only through 100.
-        let end100 = (1...100).map(text).joined().utf8.count
-        _ = try redis.cliRaw(["EVAL", """
-            redis.call('SET', KEYS[1], redis.call('GETRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1), 'KEEPTTL')
-            for i = 101, 125 do redis.call('BITFIELD', KEYS[2], 'SET', 'u32', '#' .. i, 0) end
-            return 1
-            """, "2", k.text, k.offsets, String(end100)])
+        try storeThrough125ThenLoseTheTextAfter100(h, a, k, text)
         XCTAssertEqual(try catchUp(k, 0, 100), (1...100).map(text).joined())
         let before = h.connections.value
         try redis.cli("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
@@ -377,16 +383,7 @@ final class AppendTests: RelayTestCase {
     func testATextWriteLostByAFailoverIsNotPaperedWhenTheFirstTailReadFails() throws {
         let (h, _, k, a, o) = try fixture()
         let text = { (i: Int) in Self.piece(i) }
-        append(h, a, (1...100).map { (UInt64($0), .delta(text($0))) })
-        try eventually(5, "events 1…100 and their text stored") { a.value?.ackedSeq == 100 && a.value?.textStoredThrough == 100 }
-        append(h, a, (101...125).map { (UInt64($0), .delta(text($0))) })
-        try eventually(5, "events 101…125 and their text stored") { a.value?.ackedSeq == 125 && a.value?.textStoredThrough == 125 }
-        let end100 = (1...100).map(text).joined().utf8.count
-        _ = try redis.cliRaw(["EVAL", """
-            redis.call('SET', KEYS[1], redis.call('GETRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1), 'KEEPTTL')
-            for i = 101, 125 do redis.call('BITFIELD', KEYS[2], 'SET', 'u32', '#' .. i, 0) end
-            return 1
-            """, "2", k.text, k.offsets, String(end100)])
+        try storeThrough125ThenLoseTheTextAfter100(h, a, k, text)
         let before = h.connections.value
         try redis.cli("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
         try eventually(5, "the appender to reconnect") { h.connections.value > before }
