@@ -60,7 +60,7 @@ final class HTTPEdgeTests: RelayTestCase {
     /// events, 1 … n, ending with `done`.
     func testStreamBodyIsChunkedForHTTP11AndBareForHTTP10() throws {
         let relay = try startRelay()
-        let token = try RelayProcess.token()
+        let token = RelayProcess.token()
         let body = String(decoding: Chat.body(maxTokens: 25), as: UTF8.self)
         func stream(_ version: String) throws -> (head: String, body: [UInt8]) {
             let raw = try exchange(relay, "POST /api/chat/stream \(version)\r\nHost: a\r\nAuthorization: Bearer \(token)\r\n"
