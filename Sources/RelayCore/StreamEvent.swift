@@ -151,12 +151,9 @@ public struct SequencedEvent: Sendable, Equatable {
         // canonical equivalence, and the generic `utf8.starts(with:)` walks the view
         // index by index: 170 and 1,400 instructions per delivered event, issue 14). Same
         // answer: both prefixes are ASCII.
-        if let r = json.utf8.withContiguousStorageIfAvailable(SequencedEvent.isTerminal) { return r }
-        return json.hasPrefix(SequencedEvent.donePrefix) || json.hasPrefix(SequencedEvent.errorPrefix)
+        var json = json   // `withUTF8` makes a bridged string contiguous; a native one is read as is
+        return json.withUTF8(SequencedEvent.isTerminal)
     }
-
-    private static let donePrefix = "{\"type\":\"done\""
-    private static let errorPrefix = "{\"type\":\"error\""
 
     /// `true` when `json` starts with `{"type":"done"` or `{"type":"error"`.
     static func isTerminal(_ json: UnsafeBufferPointer<UInt8>) -> Bool {
