@@ -6,10 +6,12 @@
 #   RELAY_COST_KEEP=DIR keeps the callgrind dump there (callgrind_annotate it)
 #
 # Starts a private redis-server and the relay (release build, or --bin) under callgrind
-# with instrumentation off, turns it on once the subscribers are connected, runs
-# `stream-relay-bench stream` at N x 50 tokens/s, dumps, and prints PROGRAM TOTALS / the
-# deliveries the bench counted (every instruction of every relay thread: the upstream tick,
-# the Redis append and its replies, the live delivery, the event loop).
+# with instrumentation off, runs `stream-relay-bench stream` at N x 50 tokens/s, turns
+# instrumentation on 3 s in (subscribers connected, streams running) for SECS - 4 s, dumps,
+# and prints the instructions counted / the events the relay delivered in that window (its
+# own relay_events_delivered_total, read at both ends): every instruction of every relay
+# thread in user space (the upstream tick, the Redis append and its replies, the live
+# delivery, the event loop); the kernel is not counted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=""; N=40; SECS=10
