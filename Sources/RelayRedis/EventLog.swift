@@ -188,11 +188,14 @@ public final class EventLog {
     }
 
     /// Writes buffered lossless-resume text (`TextCheckpoint.Write`): `SETRANGE text
-    /// <start> <text>` (skipped when empty), `BITFIELD offsets SET u32 #<seq> <end> …`
-    /// (one `SET` per event: its end offset, bytes, read by `Scripts.catchUp`), and
-    /// `PEXPIRE` of both keys (the write that creates them gives them their TTL). Both
-    /// writes are positional, so a resend stores the same bytes. `done` gets `.success`
-    /// when the `SETRANGE` and the `BITFIELD` were both answered without an error.
+    /// <start> <text>` (skipped when empty) and `BITFIELD offsets SET u32 #<seq> <end> …`
+    /// (one `SET` per event: its end offset, bytes, read by `Scripts.catchUp`). Both are
+    /// positional, so a resend stores the same bytes. `SETRANGE` and `BITFIELD` keep a
+    /// key's TTL (Redis `EXPIRE` doc: only commands that replace a value clear it), so
+    /// `PEXPIRE` of both keys goes with the writes at `start` 0, the ones that may create
+    /// them; the appender's periodic TTL refresh (`TTLRefreshPolicy`) covers them
+    /// afterwards. `done` gets `.success` when the `SETRANGE` and the `BITFIELD` were both
+    /// answered without an error.
     public func writeText(_ k: StreamKeys, _ w: TextCheckpoint.Write, done: @escaping (Result<Void, RedisFailure>) -> Void) {
         let outcome = TextWriteOutcome(replies: w.text.isEmpty ? 1 : 2, done: done)
         let c = command
@@ -201,7 +204,8 @@ public final class EventLog {
             c.add(constant: "SETRANGE")
             c.add(k.text)
             c.add(w.start)
-            c.add(w.text)
+            // Whole events' UTF-8 (valid UTF-8: a channel that resends by argument decodes it).
+            w.text.withUnsafeBufferPointer { c.add(bytes: $0) }
             connection.send(c, view: { r in outcome.replied(r) })
         }
         c.start(argumentCount: 2 + 4 * w.offsets.count)
@@ -214,8 +218,10 @@ public final class EventLog {
             c.add(o.end)
         }
         connection.send(c, view: { r in outcome.replied(r) })
-        expire(k.text)
-        expire(k.offsets)
+        if w.start == 0 {
+            expire(k.text)
+            expire(k.offsets)
+        }
     }
 
     /// `PEXPIRE <key> <ttlMs>`, its reply only counted when an error (`auxiliaryReply`).
@@ -247,7 +253,7 @@ public final class EventLog {
                             text: TextCheckpoint.Write?, done: @escaping (Result<Void, RedisFailure>) -> Void) {
         var args = [String(seq), json, maxLenArg, ttlArg, finalState, losslessArg]
         if lossless, let w = text {
-            args += [String(w.start), w.text]
+            args += [String(w.start), String(decoding: w.text, as: UTF8.self)]   // whole strings' bytes: valid UTF-8
             args.reserveCapacity(args.count + 2 * w.offsets.count)
             for o in w.offsets { args += [String(o.seq), String(o.end)] }
         }

@@ -115,7 +115,9 @@ public final class RESPCommand {
         added += 1
     }
 
-    /// Adds raw bytes as one argument.
+    /// Adds raw bytes as one argument. Pass valid UTF-8: a channel that routes or resends
+    /// by argument (`ClusterClient`, through `arguments()`) carries arguments as strings,
+    /// and would replace other bytes with U+FFFD.
     public func add(bytes src: UnsafeBufferPointer<UInt8>) {
         reserve(1 + 20 + 2 + src.count + 2)
         header(UInt8(ascii: "$"), src.count)

@@ -3,8 +3,7 @@
 ///
 /// Refreshing on every event cost four `PEXPIRE` calls (≈ 4 µs of Redis time per event
 /// inside the script). Instead one append in every `intervalMs` of a generation's
-/// appends carries the refresh, and so do the first append (it creates the stream, text
-/// and offsets keys, which must never live without a TTL) and the final one (so a
+/// appends carries the refresh, and so do the first append and the final one (so a
 /// finished stream expires exactly `ttlMs` after its last event). The contract kept:
 /// the keys never expire while a generation appends at least once per
 /// `ttlMs − intervalMs`, and expire between `ttlMs − intervalMs` and `ttlMs` after the

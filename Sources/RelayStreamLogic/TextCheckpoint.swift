@@ -6,7 +6,7 @@
 /// older than the stream's oldest retained entry gets the text between the two
 /// (`Scripts.catchUp`). Entries still retained never need it. So the appender buffers
 /// each event's text here and writes it every `every` events (one `SETRANGE` of the
-/// buffered bytes and one `BITFIELD` with a `SET` per event), and the retained entries
+/// buffered bytes and one of the events' end offsets, `Write`), and the retained entries
 /// cover what is not written yet. The rule that keeps that true: an event whose seq is
 /// more than `holdAfter` above the last *confirmed* write is not sent
 /// (`sendableThrough`), and `holdAfter` is at most the stream's `StreamTrim.minRetained`;
@@ -37,12 +37,23 @@ public struct TextCheckpoint: Sendable, Equatable {
     public struct Write: Sendable, Equatable {
         /// Where `text` starts in the `text` key, bytes.
         public var start: Int
-        /// The events' text, concatenated in seq order (may be empty).
-        public var text: String
+        /// The events' text, concatenated in seq order (UTF-8 bytes; may be empty).
+        public var text: [UInt8]
         /// Each buffered event's end offset, ascending seq.
         public var offsets: [Offset]
         /// The last seq it covers.
         public var throughSeq: UInt64 { offsets.last?.seq ?? 0 }
+
+        public init(start: Int, text: [UInt8], offsets: [Offset]) {
+            self.start = start
+            self.text = text
+            self.offsets = offsets
+        }
+
+        /// `text` given as a string (its UTF-8 bytes).
+        public init(start: Int, text: String, offsets: [Offset]) {
+            self.init(start: start, text: Array(text.utf8), offsets: offsets)
+        }
     }
 
     /// Events per write.
@@ -56,12 +67,11 @@ public struct TextCheckpoint: Sendable, Equatable {
     public private(set) var confirmedEnd = 0
     /// Bytes of text buffered so far in total (the next event's start offset).
     public private(set) var textEnd = 0
-    /// One buffered event: its end offset and its text.
-    private struct Buffered: Sendable, Equatable {
-        var offset: Offset
-        var text: String
-    }
-    private var buffered: [Buffered] = []
+    /// The text of the buffered events, concatenated (UTF-8; starts at `confirmedEnd`).
+    /// One growing buffer, not a string per event: a write hands it out whole (issue 14).
+    private var text: [UInt8] = []
+    /// The buffered events' end offsets, ascending seq.
+    private var offsets: [Offset] = []
     /// The last seq of the write in flight, if any.
     public private(set) var inFlightThrough: UInt64?
     /// The last write failed and nothing has been written since.
@@ -79,18 +89,19 @@ public struct TextCheckpoint: Sendable, Equatable {
     @discardableResult
     public mutating func add(seq: UInt64, text: String) -> Int {
         let start = textEnd
+        self.text.append(contentsOf: text.utf8)
         textEnd += text.utf8.count
-        buffered.append(Buffered(offset: Offset(seq: seq, end: textEnd), text: text))
+        offsets.append(Offset(seq: seq, end: textEnd))
         return start
     }
 
     /// Events buffered and not confirmed.
-    public var backlog: Int { buffered.count }
+    public var backlog: Int { offsets.count }
 
     /// A write should go out now: `every` events are buffered (or the last write failed
     /// and events are buffered) and none is in flight.
     public var isDue: Bool {
-        inFlightThrough == nil && !buffered.isEmpty && (buffered.count >= every || lastWriteFailed)
+        inFlightThrough == nil && !offsets.isEmpty && (offsets.count >= every || lastWriteFailed)
     }
 
     /// The highest seq that may be sent now (`confirmedSeq + holdAfter`).
@@ -107,18 +118,13 @@ public struct TextCheckpoint: Sendable, Equatable {
     /// The buffered events up to `seq` as one write, without marking it in flight
     /// (the final event's script writes them itself); `nil` when none.
     public func pending(through seq: UInt64) -> Write? {
-        var text = ""
-        var offsets: [Offset] = []
-        if let last = buffered.last(where: { $0.offset.seq <= seq }) {
-            // One allocation of the final size instead of regrowing while appending.
-            text.reserveCapacity(last.offset.end - confirmedEnd)
-            offsets.reserveCapacity(buffered.count)
-        }
-        for b in buffered where b.offset.seq <= seq {
-            text += b.text
-            offsets.append(b.offset)
-        }
-        return offsets.isEmpty ? nil : Write(start: confirmedEnd, text: text, offsets: offsets)
+        guard let first = offsets.first, first.seq <= seq else { return nil }
+        // Usually everything buffered (the arrays are shared, not copied).
+        if offsets[offsets.count - 1].seq <= seq { return Write(start: confirmedEnd, text: text, offsets: offsets) }
+        var n = 1
+        while n < offsets.count && offsets[n].seq <= seq { n += 1 }
+        return Write(start: confirmedEnd, text: Array(text[..<(offsets[n - 1].end - confirmedEnd)]),
+                     offsets: Array(offsets[..<n]))
     }
 
     /// Reports a write's outcome (`through`: its last seq). A success confirms every
@@ -133,11 +139,13 @@ public struct TextCheckpoint: Sendable, Equatable {
         lastWriteFailed = false
         guard seq > confirmedSeq else { return }
         var n = 0
-        while n < buffered.count && buffered[n].offset.seq <= seq {
-            confirmedEnd = buffered[n].offset.end
-            n += 1
+        while n < offsets.count && offsets[n].seq <= seq { n += 1 }
+        if n > 0 {
+            let end = offsets[n - 1].end
+            text.removeFirst(end - confirmedEnd)
+            confirmedEnd = end
+            offsets.removeFirst(n)
         }
-        buffered.removeFirst(n)
         confirmedSeq = seq
     }
 }

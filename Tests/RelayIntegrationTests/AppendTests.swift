@@ -1,6 +1,7 @@
 import Foundation
 import RelayCore
 import RelayRedis
+import RelayStreamLogic
 import XCTest
 
 /// Issue 14: the per-event append as plain pipelined commands (no script), against a
@@ -128,6 +129,37 @@ final class AppendTests: RelayTestCase {
                 XCTAssertEqual(try catchUp(k, from, to), pieces[from..<to].joined(), "catch-up \(from)…\(to)")
             }
         }
+    }
+
+    /// `EventLog.writeText` stores the text and each end offset where the catch-up reads
+    /// them (`BITFIELD … GET u32 #<seq>`), and the keys the first write creates get the
+    /// TTL; a later write keeps it.
+    func testTextWritesStoreWhatTheCatchUpReadsAndGiveNewKeysTheTTL() throws {
+        let h = try harness()
+        let k = StreamKeys(newID())
+        nonisolated(unsafe) let log = h.log
+        let results = LockedBox<[Bool]>([])
+        let first = TextCheckpoint.Write(start: 0, text: "héllo", offsets: [.init(seq: 1, end: 2), .init(seq: 2, end: 6),
+                                                                         .init(seq: 5, end: 6), .init(seq: 6, end: 0x0102_0304)])
+        h.run { log.writeText(k, first) { r in results.mutate { $0.append((try? r.get()) != nil) } } }
+        try eventually(5, "the first write answered") { results.value.count == 1 }
+        XCTAssertEqual(results.value, [true])
+        XCTAssertEqual(try redis.cli("GET", k.text), "héllo")
+        let got = try redis.cli("BITFIELD", k.offsets, "GET", "u32", "#1", "GET", "u32", "#2", "GET", "u32", "#3",
+                                "GET", "u32", "#5", "GET", "u32", "#6")
+        XCTAssertEqual(got.split(separator: "\n"), ["2", "6", "0", "6", "16909060"])
+        for key in [k.text, k.offsets] {
+            XCTAssertGreaterThan(Int(try redis.cli("PTTL", key)) ?? -1, 0, "\(key) created with the TTL")
+        }
+        try redis.cli("PEXPIRE", k.text, "100000")
+        h.run { log.writeText(k, TextCheckpoint.Write(start: 6, text: "!", offsets: [.init(seq: 7, end: 7)])) { r in
+            results.mutate { $0.append((try? r.get()) != nil) } } }
+        try eventually(5, "the second write answered") { results.value.count == 2 }
+        XCTAssertEqual(results.value, [true, true])
+        XCTAssertEqual(try redis.cli("GET", k.text), "héllo!")
+        XCTAssertEqual(try redis.cli("BITFIELD", k.offsets, "GET", "u32", "#7"), "7")
+        let ttl = Int(try redis.cli("PTTL", k.text)) ?? -1
+        XCTAssertTrue((1...100_000).contains(ttl), "SETRANGE keeps the TTL (\(ttl) ms)")
     }
 
     func testAppendsAfterTheStreamVanishedFailWithoutRecreatingIt() throws {
