@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # prometheus: only for promtool (the tests check /metrics and deploy/prometheus with it).
 # stunnel4: the TLS sidecar recipe for managed Redis (TLSSidecarTests).
-pkgs=(pkg-config libhiredis-dev libevent-dev libjwt-dev libcurl4-openssl-dev libssl-dev redis-server redis-tools nginx openssl
+pkgs=(pkg-config libhiredis-dev libevent-dev libjwt-dev libcurl4-openssl-dev libssl-dev libmimalloc-dev redis-server redis-tools nginx openssl
       curl node-typescript chromium chromium-driver fonts-noto-core prometheus stunnel4 "$@")
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
