@@ -12,6 +12,8 @@ import RelayCore
 public final class BudgetLedger {
     private let connection: any RedisCommandChannel
     private let scripts: ScriptRunner
+    /// The refresh command, written in place (loop thread).
+    private let command = RESPCommand(capacity: 256)
 
     /// A reservation lapses this long after its last refresh, ms (the owner refreshes
     /// it with its lease, every `EventLog.leaseMs / 3`).
@@ -72,10 +74,19 @@ public final class BudgetLedger {
         }
     }
 
-    /// Pushes a running generation's reservation lapse time out (`ZADD XX`).
-    public func refresh(key: String, id: RequestID, nowMs: Int64) {
-        connection.send(["ZADD", BudgetLedger.expiriesKey(key), "XX",
-                         String(nowMs + BudgetLedger.reservationLapseMs), id.value], nil)
+    /// Pushes a running generation's reservation lapse time out: `ZADD <expiriesKey> XX
+    /// <nowMs + reservationLapseMs> <id>` (unix ms), reply unread. `expiriesKey`:
+    /// `expiriesKey(_:)` of its budget hash, kept by the owner (this runs for every running
+    /// generation every `EventLog.leaseMs / 3`).
+    public func refresh(expiriesKey: String, id: RequestID, nowMs: Int64) {
+        let c = command
+        c.start(argumentCount: 5)
+        c.add(constant: "ZADD")
+        c.add(expiriesKey)
+        c.add(constant: "XX")
+        c.add(Int(nowMs + BudgetLedger.reservationLapseMs))
+        c.add(id.value)
+        connection.send(c, view: RedisReplyView.unread)
     }
 
     /// `used` and `reserved` (lapsed reservations purged first).

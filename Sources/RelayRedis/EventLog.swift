@@ -323,8 +323,17 @@ public final class EventLog {
     }
 
     /// Refreshes the owner lease of running generations (one pipelined `SET … PX` each).
-    public func refreshLease(_ id: RequestID, instance: String) {
-        connection.send(["SET", StreamKeys(id).lease, instance, "PX", String(EventLog.leaseMs)], nil)
+    /// `leaseKey`: `StreamKeys.lease` of the generation (kept by its owner: this runs for
+    /// every running generation every `leaseMs / 3`).
+    public func refreshLease(leaseKey: String, instance: String) {
+        let c = command
+        c.start(argumentCount: 5)
+        c.add(constant: "SET")
+        c.add(leaseKey)
+        c.add(instance)
+        c.add(constant: "PX")
+        c.add(EventLog.leaseMs)
+        connection.send(c, view: RedisReplyView.unread)
     }
 
     /// Gives a created id back when its request was refused after `create` (nothing

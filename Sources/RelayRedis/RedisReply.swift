@@ -125,3 +125,10 @@ public struct RedisReplyView {
         }
     }
 }
+
+extension RedisReplyView {
+    /// A reply handler that reads nothing (a plain function: no closure context to
+    /// allocate), for commands whose reply or error nobody acts on, sent as a
+    /// `RESPCommand` (`send(_:view:)` takes a handler).
+    public static func unread(_ reply: RedisReplyView) {}
+}

@@ -6,6 +6,8 @@ import RelayCore
 public final class SessionStore {
     private let connection: any RedisCommandChannel
     private let scripts: ScriptRunner
+    /// The refresh commands, written in place (loop thread).
+    private let command = RESPCommand(capacity: 256)
 
     public init(connection: any RedisCommandChannel, scripts: ScriptRunner) {
         self.connection = connection
@@ -49,11 +51,24 @@ public final class SessionStore {
         }
     }
 
-    /// Extends a running generation's entry (with the lease refresh).
-    public func refresh(owner: String, sid: String, id: RequestID, untilMs: Int64) {
-        let key = SessionStore.streamsKey(owner: owner, sid: sid)
-        connection.send(["ZADD", key, "XX", String(untilMs), id.value], nil)
-        connection.send(["PEXPIREAT", key, String(untilMs)], nil)
+    /// Extends a running generation's entry (with the lease refresh): `ZADD <streamsKey>
+    /// XX <untilMs> <id>` and `PEXPIREAT <streamsKey> <untilMs>` (unix ms); replies unread.
+    /// `streamsKey`: `streamsKey(owner:sid:)` of the generation, kept by its owner (this
+    /// runs for every running generation every `EventLog.leaseMs / 3`).
+    public func refresh(streamsKey key: String, id: RequestID, untilMs: Int64) {
+        let c = command
+        c.start(argumentCount: 5)
+        c.add(constant: "ZADD")
+        c.add(key)
+        c.add(constant: "XX")
+        c.add(Int(untilMs))
+        c.add(id.value)
+        connection.send(c, view: RedisReplyView.unread)
+        c.start(argumentCount: 3)
+        c.add(constant: "PEXPIREAT")
+        c.add(key)
+        c.add(Int(untilMs))
+        connection.send(c, view: RedisReplyView.unread)
     }
 
     /// Removes a finished generation from its session's running set.

@@ -52,6 +52,12 @@ final class Generation {
     /// When the owner lease was last refreshed (loop ms; the start: `Scripts.create`
     /// took it): `StreamHub.leaseTick` refreshes each generation on its own phase.
     @exclusivity(unchecked) var leaseRefreshedMs: UInt64
+    /// The keys that refresh writes, made once: its owner lease (`StreamKeys.lease`), its
+    /// session's running set (`SessionStore.streamsKey`) and its budget's reservation
+    /// expiries (`BudgetLedger.expiriesKey`).
+    let leaseKey: String
+    let sessionStreamsKey: String
+    let budgetExpiriesKey: String
     @exclusivity(unchecked) private var firstTokenMs: UInt64?
     /// `delta` events streamed (one completion token each).
     @exclusivity(unchecked) private var completionTokens = 0
@@ -69,6 +75,9 @@ final class Generation {
         self.host = host
         self.startedMs = host.loop.nowMs
         self.leaseRefreshedMs = startedMs
+        self.leaseKey = StreamKeys(id).lease
+        self.sessionStreamsKey = SessionStore.streamsKey(owner: ownerHash, sid: sid)
+        self.budgetExpiriesKey = BudgetLedger.expiriesKey(budget.key)
         self.appender = StreamAppender(log: host.log, loop: host.loop, id: id)
         appender.onPermanentFailure = { [weak self] f in self?.appendFailed(f) }
         // The per-event callbacks capture a `weak let`, not `[weak self]`: a capture-list

@@ -289,9 +289,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         for g in generations.values where !g.finished
             && LeasePolicy.refreshDue(nowMs: now, lastRefreshMs: g.leaseRefreshedMs, intervalMs: leaseMs / 3) {
             g.leaseRefreshedMs = now
-            log.refreshLease(g.id, instance: context.instance)
-            sessions.refresh(owner: g.ownerHash, sid: g.sid, id: g.id, untilMs: untilMs)
-            ledger.refresh(key: g.budget.key, id: g.id, nowMs: wallMs)
+            log.refreshLease(leaseKey: g.leaseKey, instance: context.instance)
+            sessions.refresh(streamsKey: g.sessionStreamsKey, id: g.id, untilMs: untilMs)
+            ledger.refresh(expiriesKey: g.budgetExpiriesKey, id: g.id, nowMs: wallMs)
         }
         guard LeasePolicy.refreshDue(nowMs: now, lastRefreshMs: ownersJudgedMs, intervalMs: leaseMs / 3) else { return }
         ownersJudgedMs = now

@@ -15,9 +15,17 @@ final class LeaseRefreshTests: RelayTestCase {
         let stream = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 400)   // ≈ 10 s
         for _ in 0..<3 { _ = try XCTUnwrap(try stream.nextEvent()) }
         let lease = streamKey(id, "lease")
+        // The session's running set and the budget's reservation expiries go with the lease
+        // refresh: their one member's score (unix ms) moves forward with each.
+        let sessionSet = try XCTUnwrap(try redis.cli("KEYS", "relay:streams:*").split(separator: "\n").first.map(String.init))
+        let expiries = try XCTUnwrap(try redis.cli("KEYS", "relay:budget:*:expiries").split(separator: "\n").first.map(String.init))
+        func score(_ key: String) throws -> Double { Double(try redis.cli("ZRANGE", key, "0", "0", "WITHSCORES").split(separator: "\n").last ?? "") ?? -1 }
+        let firstScores = (try score(sessionSet), try score(expiries))
         var lowest = Int.max, rises = 0, previous = 3_000
         let until = Date().addingTimeInterval(5)
         while Date() < until {   // bounded: 5 s of 50 ms samples
+            let setTTL = Int(try redis.cli("PTTL", sessionSet)) ?? -2
+            XCTAssertTrue((1...3_500).contains(setTTL), "the session's running set expires with the lease (\(setTTL) ms)")
             let ttl = Int(try redis.cli("PTTL", lease)) ?? -2
             XCTAssertGreaterThan(ttl, 0, "the lease exists and has a TTL while the generation runs")
             lowest = min(lowest, ttl)
@@ -29,6 +37,8 @@ final class LeaseRefreshTests: RelayTestCase {
         XCTAssertGreaterThan(lowest, 1_500, "lowest lease TTL seen: \(lowest) ms")
         XCTAssertGreaterThanOrEqual(rises, 4, "about one refresh per second over 5 s")
         XCTAssertLessThanOrEqual(rises, 6, "not refreshed on every 100 ms tick")
+        XCTAssertGreaterThan(try score(sessionSet) - firstScores.0, 3_000, "the session entry's lease expiry moved forward")
+        XCTAssertGreaterThan(try score(expiries) - firstScores.1, 3_000, "the reservation's lapse time moved forward")
         let rest = try stream.readAll()
         XCTAssertEqual(rest.last.flatMap { try? StreamEvent(json: $0.data) }?.isTerminal, true, "the answer ends")
     }
