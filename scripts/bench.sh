@@ -160,6 +160,7 @@ meta = {
     "nchan": "libnginx-mod-nchan " + sh("dpkg-query -W -f='${Version}' libnginx-mod-nchan"),
     "libevent": sh("dpkg-query -W -f='${Version}' libevent-2.1-7"),
     "hiredis": sh("dpkg-query -W -f='${Version}' libhiredis-dev"),
+    "mimalloc": sh("dpkg-query -W -f='${Version}' libmimalloc2.0"),
     "streamrelay": sh("git rev-parse --short HEAD") + (" (dirty)" if sh("git status --porcelain -uno") else ""),
   },
   "elapsed_s": int(sys.argv[2]),

@@ -584,7 +584,7 @@ def cmd_dockerfile(path):
     fimg = final["from"].split()[0]
     check(fimg == "debian:bookworm-slim", f"Dockerfile: runs on debian:bookworm-slim ({fimg})")
     bruns = " ".join(i["value"] for i in build["ins"] if i["instruction"] == "RUN")
-    for p in ("libhiredis-dev", "libevent-dev", "libjwt-dev", "libcurl4-openssl-dev", "pkg-config"):
+    for p in ("libhiredis-dev", "libevent-dev", "libjwt-dev", "libcurl4-openssl-dev", "libmimalloc-dev", "pkg-config"):
         check(re.search(rf"(^|\s){re.escape(p)}(\s|$)", bruns) is not None, f"Dockerfile: build stage installs {p}")
     check(re.search(r"swift build -c release --product stream-relay", bruns) is not None,
           "Dockerfile: swift build -c release --product stream-relay")

@@ -190,12 +190,11 @@ public final class EventLog {
     /// Writes buffered lossless-resume text (`TextCheckpoint.Write`): `SETRANGE text
     /// <start> <text>` (skipped when empty) and `BITFIELD offsets SET u32 #<seq> <end> …`
     /// (one `SET` per event: its end offset, bytes, read by `Scripts.catchUp`). Both are
-    /// positional, so a resend stores the same bytes. `SETRANGE` and `BITFIELD` keep a
-    /// key's TTL (Redis `EXPIRE` doc: only commands that replace a value clear it), so
-    /// `PEXPIRE` of both keys goes with the writes at `start` 0, the ones that may create
-    /// them; the appender's periodic TTL refresh (`TTLRefreshPolicy`) covers them
-    /// afterwards. `done` gets `.success` when the `SETRANGE` and the `BITFIELD` were both
-    /// answered without an error.
+    /// positional, so a resend stores the same bytes. Then `PEXPIRE` of both keys, with
+    /// every write: any write may create them (`SETRANGE`/`BITFIELD` re-create a key that
+    /// was evicted, deleted or lost with a restart mid-stream, at any offset, without a
+    /// TTL), and a key that outlives its stream is never cleaned up. `done` gets
+    /// `.success` when the `SETRANGE` and the `BITFIELD` were both answered without an error.
     public func writeText(_ k: StreamKeys, _ w: TextCheckpoint.Write, done: @escaping (Result<Void, RedisFailure>) -> Void) {
         let outcome = TextWriteOutcome(replies: w.text.isEmpty ? 1 : 2, done: done)
         let c = command
@@ -218,10 +217,8 @@ public final class EventLog {
             c.add(o.end)
         }
         connection.send(c, view: { r in outcome.replied(r) })
-        if w.start == 0 {
-            expire(k.text)
-            expire(k.offsets)
-        }
+        expire(k.text)
+        expire(k.offsets)
     }
 
     /// `PEXPIRE <key> <ttlMs>`, its reply only counted when an error (`auxiliaryReply`).

@@ -100,7 +100,7 @@ enum Report {
         md.append("")
         md.append("**Machine:** \(meta["machine"] as? String ?? "?")  ")
         if let v = meta["versions"] as? Row {
-            let keys = ["streamrelay", "swift", "redis", "nginx", "nchan", "libevent", "hiredis"]
+            let keys = ["streamrelay", "swift", "redis", "nginx", "nchan", "libevent", "hiredis", "mimalloc"]
             md.append("**Versions:** " + keys.compactMap { k in (v[k] as? String).map { "\(k): `\($0)`" } }.joined(separator: "; "))
         }
         md.append("")

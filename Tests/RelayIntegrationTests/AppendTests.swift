@@ -132,34 +132,52 @@ final class AppendTests: RelayTestCase {
     }
 
     /// `EventLog.writeText` stores the text and each end offset where the catch-up reads
-    /// them (`BITFIELD … GET u32 #<seq>`), and the keys the first write creates get the
-    /// TTL; a later write keeps it.
-    func testTextWritesStoreWhatTheCatchUpReadsAndGiveNewKeysTheTTL() throws {
+    /// them (`BITFIELD … GET u32 #<seq>`), and whatever keys a write creates get the TTL,
+    /// also at a start past 0 (keys evicted, deleted or lost mid-stream).
+    func testTextWritesStoreWhatTheCatchUpReadsAndGiveTheKeysTheTTL() throws {
         let h = try harness()
-        let k = StreamKeys(newID())
         nonisolated(unsafe) let log = h.log
         let results = LockedBox<[Bool]>([])
-        let first = TextCheckpoint.Write(start: 0, text: "héllo", offsets: [.init(seq: 1, end: 2), .init(seq: 2, end: 6),
-                                                                         .init(seq: 5, end: 6), .init(seq: 6, end: 0x0102_0304)])
-        h.run { log.writeText(k, first) { r in results.mutate { $0.append((try? r.get()) != nil) } } }
-        try eventually(5, "the first write answered") { results.value.count == 1 }
-        XCTAssertEqual(results.value, [true])
+        func write(_ k: StreamKeys, _ w: TextCheckpoint.Write) throws {
+            let n = results.value.count
+            h.run { log.writeText(k, w) { r in results.mutate { $0.append((try? r.get()) != nil) } } }
+            try eventually(5, "write \(n + 1) answered") { results.value.count == n + 1 }
+            XCTAssertEqual(results.value.last, true)
+        }
+        let k = StreamKeys(newID())
+        try write(k, TextCheckpoint.Write(start: 0, text: "héllo", offsets: [.init(seq: 1, end: 2), .init(seq: 2, end: 6),
+                                                                           .init(seq: 5, end: 6), .init(seq: 6, end: 0x0102_0304)]))
         XCTAssertEqual(try redis.cli("GET", k.text), "héllo")
         let got = try redis.cli("BITFIELD", k.offsets, "GET", "u32", "#1", "GET", "u32", "#2", "GET", "u32", "#3",
                                 "GET", "u32", "#5", "GET", "u32", "#6")
         XCTAssertEqual(got.split(separator: "\n"), ["2", "6", "0", "6", "16909060"])
-        for key in [k.text, k.offsets] {
-            XCTAssertGreaterThan(Int(try redis.cli("PTTL", key)) ?? -1, 0, "\(key) created with the TTL")
-        }
-        try redis.cli("PEXPIRE", k.text, "100000")
-        h.run { log.writeText(k, TextCheckpoint.Write(start: 6, text: "!", offsets: [.init(seq: 7, end: 7)])) { r in
-            results.mutate { $0.append((try? r.get()) != nil) } } }
-        try eventually(5, "the second write answered") { results.value.count == 2 }
-        XCTAssertEqual(results.value, [true, true])
+        try write(k, TextCheckpoint.Write(start: 6, text: "!", offsets: [.init(seq: 7, end: 7)]))
         XCTAssertEqual(try redis.cli("GET", k.text), "héllo!")
         XCTAssertEqual(try redis.cli("BITFIELD", k.offsets, "GET", "u32", "#7"), "7")
-        let ttl = Int(try redis.cli("PTTL", k.text)) ?? -1
-        XCTAssertTrue((1...100_000).contains(ttl), "SETRANGE keeps the TTL (\(ttl) ms)")
+        // Keys that are gone, written at a start past 0 (red team of session 7: the TTL was
+        // once only set by writes at 0, and such keys lived forever).
+        let lost = StreamKeys(newID())
+        try write(lost, TextCheckpoint.Write(start: 6, text: "abc", offsets: [.init(seq: 3, end: 9)]))
+        for key in [k.text, k.offsets, lost.text, lost.offsets] {
+            XCTAssertGreaterThan(Int(try redis.cli("PTTL", key)) ?? -1, 0, "\(key) has the TTL")
+        }
+    }
+
+    /// Through the appender: the text keys vanish mid-stream and the next group's write
+    /// re-creates them; if the generation then stops without a TTL refresh or a final
+    /// event (its process killed), they still expire.
+    func testTextKeysLostMidStreamExpireEvenIfTheGenerationDies() throws {
+        let (h, _, k, a, o) = try fixture()
+        append(h, a, (1...50).map { (UInt64($0), .delta("t\($0)")) })
+        try eventually(5, "1…50 and their text stored") { a.value?.ackedSeq == 50 && a.value?.textStoredThrough == 50 }
+        try redis.cli("DEL", k.text, k.offsets)
+        append(h, a, (51...75).map { (UInt64($0), .delta("t\($0)")) })
+        try eventually(5, "51…75 and their text stored") { a.value?.ackedSeq == 75 && a.value?.textStoredThrough == 75 }
+        h.run { a.value = nil }   // the process dies: no refresh, no final event
+        XCTAssertNil(o.failure.value)
+        for key in [k.meta, k.text, k.offsets] {
+            XCTAssertGreaterThan(Int(try redis.cli("PTTL", key)) ?? -1, 0, "\(key) expires with the stream")
+        }
     }
 
     func testAppendsAfterTheStreamVanishedFailWithoutRecreatingIt() throws {
