@@ -66,7 +66,7 @@ public struct TextCheckpoint: Sendable, Equatable {
     /// The end offset of `confirmedSeq`, bytes.
     public private(set) var confirmedEnd = 0
     /// Bytes of text buffered so far in total (the next event's start offset).
-    public private(set) var textEnd = 0
+    public var textEnd: Int { confirmedEnd + text.count }
     /// The text of the buffered events, concatenated (UTF-8; starts at `confirmedEnd`).
     /// One growing buffer, not a string per event: a write hands it out whole (issue 14).
     private var text: [UInt8] = []
@@ -90,7 +90,6 @@ public struct TextCheckpoint: Sendable, Equatable {
     public mutating func add(seq: UInt64, text: String) -> Int {
         let start = textEnd
         self.text.append(contentsOf: text.utf8)
-        textEnd += text.utf8.count
         offsets.append(Offset(seq: seq, end: textEnd))
         return start
     }
@@ -118,11 +117,10 @@ public struct TextCheckpoint: Sendable, Equatable {
     /// The buffered events up to `seq` as one write, without marking it in flight
     /// (the final event's script writes them itself); `nil` when none.
     public func pending(through seq: UInt64) -> Write? {
-        guard let first = offsets.first, first.seq <= seq else { return nil }
+        let n = buffered(through: seq)
+        guard n > 0 else { return nil }
         // Usually everything buffered (the arrays are shared, not copied).
-        if offsets[offsets.count - 1].seq <= seq { return Write(start: confirmedEnd, text: text, offsets: offsets) }
-        var n = 1
-        while n < offsets.count && offsets[n].seq <= seq { n += 1 }
+        if n == offsets.count { return Write(start: confirmedEnd, text: text, offsets: offsets) }
         return Write(start: confirmedEnd, text: Array(text[..<(offsets[n - 1].end - confirmedEnd)]),
                      offsets: Array(offsets[..<n]))
     }
@@ -138,8 +136,7 @@ public struct TextCheckpoint: Sendable, Equatable {
         }
         lastWriteFailed = false
         guard seq > confirmedSeq else { return }
-        var n = 0
-        while n < offsets.count && offsets[n].seq <= seq { n += 1 }
+        let n = buffered(through: seq)
         if n > 0 {
             let end = offsets[n - 1].end
             text.removeFirst(end - confirmedEnd)
@@ -147,5 +144,12 @@ public struct TextCheckpoint: Sendable, Equatable {
             offsets.removeFirst(n)
         }
         confirmedSeq = seq
+    }
+
+    /// How many buffered events have a seq at most `seq` (they are the first ones: seqs ascend).
+    private func buffered(through seq: UInt64) -> Int {
+        var n = 0
+        while n < offsets.count && offsets[n].seq <= seq { n += 1 }
+        return n
     }
 }
