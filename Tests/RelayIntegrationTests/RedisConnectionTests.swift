@@ -19,7 +19,9 @@ final class RedisConnectionTests: RelayTestCase {
         let disconnects = LockedBox(0)
         private let thread: Thread
 
-        init(url: String) throws {
+        /// `whileConnecting`: runs on the loop right after `connect()`, in the same turn
+        /// (the connection is not up yet).
+        init(url: String, whileConnecting: (@Sendable (RedisConnection) -> Void)? = nil) throws {
             loop = try EventLoop()
             connection = RedisConnection(loop: loop, endpoint: try RedisEndpoint.parse(url), role: .commands)
             let n = connects, d = disconnects
@@ -27,7 +29,10 @@ final class RedisConnectionTests: RelayTestCase {
             connection.onDisconnect = { _ in d.mutate { $0 += 1 } }
             nonisolated(unsafe) let c = connection
             let lp = loop
-            loop.post { c.connect() }
+            loop.post {
+                c.connect()
+                whileConnecting?(c)
+            }
             thread = Thread { lp.run() }
             thread.start()
         }
@@ -334,21 +339,11 @@ final class RedisConnectionTests: RelayTestCase {
     /// Commands sent before the connection is up (a command connection accepts them
     /// while connecting) wait for it, then are written in order.
     func testCommandsSentWhileConnectingAreWrittenOnceConnected() throws {
-        let loop = try EventLoop()
-        let connection = RedisConnection(loop: loop, endpoint: try RedisEndpoint.parse(redis.url), role: .commands)
         let got = LockedBox<[String]>([])
-        nonisolated(unsafe) let c = connection
-        loop.post {
-            c.connect()
+        let h = try Harness(url: redis.url) { c in
             for i in 0..<3 { c.send(["ECHO", "early\(i)"]) { r in got.mutate { $0.append(Self.text(r)) } } }
         }
-        let thread = Thread { loop.run() }
-        thread.start()
-        defer {
-            loop.post { c.close(); loop.stop() }
-            let until = Date().addingTimeInterval(5)
-            while !thread.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
-        }
+        addTeardownBlock { h.stop() }
         try eventually(10, "the early commands' replies") { got.value.count == 3 }
         XCTAssertEqual(got.value, ["early0", "early1", "early2"])
     }
