@@ -1,11 +1,24 @@
 import CHiredis
+import CLibevent
+import Glibc
 import RelayCore
 import RelayLoop
 import RelayConfiguration
 
-/// One hiredis async connection attached to a worker's `EventLoop`, confined to that
-/// loop's thread. It reconnects by itself with capped exponential backoff
-/// (100 ms doubling to 2 s) and tells its owner through `onConnect` / `onDisconnect`.
+/// One Redis connection attached to a worker's `EventLoop`, confined to that loop's
+/// thread. It reconnects by itself with capped exponential backoff (100 ms doubling to
+/// 2 s) and tells its owner through `onConnect` / `onDisconnect`.
+///
+/// hiredis' non-blocking context does the protocol (issue 14): commands are appended to
+/// its output buffer as written RESP (`redisAppendFormattedCommand`), written when the
+/// socket is writable (`redisBufferWrite`), and replies are read and parsed with
+/// `redisBufferRead` / `redisGetReplyFromReader` — the calls hiredis' README documents
+/// for pipelining and for event-library adapters. The connection watches the socket
+/// with two libevent events of its own. hiredis' async layer is not used: per command
+/// it parsed the formatted command again to find its name (five `strncasecmp` against
+/// the subscribe commands), allocated a callback entry and re-added the write event,
+/// ≈ 700 instructions per command on the append path, while the connection already
+/// keeps its reply handlers in order itself (`ReplyHandlerQueue`).
 ///
 /// A `commands` connection answers each `send` once, in order (Redis pipelines the
 /// commands of one connection). A `pubsub` connection delivers every reply to
@@ -44,7 +57,17 @@ public final class RedisConnection {
     /// Commands or pub/sub.
     public let role: Role
     private let loop: EventLoop
-    @exclusivity(unchecked) private var context: UnsafeMutablePointer<redisAsyncContext>?
+    @exclusivity(unchecked) private var context: UnsafeMutablePointer<redisContext>?
+    /// libevent events on the context's socket: readable (persistent, once connected)
+    /// and writable (armed while output waits, and for the connect's completion).
+    @exclusivity(unchecked) private var readEvent: OpaquePointer?
+    @exclusivity(unchecked) private var writeEvent: OpaquePointer?
+    @exclusivity(unchecked) private var writeArmed = false
+    /// The non-blocking connect has not completed yet.
+    @exclusivity(unchecked) private var connecting = false
+    /// Counts contexts made: a handler that closes (or closes and reopens) the
+    /// connection while a read's replies are dispatched ends that dispatch.
+    @exclusivity(unchecked) private var contextNumber = 0
     private var reconnectTimer: LoopTimer?
     private var backoffMs: UInt64 = 100
     private var closed = false
@@ -66,46 +89,96 @@ public final class RedisConnection {
     /// Starts connecting (non-blocking; `onConnect` tells when it is up).
     public func connect() {
         guard !closed, context == nil else { return }
-        let ac: UnsafeMutablePointer<redisAsyncContext>?
+        let c: UnsafeMutablePointer<redisContext>?
         switch endpoint {
-        case .tcp(let host, let port, _): ac = redisAsyncConnect(host, Int32(port))
-        case .unix(let path, _): ac = redisAsyncConnectUnix(path)
+        case .tcp(let host, let port, _): c = redisConnectNonBlock(host, Int32(port))
+        case .unix(let path, _): c = redisConnectUnixNonBlock(path)
         case .cluster(let seeds):
             // A cluster-wide pub/sub or bootstrap connection: any node will do; each
             // failed attempt moves on to the next seed.
             let s = seeds[seedIndex % max(1, seeds.count)]
-            ac = redisAsyncConnect(s.host, Int32(s.port))
+            c = redisConnectNonBlock(s.host, Int32(s.port))
         }
-        guard let ac, ac.pointee.err == 0 else {
-            if let ac { redisAsyncFree(ac) }
+        guard let c, c.pointee.err == 0, c.pointee.fd >= 0 else {
+            if let c { redisFree(c) }
             scheduleReconnect()
             return
         }
-        context = ac
-        streamrelay_redis_set_data(ac, Unmanaged.passUnretained(self).toOpaque())
-        redisLibeventAttach(ac, loop.base)
-        redisAsyncSetConnectCallback(ac) { ac, status in
-            guard let ac, let me = RedisConnection.owner(ac) else { return }
-            me.connected(status == REDIS_OK)
+        context = c
+        contextNumber &+= 1
+        connecting = true
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        readEvent = event_new(loop.base, c.pointee.fd, Int16(EV_READ | EV_PERSIST), { _, _, arg in
+            Unmanaged<RedisConnection>.fromOpaque(arg!).takeUnretainedValue().readable()
+        }, me)
+        writeEvent = event_new(loop.base, c.pointee.fd, Int16(EV_WRITE), { _, _, arg in
+            Unmanaged<RedisConnection>.fromOpaque(arg!).takeUnretainedValue().writable()
+        }, me)
+        // A non-blocking connect completes (or fails) when the socket turns writable.
+        writeArmed = true
+        event_add(writeEvent, nil)
+    }
+
+    /// The socket is writable: completes a pending connect, then writes what waits.
+    private func writable() {
+        writeArmed = false
+        guard let c = context else { return }
+        if connecting {
+            var error: Int32 = 0
+            var size = socklen_t(MemoryLayout<Int32>.size)
+            if getsockopt(c.pointee.fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0 { error = errno }
+            if error == EINPROGRESS {
+                writeArmed = true
+                event_add(writeEvent, nil)
+                return
+            }
+            guard error == 0 else { return lost("connect failed: \(String(cString: strerror(error)))") }
+            connecting = false
+            event_add(readEvent, nil)
+            let number = contextNumber
+            connected()
+            // `onConnect` may have closed the connection (or closed and reopened it).
+            guard contextNumber == number, context != nil else { return }
         }
-        redisAsyncSetDisconnectCallback(ac) { ac, _ in
-            guard let ac, let me = RedisConnection.owner(ac) else { return }
-            me.lost("disconnected")
+        guard streamrelay_redis_output_length(c) > 0 else { return }
+        var done: Int32 = 0
+        if redisBufferWrite(c, &done) != REDIS_OK { return lost(RedisConnection.reason(c)) }
+        if done == 0 { armWrite() }
+    }
+
+    /// Watches for writability once output waits (one `event_add` per batch, not per command).
+    private func armWrite() {
+        guard !writeArmed, let e = writeEvent else { return }
+        writeArmed = true
+        event_add(e, nil)
+    }
+
+    /// The socket is readable: reads once (up to hiredis' 16 KiB) and runs the handler
+    /// of every complete reply, oldest first.
+    private func readable() {
+        guard let c = context else { return }
+        if redisBufferRead(c) != REDIS_OK { return lost(RedisConnection.reason(c)) }
+        let number = contextNumber
+        while true {
+            var reply: UnsafeMutableRawPointer?
+            if redisGetReplyFromReader(c, &reply) != REDIS_OK { return lost(RedisConnection.reason(c)) }
+            guard let reply else { return }
+            dispatch(reply.assumingMemoryBound(to: redisReply.self))
+            freeReplyObject(reply)
+            // A handler closed the connection (its context is freed) or reconnected it.
+            guard contextNumber == number, context != nil else { return }
         }
     }
 
-    private static func owner(_ ac: UnsafePointer<redisAsyncContext>) -> RedisConnection? {
-        guard let p = streamrelay_redis_get_data(ac) else { return nil }
-        return Unmanaged<RedisConnection>.fromOpaque(p).takeUnretainedValue()
+    /// hiredis' description of the context's error (`errstr`).
+    private static func reason(_ c: UnsafeMutablePointer<redisContext>) -> String {
+        guard c.pointee.err != 0 else { return "disconnected" }
+        return withUnsafeBytes(of: c.pointee.errstr) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
     }
 
-    private func connected(_ ok: Bool) {
-        guard ok else {
-            // hiredis frees the context after a failed connect callback.
-            context = nil
-            scheduleReconnect()
-            return
-        }
+    private func connected() {
         isConnected = true
         backoffMs = 100
         switch endpoint {
@@ -116,13 +189,29 @@ public final class RedisConnection {
         onConnect?()
     }
 
+    /// The connection failed or dropped: every pending handler gets `DISCONNECTED`
+    /// (before `onDisconnect`), then a reconnect is scheduled.
     private func lost(_ why: String) {
-        // hiredis frees the context after the disconnect callback.
-        context = nil
+        freeContext()
         let was = isConnected
         isConnected = false
+        failPending("DISCONNECTED connection to Redis lost")
         if was { onDisconnect?(why) }
         if !closed { scheduleReconnect() }
+    }
+
+    /// Frees the socket's events, then the context (which closes the socket).
+    private func freeContext() {
+        if let e = readEvent { event_free(e) }
+        if let e = writeEvent { event_free(e) }
+        readEvent = nil
+        writeEvent = nil
+        writeArmed = false
+        connecting = false
+        if let c = context {
+            context = nil
+            redisFree(c)
+        }
     }
 
     private func scheduleReconnect() {
@@ -150,20 +239,20 @@ public final class RedisConnection {
     }
 
     /// Sends one command already written in RESP (`RESPCommand`): its bytes go to
-    /// hiredis as they are (`redisAsyncFormattedCommand`), no argument is copied or
+    /// hiredis as they are (`redisAppendFormattedCommand`), no argument is copied or
     /// converted again. `view` as in `send(_:view:)`.
     public func send(_ command: RESPCommand, view: @escaping (RedisReplyView) -> Void) {
         precondition(command.isComplete, "RESPCommand: \(command.added) of \(command.argumentCount) arguments added")
         let handler = ReplyHandler.view(view)
-        guard let ac = context, isConnected || role == .commands else {
+        guard let c = context, isConnected || role == .commands else {
             return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")
         }
-        let status = command.withTerminatedBytes { cmd, len in self.command(ac, cmd, len, handler) }
+        let status = command.withTerminatedBytes { cmd, len in self.command(c, cmd, len, handler) }
         if status != REDIS_OK { RedisConnection.fail(handler, "DISCONNECTED command not sent") }
     }
 
     private func send(_ args: [String], handler: ReplyHandler) {
-        guard let ac = context, isConnected || role == .commands else {
+        guard let c = context, isConnected || role == .commands else {
             return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")
         }
         // The command is written in the Redis protocol (RESP, "Redis serialization
@@ -173,19 +262,17 @@ public final class RedisConnection {
         // intermediate allocation by hiredis. This runs once per Redis command, i.e.
         // several times per event. The arguments are read in place (no copy of each
         // `String` out of the array).
-        args.withUnsafeBufferPointer { send($0, on: ac, handler: handler) }
+        args.withUnsafeBufferPointer { send($0, on: c, handler: handler) }
     }
 
-    private func send(_ args: UnsafeBufferPointer<String>, on ac: UnsafeMutablePointer<redisAsyncContext>,
+    private func send(_ args: UnsafeBufferPointer<String>, on c: UnsafeMutablePointer<redisContext>,
                       handler: ReplyHandler) {
         var total = 1 + ASCIIDecimal.digits(UInt64(args.count)) + 2
         for i in 0..<args.count {
             let n = args[i].utf8.count
             total += 1 + ASCIIDecimal.digits(UInt64(n)) + 2 + n + 2
         }
-        // One more byte: a NUL after the command. hiredis scans a formatted command with
-        // `strchr` to find its name and, for (P|S)SUBSCRIBE, every channel argument
-        // (`nextArgument` in async.c), so the buffer must end like a C string.
+        // One more byte: a NUL after the command, so the buffer is also a C string.
         let status: Int32 = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: total + 1) { storage in
             let base = storage.baseAddress!
             var off = 0
@@ -200,7 +287,7 @@ public final class RedisConnection {
                 }
             }
             base[off] = 0
-            return base.withMemoryRebound(to: CChar.self, capacity: off + 1) { cmd in command(ac, cmd, off, handler) }
+            return base.withMemoryRebound(to: CChar.self, capacity: off + 1) { cmd in command(c, cmd, off, handler) }
         }
         if status != REDIS_OK { RedisConnection.fail(handler, "DISCONNECTED command not sent") }
     }
@@ -229,48 +316,40 @@ public final class RedisConnection {
     /// a few hundred events per turn).
     static let outputReserveBytes = 16 * 1024
 
-    private func command(_ ac: UnsafeMutablePointer<redisAsyncContext>, _ cmd: UnsafePointer<CChar>, _ len: Int,
+    /// Appends one written command to the output buffer and queues its handler (in the
+    /// `pubsub` role every reply goes to `onPush` instead). `REDIS_OK` or `REDIS_ERR`.
+    private func command(_ c: UnsafeMutablePointer<redisContext>, _ cmd: UnsafePointer<CChar>, _ len: Int,
                          _ handler: ReplyHandler) -> Int32 {
         // One growth per loop turn's batch of commands instead of a doubling realloc
         // chain (each write starts from an empty hiredis buffer).
-        streamrelay_redis_reserve_output(ac, len, RedisConnection.outputReserveBytes)
-        if role == .pubsub {
-            return redisAsyncFormattedCommand(ac, { ac, r, _ in
-                guard let ac, let me = RedisConnection.owner(ac) else { return }
-                me.onPush?(RedisReply(r?.assumingMemoryBound(to: redisReply.self)))
-            }, nil, cmd, len)
+        streamrelay_redis_reserve_output(c, len, RedisConnection.outputReserveBytes)
+        let st = redisAppendFormattedCommand(c, cmd, len)
+        guard st == REDIS_OK else { return st }
+        if !connecting { armWrite() }
+        guard role == .commands else { return st }
+        // Every command keeps its place in the reply order, one without a handler too.
+        var sentNs: UInt64 = 0
+        if !timing, onLatency != nil {
+            timing = true
+            sentNs = RedisConnection.monotonicNs()
         }
-        if case .none = handler {
-            // No callback: hiredis still keeps the command's place in its reply order and
-            // drops the reply (`redisProcessCallbacks`), so the handler queue stays aligned.
-            return redisAsyncFormattedCommand(ac, nil, nil, cmd, len)
-        }
-        // hiredis' reply callback of every command sent with a handler: the reply (NULL
-        // when the connection dropped or was freed with the command pending) belongs to
-        // the oldest handler (`ReplyHandlerQueue`). After `close()` the context no
-        // longer names its owner, which failed the queue itself.
-        let st = redisAsyncFormattedCommand(ac, { ac, r, _ in
-            guard let ac, let me = RedisConnection.owner(ac) else { return }
-            me.replied(r?.assumingMemoryBound(to: redisReply.self))
-        }, nil, cmd, len)
-        if st == REDIS_OK {
-            var sentNs: UInt64 = 0
-            if !timing, onLatency != nil {
-                timing = true
-                sentNs = RedisConnection.monotonicNs()
-            }
-            handlers.push(handler, sentNs: sentNs)
-            pendingReplies += 1
-        }
+        handlers.push(handler, sentNs: sentNs)
+        pendingReplies += 1
         return st
     }
 
-    private func replied(_ r: UnsafeMutablePointer<redisReply>?) {
+    /// A reply arrived: in the `pubsub` role it is pushed to `onPush`; in the `commands`
+    /// role it belongs to the oldest waiting handler (Redis answers in order).
+    private func dispatch(_ r: UnsafeMutablePointer<redisReply>) {
+        guard role == .commands else {
+            onPush?(RedisReply(r))
+            return
+        }
         guard let entry = handlers.pop() else { return }
         pendingReplies -= 1
         if entry.sentNs > 0 {
             timing = false
-            if r != nil, let report = onLatency { report(Double(RedisConnection.monotonicNs() &- entry.sentNs) / 1e9) }
+            if let report = onLatency { report(Double(RedisConnection.monotonicNs() &- entry.sentNs) / 1e9) }
         }
         switch entry.handler {
         case .none: break
@@ -279,12 +358,12 @@ public final class RedisConnection {
         }
     }
 
-    /// Fails every handler still waiting with `DISCONNECTED`, oldest first (once each).
-    private func failPending() {
+    /// Fails every handler still waiting with the error `message`, oldest first (once each).
+    private func failPending(_ message: String) {
         let waiting = handlers.removeAll()
         pendingReplies = 0
         timing = false
-        for e in waiting { RedisConnection.fail(e.handler, "DISCONNECTED connection to Redis closed") }
+        for e in waiting { RedisConnection.fail(e.handler, message) }
     }
 
     /// Runs `handler` with the error reply `message`.
@@ -301,13 +380,9 @@ public final class RedisConnection {
         closed = true
         reconnectTimer?.cancel()
         reconnectTimer = nil
-        if let ac = context {
-            context = nil
-            isConnected = false
-            streamrelay_redis_set_data(ac, nil)
-            redisAsyncFree(ac)
-        }
-        failPending()
+        freeContext()
+        isConnected = false
+        failPending("DISCONNECTED connection to Redis closed")
     }
 
     /// `CLOCK_MONOTONIC`, ns.
