@@ -19,9 +19,46 @@ public enum JSONText {
     /// character, `"`, `\`, or the lead byte 0xE2 of U+2028/U+2029 (and of other
     /// characters, which then turn out to need nothing). `false` means the bytes can be
     /// copied as they are.
+    ///
+    /// Eight bytes at a time (issue 14: once per token, ≈ 13 instructions per byte as a
+    /// byte loop): a 64-bit word has a byte below 0x20 when `(w - 0x20…20) & ~w &
+    /// 0x80…80` is not zero, and a byte equal to `c` when the word `w ^ c…c` has a zero
+    /// byte (the "has less" and "has zero byte" tests of Sean Anderson's Bit Twiddling
+    /// Hacks, exact for any bytes when only the zero/non-zero result is used). The
+    /// bytes after the last whole word go through the byte loop.
     public static func mayNeedEscaping(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
-        for b in utf8 where b < 0x20 || b == 0x22 || b == 0x5C || b == 0xE2 { return true }
+        guard let base = utf8.baseAddress else { return false }
+        let n = utf8.count
+        var i = 0
+        let raw = UnsafeRawPointer(base)
+        while i + 8 <= n {
+            let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            if wordMayNeedEscaping(w) { return true }
+            i += 8
+        }
+        while i < n {
+            let b = base[i]
+            if b < 0x20 || b == 0x22 || b == 0x5C || b == 0xE2 { return true }
+            i += 1
+        }
         return false
+    }
+
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highs: UInt64 = 0x8080_8080_8080_8080
+
+    /// Whether one of the word's eight bytes is < 0x20, `"`, `\` or 0xE2.
+    @inline(__always)
+    static func wordMayNeedEscaping(_ w: UInt64) -> Bool {
+        let control = (w &- ones &* 0x20) & ~w & highs
+        return control | hasZeroByte(w ^ (ones &* 0x22)) | hasZeroByte(w ^ (ones &* 0x5C))
+            | hasZeroByte(w ^ (ones &* 0xE2)) != 0
+    }
+
+    /// Non-zero when a byte of `v` is zero.
+    @inline(__always)
+    private static func hasZeroByte(_ v: UInt64) -> UInt64 {
+        (v &- ones) & ~v & highs
     }
 
     /// Appends the escaped body of `s` (without quotes) to `out`.

@@ -2,7 +2,7 @@ import RelayLoop
 import RelayStreamLogic
 import RelayConfiguration
 
-/// A Redis Cluster command client on hiredis (Redis Cluster specification): one async
+/// A Redis Cluster command client on hiredis (Redis Cluster specification): one non-blocking
 /// `RedisConnection` per primary, on one worker's loop. Each command goes to the primary
 /// serving its key's hash slot (`ClusterRouting`, `ClusterSlotMap`); `MOVED` updates the
 /// slot and resends, `ASK` resends once to the importing node after `ASKING`,

@@ -10,7 +10,7 @@ import RelayCore
 /// `String` per integer argument (`"<seq>-0"`, `"#<seq>"`, offsets, the live payload
 /// `"<seq> <json>"`). Here integers are written as ASCII digits in place and strings are
 /// copied once, straight into the bytes that `RedisConnection` hands to hiredis
-/// (`redisAsyncFormattedCommand`).
+/// (`redisAppendFormattedCommand`).
 ///
 /// Usage: `start(argumentCount:)`, then exactly that many `add…` calls, then
 /// `RedisCommandChannel.send(_:view:)`. The bytes stay valid until the next `start`.
@@ -200,8 +200,8 @@ public final class RESPCommand {
         count += 2
     }
 
-    /// Makes room for `more` bytes, plus one for the NUL `RedisConnection` puts after
-    /// the command (hiredis scans a formatted command as a C string).
+    /// Makes room for `more` bytes, plus one for the NUL `withTerminatedBytes` puts
+    /// after the command (hiredis takes it as a `const char *` with its length).
     @inline(__always)
     private func reserve(_ more: Int) {
         if count + more + 1 > capacity { grow(count + more + 1) }
@@ -225,7 +225,7 @@ public final class RESPCommand {
     }
 
     /// Writes a NUL after the command (not counted) and runs `body` with the command as a
-    /// C string of `count` bytes (`redisAsyncFormattedCommand`).
+    /// C string of `count` bytes (`redisAppendFormattedCommand`).
     func withTerminatedBytes<R>(_ body: (UnsafePointer<CChar>, Int) -> R) -> R {
         storage[count] = 0
         return storage.withMemoryRebound(to: CChar.self, capacity: count + 1) { body($0, count) }

@@ -1,12 +1,11 @@
 /// The reply handlers of a `RedisConnection`'s commands in flight, first in first out.
 ///
 /// Redis answers the commands of one connection in the order they were sent ("Redis
-/// pipelining", redis.io), and hiredis runs one reply callback per command in that
-/// order — with a NULL reply for each command still pending when the connection drops
-/// or its context is freed (`__redisAsyncFree` in hiredis' async.c). So the handler of
-/// the reply at hand is always the oldest one here, and no per-command heap box has to
-/// travel through hiredis' `privdata` (issue 14: that box and the closure thunk around
-/// it were two of the three allocations per command on the append path).
+/// pipelining", redis.io), and the connection reads its replies in that order
+/// (`redisGetReplyFromReader`); when the connection drops or is closed, every handler
+/// still here is failed once, oldest first. So the handler of the reply at hand is
+/// always the oldest one here, and no per-command heap box or callback entry is made
+/// (issue 14).
 ///
 /// A ring buffer that grows by doubling and never shrinks (a few hundred entries at a
 /// loop turn's worth of appends). Loop thread only.

@@ -58,6 +58,45 @@ final class DeltaJSONEscapingTests: XCTestCase {
         XCTAssertEqual(try StreamEvent(json: json), .delta(s), "the kit's decoder gets the text back exactly", file: file, line: line)
     }
 
+    /// The byte rule `mayNeedEscaping` implements eight bytes at a time, written here
+    /// one byte at a time.
+    private static func referenceMayNeedEscaping(_ b: [UInt8]) -> Bool {
+        b.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0xE2 }
+    }
+
+    /// Every byte value at every position of buffers of 1 to 24 bytes (whole words, a
+    /// word plus a tail, tails alone), among neighbours that sit next to the flagged
+    /// values (0x1F/0x20, 0x21/0x23, 0x5B/0x5D, 0xE1/0xE3, 0x7F/0x80/0xFF, which a
+    /// borrow in the word test could confuse), and random buffers: the word test says
+    /// what the byte rule says.
+    func testMayNeedEscapingAgreesWithTheByteRuleForEveryByteAtEveryPosition() {
+        let fillers: [UInt8] = [0x61, 0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xE1, 0xE3, 0xFF]
+        for length in 1...24 {
+            for filler in fillers {
+                var buf = [UInt8](repeating: filler, count: length)
+                XCTAssertEqual(buf.withUnsafeBufferPointer(JSONText.mayNeedEscaping), Self.referenceMayNeedEscaping(buf))
+                for at in 0..<length {
+                    for v in 0...255 {
+                        buf[at] = UInt8(v)
+                        let got = buf.withUnsafeBufferPointer(JSONText.mayNeedEscaping)
+                        if got != Self.referenceMayNeedEscaping(buf) {
+                            XCTFail("length \(length), filler \(filler), byte \(v) at \(at): \(got)")
+                            return
+                        }
+                    }
+                    buf[at] = filler
+                }
+            }
+        }
+        var rng = SplitMix64(seed: 14)
+        for _ in 0..<20_000 {
+            let length = Int(rng.next() % 40)
+            let buf = (0..<length).map { _ in UInt8(truncatingIfNeeded: rng.next() % 7 == 0 ? rng.next() : 0x40 | rng.next() & 0x3F) }
+            XCTAssertEqual(buf.withUnsafeBufferPointer(JSONText.mayNeedEscaping), Self.referenceMayNeedEscaping(buf), "\(buf)")
+        }
+        XCTAssertFalse(JSONText.mayNeedEscaping(UnsafeBufferPointer(start: nil, count: 0)))
+    }
+
     func testEverySingleHostileCharacter() throws {
         for s in Self.alphabet + [""] { try Self.check(s) }
         for b in UInt8(0)...UInt8(0x7F) { try Self.check("x" + String(UnicodeScalar(b)) + "y") }
