@@ -4,6 +4,7 @@
 public enum ASCIIDecimal {
     /// How many decimal digits `v` has (1 for 0). Compares with powers of ten (no
     /// division: this runs for every RESP header and SSE id, several times per event).
+    @inlinable
     public static func digits(_ v: UInt64) -> Int {
         var n = 1
         var p: UInt64 = 10
@@ -15,6 +16,7 @@ public enum ASCIIDecimal {
     }
 
     /// Writes `v` as exactly `digits` ASCII digits (`digits(v)`) at `out`.
+    @inlinable
     public static func write(_ v: UInt64, digits: Int, to out: UnsafeMutableRawPointer) {
         var x = v
         var i = digits
