@@ -25,6 +25,14 @@ import RelayStreamLogic
 /// and the tail verification after any failure are documented there). The tail is
 /// read with `EventLog.appendStatus` once every reply of a failed group is in, and
 /// again after each (re)connection before anything more is sent. Loop thread only.
+///
+/// Lifetime (issue 14): nothing holds the appender weakly (a weak reference would move
+/// its reference counts to a side table and slow every retain and release of it). Each
+/// command in flight holds it strongly until Redis answers it or the connection fails
+/// it (every command gets one or the other, `RedisConnection`), and its callbacks
+/// usually capture their owner: the owner calls `close()` when it is done with the
+/// appender. That drops the callbacks and makes the appender inert, so a reply that
+/// comes back after it is ignored, and the appender is freed once its last reply is in.
 public final class StreamAppender {
     /// One event waiting for its acknowledgement.
     struct Pending: @unchecked Sendable {
@@ -34,13 +42,12 @@ public final class StreamAppender {
         let refreshTTL: Bool
     }
 
-    /// The pending reply of one event's `XADD`: the appender (weak: a reply that comes
-    /// back after the appender is gone is dropped), the seq and the event. One object
-    /// that is also the reply closure's whole context (issue 14: a capture-list `weak`
-    /// plus other captures cost two allocations per event, and each read of the
-    /// captured weak was checked for exclusivity at run time).
+    /// The pending reply of one event's `XADD`: the appender (strong: it lives until its
+    /// replies are in; a reply that comes back after `close()` is ignored there), the seq
+    /// and the event. One object that is also the reply closure's whole context (issue
+    /// 14: several captures cost two allocations per event).
     private final class XAddReplyHandler {
-        weak let appender: StreamAppender?
+        let appender: StreamAppender
         let seq: UInt64
         let pending: Pending
 
@@ -51,7 +58,7 @@ public final class StreamAppender {
         }
 
         func replied(_ r: RedisReplyView) {
-            appender?.replied(seq: seq, pending, EventLog.appendOutcome(r))
+            appender.replied(seq: seq, pending, EventLog.appendOutcome(r))
         }
     }
 
@@ -87,11 +94,8 @@ public final class StreamAppender {
     @exclusivity(unchecked) private var epoch: Int
     /// A tail read is under way.
     @exclusivity(unchecked) private var verifying = false
-    /// The reply handler of the publish of an event that drained the queue: made once
-    /// (not a closure per event; most events drain the queue of a steady stream).
-    /// Not optional (an `Optional` closure is re-wrapped each time it is passed on); a
-    /// placeholder until `init` can capture `self`.
-    private var drainPublishReplied: (RedisReplyView) -> Void = { _ in }
+    /// `close()` was called: nothing more is sent, replies and timers are ignored.
+    @exclusivity(unchecked) public private(set) var isClosed = false
 
     /// The highest acknowledged seq.
     public var ackedSeq: UInt64 { queue.ackedSeq }
@@ -110,11 +114,20 @@ public final class StreamAppender {
         self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)))
         self.checkpoint = TextCheckpoint(trim: log.trim)
         self.epoch = log.connectionEpoch
-        weak let me = self   // not `[weak self]`: see `send(_:)`
-        drainPublishReplied = { [log] r in
-            log.auxiliaryReplied(r)
-            me?.drainedAfterPublish()
-        }
+    }
+
+    /// Ends the appender's work (its owner is done with it: the generation ended, any
+    /// way): drops the callbacks (which usually capture the owner: this breaks that
+    /// cycle), stops the verification timer, and from now on sends nothing and ignores
+    /// every reply still to come. The appender is freed once the commands in flight are
+    /// answered or failed. Idempotent.
+    public func close() {
+        isClosed = true
+        onPermanentFailure = nil
+        onDrained = nil
+        onAcknowledged = nil
+        retryTimer?.cancel()
+        retryTimer = nil
     }
 
     /// Events queued and not yet acknowledged.
@@ -123,6 +136,7 @@ public final class StreamAppender {
     /// Queues an event and sends it at once unless a group is in flight, a recovery
     /// is under way, or its text must be stored first.
     public func append(seq: UInt64, json: String, text: String, finalState: String? = nil) {
+        guard !isClosed else { return }
         if log.lossless { checkpoint.add(seq: seq, text: text) }
         let refresh = ttlRefresh.due(nowMs: loop.nowMs, final: finalState != nil)
         let p = Pending(json: json, finalState: finalState, refreshTTL: refresh)
@@ -141,8 +155,8 @@ public final class StreamAppender {
         for (seq, p) in items {
             if let state = p.finalState {
                 log.appendFinal(keys, seq: seq, json: p.json, finalState: state,
-                                text: log.lossless ? checkpoint.pending(through: seq) : nil) { [weak self] r in
-                    self?.replied(seq: seq, p, r)
+                                text: log.lossless ? checkpoint.pending(through: seq) : nil) { r in
+                    self.replied(seq: seq, p, r)
                 }
             } else {
                 let reply = XAddReplyHandler(self, seq: seq, p)
@@ -163,13 +177,14 @@ public final class StreamAppender {
         let held = queue.unsent > 0 && queue.inFlight == 0
         guard checkpoint.isDue || held, let w = checkpoint.take() else { return }
         let through = w.throughSeq
-        log.writeText(keys, w) { [weak self] r in self?.textWritten(through: through, r) }
+        log.writeText(keys, w) { r in self.textWritten(through: through, r) }
     }
 
     /// A text write was answered: a success releases held events; a failure keeps the
     /// text buffered and goes through the tail verification (with its back-off) before
     /// anything more is sent, the text write included.
     private func textWritten(through seq: UInt64, _ r: Result<Void, RedisFailure>) {
+        guard !isClosed else { return }
         switch r {
         case .success:
             checkpoint.written(through: seq, ok: true)
@@ -182,6 +197,7 @@ public final class StreamAppender {
     }
 
     private func replied(seq: UInt64, _ p: Pending, _ r: Result<Void, RedisFailure>) {
+        guard !isClosed else { return }
         let reply: AppendReply
         switch r {
         case .success: reply = .stored
@@ -204,7 +220,9 @@ public final class StreamAppender {
     /// the drain is reported once Redis answered its publish.
     private func acknowledged(seq: UInt64, json: String, drains: Bool) {
         if drains {
-            log.publish(keys, seq: seq, json: json, then: drainPublishReplied)
+            // `self` is the closure's whole context: no allocation per drain (most events
+            // of a steady stream drain the queue).
+            log.publish(keys, seq: seq, json: json, then: { r in self.drainPublishReplied(r) })
         } else {
             log.publish(keys, seq: seq, json: json)
         }
@@ -214,8 +232,9 @@ public final class StreamAppender {
     /// The publish of the event that drained the queue was answered: report the drain,
     /// unless more events were queued meanwhile (the owner ends its generation on a
     /// drain after its final event, and must not while one is still unsent).
-    private func drainedAfterPublish() {
-        if queue.isDrained { onDrained?() }
+    private func drainPublishReplied(_ r: RedisReplyView) {
+        log.auxiliaryReplied(r)
+        if !isClosed && queue.isDrained { onDrained?() }
     }
 
     private func handle(_ next: AppendQueue<Pending>.Next) {
@@ -231,15 +250,19 @@ public final class StreamAppender {
     }
 
     private func scheduleVerify() {
+        guard !isClosed else { return }
         if retryTimer == nil {
-            retryTimer = LoopTimer(loop: loop) { [weak self] in self?.verify() }
+            // `unowned`: the timer is the appender's own (freed with it, and its libevent
+            // event with the timer), so it cannot fire once the appender is gone; an
+            // `unowned` reference adds no side table.
+            retryTimer = LoopTimer(loop: loop) { [unowned self] in self.verify() }
         }
         retryTimer?.schedule(afterMs: log.connection.isConnected ? queue.verifyDelayMs : 200)
     }
 
     /// Reads the stored tail after the acknowledged seq and lets the queue decide.
     private func verify() {
-        guard !verifying, queue.recovering, queue.inFlight == 0, !queue.failed else { return }
+        guard !isClosed, !verifying, queue.recovering, queue.inFlight == 0, !queue.failed else { return }
         guard log.connection.isConnected else { return scheduleVerify() }
         verifying = true
         epoch = log.connectionEpoch
@@ -247,9 +270,9 @@ public final class StreamAppender {
         // have lost a text write whose reply came back, keeping the `XADD`s before it).
         let text = log.lossless && checkpoint.confirmedSeq > 0
             ? (seq: checkpoint.confirmedSeq, end: checkpoint.confirmedEnd) : nil
-        log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2, textThrough: text?.seq ?? 0) { [weak self] r in
-            guard let self else { return }
+        log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2, textThrough: text?.seq ?? 0) { r in
             self.verifying = false
+            guard !self.isClosed else { return }
             guard case .success(let tail) = r else {
                 self.queue.verifyFailed()
                 return self.scheduleVerify()

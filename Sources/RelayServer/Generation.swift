@@ -23,6 +23,15 @@ struct GenerationBudget {
 /// a revocation, or its completion tokens reach the grant (`BudgetArithmetic.CompletionCap`:
 /// the relay enforces `max_tokens` itself, since an upstream may ignore it). Every ending settles its budget reservation once, to what was really
 /// generated (`GenerationHost.settle`). Loop thread only.
+///
+/// Lifetime (issue 14): the generation holds its host, appender and upstream strongly, and
+/// nothing refers to the generation, its appender or its upstream weakly (a weakly
+/// referenced object keeps its reference counts in a side table, and every retain and
+/// release of it takes the slow path). The appender's
+/// callbacks and the upstream's `emit` hold the generation strongly, and it holds them:
+/// `teardown()` breaks both cycles (closes the appender, cancels the upstream) on every
+/// ending, just before the host forgets it (`end()`), and the host tears down the
+/// generations still registered when its worker stops (`StreamHub.stop`).
 final class Generation {
     /// The scoped id (`RequestID.scoped(by:)`).
     let id: RequestID
@@ -31,13 +40,17 @@ final class Generation {
     let ownerHash: String
     let sid: String
     let budget: GenerationBudget
-    unowned let host: GenerationHost
+    /// Strong: the host (`StreamHub`) holds its registered generations and forgets each
+    /// in `generationEnded`; a generation outliving that (held by a Redis reply still to
+    /// come) just keeps the host alive a little longer.
+    let host: GenerationHost
     /// This worker's subscriptions of the stream, set while the generation is registered
     /// (`StreamHub.register(_:)`): each acknowledged event is handed to them without a
     /// lookup by id (issue 14).
     @exclusivity(unchecked) var subscribers: StreamSubscribers?
     private let upstream: Upstream
-    private let appender: StreamAppender
+    /// Internal, not private, for the tests' leak probes.
+    let appender: StreamAppender
     // The per-event state is marked `@exclusivity(unchecked)`: confined to the loop thread, and no
     // mutation of it spans a call out, so the run-time exclusivity check
     // (`swift_beginAccess`, about 75 instructions per access) guards nothing (issue 14).
@@ -46,6 +59,8 @@ final class Generation {
     /// subscription attaching on this worker can find in the Redis stream.
     var ackedSeq: UInt64 { appender.ackedSeq }
     @exclusivity(unchecked) private(set) var finished = false
+    /// `teardown()` ran: the generation is inert.
+    @exclusivity(unchecked) private(set) var tornDown = false
     /// Whether the upstream call was started (an abort before it charges nothing).
     @exclusivity(unchecked) private(set) var started = false
     let startedMs: UInt64
@@ -79,18 +94,16 @@ final class Generation {
         self.sessionStreamsKey = SessionStore.streamsKey(owner: ownerHash, sid: sid)
         self.budgetExpiriesKey = BudgetLedger.expiriesKey(budget.key)
         self.appender = StreamAppender(log: host.log, loop: host.loop, id: id)
-        appender.onPermanentFailure = { [weak self] f in self?.appendFailed(f) }
-        // The per-event callbacks capture a `weak let`, not `[weak self]`: a capture-list
-        // weak is a mutable capture whose every read is checked for exclusivity at run
-        // time (`swift_beginAccess`, issue 14).
-        weak let me = self
+        // Strong captures of `self`, a cycle through the appender that `teardown()` breaks
+        // (`StreamAppender.close()` drops these callbacks). `self` is each closure's whole
+        // context: no allocation for it, no weak load per event.
+        appender.onPermanentFailure = { f in self.appendFailed(f) }
         appender.onAcknowledged = { seq, json in
-            guard let me else { return }
-            me.host.acknowledged(me, event: SequencedEvent(seq: seq, json: json))
+            self.host.acknowledged(self, event: SequencedEvent(seq: seq, json: json))
         }
         appender.onDrained = {
-            guard let me, me.finished else { return }
-            me.host.generationEnded(me)
+            guard self.finished else { return }
+            self.end()
         }
     }
 
@@ -98,12 +111,33 @@ final class Generation {
     func start() {
         guard !finished, !started else { return }
         started = true
-        weak let me = self   // not `[weak self]`: see `init`
+        // A strong capture, a cycle through the upstream: every adapter drops `emit` after
+        // its terminal event and on `cancel()` (`Upstream`), and `teardown()` cancels it.
         upstream.start { e in
-            guard let me else { return }
-            if case .error = e, !me.finished { me.host.upstreamFailed() }
-            me.emit(e)
+            if case .error = e, !self.finished { self.host.upstreamFailed() }
+            self.emit(e)
         }
+    }
+
+    /// Breaks the generation's reference cycles, once, on every ending: closes the
+    /// appender (its callbacks hold the generation; replies still to come are ignored)
+    /// and cancels the upstream (its `emit` holds the generation; after an upstream's own
+    /// terminal event this is a no-op). The generation is inert afterwards (`finished`).
+    /// Called by `end()`, and by the host for a generation still running when its worker
+    /// stops (nothing is settled then: the lease and the reservation lapse in Redis).
+    func teardown() {
+        guard !tornDown else { return }
+        tornDown = true
+        finished = true
+        appender.close()
+        _ = upstream.cancel()
+    }
+
+    /// The generation is over and its appends are settled: tears it down, then the host
+    /// forgets it.
+    private func end() {
+        teardown()
+        host.generationEnded(self)
     }
 
     private func emit(_ e: StreamEvent, charge: Int? = nil) {
@@ -185,6 +219,6 @@ final class Generation {
             host.settle(self, tokens: charge)
         }
         Log.warn("generation stopped: stream no longer accepts appends", ["requestId": id.value, "reason": f.message])
-        host.generationEnded(self)
+        end()
     }
 }

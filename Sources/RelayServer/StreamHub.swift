@@ -11,6 +11,11 @@ import RelayConfiguration
 /// replay retries — plus slow-consumer checks, drain bookkeeping and the per-event
 /// counters. Hosts `Subscription` and `Generation`
 /// through `SubscriptionHost` / `GenerationHost`. Loop thread only.
+///
+/// Nothing refers to the hub weakly (issue 14: a weakly referenced object keeps its
+/// reference counts in a side table, and every retain and release of it takes the slow
+/// path; the hub is retained for every event). A Redis reply closure holds it strongly
+/// until the reply or the connection's failure comes (every command gets one of them).
 final class StreamHub: SubscriptionHost, GenerationHost {
     let index: Int
     let context: ServerContext
@@ -75,11 +80,20 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         leaseTimer?.schedule(afterMs: LeasePolicy.refreshTickMs)
     }
 
-    /// Cancels the timers (worker stop).
+    /// Cancels the timers and tears down the generations still registered (worker stop):
+    /// each holds the hub and is held by its appender's callbacks and its upstream's
+    /// `emit` (`Generation.teardown`), cycles nothing else would break once the loop
+    /// stops. Nothing is settled: their leases and reservations lapse in Redis.
     func stop() {
         heartbeatTimer?.cancel()
         retryTimer?.cancel()
         leaseTimer?.cancel()
+        let running = generations.values
+        generations.removeAll()
+        for g in running {
+            g.subscribers = nil
+            g.teardown()
+        }
     }
 
     // MARK: Redis connection state
@@ -178,8 +192,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     /// session is still valid; `then(false)` when revoked or when Redis could not say
     /// (the caller fails closed: it ends what it registered).
     func recheckRevocation(sid: String, then: ((Bool) -> Void)? = nil) {
-        sessions.isRevoked(sid: sid) { [weak self] r in
-            guard let self else { return }
+        sessions.isRevoked(sid: sid) { r in
             switch r {
             case .success(false):
                 then?(true)
@@ -301,7 +314,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
             guard let quietSince = subs.members.map(\.lastEventMs).max(),
                   LeasePolicy.shouldCheckOwner(nowMs: now, quietSinceMs: quietSince, leaseMs: leaseMs),
                   let rid = subs.members.first?.id else { continue }
-            log.expireLease(rid, event: lost) { [weak self] r in
+            log.expireLease(rid, event: lost) { r in
                 guard case .success(let x) = r else { return }
                 switch LeasePolicy.expiry(fromReply: x.reply) {
                 case .ownerAlive: break
@@ -309,10 +322,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
                     Log.warn("owner lease lapsed: stream ended with upstream_lost", ["requestId": id, "seq": Int(seq)])
                     // The owner died without settling: charge what the stream records
                     // (the prompt estimate and one token per delta), release the rest.
-                    self?.settle(budgetKey: x.budgetKey, id: rid,
+                    self.settle(budgetKey: x.budgetKey, id: rid,
                                  tokens: BudgetArithmetic.chargeForLostStream(promptEstimate: x.promptEstimate, lastSeqBefore: seq - 1))
                 case .vanished:
-                    guard let self else { return }
                     let gone = APIError(.streamLost, "this answer's events are gone from Redis (restarted without persistence, or expired); retry the request")
                     let readers = Array(self.subscriptions[id]?.members ?? [])
                     for s in readers { s.fail(gone) }

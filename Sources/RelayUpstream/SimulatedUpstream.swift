@@ -51,10 +51,11 @@ public final class SimulatedUpstream: Upstream {
         self.emit = emit
         startMs = loop.nowMs
         let period = max(1.0, 1000.0 / tokensPerSecond)
-        // A `weak let`, not `[weak self]`: a capture-list weak is checked for exclusivity
-        // at run time on every read (`swift_beginAccess`), i.e. on every tick.
-        weak let me = self
-        timer = LoopTimer(loop: loop, repeating: true) { me?.tick() }
+        // A strong capture (issue 14: no weak reference, so no refcount side table): the
+        // cycle upstream → timer → handler → upstream is broken where the timer is dropped,
+        // after the terminal event (`tick`) and in `cancel()`, which the generation calls on
+        // every other ending (`Generation.teardown`). `self` is the handler's whole context.
+        timer = LoopTimer(loop: loop, repeating: true) { self.tick() }
         timer?.schedule(afterMs: UInt64(period.rounded()))
     }
 

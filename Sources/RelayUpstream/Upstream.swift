@@ -8,6 +8,11 @@ import RelayLoop
 /// (DESIGN §4) and hands them to the `emit` closure given to `start`, in order. It
 /// emits exactly one terminal event (`done` or `error`) last, unless `cancel()` is
 /// called first; after `cancel()` it emits nothing more.
+///
+/// Lifetime (issue 14): the caller's `emit` may hold the caller strongly (the generation
+/// holds its upstream: a cycle). An adapter releases `emit` when it emits its terminal
+/// event and in `cancel()`, which breaks it; `cancel()` may be called again after the
+/// end, and then does nothing but report the usage.
 public protocol Upstream: AnyObject {
     /// Starts the call; `emit` runs on the loop thread for each event.
     func start(emit: @escaping (StreamEvent) -> Void)
