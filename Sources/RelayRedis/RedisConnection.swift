@@ -27,7 +27,7 @@ public final class RedisConnection {
     /// What the connection is used for.
     public enum Role { case commands, pubsub }
 
-    /// Called after each (re)connection, once `SELECT` is queued. Loop thread.
+    /// Called after each (re)connection (a `SELECT` of the URL's database went first). Loop thread.
     public var onConnect: (() -> Void)?
     /// Called when the connection is lost (pending commands have already failed).
     public var onDisconnect: ((String) -> Void)?
@@ -117,6 +117,12 @@ public final class RedisConnection {
         // A non-blocking connect completes (or fails) when the socket turns writable.
         writeArmed = true
         event_add(writeEvent, nil)
+        // The database is selected first, ahead of any command sent while connecting.
+        switch endpoint {
+        case .tcp(_, _, let db) where db != 0, .unix(_, let db) where db != 0:
+            ["SELECT", String(db)].withUnsafeBufferPointer { send($0, on: c, handler: .none) }
+        default: break
+        }
     }
 
     /// The socket is writable: completes a pending connect, then writes what waits.
@@ -181,11 +187,6 @@ public final class RedisConnection {
     private func connected() {
         isConnected = true
         backoffMs = 100
-        switch endpoint {
-        case .tcp(_, _, let db) where db != 0, .unix(_, let db) where db != 0:
-            send(["SELECT", String(db)], nil)
-        default: break
-        }
         onConnect?()
     }
 

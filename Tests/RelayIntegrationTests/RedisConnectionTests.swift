@@ -347,4 +347,22 @@ final class RedisConnectionTests: RelayTestCase {
         try eventually(10, "the early commands' replies") { got.value.count == 3 }
         XCTAssertEqual(got.value, ["early0", "early1", "early2"])
     }
+    /// The URL's database is selected before anything else, also before the commands
+    /// sent while connecting: they write to it, not to database 0.
+    func testTheDatabaseIsSelectedBeforeCommandsSentWhileConnecting() throws {
+        let got = LockedBox<[String]>([])
+        let h = try Harness(url: redis.url + "?db=3") { c in
+            c.send(["SET", "relay:test:early-db", "in-3"]) { r in got.mutate { $0.append(Self.text(r)) } }
+        }
+        addTeardownBlock { h.stop() }
+        try eventually(10, "the early command's reply") { got.value.count == 1 }
+        h.run { c in
+            c.send(["GET", "relay:test:early-db"]) { r in got.mutate { $0.append("db3:" + Self.text(r)) } }
+            c.send(["SELECT", "0"], nil)
+            c.send(["GET", "relay:test:early-db"]) { r in got.mutate { $0.append("db0:" + Self.text(r)) } }
+            c.send(["SELECT", "3"], nil)
+        }
+        try eventually(10, "both reads") { got.value.count == 3 }
+        XCTAssertEqual(got.value, ["OK", "db3:in-3", "db0:null"])
+    }
 }
