@@ -20,6 +20,10 @@ import RelayConfiguration
 /// ≈ 700 instructions per command on the append path, while the connection already
 /// keeps its reply handlers in order itself (`ReplyHandlerQueue`).
 ///
+/// hiredis writes with `write(2)`: the process must ignore `SIGPIPE` (the `stream-relay`
+/// executable does, in `main.swift`), or a write to a Redis that went away kills it
+/// instead of failing the connection.
+///
 /// A `commands` connection answers each `send` once, in order (Redis pipelines the
 /// commands of one connection). A `pubsub` connection delivers every reply to
 /// `onPush` (subscribe confirmations and `message` arrays, see the Redis pub/sub doc).
@@ -109,10 +113,13 @@ public final class RedisConnection {
         connecting = true
         let me = Unmanaged.passUnretained(self).toOpaque()
         readEvent = event_new(loop.base, c.pointee.fd, Int16(EV_READ | EV_PERSIST), { _, _, arg in
-            Unmanaged<RedisConnection>.fromOpaque(arg!).takeUnretainedValue().readable()
+            // Held for the call: a reply handler may drop the last other reference.
+            let me = Unmanaged<RedisConnection>.fromOpaque(arg!).takeUnretainedValue()
+            withExtendedLifetime(me) { me.readable() }
         }, me)
         writeEvent = event_new(loop.base, c.pointee.fd, Int16(EV_WRITE), { _, _, arg in
-            Unmanaged<RedisConnection>.fromOpaque(arg!).takeUnretainedValue().writable()
+            let me = Unmanaged<RedisConnection>.fromOpaque(arg!).takeUnretainedValue()
+            withExtendedLifetime(me) { me.writable() }
         }, me)
         // A non-blocking connect completes (or fails) when the socket turns writable.
         writeArmed = true
