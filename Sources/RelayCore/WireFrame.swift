@@ -1,18 +1,41 @@
+import Foundation
+
 /// Bytes framed once for the wire and shared by every connection that sends them
 /// (issue 14: "encode each event once and share the bytes among all subscribers").
 ///
-/// `bytes` holds one HTTP/1.1 chunk of the `chunked` transfer coding (RFC 9112 §7.1:
+/// The frame holds one HTTP/1.1 chunk of the `chunked` transfer coding (RFC 9112 §7.1:
 /// `chunk-size` in hex, CRLF, the data, CRLF) whose data is the SSE text (WHATWG HTML
 /// §9.2, e.g. `id: 7\ndata: {…}\n\n`); `body` is the range of the bare SSE text, for
 /// a connection that does not use chunked coding (an HTTP/1.0 client, whose response
-/// ends by closing the connection). The storage is one reference-counted array:
+/// ends by closing the connection). The storage is one reference-counted object:
 /// handing a frame to a thousand subscribers copies no bytes. Never empty: an empty
 /// chunk would be the last-chunk marker `0\r\n\r\n` that ends the response.
-public struct WireFrame: Sendable, Equatable {
-    /// The whole chunk: size line, data, CRLF.
-    public let bytes: [UInt8]
-    /// Where the data (the SSE text) lies in `bytes`.
+public struct WireFrame: @unchecked Sendable, Equatable {   // `storage` is never written after `init`
+    /// The chunk's bytes, in one tail-allocated object (issue 14): an `Array` allocation
+    /// made outside the standard library is not specialized and looks up the array
+    /// storage's generic metadata at run time, ≈ 330 instructions per frame, once per
+    /// delivered event. Written once in `init`, read only afterwards.
+    final class Storage: ManagedBuffer<Int, UInt8> {}
+
+    private let storage: Storage
+    /// The chunk's size, bytes: size line, data, CRLF.
+    public let count: Int
+    /// Where the data (the SSE text) lies in the chunk.
     public let body: Range<Int>
+
+    /// The whole chunk (size line, data, CRLF) as an array: a copy, for tests and tools;
+    /// the write path reads the bytes in place (`withUnsafeBytes`).
+    public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    /// Runs `body` with the whole chunk's bytes (valid during the call).
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try storage.withUnsafeMutablePointerToElements { try body(UnsafeRawBufferPointer(start: $0, count: count)) }
+    }
+
+    public static func == (a: WireFrame, b: WireFrame) -> Bool {
+        guard a.count == b.count, a.body == b.body else { return false }
+        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 } }
+    }
 
     /// Frames `text` (non-empty, UTF-8) as one chunk.
     /// - Precondition: `text` is not empty.
@@ -56,8 +79,9 @@ public struct WireFrame: Sendable, Equatable {
         precondition(length > 0, "an empty chunk would end the response")
         let hex = WireFrame.hexDigits(length)
         let total = hex + 2 + length + 2
-        bytes = [UInt8](unsafeUninitializedCapacity: total) { buf, initialized in
-            let p = buf.baseAddress!
+        storage = unsafeDowncast(Storage.create(minimumCapacity: total) { _ in total }, to: Storage.self)
+        count = total
+        storage.withUnsafeMutablePointerToElements { p in
             var v = length
             var i = hex
             while i > 0 {
@@ -71,7 +95,6 @@ public struct WireFrame: Sendable, Equatable {
             fill(UnsafeMutableRawBufferPointer(start: p + hex + 2, count: length))
             p[total - 2] = 0x0D
             p[total - 1] = 0x0A
-            initialized = total
         }
         body = (hex + 2)..<(hex + 2 + length)
     }

@@ -270,8 +270,8 @@ final class HTTPExchange {
     func write(_ frame: WireFrame) -> Bool {
         guard req != nil, streaming else { return false }
         guard bodyAllowed, let out = output else { return true }
-        let range = chunked ? frame.bytes.indices : frame.body
-        frame.bytes.withUnsafeBytes { all in
+        let range = chunked ? 0..<frame.count : frame.body
+        frame.withUnsafeBytes { all in
             let p = UnsafeRawBufferPointer(rebasing: all[range])
             guard let start = p.baseAddress, p.count > 0 else { return }
             var sent = 0
