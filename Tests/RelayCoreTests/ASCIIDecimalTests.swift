@@ -20,4 +20,18 @@ final class ASCIIDecimalTests: XCTestCase {
             XCTAssertEqual(String(decoding: bytes, as: UTF8.self), String(v))
         }
     }
+
+    /// Every value below 100,000 (odd and even digit counts, each pair of the table) and
+    /// 100,000 random ones across the whole range.
+    func testTextMatchesStringForSmallAndRandomValues() {
+        var rng = SystemRandomNumberGenerator()
+        let values = Array(UInt64(0)..<100_000) + (0..<100_000).map { _ in rng.next() >> (rng.next() % 64) }
+        var bytes = [UInt8](repeating: 0, count: 20)
+        for v in values {
+            let n = ASCIIDecimal.digits(v)
+            bytes.withUnsafeMutableBytes { ASCIIDecimal.write(v, digits: n, to: $0.baseAddress!) }
+            let text = String(decoding: bytes[..<n], as: UTF8.self)
+            if text != String(v) { return XCTFail("\(v) written as \(text)") }
+        }
+    }
 }
