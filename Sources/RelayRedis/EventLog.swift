@@ -160,14 +160,12 @@ public final class EventLog {
     /// `reply` gets the `XADD`'s reply, read in place (`appendOutcome` turns it into the
     /// outcome; one closure per event, the caller's); the `PEXPIRE` replies are only
     /// counted (`onAuxiliaryFailure`). The caller publishes after a success (`publish`).
-    public func append(_ k: StreamKeys, seq: UInt64, json: String, refreshTTL: Bool,
+    public func append(_ s: StreamCommands, seq: UInt64, json: String, refreshTTL: Bool,
                        reply: @escaping (RedisReplyView) -> Void) {
         let trims = trim.trims(seq: seq)
         let c = command
         c.start(argumentCount: trims ? 8 : 6)
-        c.add(constant: "XADD")
-        c.add(k.events)
-        c.add(constant: "NOMKSTREAM")
+        c.add(s.xaddHead)   // XADD <events> NOMKSTREAM
         if trims {
             c.add(constant: "MAXLEN")
             c.add(trimmedLengthArg)
@@ -176,7 +174,21 @@ public final class EventLog {
         c.add(constant: "e")
         c.add(json)
         connection.send(c, view: reply)
-        if refreshTTL { refreshTTLs(k) }
+        if refreshTTL { refreshTTLs(s.keys) }
+    }
+
+    /// `append(_:seq:json:refreshTTL:reply:)` for keys whose command heads were not made
+    /// (`commands(for:)` once per call: for tools and tests, not the per-event path).
+    public func append(_ k: StreamKeys, seq: UInt64, json: String, refreshTTL: Bool,
+                       reply: @escaping (RedisReplyView) -> Void) {
+        append(commands(for: k), seq: seq, json: json, refreshTTL: refreshTTL, reply: reply)
+    }
+
+    /// The per-event command heads of a stream (`StreamCommands`): made once per
+    /// appender, since its keys and this log's publish command do not change.
+    public func commands(for k: StreamKeys) -> StreamCommands {
+        StreamCommands(keys: k, xaddHead: RESPArguments(["XADD", k.events, "NOMKSTREAM"]),
+                       publishHead: RESPArguments([publishCommand, k.live]))
     }
 
     /// The outcome of an append's `XADD` reply: an error reply as its text, a nil reply
@@ -210,12 +222,7 @@ public final class EventLog {
         c.start(argumentCount: 2 + 4 * w.offsets.count)
         c.add(constant: "BITFIELD")
         c.add(k.offsets)
-        for o in w.offsets {
-            c.add(constant: "SET")
-            c.add(constant: "u32")
-            c.add(bitfieldIndex: o.seq)
-            c.add(o.end)
-        }
+        for o in w.offsets { c.add(bitfieldSetU32: o.seq, o.end) }
         connection.send(c, view: { r in outcome.replied(r) })
         expire(k.text)
         expire(k.offsets)
@@ -269,22 +276,26 @@ public final class EventLog {
     /// is: an error reply is not counted here, `then` reports it (`auxiliaryReplied`,
     /// as `StreamAppender` does). Pass a closure made once, not one per event (issue 14:
     /// the queue drains after most events of a steady stream).
-    public func publish(_ k: StreamKeys, seq: UInt64, json: String, then: @escaping (RedisReplyView) -> Void) {
-        connection.send(publishing(k, seq: seq, json: json), view: then)
+    public func publish(_ s: StreamCommands, seq: UInt64, json: String, then: @escaping (RedisReplyView) -> Void) {
+        connection.send(publishing(s, seq: seq, json: json), view: then)
     }
 
     /// `publish(_:seq:json:then:)` without a `then`: the reply is only counted when an error.
+    public func publish(_ s: StreamCommands, seq: UInt64, json: String) {
+        connection.send(publishing(s, seq: seq, json: json), view: auxiliaryReply)
+    }
+
+    /// `publish(_:seq:json:)` for keys whose command heads were not made (tools, tests).
     public func publish(_ k: StreamKeys, seq: UInt64, json: String) {
-        connection.send(publishing(k, seq: seq, json: json), view: auxiliaryReply)
+        publish(commands(for: k), seq: seq, json: json)
     }
 
     /// The `PUBLISH` of an event, in `command`; its payload is
     /// `LivePayload.message(seq:json:)`, written in place.
-    private func publishing(_ k: StreamKeys, seq: UInt64, json: String) -> RESPCommand {
+    private func publishing(_ s: StreamCommands, seq: UInt64, json: String) -> RESPCommand {
         let c = command
         c.start(argumentCount: 3)
-        c.add(publishCommand)
-        c.add(k.live)
+        c.add(s.publishHead)   // PUBLISH <live>
         c.add(seq: seq, space: json)
         return c
     }

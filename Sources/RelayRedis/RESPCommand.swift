@@ -75,6 +75,27 @@ public final class RESPCommand {
         add(bytes: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
+    /// Adds a run of arguments written once (`RESPArguments`): one copy.
+    public func add(_ run: RESPArguments) {
+        run.bytes.withUnsafeBufferPointer { src in
+            reserve(src.count)
+            copy(src)
+        }
+        added += run.count
+    }
+
+    /// Adds the four arguments `SET u32 #<index> <value>` of a `BITFIELD` (Redis
+    /// `BITFIELD` doc: an unsigned 32-bit field at `index` × 32 bits), the constant pair
+    /// in one copy.
+    public func add(bitfieldSetU32 index: UInt64, _ value: Int) {
+        let head: StaticString = "$3\r\nSET\r\n$3\r\nu32\r\n"
+        reserve(head.utf8CodeUnitCount)
+        copy(UnsafeBufferPointer(start: head.utf8Start, count: head.utf8CodeUnitCount))
+        added += 2
+        add(bitfieldIndex: index)
+        add(value)
+    }
+
     /// Adds a non-negative integer as decimal digits (Redis parses integer arguments
     /// from their decimal text).
     public func add(_ v: UInt64) {

@@ -79,6 +79,8 @@ public final class StreamAppender {
     private let loop: EventLoop
     private let id: RequestID
     private let keys: StreamKeys
+    /// The stream's per-event command heads (`EventLog.commands(for:)`), written once.
+    private let commands: StreamCommands
     // The per-event state is marked `@exclusivity(unchecked)`: confined to the loop
     // thread, and no mutating access to it spans a call out (each `queue`/`checkpoint`
     // call returns before its result is acted on), so the run-time exclusivity check
@@ -108,6 +110,7 @@ public final class StreamAppender {
         self.loop = loop
         self.id = id
         self.keys = StreamKeys(id)
+        self.commands = log.commands(for: keys)
         self.ttlRefresh = TTLRefreshPolicy(ttlMs: log.ttlMs)
         // A group stays well inside the retained window (`MAXLEN`), so its entries can
         // be verified after a failure.
@@ -160,7 +163,7 @@ public final class StreamAppender {
                 }
             } else {
                 let reply = XAddReplyHandler(self, seq: seq, p)
-                log.append(keys, seq: seq, json: p.json, refreshTTL: p.refreshTTL) { r in reply.replied(r) }
+                log.append(commands, seq: seq, json: p.json, refreshTTL: p.refreshTTL) { r in reply.replied(r) }
             }
         }
     }
@@ -222,9 +225,9 @@ public final class StreamAppender {
         if drains {
             // `self` is the closure's whole context: no allocation per drain (most events
             // of a steady stream drain the queue).
-            log.publish(keys, seq: seq, json: json, then: { r in self.drainPublishReplied(r) })
+            log.publish(commands, seq: seq, json: json, then: { r in self.drainPublishReplied(r) })
         } else {
-            log.publish(keys, seq: seq, json: json)
+            log.publish(commands, seq: seq, json: json)
         }
         onAcknowledged?(seq, json)
     }

@@ -26,6 +26,33 @@ final class RESPCommandTests: XCTestCase {
                        + "$4\r\n1000\r\n$13\r\n12345678901-0\r\n$1\r\ne\r\n$16\r\n{\"content\":\"é\"}\r\n")
     }
 
+    /// A run of arguments written once (`RESPArguments`) and the `BITFIELD` quadruple
+    /// give the same bytes as the arguments added one by one, count as their arguments,
+    /// and read back as them; a run can be reused from command to command.
+    func testArgumentRunsAndBitfieldSetsMatchArgumentByArgument() {
+        let head = RESPArguments(["XADD", "relay:{مرحبا}:events", "NOMKSTREAM", ""])
+        XCTAssertEqual(head.count, 4)
+        let a = RESPCommand(capacity: 64), b = RESPCommand(capacity: 64)
+        for seq: UInt64 in [1, 99, 123_456] {
+            a.start(argumentCount: 10)
+            a.add(head)
+            a.add(bitfieldSetU32: seq, Int(seq) * 3)
+            a.add("tail")
+            a.add(entryID: seq)
+            b.start(argumentCount: 10)
+            for arg in ["XADD", "relay:{مرحبا}:events", "NOMKSTREAM", ""] { b.add(arg) }
+            b.add(constant: "SET")
+            b.add(constant: "u32")
+            b.add(bitfieldIndex: seq)
+            b.add(Int(seq) * 3)
+            b.add("tail")
+            b.add(entryID: seq)
+            XCTAssertTrue(a.isComplete)
+            XCTAssertEqual(text(a), text(b))
+            XCTAssertEqual(a.arguments(), ["XADD", "relay:{مرحبا}:events", "NOMKSTREAM", "", "SET", "u32", "#\(seq)", "\(seq * 3)", "tail", "\(seq)-0"])
+        }
+    }
+
     func testBitfieldIndexesZeroAndEmptyArguments() {
         let c = RESPCommand()
         c.start(argumentCount: 6)

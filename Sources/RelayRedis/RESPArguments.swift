@@ -1,0 +1,28 @@
+/// A run of command arguments written in the Redis protocol once (RESP bulk strings,
+/// `$<len>\r\n<bytes>\r\n` each, "Redis serialization protocol specification"), added
+/// to a `RESPCommand` with one copy (`RESPCommand.add(_:)`).
+///
+/// Issue 14: the per-event commands start with the same arguments every time for one
+/// stream — `XADD <events key> NOMKSTREAM`, `PUBLISH <channel>` — and writing them
+/// argument by argument (a length header, a copy, a CRLF each) was about a tenth of the
+/// append path's instructions. Immutable; made once per stream (`EventLog.commands(for:)`).
+public struct RESPArguments: Sendable {
+    /// The arguments' RESP bytes, back to back.
+    public let bytes: [UInt8]
+    /// How many arguments `bytes` holds.
+    public let count: Int
+
+    /// Writes `arguments` (binary-safe UTF-8, as `RESPCommand.add(_:)` would).
+    public init(_ arguments: [String]) {
+        var out: [UInt8] = []
+        for a in arguments {
+            out.append(UInt8(ascii: "$"))
+            out.append(contentsOf: String(a.utf8.count).utf8)
+            out.append(contentsOf: [13, 10])
+            out.append(contentsOf: a.utf8)
+            out.append(contentsOf: [13, 10])
+        }
+        bytes = out
+        count = arguments.count
+    }
+}
