@@ -117,26 +117,13 @@ final class GenerationLifetimeTests: RelayTestCase {
         let id = newID()
         let host = TestHost(loop: h.loop, log: h.log)
         let probes = Probes()
-        let created = LockedBox(false)
-        nonisolated(unsafe) let log = h.log
-        h.run {
-            log.create(id, owner: "o", sid: "s", instance: "test", nowMs: 1, budgetKey: "", promptEstimate: 0) { r in
-                guard (try? r.get()) == true else { return }
-                let grant = BudgetArithmetic.grant(promptEstimate: 1, wantedCompletion: maxTokens, remaining: .max,
-                                                   minimumCompletion: 1)!
-                let upstream = makeUpstream(host.loop)
-                let g = Generation(id: id, owner: "o", ownerHash: "oh", sid: "s",
-                                   budget: GenerationBudget(key: "", promptEstimate: 1, grant: grant),
-                                   upstream: upstream, host: host)
-                host.register(g)
-                probes.generation = g
-                probes.appender = g.appender
-                probes.upstream = upstream
-                created.value = true
-                begin(g)
-            }
+        try makeGeneration(on: h, id: id, maxTokens: maxTokens, host: host, makeUpstream: makeUpstream) { g, upstream in
+            host.register(g)
+            probes.generation = g
+            probes.appender = g.appender
+            probes.upstream = upstream
+            begin(g)
         }
-        try eventually(5, "the stream and its generation created") { created.value }
         return (host, probes, id)
     }
 
@@ -280,5 +267,33 @@ final class GenerationLifetimeTests: RelayTestCase {
             }
             h.stop()
         }
+    }
+}
+
+extension RelayTestCase {
+    /// On `h`'s loop: creates stream `id` (`EventLog.create`), then a `Generation` of it
+    /// with the upstream `makeUpstream` builds and `host` as its host, granted `maxTokens`
+    /// completion tokens; `created` gets the generation and its upstream in the same loop
+    /// turn (register, probe or start them there). Returns once that ran.
+    func makeGeneration(on h: AppendHarness, id: RequestID, maxTokens: Int, host: GenerationHost,
+                        makeUpstream: @escaping @Sendable (EventLoop) -> Upstream,
+                        created: @escaping @Sendable (Generation, Upstream) -> Void) throws {
+        let done = LockedBox(false)
+        nonisolated(unsafe) let log = h.log
+        nonisolated(unsafe) let host = host
+        h.run {
+            log.create(id, owner: "o", sid: "s", instance: "test", nowMs: 1, budgetKey: "", promptEstimate: 0) { r in
+                guard (try? r.get()) == true else { return }
+                let grant = BudgetArithmetic.grant(promptEstimate: 1, wantedCompletion: maxTokens, remaining: .max,
+                                                   minimumCompletion: 1)!
+                let upstream = makeUpstream(host.loop)
+                let g = Generation(id: id, owner: "o", ownerHash: "oh", sid: "s",
+                                   budget: GenerationBudget(key: "", promptEstimate: 1, grant: grant),
+                                   upstream: upstream, host: host)
+                created(g, upstream)
+                done.value = true
+            }
+        }
+        try eventually(5, "the stream and its generation created") { done.value }
     }
 }

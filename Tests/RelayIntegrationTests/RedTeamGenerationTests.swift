@@ -40,22 +40,13 @@ final class RedTeamGenerationTests: RelayTestCase {
         let id = try RequestID(validating: "rt" + UUID().uuidString.replacingOccurrences(of: "-", with: ""))
         let host = SeqHost(TestHost(loop: h.loop, log: h.log))
         let probes = Probes()
-        let created = LockedBox(false)
-        nonisolated(unsafe) let log = h.log
-        h.run {
-            log.create(id, owner: "o", sid: "s", instance: "test", nowMs: 1, budgetKey: "", promptEstimate: 0) { r in
-                guard (try? r.get()) == true else { return }
-                let grant = BudgetArithmetic.grant(promptEstimate: 1, wantedCompletion: 100_000, remaining: .max, minimumCompletion: 1)!
-                let up = SimulatedUpstream(count: count, finishReason: "stop", promptTokens: 1, tokensPerSecond: rate, loop: h.loop) { "t\($0) " }
-                let g = Generation(id: id, owner: "o", ownerHash: "oh", sid: "s",
-                                   budget: GenerationBudget(key: "", promptEstimate: 1, grant: grant), upstream: up, host: host)
-                host.inner.register(g)
-                probes.generation = g; probes.appender = g.appender; probes.upstream = up
-                created.value = true
-                g.start()
-            }
+        try makeGeneration(on: h, id: id, maxTokens: 100_000, host: host, makeUpstream: { loop in
+            SimulatedUpstream(count: count, finishReason: "stop", promptTokens: 1, tokensPerSecond: rate, loop: loop) { "t\($0) " }
+        }) { g, up in
+            host.inner.register(g)
+            probes.generation = g; probes.appender = g.appender; probes.upstream = up
+            g.start()
         }
-        try eventually(5, "created") { created.value }
         return (host, probes)
     }
 
