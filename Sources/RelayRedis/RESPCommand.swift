@@ -88,12 +88,24 @@ public final class RESPCommand {
     /// `BITFIELD` doc: an unsigned 32-bit field at `index` × 32 bits), the constant pair
     /// in one copy.
     public func add(bitfieldSetU32 index: UInt64, _ value: Int) {
-        let head: StaticString = "$3\r\nSET\r\n$3\r\nu32\r\n"
-        reserve(head.utf8CodeUnitCount)
-        copy(UnsafeBufferPointer(start: head.utf8Start, count: head.utf8CodeUnitCount))
-        added += 2
+        add(pair: "$3\r\nSET\r\n$3\r\nu32\r\n")
         add(bitfieldIndex: index)
         add(value)
+    }
+
+    /// Adds the four arguments `SET i64 #<index> <value>` of a `BITFIELD` (a signed
+    /// 64-bit field at `index` × 64 bits), the constant pair in one copy.
+    public func add(bitfieldSetI64 index: UInt64, _ value: Int64) {
+        add(pair: "$3\r\nSET\r\n$3\r\ni64\r\n")
+        add(bitfieldIndex: index)
+        add(Int(value))
+    }
+
+    /// Two constant arguments already written in RESP.
+    private func add(pair: StaticString) {
+        reserve(pair.utf8CodeUnitCount)
+        copy(UnsafeBufferPointer(start: pair.utf8Start, count: pair.utf8CodeUnitCount))
+        added += 2
     }
 
     /// Adds a non-negative integer as decimal digits (Redis parses integer arguments

@@ -163,6 +163,30 @@ final class AppendTests: RelayTestCase {
         }
     }
 
+    /// End offsets of consecutive seqs written in pairs (`SET i64`, `OffsetFields`) read
+    /// back one by one as `GET u32 #<seq>` exactly as if each had been a `SET u32`: even
+    /// and odd first seqs, a lone last seq, a gap, and values with the top bit set (the
+    /// pair's 64-bit value negative) up to 2³² − 1.
+    func testPairedOffsetFieldsReadBackAsTheirOwnU32() throws {
+        let h = try harness()
+        nonisolated(unsafe) let log = h.log
+        let done = LockedBox(0)
+        let k = StreamKeys(newID())
+        let values: [UInt64: Int] = [2: 0x8000_0000, 3: 7, 4: 0xFFFF_FFFF, 5: 0xFFFF_FFFE, 6: 1, 7: 0x7FFF_FFFF,
+                                     8: 0x0102_0304, 11: 0x8765_4321, 12: 99, 13: 100, 14: 0]
+        let first = [2, 3, 4, 5, 6, 7, 8].map { TextCheckpoint.Offset(seq: UInt64($0), end: values[UInt64($0)]!) }
+        let second = [11, 12, 13, 14].map { TextCheckpoint.Offset(seq: UInt64($0), end: values[UInt64($0)]!) }
+        XCTAssertTrue(OffsetFields.operations(first).contains { if case .i64 = $0 { return true } else { return false } })
+        h.run {
+            log.writeText(k, TextCheckpoint.Write(start: 0, text: "", offsets: first)) { _ in done.mutate { $0 += 1 } }
+            log.writeText(k, TextCheckpoint.Write(start: 0, text: "", offsets: second)) { _ in done.mutate { $0 += 1 } }
+        }
+        try eventually(5, "both writes answered") { done.value == 2 }
+        for seq: UInt64 in 1...15 {
+            XCTAssertEqual(try redis.cli("BITFIELD", k.offsets, "GET", "u32", "#\(seq)"), String(values[seq] ?? 0), "seq \(seq)")
+        }
+    }
+
     /// Through the appender: the text keys vanish mid-stream and the next group's write
     /// re-creates them; if the generation then stops without a TTL refresh or a final
     /// event (its process killed), they still expire.

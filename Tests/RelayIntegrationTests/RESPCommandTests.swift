@@ -34,22 +34,27 @@ final class RESPCommandTests: XCTestCase {
         XCTAssertEqual(head.count, 4)
         let a = RESPCommand(capacity: 64), b = RESPCommand(capacity: 64)
         for seq: UInt64 in [1, 99, 123_456] {
-            a.start(argumentCount: 10)
+            a.start(argumentCount: 14)
             a.add(head)
             a.add(bitfieldSetU32: seq, Int(seq) * 3)
+            a.add(bitfieldSetI64: seq / 2, -Int64(seq))
             a.add("tail")
             a.add(entryID: seq)
-            b.start(argumentCount: 10)
+            b.start(argumentCount: 14)
             for arg in ["XADD", "relay:{مرحبا}:events", "NOMKSTREAM", ""] { b.add(arg) }
             b.add(constant: "SET")
             b.add(constant: "u32")
             b.add(bitfieldIndex: seq)
             b.add(Int(seq) * 3)
+            b.add(constant: "SET")
+            b.add(constant: "i64")
+            b.add(bitfieldIndex: seq / 2)
+            b.add(-Int(seq))
             b.add("tail")
             b.add(entryID: seq)
             XCTAssertTrue(a.isComplete)
             XCTAssertEqual(text(a), text(b))
-            XCTAssertEqual(a.arguments(), ["XADD", "relay:{مرحبا}:events", "NOMKSTREAM", "", "SET", "u32", "#\(seq)", "\(seq * 3)", "tail", "\(seq)-0"])
+            XCTAssertEqual(a.arguments(), ["XADD", "relay:{مرحبا}:events", "NOMKSTREAM", "", "SET", "u32", "#\(seq)", "\(seq * 3)", "SET", "i64", "#\(seq / 2)", "-\(seq)", "tail", "\(seq)-0"])
         }
     }
 
