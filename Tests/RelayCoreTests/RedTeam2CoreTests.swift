@@ -88,7 +88,8 @@ final class RedTeam2CoreTests: XCTestCase {
         for _ in 0..<19 { seqs += [p - 1, p, p + 1]; p &*= 10 }
         for seq in seqs {
             let fixed = "id: \(seq)\ndata: ".utf8.count + 2
-            for L in lengths where L > fixed {
+            // The 64 KiB lengths for one seq only (debug-build comparisons of 64 KiB arrays are slow).
+            for L in lengths where L > fixed && (L < 0xFFF0 || seq == 0) {
                 let json = String(repeating: "x", count: L - fixed)
                 let f = WireFrame.event(seq: seq, json: json)
                 let sse = "id: \(seq)\ndata: \(json)\n\n"

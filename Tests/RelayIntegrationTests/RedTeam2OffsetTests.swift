@@ -42,20 +42,7 @@ final class RedTeam2OffsetTests: RelayTestCase {
     }
 
     private func writeDirect(_ d: Direct, _ k: StreamKeys, _ writes: [TextCheckpoint.Write]) throws {
-        nonisolated(unsafe) let log = d.log
-        let ok = LockedBox(0), bad = LockedBox<[String]>([])
-        d.loop.post {
-            for w in writes {
-                log.writeText(k, w) { r in
-                    switch r {
-                    case .success: ok.mutate { $0 += 1 }
-                    case .failure(let f): bad.mutate { $0.append(f.message) }
-                    }
-                }
-            }
-        }
-        try eventually(10, "writes answered") { ok.value + bad.value.count == writes.count }
-        XCTAssertEqual(bad.value, [], "a write failed")
+        try write(loop: d.loop, log: d.log, k, writes)
     }
 
     private func harness() throws -> AppendHarness {
@@ -69,11 +56,15 @@ final class RedTeam2OffsetTests: RelayTestCase {
         StreamKeys(try! RequestID(validating: "rt2" + UUID().uuidString.replacingOccurrences(of: "-", with: "")))
     }
 
-    /// Runs `writes` in order on the loop (pipelined), waits for every answer; all succeed.
     private func write(_ h: AppendHarness, _ k: StreamKeys, _ writes: [TextCheckpoint.Write]) throws {
-        nonisolated(unsafe) let log = h.log
+        try write(loop: h.loop, log: h.log, k, writes)
+    }
+
+    /// Runs `writes` in order on `loop` (pipelined), waits for every answer; all succeed.
+    private func write(loop: EventLoop, log: EventLog, _ k: StreamKeys, _ writes: [TextCheckpoint.Write]) throws {
+        nonisolated(unsafe) let log = log
         let ok = LockedBox(0), bad = LockedBox<[String]>([])
-        h.run {
+        loop.post {
             for w in writes {
                 log.writeText(k, w) { r in
                     switch r {
