@@ -12,7 +12,7 @@ public final class Metrics: Sendable {
         case budgetReservations, budgetSettlements
         case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
         case acceptErrors, requestHeadRejections, requestDeadlineCuts, pendingRequestRefusals
-        case deltasMerged, appendAuxiliaryErrors
+        case deltasMerged, catchUpMerged, appendAuxiliaryErrors
 
         var name: String {
             switch self {
@@ -39,6 +39,7 @@ public final class Metrics: Sendable {
             case .requestDeadlineCuts: return "relay_request_timeouts_total"
             case .pendingRequestRefusals: return "relay_pending_request_refusals_total"
             case .deltasMerged: return "relay_deltas_merged_total"
+            case .catchUpMerged: return "relay_catch_up_merged_total"
             case .appendAuxiliaryErrors: return "relay_append_auxiliary_errors_total"
             }
         }
@@ -69,6 +70,8 @@ public final class Metrics: Sendable {
             case .pendingRequestRefusals: return "Connections refused with 503 too_many_pending_requests (over RELAY_MAX_PENDING_REQUESTS still sending)."
             case .deltasMerged:
                 return "Delta events not sent on their own: a backed-up client got them merged into one larger delta with the highest seq (k merged deltas count k - 1)."
+            case .catchUpMerged:
+                return "Events not sent on their own because a replay found them trimmed out of the retained window: the client got them as one lossless catch-up delta with the highest seq (a catch-up standing for k events counts k - 1)."
             case .appendAuxiliaryErrors:
                 return "Error replies to an append's TTL or publish command (PEXPIRE, PUBLISH); the event itself stands or falls with its XADD, and a failed text write (SETRANGE, BITFIELD) is resent, not counted here."
             }

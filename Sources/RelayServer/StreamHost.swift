@@ -25,6 +25,8 @@ protocol SubscriptionHost: AnyObject {
     func delivered(events: Int)
     /// Counts deltas merged into a larger one for a backed-up client (issue 14).
     func merged(events: Int)
+    /// Counts events sent as one lossless catch-up delta (k events count k - 1).
+    func caughtUp(events: Int)
     /// Thresholds of the slow-link coalescing (`RELAY_COALESCE_*`).
     var slowLinkLimits: SlowLinkCoalescer.Limits { get }
     /// The highest acknowledged seq of stream `id`'s generation running on this worker,

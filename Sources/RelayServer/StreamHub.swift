@@ -338,6 +338,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     func delivered(events: Int) { eventsDeliveredSinceFlush += events }
     func merged(events: Int) { metrics.add(.deltasMerged, events) }
+    func caughtUp(events: Int) { metrics.add(.catchUpMerged, events) }
     var slowLinkLimits: SlowLinkCoalescer.Limits {
         SlowLinkCoalescer.Limits(highWaterBytes: config.coalesceBacklogBytes == 0 ? .max : config.coalesceBacklogBytes,
                                  maxHeldBytes: max(1, config.maxPendingBytes / 4))

@@ -155,6 +155,7 @@ final class Subscription {
                 self.writeHeld()
                 // One ordinary, larger delta standing for events lastSent+1 … seq.
                 self.exchange.write(SSEFrame.event(seq: seq, json: StreamEvent.delta(text).json))
+                self.host.caughtUp(events: Int(seq - self.lastSent) - 1)
                 self.merge.caughtUp(to: seq)
                 self.eventsWritten += 1
                 self.finishReplay(events)

@@ -58,6 +58,9 @@ final class LosslessResumeTests: RelayTestCase {
         XCTAssertEqual(Chat.text(events) + Chat.text(rest), reference)
         let ids = rest.compactMap { Int($0.lastEventId) }
         XCTAssertEqual(ids, Array(ids.first!...ids.last!), "no gap or duplicate after the catch-up")
+        // The one catch-up delta stands for events 51 … its id: all but one of them counted.
+        XCTAssertEqual(try metric(b, "relay_catch_up_merged_total"), Double(ids.first! - 51), "catch-up merges counted")
+        XCTAssertEqual(try metric(a, "relay_catch_up_merged_total"), 0)
     }
 
     func testArabicAnswerMidWordBoundaries() throws {
