@@ -18,8 +18,8 @@ public struct WireFrame: @unchecked Sendable, Equatable {   // `storage` is neve
     final class Storage: ManagedBuffer<Int, UInt8> {}
 
     private let storage: Storage
-    /// The chunk's size, bytes: size line, data, CRLF.
-    public let count: Int
+    /// The chunk's size, bytes: size line, data, CRLF (the storage's header).
+    public var count: Int { storage.header }
     /// Where the data (the SSE text) lies in the chunk.
     public let body: Range<Int>
 
@@ -80,7 +80,6 @@ public struct WireFrame: @unchecked Sendable, Equatable {   // `storage` is neve
         let hex = WireFrame.hexDigits(length)
         let total = hex + 2 + length + 2
         storage = unsafeDowncast(Storage.create(minimumCapacity: total) { _ in total }, to: Storage.self)
-        count = total
         storage.withUnsafeMutablePointerToElements { p in
             var v = length
             var i = hex

@@ -12,17 +12,13 @@ public struct RESPArguments: Sendable {
     /// How many arguments `bytes` holds.
     public let count: Int
 
-    /// Writes `arguments` (binary-safe UTF-8, as `RESPCommand.add(_:)` would).
+    /// Writes `arguments` (binary-safe UTF-8) with `RESPCommand`, without its `*<n>` header.
     public init(_ arguments: [String]) {
-        var out: [UInt8] = []
-        for a in arguments {
-            out.append(UInt8(ascii: "$"))
-            out.append(contentsOf: String(a.utf8.count).utf8)
-            out.append(contentsOf: [13, 10])
-            out.append(contentsOf: a.utf8)
-            out.append(contentsOf: [13, 10])
-        }
-        bytes = out
+        let c = RESPCommand(capacity: 64)
+        c.start(argumentCount: arguments.count)
+        let header = c.count   // `*<n>\r\n`: a run is added inside another command
+        for a in arguments { c.add(a) }
+        bytes = Array(c.bytes[header...])
         count = arguments.count
     }
 }

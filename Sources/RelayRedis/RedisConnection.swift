@@ -77,6 +77,9 @@ public final class RedisConnection {
     private var closed = false
     /// `.cluster` endpoints: the seed tried next.
     private var seedIndex = 0
+    /// The buffer a command given as `[String]` is written into (RESP), reused: hiredis
+    /// copies each command into its output buffer at once.
+    private let written = RESPCommand()
     /// `commands` role: the handlers of the commands awaiting their reply, in send order.
     @exclusivity(unchecked) private var handlers = ReplyHandlerQueue()
 
@@ -122,12 +125,11 @@ public final class RedisConnection {
             withExtendedLifetime(me) { me.writable() }
         }, me)
         // A non-blocking connect completes (or fails) when the socket turns writable.
-        writeArmed = true
-        event_add(writeEvent, nil)
+        armWrite()
         // The database is selected first, ahead of any command sent while connecting.
         switch endpoint {
         case .tcp(_, _, let db) where db != 0, .unix(_, let db) where db != 0:
-            ["SELECT", String(db)].withUnsafeBufferPointer { send($0, on: c, handler: .none) }
+            send(["SELECT", String(db)], on: c, handler: .none)
         default: break
         }
     }
@@ -140,11 +142,7 @@ public final class RedisConnection {
             var error: Int32 = 0
             var size = socklen_t(MemoryLayout<Int32>.size)
             if getsockopt(c.pointee.fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0 { error = errno }
-            if error == EINPROGRESS {
-                writeArmed = true
-                event_add(writeEvent, nil)
-                return
-            }
+            if error == EINPROGRESS { return armWrite() }
             guard error == 0 else { return lost("connect failed: \(String(cString: strerror(error)))") }
             connecting = false
             event_add(readEvent, nil)
@@ -263,61 +261,18 @@ public final class RedisConnection {
         guard let c = context, isConnected || role == .commands else {
             return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")
         }
-        // The command is written in the Redis protocol (RESP, "Redis serialization
-        // protocol specification": `*<argc>\r\n` then `$<len>\r\n<bytes>\r\n` per
-        // argument) straight into one temporary buffer and handed to hiredis as a
-        // formatted command: no argv/length arrays, no printf-style formatting and no
-        // intermediate allocation by hiredis. This runs once per Redis command, i.e.
-        // several times per event. The arguments are read in place (no copy of each
-        // `String` out of the array).
-        args.withUnsafeBufferPointer { send($0, on: c, handler: handler) }
+        send(args, on: c, handler: handler)
     }
 
-    private func send(_ args: UnsafeBufferPointer<String>, on c: UnsafeMutablePointer<redisContext>,
-                      handler: ReplyHandler) {
-        var total = 1 + ASCIIDecimal.digits(UInt64(args.count)) + 2
-        for i in 0..<args.count {
-            let n = args[i].utf8.count
-            total += 1 + ASCIIDecimal.digits(UInt64(n)) + 2 + n + 2
-        }
-        // One more byte: a NUL after the command, so the buffer is also a C string.
-        let status: Int32 = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: total + 1) { storage in
-            let base = storage.baseAddress!
-            var off = 0
-            off = RedisConnection.header(UInt8(ascii: "*"), args.count, into: base, at: off)
-            for i in 0..<args.count {
-                let at = off
-                if let end = args[i].utf8.withContiguousStorageIfAvailable({ RedisConnection.bulk($0, into: base, at: at) }) {
-                    off = end
-                } else {
-                    var a = args[i]   // not contiguous UTF-8 (a bridged string): made native first
-                    off = a.withUTF8 { RedisConnection.bulk($0, into: base, at: at) }
-                }
-            }
-            base[off] = 0
-            return base.withMemoryRebound(to: CChar.self, capacity: off + 1) { cmd in command(c, cmd, off, handler) }
-        }
+    /// Writes `args` in RESP into the connection's reused `RESPCommand` and hands the
+    /// bytes to hiredis as a formatted command: no argv/length arrays and no printf-style
+    /// formatting by hiredis. The arguments are read in place.
+    private func send(_ args: [String], on c: UnsafeMutablePointer<redisContext>, handler: ReplyHandler) {
+        let w = written
+        w.start(argumentCount: args.count)
+        for a in args { w.add(a) }
+        let status = w.withTerminatedBytes { cmd, len in command(c, cmd, len, handler) }
         if status != REDIS_OK { RedisConnection.fail(handler, "DISCONNECTED command not sent") }
-    }
-
-    /// `$<n>\r\n<bytes>\r\n` (a RESP bulk string) at `off`; returns the end.
-    private static func bulk(_ src: UnsafeBufferPointer<UInt8>, into base: UnsafeMutablePointer<UInt8>, at off: Int) -> Int {
-        var at = header(UInt8(ascii: "$"), src.count, into: base, at: off)
-        if let sp = src.baseAddress, src.count > 0 { (base + at).initialize(from: sp, count: src.count) }
-        at += src.count
-        base[at] = 13
-        base[at + 1] = 10
-        return at + 2
-    }
-
-    /// `<marker><n>\r\n` (a RESP array or bulk string header) at `off`; returns the end.
-    private static func header(_ marker: UInt8, _ n: Int, into base: UnsafeMutablePointer<UInt8>, at off: Int) -> Int {
-        base[off] = marker
-        let digits = ASCIIDecimal.digits(UInt64(n))
-        ASCIIDecimal.write(UInt64(n), digits: digits, to: base + off + 1)
-        base[off + digits + 1] = 13
-        base[off + digits + 2] = 10
-        return off + digits + 3
     }
 
     /// Free bytes the output buffer grows to at once (16 KiB: a loop turn's appends at
@@ -333,7 +288,7 @@ public final class RedisConnection {
         streamrelay_redis_reserve_output(c, len, RedisConnection.outputReserveBytes)
         let st = redisAppendFormattedCommand(c, cmd, len)
         guard st == REDIS_OK else { return st }
-        if !connecting { armWrite() }
+        armWrite()   // while connecting it is armed already, for the connect's completion
         guard role == .commands else { return st }
         // Every command keeps its place in the reply order, one without a handler too.
         var sentNs: UInt64 = 0

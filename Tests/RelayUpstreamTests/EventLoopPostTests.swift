@@ -96,6 +96,9 @@ final class EventLoopPostTests: XCTestCase {
                 loop.post {}   // queued, never run: freed with the loop
             }
         }
-        XCTAssertEqual(openFDs(), before, "descriptors open before and after 300 loops")
+        // Other tests' threads may still open or close a descriptor or two meanwhile (the
+        // count is the whole process'), so the check is on scale: a descriptor leaked by
+        // any one of the three kinds of loop above is 100 or more.
+        XCTAssertLessThan(openFDs() - before, 100, "descriptors open before (\(before)) and after 300 loops")
     }
 }
