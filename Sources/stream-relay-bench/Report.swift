@@ -86,6 +86,7 @@ enum Report {
             line("… of which in the kernel, µs", "server_kernel_cpu_us_per_delivery", r, n, digits: 2),
             line("Redis CPU per event, µs", "redis_cpu_us_per_event", r, n, digits: 2),
             line("load generator CPU, % of one core", "bench_cpu_pct", r, n),
+            line("CPU stolen by the hypervisor, % of the machine", "steal_pct", r, n),
         ]
     }
 

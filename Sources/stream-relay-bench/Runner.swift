@@ -100,6 +100,8 @@ final class Runner {
         var serverKernelCPU: Double?
         var errors: Int
         var benchCPU: Double
+        /// The machine's CPU time stolen by the hypervisor, % of all cores (`StolenTimeWindow`).
+        var stealPercent: Double?
         var ok: Bool { lost == 0 && duplicates == 0 && errors == 0 && late == 0 }
     }
 
@@ -176,14 +178,17 @@ final class Runner {
         }
         var serverCPU = CPUWindow(opts.serverPids)
         var redisCPU = CPUWindow(opts.redisPid.map { [$0] } ?? [])
+        var steal = StolenTimeWindow()
         serverCPU.start()
         redisCPU.start()
+        steal.begin()
         let self0 = selfCPUSeconds()
         let wall0 = monoMs()
         spin(timeoutMs: UInt64(measureS * 1000))
         let benchCPU = (selfCPUSeconds() - self0) / (Double(monoMs() - wall0) / 1000) * 100
         let sSplit = serverCPU.split()
         let rCPU = redisCPU.percent()
+        let stolen = steal.percent()
         let rss = serverRSS()
         // Let every stream finish (done) so losses at the end are counted. Wait for
         // every subscriber with an open connection, including those still connecting
@@ -209,7 +214,7 @@ final class Runner {
                           lost: stats.lost, duplicates: stats.duplicates, late: stats.late,
                           serverCPU: sSplit?.total, redisCPU: rCPU, serverRSS: rss, serverKernelCPU: sSplit?.kernel,
                           errors: httpErrors + stats.connectFailures + stats.errorEvents + pubErrors + stats.closedEarly,
-                          benchCPU: benchCPU)
+                          benchCPU: benchCPU, stealPercent: stolen)
     }
 
     func report(_ scenario: String, _ r: FlowResult, extra: [String: Any] = [:]) {
@@ -218,7 +223,7 @@ final class Runner {
         let serverPerDelivery = cpuMicrosPerUnit(cpuPercent: r.serverCPU, perSecond: r.deliveriesPerSec)
         let serverKernelPerDelivery = cpuMicrosPerUnit(cpuPercent: r.serverKernelCPU, perSecond: r.deliveriesPerSec)
         let redisPerEvent = cpuMicrosPerUnit(cpuPercent: r.redisCPU, perSecond: eventsPerSec)
-        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), late \(r.late), dup \(r.duplicates), errors \(r.errors), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%, load generator CPU \(fmt(r.benchCPU))%; per event: server \(fmt(serverPerDelivery, 2)) µs/delivery (kernel \(fmt(serverKernelPerDelivery, 2))), redis \(fmt(redisPerEvent, 2)) µs/event")
+        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), late \(r.late), dup \(r.duplicates), errors \(r.errors), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%, load generator CPU \(fmt(r.benchCPU))%, stolen \(fmt(r.stealPercent))% of the machine; per event: server \(fmt(serverPerDelivery, 2)) µs/delivery (kernel \(fmt(serverKernelPerDelivery, 2))), redis \(fmt(redisPerEvent, 2)) µs/event")
         var d: [String: Any] = [
             "scenario": scenario, "streams": r.streams, "subscribers": r.subscribers,
             "deliveries_per_s": r.deliveriesPerSec, "ideal_per_s": r.expectedPerSec,
@@ -232,6 +237,7 @@ final class Runner {
         if let v = r.redisCPU { d["redis_cpu_pct"] = v }
         if let v = r.serverRSS { d["server_rss_bytes"] = v }
         d["bench_cpu_pct"] = r.benchCPU
+        if let v = r.stealPercent { d["steal_pct"] = v }
         d["events_per_s"] = eventsPerSec
         if let v = serverPerDelivery { d["server_cpu_us_per_delivery"] = v }
         if let v = serverKernelPerDelivery { d["server_kernel_cpu_us_per_delivery"] = v }
