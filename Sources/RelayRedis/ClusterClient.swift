@@ -57,7 +57,11 @@ public final class ClusterClient: RedisCommandChannel {
 
     /// One command on its way, with its redirect and retry state.
     private final class Pending {
+        /// The arguments, for routing (and for sending when `encoded` is nil).
         let args: [String]
+        /// The command's RESP bytes when it was given encoded (`RESPCommand`): sent and
+        /// resent as they are, so a binary argument (the offsets' `SETRANGE`) survives.
+        var encoded: [UInt8]?
         let reply: ((RedisReply) -> Void)?
         var redirects = 0
         var attempts = 0
@@ -96,6 +100,20 @@ public final class ClusterClient: RedisCommandChannel {
         dispatch(Pending(args, reply))
     }
 
+    /// `send(_:view:)` for a command written in RESP: routed by its (decoded) arguments,
+    /// sent and resent as its own bytes, binary arguments exactly.
+    public func send(_ command: RESPCommand, view: @escaping (RedisReplyView) -> Void) {
+        precondition(command.isComplete, "RESPCommand: \(command.added) of \(command.argumentCount) arguments added")
+        let p = Pending(command.arguments()) { r in view(RedisReplyView(r)) }
+        p.encoded = command.encoded
+        dispatch(p)
+    }
+
+    /// Sends `p` on `c` (its encoded bytes when it has them).
+    private func send(_ p: Pending, on c: RedisConnection, _ reply: ((RedisReply) -> Void)?) {
+        if let e = p.encoded { c.send(encoded: e, reply) } else { c.send(p.args, reply) }
+    }
+
     // MARK: routing
 
     private func dispatch(_ p: Pending) {
@@ -106,7 +124,7 @@ public final class ClusterClient: RedisCommandChannel {
             var left = up.count
             var delivered = false
             for c in up {
-                c.send(p.args) { r in
+                send(p, on: c) { r in
                     left -= 1
                     guard !delivered else { return }
                     if r.errorMessage == nil || left == 0 {
@@ -119,7 +137,7 @@ public final class ClusterClient: RedisCommandChannel {
             let c = slotMap.primaries.lazy.compactMap { self.nodes[$0] }.first(where: \.isConnected)
                 ?? (bootstrap.isConnected ? bootstrap : nil)
             guard let c else { return p.reply?(.error("DISCONNECTED no Redis Cluster node connected")) ?? () }
-            c.send(p.args, p.reply)
+            send(p, on: c, p.reply)
         case .slot(let slot):
             guard let node = p.askTo ?? slotMap.primary(forSlot: slot) else {
                 requestRefresh(.uncoveredSlot)
@@ -134,7 +152,7 @@ public final class ClusterClient: RedisCommandChannel {
                 p.askTo = nil
                 c.send(["ASKING"], nil)
             }
-            c.send(p.args) { [weak self] r in self?.answered(p, r) }
+            send(p, on: c) { [weak self] r in self?.answered(p, r) }
         }
     }
 

@@ -200,16 +200,19 @@ public final class EventLog {
     }
 
     /// Writes buffered lossless-resume text (`TextCheckpoint.Write`): `SETRANGE text
-    /// <start> <text>` (skipped when empty) and `BITFIELD offsets SET u32 #<seq> <end> …`
-    /// (each event's end offset, bytes, read by `Scripts.catchUp`; two consecutive events
-    /// in one `SET i64` where they pair up, `OffsetFields`). Both are
-    /// positional, so a resend stores the same bytes. Then `PEXPIRE` of both keys, with
-    /// every write: any write may create them (`SETRANGE`/`BITFIELD` re-create a key that
-    /// was evicted, deleted or lost with a restart mid-stream, at any offset, without a
-    /// TTL), and a key that outlives its stream is never cleaned up. `done` gets
-    /// `.success` when the `SETRANGE` and the `BITFIELD` were both answered without an error.
+    /// <start> <text>` (skipped when empty) and `SETRANGE offsets <4 × first seq>
+    /// <4 bytes per event>` (each event's end offset, bytes, big-endian: the layout of
+    /// `BITFIELD … u32 #<seq>`, which `Scripts.catchUp` reads; one per run of consecutive
+    /// seqs, `OffsetRuns`). Both are positional, so a resend stores the same bytes. Then
+    /// `PEXPIRE` of both keys, with every write: any write may create them (`SETRANGE`
+    /// re-creates a key that was evicted, deleted or lost with a restart mid-stream, at
+    /// any offset, without a TTL), and a key that outlives its stream is never cleaned
+    /// up. `done` gets `.success` when every `SETRANGE` was answered without an error.
     public func writeText(_ k: StreamKeys, _ w: TextCheckpoint.Write, done: @escaping (Result<Void, RedisFailure>) -> Void) {
-        let outcome = TextWriteOutcome(replies: w.text.isEmpty ? 1 : 2, done: done)
+        let runs = OffsetRuns.runs(w.offsets)
+        let replies = (w.text.isEmpty ? 0 : 1) + runs.count
+        guard replies > 0 else { return done(.success(())) }
+        let outcome = TextWriteOutcome(replies: replies, done: done)
         let c = command
         if !w.text.isEmpty {
             c.start(argumentCount: 4)
@@ -220,19 +223,16 @@ public final class EventLog {
             w.text.withUnsafeBufferPointer { c.add(bytes: $0) }
             connection.send(c, view: { r in outcome.replied(r) })
         }
-        // Two consecutive seqs per `SET i64` where they pair up (`OffsetFields`): the
-        // same bytes as a `SET u32` each, half the operations for Redis to run.
-        let fields = OffsetFields.operations(w.offsets)
-        c.start(argumentCount: 2 + 4 * fields.count)
-        c.add(constant: "BITFIELD")
-        c.add(k.offsets)
-        for f in fields {
-            switch f {
-            case .u32(let index, let value): c.add(bitfieldSetU32: index, Int(value))
-            case .i64(let index, let value): c.add(bitfieldSetI64: index, value)
-            }
+        // Binary bytes: the channel must pass them as they are (`RedisConnection` hands
+        // the RESP to hiredis; `ClusterClient` keeps the encoded command for resends).
+        for run in runs {
+            c.start(argumentCount: 4)
+            c.add(constant: "SETRANGE")
+            c.add(k.offsets)
+            c.add(run.byteOffset)
+            run.bytes.withUnsafeBufferPointer { c.add(bytes: $0) }
+            connection.send(c, view: { r in outcome.replied(r) })
         }
-        connection.send(c, view: { r in outcome.replied(r) })
         expire(k.text)
         expire(k.offsets)
     }
@@ -332,8 +332,8 @@ public final class EventLog {
         }
     }
 
-    /// Deletes the text and offsets of a stream found gone (its pipelined `SETRANGE` /
-    /// `BITFIELD` may have re-created them without a TTL).
+    /// Deletes the text and offsets of a stream found gone (its pipelined `SETRANGE`s
+    /// may have re-created them without a TTL).
     public func discardText(_ k: StreamKeys) {
         guard lossless else { return }
         connection.send(["DEL", k.text, k.offsets], view: auxiliaryReply)
@@ -425,8 +425,8 @@ public final class EventLog {
     }
 }
 
-/// Collects the `SETRANGE` and `BITFIELD` replies of one `EventLog.writeText` (a cluster
-/// redirect may reorder them) and reports once: `.success` when neither is an error.
+/// Collects the `SETRANGE` replies of one `EventLog.writeText` (text, offsets; a cluster
+/// redirect may reorder them) and reports once: `.success` when none is an error.
 private final class TextWriteOutcome {
     private var remaining: Int
     private var failure: RedisFailure?

@@ -5,9 +5,9 @@ import RelayCore
 /// per argument), into one byte buffer that is reused from command to command.
 ///
 /// Issue 14: the append path sends a few commands per event (`XADD`, `PUBLISH`, and per
-/// group of events `SETRANGE`, a `BITFIELD` with four arguments per event, `PEXPIRE`s).
+/// group of events two `SETRANGE`s, the offsets' binary, and `PEXPIRE`s).
 /// Built as `[String]` each cost an array, a retain and release per argument, and a
-/// `String` per integer argument (`"<seq>-0"`, `"#<seq>"`, offsets, the live payload
+/// `String` per integer argument (`"<seq>-0"`, offsets, the live payload
 /// `"<seq> <json>"`). Here integers are written as ASCII digits in place and strings are
 /// copied once, straight into the bytes that `RedisConnection` hands to hiredis
 /// (`redisAppendFormattedCommand`).
@@ -32,8 +32,7 @@ public final class RESPCommand {
     @exclusivity(unchecked) public private(set) var added = 0
 
     /// The largest buffer kept from one command to the next, bytes (64 KiB, well above
-    /// the append path's usual commands: a delta's `XADD`, a group's `SETRANGE` and
-    /// `BITFIELD`). A buffer grown past it by one huge command (a 1 MiB delta, or a
+    /// the append path's usual commands: a delta's `XADD`, a group's `SETRANGE`s). A buffer grown past it by one huge command (a 1 MiB delta, or a
     /// `SETRANGE` of 32 of them) is given back at the next `start`, instead of staying
     /// allocated for the life of the worker.
     public static let retainLimit = 64 * 1024
@@ -84,30 +83,6 @@ public final class RESPCommand {
         added += run.count
     }
 
-    /// Adds the four arguments `SET u32 #<index> <value>` of a `BITFIELD` (Redis
-    /// `BITFIELD` doc: an unsigned 32-bit field at `index` × 32 bits), the constant pair
-    /// in one copy.
-    public func add(bitfieldSetU32 index: UInt64, _ value: Int) {
-        add(pair: "$3\r\nSET\r\n$3\r\nu32\r\n")
-        add(bitfieldIndex: index)
-        add(value)
-    }
-
-    /// Adds the four arguments `SET i64 #<index> <value>` of a `BITFIELD` (a signed
-    /// 64-bit field at `index` × 64 bits), the constant pair in one copy.
-    public func add(bitfieldSetI64 index: UInt64, _ value: Int64) {
-        add(pair: "$3\r\nSET\r\n$3\r\ni64\r\n")
-        add(bitfieldIndex: index)
-        add(Int(value))
-    }
-
-    /// Two constant arguments already written in RESP.
-    private func add(pair: StaticString) {
-        reserve(pair.utf8CodeUnitCount)
-        copy(UnsafeBufferPointer(start: pair.utf8Start, count: pair.utf8CodeUnitCount))
-        added += 2
-    }
-
     /// Adds a non-negative integer as decimal digits (Redis parses integer arguments
     /// from their decimal text).
     public func add(_ v: UInt64) {
@@ -124,11 +99,6 @@ public final class RESPCommand {
     /// Adds a stream entry ID `<seq>-0` (the explicit IDs of the event log, `XADD`).
     public func add(entryID seq: UInt64) {
         add(prefix: nil, seq, suffix: UInt8(ascii: "0"))
-    }
-
-    /// Adds `#<n>` (a `BITFIELD` offset in units of the type's width, Redis `BITFIELD` doc).
-    public func add(bitfieldIndex n: UInt64) {
-        add(prefix: UInt8(ascii: "#"), n, suffix: nil)
     }
 
     /// Adds `<seq> <text>` as one argument (the live channel's message, `LivePayload`).
@@ -180,8 +150,13 @@ public final class RESPCommand {
         added += 1
     }
 
-    /// The arguments back as strings (UTF-8 decoded), for a channel that routes or
-    /// resends by argument (`ClusterClient`). The bytes are this type's own output.
+    /// The command's RESP bytes as an array of its own (outlives the next `start`): for a
+    /// channel that keeps a command to resend it (`ClusterClient` on `MOVED`/`ASK`).
+    public var encoded: [UInt8] { Array(bytes) }
+
+    /// The arguments back as strings (UTF-8 decoded: a binary argument, such as the
+    /// offsets' `SETRANGE`, is not kept exactly; resend `encoded`), for routing by key
+    /// and for tests. The bytes are this type's own output.
     public func arguments() -> [String] {
         var out: [String] = []
         out.reserveCapacity(argumentCount)

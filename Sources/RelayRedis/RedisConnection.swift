@@ -257,6 +257,21 @@ public final class RedisConnection {
         if status != REDIS_OK { RedisConnection.fail(handler, "DISCONNECTED command not sent") }
     }
 
+    /// Sends one command given as its RESP bytes (`RESPCommand.encoded`: one complete
+    /// command, binary-safe), as they are; `reply` as in `send(_:_:)`. For a command kept
+    /// to be resent (`ClusterClient` after `MOVED`/`ASK`).
+    public func send(encoded: [UInt8], _ reply: ((RedisReply) -> Void)?) {
+        let handler: ReplyHandler = reply.map { .reply($0) } ?? .none
+        guard let c = context, isConnected || role == .commands else {
+            return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")
+        }
+        let status = encoded.withUnsafeBytes { b -> Int32 in
+            guard let base = b.baseAddress, b.count > 0 else { return REDIS_ERR }
+            return command(c, base.assumingMemoryBound(to: CChar.self), b.count, handler)
+        }
+        if status != REDIS_OK { RedisConnection.fail(handler, "DISCONNECTED command not sent") }
+    }
+
     private func send(_ args: [String], handler: ReplyHandler) {
         guard let c = context, isConnected || role == .commands else {
             return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")

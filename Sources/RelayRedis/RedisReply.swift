@@ -74,8 +74,8 @@ public enum RedisReply: Sendable, Equatable {
 /// (`reply`). Valid only during the handler call — hiredis frees the reply right after
 /// (`redisProcessCallbacks`); never keep it or let it escape.
 ///
-/// Issue 14: the append's replies (`XADD` → a bulk entry ID, `BITFIELD` → an array,
-/// `SETRANGE`/`PUBLISH` → integers) were each copied into a `RedisReply` (a `[UInt8]`
+/// Issue 14: the append's replies (`XADD` → a bulk entry ID, `SETRANGE`/`PUBLISH` →
+/// integers) were each copied into a `RedisReply` (a `[UInt8]`
 /// or an array per reply) only to be checked for an error.
 public struct RedisReplyView {
     private enum Source {

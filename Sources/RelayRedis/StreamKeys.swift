@@ -13,7 +13,8 @@ public struct StreamKeys: Sendable, Equatable {
     public let live: String
     /// `relay:{id}:text`: the answer's full text so far (lossless resume).
     public let text: String
-    /// `relay:{id}:offsets`: `BITFIELD` of u32 end offsets (bytes into `text`) per seq.
+    /// `relay:{id}:offsets`: u32 end offsets (bytes into `text`) per seq, big-endian at
+    /// byte 4 × seq (`BITFIELD … u32 #<seq>`'s layout; written with `SETRANGE`, `OffsetRuns`).
     public let offsets: String
     /// `relay:{id}:lease`: owning instance while generating (`PX` a few seconds).
     public let lease: String

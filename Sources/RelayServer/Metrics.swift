@@ -73,7 +73,7 @@ public final class Metrics: Sendable {
             case .catchUpMerged:
                 return "Events not sent on their own because a replay found them trimmed out of the retained window: the client got them as one lossless catch-up delta with the highest seq (a catch-up standing for k events counts k - 1)."
             case .appendAuxiliaryErrors:
-                return "Error replies to an append's TTL or publish command (PEXPIRE, PUBLISH); the event itself stands or falls with its XADD, and a failed text write (SETRANGE, BITFIELD) is resent, not counted here."
+                return "Error replies to an append's TTL or publish command (PEXPIRE, PUBLISH); the event itself stands or falls with its XADD, and a failed text write (SETRANGE of the text or the offsets) is resent, not counted here."
             }
         }
     }

@@ -1,8 +1,9 @@
 /// The lossless-resume text and offsets of a generation not yet written to Redis
 /// (issue 14: written once per group of events, not per event).
 ///
-/// The `text` key (`SETRANGE`, positional) and the `offsets` key (`BITFIELD … u32
-/// #<seq>`, each event's end offset) serve one read: a client resuming from an event
+/// The `text` key (`SETRANGE`, positional) and the `offsets` key (each event's end
+/// offset as `BITFIELD … u32 #<seq>` lays it out, written with `SETRANGE`: `OffsetRuns`)
+/// serve one read: a client resuming from an event
 /// older than the stream's oldest retained entry gets the text between the two
 /// (`Scripts.catchUp`). Entries still retained never need it. So the appender buffers
 /// each event's text here and writes it every `every` events (one `SETRANGE` of the
@@ -32,8 +33,8 @@ public struct TextCheckpoint: Sendable, Equatable {
         }
     }
 
-    /// A write of buffered text: `SETRANGE text <start> <text>` and
-    /// `BITFIELD offsets SET u32 #<seq> <end> …` for each of `offsets`.
+    /// A write of buffered text: `SETRANGE text <start> <text>` and the `offsets` of each
+    /// event (`OffsetRuns`: `SETRANGE offsets <4 × first seq> <4 bytes per seq>`).
     public struct Write: Sendable, Equatable {
         /// Where `text` starts in the `text` key, bytes.
         public var start: Int

@@ -14,7 +14,7 @@ extension Runner {
     /// `pipeline` appends in flight spread over `streams` streams.
     func appendCeilingScenario(redis: RedisEndpoint) -> Bool {
         var ok = true
-        log("scenario append-ceiling: EventLog.append (XADD NOMKSTREAM, exact MAXLEN trim every \(StreamTrim(maxLen: 200).step)th event, SETRANGE + BITFIELD of the text once per \(TextCheckpoint(trim: StreamTrim(maxLen: 200)).every) events, PUBLISH after the reply, PEXPIRE 300 s when due, lossless text \(opts.lossless ? "on" : "off")) on \(redis), \(opts.streams) streams per connection, \(opts.pipeline) appends in flight per connection, \(opts.duration) s per run, connections \(opts.connectionSteps)")
+        log("scenario append-ceiling: EventLog.append (XADD NOMKSTREAM, exact MAXLEN trim every \(StreamTrim(maxLen: 200).step)th event, SETRANGE of the text and of its offsets once per \(TextCheckpoint(trim: StreamTrim(maxLen: 200)).every) events, PUBLISH after the reply, PEXPIRE 300 s when due, lossless text \(opts.lossless ? "on" : "off")) on \(redis), \(opts.streams) streams per connection, \(opts.pipeline) appends in flight per connection, \(opts.duration) s per run, connections \(opts.connectionSteps)")
         for conns in opts.connectionSteps {
             var logs: [EventLog] = []
             var connsList: [any RedisCommandChannel] = []

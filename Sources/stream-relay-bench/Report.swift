@@ -218,7 +218,7 @@ enum Report {
         if !ceil.isEmpty {
             md.append("### append-ceiling: the per-event append (`EventLog.append`) alone against the same Redis (no HTTP)")
             md.append("")
-            md.append("The relay's whole write path per event: `SETRANGE` + `BITFIELD` (lossless resume) and `XADD NOMKSTREAM MAXLEN 200` in one write, `PUBLISH` once the `XADD` is acknowledged (PEXPIRE only when due). \(f(num(ceil.first, "streams_per_connection"), 0)) streams per connection, \(f(num(ceil.first, "pipeline"), 0)) appends in flight per connection.")
+            md.append("The relay's whole write path per event: `SETRANGE` of the text and of its offsets (lossless resume, once per 25 events) and `XADD NOMKSTREAM MAXLEN 200` in one write, `PUBLISH` once the `XADD` is acknowledged (PEXPIRE only when due). \(f(num(ceil.first, "streams_per_connection"), 0)) streams per connection, \(f(num(ceil.first, "pipeline"), 0)) appends in flight per connection.")
             md.append("")
             md.append("| hiredis connections | appends/s | round trip p50, ms | p99, ms | Redis CPU, % | failed |")
             md.append("|---:|---:|---:|---:|---:|---:|")

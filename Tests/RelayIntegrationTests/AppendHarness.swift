@@ -42,6 +42,16 @@ final class LossyChannel: RedisCommandChannel, @unchecked Sendable {
     func loseReplies(afterXADDs n: Int) { xaddsBeforeLoss = n }
 
     func send(_ args: [String], _ reply: ((RedisReply) -> Void)?) {
+        send(args, encoded: nil, reply)
+    }
+
+    /// A command written in RESP goes to Redis as its own bytes (binary arguments exact,
+    /// as `RedisConnection` and `ClusterClient` send them).
+    func send(_ command: RESPCommand, view: @escaping (RedisReplyView) -> Void) {
+        send(command.arguments(), encoded: command.encoded) { view(RedisReplyView($0)) }
+    }
+
+    private func send(_ args: [String], encoded: [UInt8]?, _ reply: ((RedisReply) -> Void)?) {
         if let name = args.first, refused.contains(name) {
             refusedCount.mutate { $0 += 1 }
             return inner.send(["REFUSED-BY-TEST-" + name], reply)
@@ -56,7 +66,7 @@ final class LossyChannel: RedisCommandChannel, @unchecked Sendable {
         }
         let lose = losing
         inFlight += 1
-        inner.send(args) { [unowned self] r in
+        let answered: (RedisReply) -> Void = { [unowned self] r in
             self.inFlight -= 1
             if lose {
                 self.lostReplies += 1
@@ -74,6 +84,7 @@ final class LossyChannel: RedisCommandChannel, @unchecked Sendable {
                 self.onConnect?()
             }
         }
+        if let encoded { inner.send(encoded: encoded, answered) } else { inner.send(args, answered) }
     }
 }
 

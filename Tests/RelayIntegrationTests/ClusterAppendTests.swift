@@ -164,6 +164,17 @@ final class ClusterAppendTests: XCTestCase {
                        "the lossless-resume text is byte-exact")
         XCTAssertEqual(try cluster.primaryPort(forSlot: slot), to)
         XCTAssertEqual(try cluster.cli(to, ["EXISTS", k.events]), "1")
+        // Every seq's end offset as written: binary `SETRANGE`s (bytes ≥ 0x80 are not
+        // UTF-8), resent after redirects as their own bytes (`ClusterClient` keeps them).
+        var ends: [String] = []
+        var end = 0
+        for seq in 1...total {
+            end += delta(seq).utf8.count
+            ends.append(String(end))
+        }
+        XCTAssertTrue(ends.contains { (Int($0) ?? 0) & 0x80 != 0 }, "some offset has a byte that is not UTF-8")
+        let read = try cluster.cli(to, ["BITFIELD", k.offsets] + (1...total).flatMap { ["GET", "u32", "#\($0)"] })
+        XCTAssertEqual(read.split(separator: "\n").map(String.init), ends, "each seq's u32 end offset")
         let counters = LockedBox<ClusterClient.Counters?>(nil)
         nonisolated(unsafe) let c = h.client
         h.run { counters.value = c.counters }

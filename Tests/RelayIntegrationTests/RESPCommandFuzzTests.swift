@@ -6,7 +6,8 @@ import XCTest
 /// Red team of `RESPCommand` (issue 14): random commands of odd arguments written one
 /// after another into one small reused buffer match an independent RESP encoding of the
 /// same arguments byte for byte (a bulk length is the UTF-8 byte count, never a
-/// character count), and read back (`arguments()`, the cluster path) as the same strings.
+/// character count), read back (`arguments()`) as the same strings, and come out of
+/// `encoded` (what the cluster path resends) exactly, binary arguments included.
 final class RESPCommandFuzzTests: XCTestCase {
     /// Pieces whose UTF-8 length differs from their character count, RESP and SSE
     /// markers, line and paragraph separators, NUL, noncharacters, the last scalar.
@@ -33,9 +34,9 @@ final class RESPCommandFuzzTests: XCTestCase {
 
     /// The reference: `*<n>\r\n` then `$<UTF-8 byte count>\r\n<bytes>\r\n` per argument
     /// ("Redis serialization protocol specification", bulk strings).
-    private static func reference(_ args: [String]) -> [UInt8] {
+    private static func reference(_ args: [[UInt8]]) -> [UInt8] {
         var out = Array("*\(args.count)\r\n".utf8)
-        for a in args { out += Array("$\(Array(a.utf8).count)\r\n".utf8) + Array(a.utf8) + [13, 10] }
+        for a in args { out += Array("$\(a.count)\r\n".utf8) + a + [13, 10] }
         return out
     }
 
@@ -45,6 +46,7 @@ final class RESPCommandFuzzTests: XCTestCase {
         for round in 0..<3000 {
             let n = 1 + Int(rng.next() % 10)
             var expected: [String] = []
+            var binary: [Int: [UInt8]] = [:]   // arguments that are not UTF-8 text
             c.start(argumentCount: n)
             for _ in 0..<n {
                 switch rng.next() % 7 {
@@ -61,9 +63,11 @@ final class RESPCommandFuzzTests: XCTestCase {
                     c.add(entryID: v)
                     expected.append("\(v)-0")
                 case 3:
-                    let v = Self.integer(&rng)
-                    c.add(bitfieldIndex: v)
-                    expected.append("#\(v)")
+                    // Binary (the offsets' SETRANGE): any bytes, CR LF and invalid UTF-8 too.
+                    let b = (0..<Int(rng.next() % 40)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+                    b.withUnsafeBufferPointer { c.add(bytes: $0) }
+                    binary[expected.count] = b
+                    expected.append(String(decoding: b, as: UTF8.self))
                 case 4:
                     let v = Self.integer(&rng), s = Self.string(&rng)
                     c.add(seq: v, space: s)
@@ -78,7 +82,9 @@ final class RESPCommandFuzzTests: XCTestCase {
                 }
             }
             XCTAssertTrue(c.isComplete)
-            XCTAssertEqual(Array(c.bytes), Self.reference(expected), "round \(round): \(expected.map { Array($0.utf8).count })")
+            let exact = expected.enumerated().map { binary[$0.offset] ?? Array($0.element.utf8) }
+            XCTAssertEqual(Array(c.bytes), Self.reference(exact), "round \(round): \(exact.map(\.count))")
+            XCTAssertEqual(c.encoded, Self.reference(exact), "round \(round): encoded")
             XCTAssertEqual(c.count, c.bytes.count)
             XCTAssertEqual(c.arguments().map { Array($0.utf8) }, expected.map { Array($0.utf8) }, "round \(round): read back")
         }

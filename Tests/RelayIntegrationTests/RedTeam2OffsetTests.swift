@@ -7,14 +7,16 @@ import RelayStreamLogic
 import RelayTestKit
 import XCTest
 
-/// Red team (issue 14, session 8, f69cb1d): the paired `BITFIELD SET i64` offsets against
-/// a real `redis-server`, compared with what one `SET u32` per seq stores: random values
+/// Red team (issue 14; session 8's paired `BITFIELD SET i64`, since session 9 binary
+/// `SETRANGE` runs, `OffsetRuns`): the offsets the text writes store on a real
+/// `redis-server`, compared with what one `BITFIELD SET u32` per seq stores: random values
 /// (top bits, extremes), random groupings (odd/even first seqs, gaps, lone seqs),
 /// overlapping resends, interleaving with the `appendFinal`-style `SET u32` writes; and
 /// the catch-up text byte for byte after random text writes.
 final class RedTeam2OffsetTests: RelayTestCase {
     /// An `EventLog` straight on a `RedisConnection` (its RESP bytes go to hiredis as
-    /// written: `AppendHarness`' `LossyChannel` resends by argument, `arguments()`).
+    /// written; `AppendHarness`' `LossyChannel` passes `encoded` bytes on, as
+    /// `ClusterClient` does).
     final class Direct: @unchecked Sendable {
         let loop: EventLoop
         let connection: RedisConnection
@@ -158,8 +160,8 @@ final class RedTeam2OffsetTests: RelayTestCase {
         }
     }
 
-    /// Extremes of the pair's i64: both halves 0xFFFF_FFFF (-1), high 0x8000_0000 and low 0
-    /// (Int64.min), high 0x7FFF_FFFF low 0xFFFF_FFFF (Int64.max), over existing bits.
+    /// Extremes of two neighbouring 32-bit offsets (bytes 0xFF, 0x80, 0x00: not UTF-8, the
+    /// old paired i64's -1, Int64.min, Int64.max), each written over the previous bits.
     func testTheI64ExtremesOverwriteExistingBitsExactly() throws {
         let h = try harness()
         let k = newKeys()
