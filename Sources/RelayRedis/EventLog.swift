@@ -213,28 +213,25 @@ public final class EventLog {
         let replies = (w.text.isEmpty ? 0 : 1) + runs.count
         guard replies > 0 else { return done(.success(())) }
         let outcome = TextWriteOutcome(replies: replies, done: done)
-        let c = command
-        if !w.text.isEmpty {
-            c.start(argumentCount: 4)
-            c.add(constant: "SETRANGE")
-            c.add(k.text)
-            c.add(w.start)
-            // Whole events' UTF-8 (valid UTF-8: a channel that resends by argument decodes it).
-            w.text.withUnsafeBufferPointer { c.add(bytes: $0) }
-            connection.send(c, view: { r in outcome.replied(r) })
-        }
-        // Binary bytes: the channel must pass them as they are (`RedisConnection` hands
-        // the RESP to hiredis; `ClusterClient` keeps the encoded command for resends).
-        for run in runs {
-            c.start(argumentCount: 4)
-            c.add(constant: "SETRANGE")
-            c.add(k.offsets)
-            c.add(run.byteOffset)
-            run.bytes.withUnsafeBufferPointer { c.add(bytes: $0) }
-            connection.send(c, view: { r in outcome.replied(r) })
-        }
+        // Whole events' UTF-8 for the text; binary bytes for the offsets, passed as they
+        // are (`RedisConnection` hands the RESP to hiredis; `ClusterClient` keeps the
+        // encoded command for resends).
+        if !w.text.isEmpty { setRange(k.text, at: w.start, w.text) { r in outcome.replied(r) } }
+        for run in runs { setRange(k.offsets, at: run.byteOffset, run.bytes) { r in outcome.replied(r) } }
         expire(k.text)
         expire(k.offsets)
+    }
+
+    /// `SETRANGE <key> <offset> <bytes>` (offset in bytes; Redis zero-pads a key shorter
+    /// than it).
+    private func setRange(_ key: String, at offset: Int, _ bytes: [UInt8], view: @escaping (RedisReplyView) -> Void) {
+        let c = command
+        c.start(argumentCount: 4)
+        c.add(constant: "SETRANGE")
+        c.add(key)
+        c.add(offset)
+        bytes.withUnsafeBufferPointer { c.add(bytes: $0) }
+        connection.send(c, view: view)
     }
 
     /// `PEXPIRE <key> <ttlMs>`, its reply only counted when an error (`auxiliaryReply`).
