@@ -68,18 +68,11 @@ public final class RedisServer: @unchecked Sendable {
     }
 
     /// Runs one command with `redis-cli --raw`; the output without its final newline only.
+    /// (`Spawn`, not `Foundation.Process`: see there why.)
     public func cliRaw(_ args: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: TestPaths.which("redis-cli"))
-        p.arguments = ["-s", socketPath, "--raw"] + args
-        p.environment = ChildEnvironment.minimal()
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        var text = String(decoding: data, as: UTF8.self)
+        let r = try Spawn.run(TestPaths.which("redis-cli"), ["-s", socketPath, "--raw"] + args,
+                              environment: ChildEnvironment.minimal())
+        var text = String(decoding: r.stdout, as: UTF8.self)
         if text.hasSuffix("\n") { text.removeLast() }
         return text
     }

@@ -25,40 +25,11 @@ public enum ToolProcess {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw TestFailure("\(executable) is not installed (scripts/install-deps.sh installs it)")
         }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
-        p.arguments = arguments
-        if let directory { p.currentDirectoryURL = directory }
-        p.environment = environment ?? ChildEnvironment.minimal()
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("tool-\(UUID().uuidString.prefix(8))")
-        let outURL = base.appendingPathExtension("out"), errURL = base.appendingPathExtension("err")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        defer {
-            try? FileManager.default.removeItem(at: outURL)
-            try? FileManager.default.removeItem(at: errURL)
-        }
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-        p.standardOutput = out
-        p.standardError = err
-        let stdin = Pipe()
-        p.standardInput = stdin
-        try p.run()
-        stdin.fileHandleForWriting.write(input ?? Data())
-        try? stdin.fileHandleForWriting.close()
-        let until = Date().addingTimeInterval(timeout)
-        while p.isRunning && Date() < until { usleep(10_000) }
-        if p.isRunning {
-            p.terminate()
-            p.waitUntilExit()
-            throw TestFailure("\(executable) \(arguments.joined(separator: " ")) did not finish in \(timeout) s")
-        }
-        try? out.close()
-        try? err.close()
-        let outData = (try? Data(contentsOf: outURL)) ?? Data()
-        return Result(status: p.terminationStatus,
-                      stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "",
-                      stdoutData: outData)
+        // `Spawn`, not `Foundation.Process`: its exit detection can wait for an unrelated
+        // process spawned at the same moment (see `Spawn`).
+        let r = try Spawn.run(executable, arguments, environment: environment ?? ChildEnvironment.minimal(),
+                              input: input ?? Data(), directory: directory?.path, timeout: timeout)
+        return Result(status: r.status, stdout: String(decoding: r.stdout, as: UTF8.self),
+                      stderr: String(decoding: r.stderr, as: UTF8.self), stdoutData: r.stdout)
     }
 }
