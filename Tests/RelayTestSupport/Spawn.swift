@@ -4,12 +4,12 @@ import Glibc
 #endif
 
 /// Runs a program to completion with `posix_spawn` and `waitpid` — not
-/// `Foundation.Process`. On Linux, Foundation learns that a child exited when a socket the
-/// child inherited is closed; a process that another thread spawns at the same moment (a
-/// relay started while a `redis-cli` runs) inherits that socket too, and then
-/// `waitUntilExit()` and `isRunning` wait for *that* process to end
-/// (swift-corelibs-foundation issue #4795). A suite run hung 18 minutes that way in
-/// `redis-cli`. `waitpid` on the child's own pid does not depend on any descriptor.
+/// `Foundation.Process`, whose exit detection on Linux can miss a child's exit: a suite
+/// run hung 18 minutes in `waitUntilExit()` for a `redis-cli` that had exited (a zombie),
+/// and went on the moment another child of the test process (a relay) was killed.
+/// swift-corelibs-foundation tracks exits through a socket the child inherits and
+/// SIGCHLD; issue #4795 shows one way that misses (the socket inherited by another
+/// process). `waitpid` on the child's own pid depends on neither.
 ///
 /// stdin, stdout and stderr are files (no pipe to deadlock on, nothing inherited: the
 /// descriptors are opened `O_CLOEXEC` and only their `dup2` copies reach the child).

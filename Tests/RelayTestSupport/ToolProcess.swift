@@ -25,8 +25,7 @@ public enum ToolProcess {
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw TestFailure("\(executable) is not installed (scripts/install-deps.sh installs it)")
         }
-        // `Spawn`, not `Foundation.Process`: its exit detection can wait for an unrelated
-        // process spawned at the same moment (see `Spawn`).
+        // `Spawn`, not `Foundation.Process`: its exit detection can miss an exit (`Spawn`).
         let r = try Spawn.run(executable, arguments, environment: environment ?? ChildEnvironment.minimal(),
                               input: input ?? Data(), directory: directory?.path, timeout: timeout)
         return Result(status: r.status, stdout: String(decoding: r.stdout, as: UTF8.self),
