@@ -26,8 +26,10 @@ public protocol RedisCommandChannel: AnyObject {
     /// `RedisConnection` reads hiredis' reply in place.
     func send(_ args: [String], view: @escaping (RedisReplyView) -> Void)
     /// `send(_:view:)` for a command already written in RESP (`RESPCommand`, complete:
-    /// every announced argument added). The default decodes its arguments and sends
-    /// them as strings; `RedisConnection` hands the bytes to hiredis as they are.
+    /// every announced argument added). Its arguments may be binary (the offsets'
+    /// `SETRANGE`), so there is no default that would decode them as text: each channel
+    /// sends the bytes as they are (`RedisConnection` to hiredis; `ClusterClient` keeps
+    /// `encoded` for resends).
     func send(_ command: RESPCommand, view: @escaping (RedisReplyView) -> Void)
     /// Closes for good; pending replies fail.
     func close()
@@ -38,13 +40,6 @@ extension RedisCommandChannel {
     /// (`send(_:_:)`) and handed over as a view.
     public func send(_ args: [String], view: @escaping (RedisReplyView) -> Void) {
         send(args) { r in view(RedisReplyView(r)) }
-    }
-
-    /// `send(_:view:)` for channels that route or resend by argument (`ClusterClient`):
-    /// the command's arguments as strings.
-    public func send(_ command: RESPCommand, view: @escaping (RedisReplyView) -> Void) {
-        precondition(command.isComplete, "RESPCommand: \(command.added) of \(command.argumentCount) arguments added")
-        send(command.arguments(), view: view)
     }
 }
 
