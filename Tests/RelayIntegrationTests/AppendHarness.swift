@@ -3,6 +3,8 @@ import RelayConfiguration
 import RelayCore
 import RelayLoop
 import RelayRedis
+import RelayStreamLogic
+import XCTest
 
 /// A command channel in front of a real `RedisConnection` that can lose replies the
 /// way a dropped connection does: after `loseReplies(afterXADDs:)`, the `n`-th next
@@ -26,6 +28,10 @@ final class LossyChannel: RedisCommandChannel, @unchecked Sendable {
     /// unknown command goes in their place, so their callers get an error reply in
     /// order, as a refused write (`-OOM`) would.
     var refused: Set<String> = []
+    /// Refuses (as `refused` does) a command whose arguments it returns `true` for
+    /// (a narrower choice than by name, e.g. only the offsets' `SETRANGE`); called on
+    /// the loop thread for every command while set.
+    var refusing: (([String]) -> Bool)?
     /// Commands refused so far (`refused`).
     let refusedCount = LockedBox(0)
 
@@ -52,7 +58,7 @@ final class LossyChannel: RedisCommandChannel, @unchecked Sendable {
     }
 
     private func send(_ args: [String], encoded: [UInt8]?, _ reply: ((RedisReply) -> Void)?) {
-        if let name = args.first, refused.contains(name) {
+        if let name = args.first, refused.contains(name) || refusing?(args) == true {
             refusedCount.mutate { $0 += 1 }
             return inner.send(["REFUSED-BY-TEST-" + name], reply)
         }
@@ -124,5 +130,66 @@ final class AppendHarness: @unchecked Sendable {
         loop.post { ch.close(); lp.stop() }
         let until = Date().addingTimeInterval(5)
         while !thread.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
+    }
+}
+
+/// What a stream's appender run by a test reported (`RelayTestCase.startAppender`).
+final class AppendOutcome: @unchecked Sendable {
+    let created = LockedBox<Bool?>(nil)
+    let drained = LockedBox(0)
+    let failure = LockedBox<String?>(nil)
+}
+
+extension RelayTestCase {
+    /// An `AppendHarness` on the test's Redis, stopped at teardown, once connected.
+    func appendHarness(maxLen: Int = 200) throws -> AppendHarness {
+        let h = try AppendHarness(redisURL: redis.url, maxLen: maxLen)
+        addTeardownBlock { h.stop() }
+        try eventually(10, "the harness to connect") { h.connections.value > 0 }
+        return h
+    }
+
+    /// Creates stream `id` with `log` and an appender for it on `loop` (kept in
+    /// `appender`); returns its outcome boxes once the stream is created (within
+    /// `createTimeout` s). The appender (and its timers) is freed on the loop thread,
+    /// before the harness stops (teardown blocks run last-registered first): libevent
+    /// runs without its locking, so a timer freed from the test thread while the loop
+    /// runs is a data race.
+    func startAppender(loop: EventLoop, log: EventLog, _ id: RequestID, appender: LockedBox<StreamAppender?>,
+                       createTimeout: Double = 5) throws -> AppendOutcome {
+        let o = AppendOutcome()
+        nonisolated(unsafe) let log = log
+        loop.post {
+            log.create(id, owner: "o", sid: "s", instance: "test", nowMs: 1, budgetKey: "", promptEstimate: 0) { r in
+                o.created.value = (try? r.get()) ?? false
+            }
+            let a = StreamAppender(log: log, loop: loop, id: id)
+            a.onDrained = { o.drained.mutate { $0 += 1 } }
+            a.onPermanentFailure = { f in o.failure.value = f.message }
+            appender.value = a
+        }
+        addTeardownBlock { loop.post { appender.value = nil } }
+        try eventually(createTimeout, "the stream to be created") { o.created.value == true }
+        return o
+    }
+
+    /// Runs the text writes `writes` of stream `k` in order with `log` on `loop`
+    /// (pipelined) and waits (up to `timeout` s) for every answer; all must succeed.
+    func writeTexts(loop: EventLoop, log: EventLog, _ k: StreamKeys, _ writes: [TextCheckpoint.Write],
+                    timeout: Double = 10, file: StaticString = #filePath, line: UInt = #line) throws {
+        nonisolated(unsafe) let log = log
+        let ok = LockedBox(0), bad = LockedBox<[String]>([])
+        loop.post {
+            for w in writes {
+                log.writeText(k, w) { r in
+                    switch r {
+                    case .success: ok.mutate { $0 += 1 }
+                    case .failure(let f): bad.mutate { $0.append(f.message) }
+                    }
+                }
+            }
+        }
+        try eventually(timeout, "writes answered") { ok.value + bad.value.count == writes.count }
+        XCTAssertEqual(bad.value, [], "a write failed", file: file, line: line)
     }
 }

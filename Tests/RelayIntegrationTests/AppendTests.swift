@@ -12,48 +12,17 @@ final class AppendTests: RelayTestCase {
     /// Pieces that end inside words, emoji ZWJ sequences, Arabic with diacritics.
     static let pieces = ["Hel", "lo 👩‍👩‍👧", "‍👦 ", "مَرْ", "حَبًا", " e\u{301}", "té 🇸🇦", "\n\n", "end", "", " ✓"]
 
-    /// What the appender reported, read from the test thread.
-    final class Outcome: @unchecked Sendable {
-        let drained = LockedBox(0)
-        let failure = LockedBox<String?>(nil)
-        let created = LockedBox<Bool?>(nil)
-    }
-
-    private func harness(maxLen: Int = 200) throws -> AppendHarness {
-        let h = try AppendHarness(redisURL: redis.url, maxLen: maxLen)
-        addTeardownBlock { h.stop() }
-        try eventually(10, "the harness to connect") { h.connections.value > 0 }
-        return h
-    }
-
     private func newID() -> RequestID { try! RequestID(validating: "append" + UUID().uuidString.replacingOccurrences(of: "-", with: "")) }
 
     /// Creates `id` and an appender for it on the loop; returns the appender's outcome box.
-    private func start(_ h: AppendHarness, _ id: RequestID, appender: LockedBox<StreamAppender?>) throws -> Outcome {
-        let o = Outcome()
-        nonisolated(unsafe) let log = h.log
-        let loop = h.loop
-        h.run {
-            log.create(id, owner: "o", sid: "s", instance: "test", nowMs: 1, budgetKey: "", promptEstimate: 0) { r in
-                o.created.value = (try? r.get()) ?? false
-            }
-            let a = StreamAppender(log: log, loop: loop, id: id)
-            a.onDrained = { o.drained.mutate { $0 += 1 } }
-            a.onPermanentFailure = { f in o.failure.value = f.message }
-            appender.value = a
-        }
-        // The appender (and its timers) is freed on the loop thread, before the harness
-        // stops (teardown blocks run last-registered first): libevent runs without its
-        // locking, so a timer freed from the test thread while the loop runs is a data race.
-        addTeardownBlock { h.run { appender.value = nil } }
-        try eventually(5, "the stream to be created") { o.created.value == true }
-        return o
+    private func start(_ h: AppendHarness, _ id: RequestID, appender: LockedBox<StreamAppender?>) throws -> AppendOutcome {
+        try startAppender(loop: h.loop, log: h.log, id, appender: appender)
     }
 
     /// A harness, a created stream and its appender.
     private func fixture(maxLen: Int = 200) throws
-        -> (AppendHarness, RequestID, StreamKeys, LockedBox<StreamAppender?>, Outcome) {
-        let h = try harness(maxLen: maxLen)
+        -> (AppendHarness, RequestID, StreamKeys, LockedBox<StreamAppender?>, AppendOutcome) {
+        let h = try appendHarness(maxLen: maxLen)
         let id = newID()
         let a = LockedBox<StreamAppender?>(nil)
         let o = try start(h, id, appender: a)
@@ -94,7 +63,7 @@ final class AppendTests: RelayTestCase {
     }
 
     func testCreationMakesAnEmptyStreamThatReadsAsEmpty() throws {
-        let h = try harness()
+        let h = try appendHarness()
         let id = newID()
         let k = StreamKeys(id)
         _ = try start(h, id, appender: LockedBox(nil))
@@ -135,7 +104,7 @@ final class AppendTests: RelayTestCase {
     /// them (`BITFIELD … GET u32 #<seq>`), and whatever keys a write creates get the TTL,
     /// also at a start past 0 (keys evicted, deleted or lost mid-stream).
     func testTextWritesStoreWhatTheCatchUpReadsAndGiveTheKeysTheTTL() throws {
-        let h = try harness()
+        let h = try appendHarness()
         nonisolated(unsafe) let log = h.log
         let results = LockedBox<[Bool]>([])
         func write(_ k: StreamKeys, _ w: TextCheckpoint.Write) throws {
@@ -168,7 +137,7 @@ final class AppendTests: RelayTestCase {
     /// seqs, a gap between writes, and bytes that are not UTF-8 (0x80 and up, CR, LF, NUL)
     /// up to 2³² − 1.
     func testOffsetRunsReadBackAsTheirOwnU32() throws {
-        let h = try harness()
+        let h = try appendHarness()
         nonisolated(unsafe) let log = h.log
         let done = LockedBox(0)
         let k = StreamKeys(newID())
@@ -401,7 +370,7 @@ final class AppendTests: RelayTestCase {
         append(h, a, (101...110).map { (UInt64($0), .delta(Self.piece($0))) })
         try eventually(5, "10 more acknowledged, their text buffered") { a.value?.ackedSeq == 110 }
         XCTAssertEqual(a.value?.textStoredThrough, 100)
-        let expiry = try expireLease(id, k, on: try harness(maxLen: 10))
+        let expiry = try expireLease(id, k, on: try appendHarness(maxLen: 10))
         XCTAssertEqual(expiry, 111)
         try assertEveryCatchUpExact(k, Self.piece, "after an expiry with cap 10")
         XCTAssertEqual(try redis.cli("XLEN", k.events), "111", "trimmed with the owner's cap (200)")

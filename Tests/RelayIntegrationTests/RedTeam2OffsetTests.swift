@@ -44,14 +44,7 @@ final class RedTeam2OffsetTests: RelayTestCase {
     }
 
     private func writeDirect(_ d: Direct, _ k: StreamKeys, _ writes: [TextCheckpoint.Write]) throws {
-        try write(loop: d.loop, log: d.log, k, writes)
-    }
-
-    private func harness() throws -> AppendHarness {
-        let h = try AppendHarness(redisURL: redis.url, maxLen: 200)
-        addTeardownBlock { h.stop() }
-        try eventually(10, "the harness to connect") { h.connections.value > 0 }
-        return h
+        try writeTexts(loop: d.loop, log: d.log, k, writes)
     }
 
     private func newKeys() -> StreamKeys {
@@ -59,25 +52,7 @@ final class RedTeam2OffsetTests: RelayTestCase {
     }
 
     private func write(_ h: AppendHarness, _ k: StreamKeys, _ writes: [TextCheckpoint.Write]) throws {
-        try write(loop: h.loop, log: h.log, k, writes)
-    }
-
-    /// Runs `writes` in order on `loop` (pipelined), waits for every answer; all succeed.
-    private func write(loop: EventLoop, log: EventLog, _ k: StreamKeys, _ writes: [TextCheckpoint.Write]) throws {
-        nonisolated(unsafe) let log = log
-        let ok = LockedBox(0), bad = LockedBox<[String]>([])
-        loop.post {
-            for w in writes {
-                log.writeText(k, w) { r in
-                    switch r {
-                    case .success: ok.mutate { $0 += 1 }
-                    case .failure(let f): bad.mutate { $0.append(f.message) }
-                    }
-                }
-            }
-        }
-        try eventually(10, "writes answered") { ok.value + bad.value.count == writes.count }
-        XCTAssertEqual(bad.value, [], "a write failed")
+        try writeTexts(loop: h.loop, log: h.log, k, writes)
     }
 
     /// `GET u32 #0…#n` in one `BITFIELD`.
@@ -118,7 +93,7 @@ final class RedTeam2OffsetTests: RelayTestCase {
     }
 
     private func randomGroupings(direct: Bool) throws {
-        let h = try harness()
+        let h = try appendHarness()
         let d = try Direct(redis.url)
         addTeardownBlock { d.stop() }
         try eventually(10, "direct connection") { d.connected.value }
@@ -163,7 +138,7 @@ final class RedTeam2OffsetTests: RelayTestCase {
     /// Extremes of two neighbouring 32-bit offsets (bytes 0xFF, 0x80, 0x00: not UTF-8, the
     /// old paired i64's -1, Int64.min, Int64.max), each written over the previous bits.
     func testTheI64ExtremesOverwriteExistingBitsExactly() throws {
-        let h = try harness()
+        let h = try appendHarness()
         let k = newKeys()
         let pairs: [(UInt32, UInt32)] = [(0xFFFF_FFFF, 0xFFFF_FFFF), (0x8000_0000, 0), (0x7FFF_FFFF, 0xFFFF_FFFF),
                                          (0, 0x8000_0000), (0, 0), (0xDEAD_BEEF, 0x0BAD_F00D)]
@@ -177,7 +152,7 @@ final class RedTeam2OffsetTests: RelayTestCase {
     /// final event's offsets as `SET u32` (as `appendFinal` writes them) in between: every
     /// catch-up range is the pieces' text byte for byte.
     func testCatchUpAfterRandomGroupsAndResendsIsByteExact() throws {
-        let h = try harness()
+        let h = try appendHarness()
         var rng = SplitMix64(seed: 0xC47C_0B)
         let alphabet = ["a", "é", "👩‍👩‍👧", "\n", "\"", "\\", "\u{2028}", " ", "مَ", "\u{0}", "x y"]
         for round in 0..<12 {

@@ -45,13 +45,6 @@ final class RedTeam9Tests: RelayTestCase {
         return h
     }
 
-    private func appendHarness(maxLen: Int = 200) throws -> AppendHarness {
-        let h = try AppendHarness(redisURL: redis.url, maxLen: maxLen)
-        addTeardownBlock { h.stop() }
-        try eventually(10, "the harness to connect") { h.connections.value > 0 }
-        return h
-    }
-
     /// `GET key`'s raw bytes, read in process (redis-cli would decode them as text).
     private func rawGet(_ h: ConnHarness, _ key: String) throws -> [UInt8]? {
         let got = LockedBox<RedisReply?>(nil)
@@ -62,25 +55,6 @@ final class RedTeam9Tests: RelayTestCase {
         case .null: return nil
         case let other: XCTFail("GET \(key): \(other)"); return nil
         }
-    }
-
-    /// Writes `writes` in order with `log` on `loop` (pipelined); all must succeed.
-    private func writeAll(loop: EventLoop, log: EventLog, _ k: StreamKeys, _ writes: [TextCheckpoint.Write],
-                          file: StaticString = #filePath, line: UInt = #line) throws {
-        nonisolated(unsafe) let log = log
-        let ok = LockedBox(0), bad = LockedBox<[String]>([])
-        loop.post {
-            for w in writes {
-                log.writeText(k, w) { r in
-                    switch r {
-                    case .success: ok.mutate { $0 += 1 }
-                    case .failure(let f): bad.mutate { $0.append(f.message) }
-                    }
-                }
-            }
-        }
-        try eventually(20, "writes answered") { ok.value + bad.value.count == writes.count }
-        XCTAssertEqual(bad.value, [], "a write failed", file: file, line: line)
     }
 
     /// The same offsets as one `BITFIELD key SET u32 #seq <end> …` per write (the old
@@ -122,7 +96,7 @@ final class RedTeam9Tests: RelayTestCase {
         h.run { _ in log.connected() }
         let k = newKeys(), ref = "rt9ref:" + UUID().uuidString
         let writes = Self.hostileWrites()
-        try writeAll(loop: h.loop, log: log, k, writes)
+        try writeTexts(loop: h.loop, log: log, k, writes, timeout: 20)
         try referenceWrite(ref, writes)
         let got = try rawGet(h, k.offsets), want = try rawGet(h, ref)
         XCTAssertEqual(got?.count, want?.count, "the offsets key's length")
@@ -136,7 +110,7 @@ final class RedTeam9Tests: RelayTestCase {
         let reader = try connHarness()
         let k = newKeys(), ref = "rt9ref:" + UUID().uuidString
         let writes = Self.hostileWrites()
-        try writeAll(loop: h.loop, log: h.log, k, writes + writes.reversed() + writes)
+        try writeTexts(loop: h.loop, log: h.log, k, writes + writes.reversed() + writes, timeout: 20)
         try referenceWrite(ref, writes + writes.reversed() + writes)
         let got = try rawGet(reader, k.offsets), want = try rawGet(reader, ref)
         XCTAssertEqual(got?.count, want?.count, "the offsets key's length")
@@ -173,50 +147,30 @@ final class RedTeam9Tests: RelayTestCase {
         return pieces
     }
 
-    /// What an appender run left: outcome boxes.
-    final class Run: @unchecked Sendable {
-        let created = LockedBox<Bool?>(nil)
-        let drained = LockedBox(0)
-        let failure = LockedBox<String?>(nil)
-        let appender = LockedBox<StreamAppender?>(nil)
-    }
-
     /// Creates a stream and its appender on `loop`, appends `pieces` then `done`, waits
     /// for the drain after the final event.
     private func runAppender(loop: EventLoop, log: EventLog, _ id: RequestID, _ pieces: [String],
-                             midway: (() throws -> Void)? = nil) throws -> Run {
-        let run = Run()
-        nonisolated(unsafe) let log = log
-        loop.post {
-            log.create(id, owner: "o", sid: "s", instance: "test", nowMs: 1, budgetKey: "", promptEstimate: 0) { r in
-                run.created.value = (try? r.get()) ?? false
-            }
-            let a = StreamAppender(log: log, loop: loop, id: id)
-            a.onDrained = { run.drained.mutate { $0 += 1 } }
-            a.onPermanentFailure = { f in run.failure.value = f.message }
-            run.appender.value = a
-        }
-        addTeardownBlock { loop.post { run.appender.value = nil } }
-        try eventually(10, "the stream to be created") { run.created.value == true }
+                             midway: (() throws -> Void)? = nil) throws {
+        let appender = LockedBox<StreamAppender?>(nil)
+        let run = try startAppender(loop: loop, log: log, id, appender: appender, createTimeout: 10)
         let half = pieces.count / 2
         let first = Array(pieces.prefix(half)), second = Array(pieces.dropFirst(half))
         loop.post {
-            for (i, p) in first.enumerated() { run.appender.value!.append(seq: UInt64(i + 1), json: StreamEvent.delta(p).json, text: p) }
+            for (i, p) in first.enumerated() { appender.value!.append(seq: UInt64(i + 1), json: StreamEvent.delta(p).json, text: p) }
         }
         try midway?()
         let n = pieces.count
         let doneJSON = StreamEvent.done(finishReason: "stop", usage: Usage(promptTokens: 1, completionTokens: n)).json
         loop.post {
             for (i, p) in second.enumerated() {
-                run.appender.value!.append(seq: UInt64(half + i + 1), json: StreamEvent.delta(p).json, text: p)
+                appender.value!.append(seq: UInt64(half + i + 1), json: StreamEvent.delta(p).json, text: p)
             }
-            run.appender.value!.append(seq: UInt64(n + 1), json: doneJSON, text: "", finalState: "done")
+            appender.value!.append(seq: UInt64(n + 1), json: doneJSON, text: "", finalState: "done")
         }
         try eventually(30, "the appender to drain after the final event") {
-            run.failure.value != nil || (run.drained.value > 0 && run.appender.value?.ackedSeq == UInt64(n + 1))
+            run.failure.value != nil || (run.drained.value > 0 && appender.value?.ackedSeq == UInt64(n + 1))
         }
         XCTAssertNil(run.failure.value)
-        return run
     }
 
     /// Every seq's stored end offset (`BITFIELD GET u32`) and catch-up ranges read in
@@ -257,61 +211,27 @@ final class RedTeam9Tests: RelayTestCase {
         XCTAssertEqual(bad, 0, "catch-up ranges wrong", file: file, line: line)
     }
 
-    /// A channel in front of a `RedisConnection` that refuses (error reply, in order) the
-    /// next `refuseOffsets` `SETRANGE`s of an `offsets` key only: the text `SETRANGE` of
-    /// the same write succeeds. RESP commands go on as their own bytes.
-    final class OffsetsRefusingChannel: RedisCommandChannel, @unchecked Sendable {
-        let inner: RedisConnection
-        var onConnect: (() -> Void)?
-        var onDisconnect: ((String) -> Void)?
-        var onLatency: ((Double) -> Void)?
-        var isConnected: Bool { inner.isConnected }
-        var refuseOffsets = 0
-        let refused = LockedBox(0)
-        init(_ inner: RedisConnection) {
-            self.inner = inner
-            inner.onConnect = { [unowned self] in self.onConnect?() }
-            inner.onDisconnect = { [unowned self] w in self.onDisconnect?(w) }
-        }
-        func connect() { inner.connect() }
-        func close() { inner.close() }
-        func send(_ args: [String], _ reply: ((RedisReply) -> Void)?) { inner.send(args, reply) }
-        func send(_ command: RESPCommand, view: @escaping (RedisReplyView) -> Void) {
-            let args = command.arguments()
-            if args.count > 1, args[0] == "SETRANGE", args[1].hasSuffix(":offsets"), refuseOffsets > 0 {
-                refuseOffsets -= 1
-                refused.mutate { $0 += 1 }
-                return inner.send(["REFUSED-BY-RT9-OFFSETS"]) { view(RedisReplyView($0)) }
-            }
-            inner.send(encoded: command.encoded) { view(RedisReplyView($0)) }
-        }
-    }
-
     /// Attack 2: only the offsets' `SETRANGE` of text writes is refused (the text of the
     /// same write is stored): the appender resends after its tail verification, and the
     /// stored offsets (hostile bytes) and every catch-up range are exact.
     func testRefusedOffsetWritesAreResentAndTheCatchUpIsByteExact() throws {
-        let loop = try EventLoop()
-        let channel = OffsetsRefusingChannel(RedisConnection(loop: loop, endpoint: try RedisEndpoint.parse(redis.url), role: .commands))
-        let log = EventLog(connection: channel, maxLen: 40, ttlMs: 60_000, lossless: true)
-        let up = LockedBox(0)
-        channel.onConnect = { log.connected(); up.mutate { $0 += 1 } }
-        let ch = channel
-        loop.post { ch.connect() }
-        let thread = Thread { loop.run() }
-        thread.start()
-        addTeardownBlock {
-            loop.post { ch.close(); loop.stop() }
-            let until = Date().addingTimeInterval(5)
-            while !thread.isFinished && Date() < until { usleep(10_000) }
-        }
-        try eventually(10, "connected") { up.value > 0 }
+        let h = try appendHarness(maxLen: 40)
         let pieces = Self.hostilePieces()
         let id = try RequestID(validating: "rt9refuse" + UUID().uuidString.replacingOccurrences(of: "-", with: ""))
-        loop.post { ch.refuseOffsets = 3 }
-        _ = try runAppender(loop: loop, log: log, id, pieces)
-        XCTAssertEqual(channel.refused.value, 3, "three offsets writes refused")
-        try assertTextAndOffsets(loop: loop, log: log, id, pieces)
+        // The next three `SETRANGE`s of an `offsets` key are refused (error reply, in
+        // order); the text `SETRANGE` of the same write goes through.
+        let left = LockedBox(3)
+        nonisolated(unsafe) let ch = h.channel
+        h.run {
+            ch.refusing = { args in
+                guard args.count > 1, args[0] == "SETRANGE", args[1].hasSuffix(":offsets"), left.value > 0 else { return false }
+                left.mutate { $0 -= 1 }
+                return true
+            }
+        }
+        try runAppender(loop: h.loop, log: h.log, id, pieces)
+        XCTAssertEqual(ch.refusedCount.value, 3, "three offsets writes refused")
+        try assertTextAndOffsets(loop: h.loop, log: h.log, id, pieces)
     }
 
     /// Attack 3: replies of text writes lost (executed, answered `DISCONNECTED`:
@@ -326,7 +246,7 @@ final class RedTeam9Tests: RelayTestCase {
             ch.loseReplies(afterXADDs: 7)
             ch.refused = ["SETRANGE"]
         }
-        _ = try runAppender(loop: h.loop, log: h.log, id, pieces) {
+        try runAppender(loop: h.loop, log: h.log, id, pieces) {
             try self.eventually(10, "replies lost") { ch.lostReplies > 0 }
             try self.eventually(10, "text writes refused") { ch.refusedCount.value >= 4 }
             h.run { ch.refused = [] }
@@ -587,7 +507,7 @@ extension RedTeam9Tests {
         let firstFailures = bad.value
         XCTAssertTrue(firstFailures.allSatisfy { $0.hasPrefix("MOVED ") }, "only redirect exhaustion: \(firstFailures)")
         let resend = Array(Set(failedWrites.value)).sorted().map { writes[$0] }
-        if !resend.isEmpty { try writeAll(loop: h.loop, log: h.log, k, resend) }
+        if !resend.isEmpty { try writeTexts(loop: h.loop, log: h.log, k, resend, timeout: 20) }
         // Read back through the cluster client (raw bytes, from the slot's new primary).
         let got = LockedBox<RedisReply?>(nil), gotText = LockedBox<RedisReply?>(nil)
         nonisolated(unsafe) let client = h.client
