@@ -32,9 +32,10 @@ public final class RESPCommand {
     @exclusivity(unchecked) public private(set) var added = 0
 
     /// The largest buffer kept from one command to the next, bytes (64 KiB, well above
-    /// the append path's usual commands: a delta's `XADD`, a group's `SETRANGE`s). A buffer grown past it by one huge command (a 1 MiB delta, or a
-    /// `SETRANGE` of 32 of them) is given back at the next `start`, instead of staying
-    /// allocated for the life of the worker.
+    /// the append path's usual commands: a delta's `XADD`, a group's `SETRANGE`s). A
+    /// buffer grown past it by one huge command (a 1 MiB delta, or a `SETRANGE` of 32 of
+    /// them) is given back at the next `start`, instead of staying allocated for the life
+    /// of the worker.
     public static let retainLimit = 64 * 1024
 
     /// - Parameter capacity: initial buffer size, bytes (grows by doubling as needed).

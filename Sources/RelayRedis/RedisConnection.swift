@@ -129,7 +129,7 @@ public final class RedisConnection {
         // The database is selected first, ahead of any command sent while connecting.
         switch endpoint {
         case .tcp(_, _, let db) where db != 0, .unix(_, let db) where db != 0:
-            send(["SELECT", String(db)], on: c, handler: .none)
+            _ = write(["SELECT", String(db)], on: c, handler: .none)
         default: break
         }
     }
@@ -250,11 +250,7 @@ public final class RedisConnection {
     public func send(_ command: RESPCommand, view: @escaping (RedisReplyView) -> Void) {
         precondition(command.isComplete, "RESPCommand: \(command.added) of \(command.argumentCount) arguments added")
         let handler = ReplyHandler.view(view)
-        guard let c = context, isConnected || role == .commands else {
-            return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")
-        }
-        let status = command.withTerminatedBytes { cmd, len in self.command(c, cmd, len, handler) }
-        if status != REDIS_OK { RedisConnection.fail(handler, "DISCONNECTED command not sent") }
+        submit(handler) { c in command.withTerminatedBytes { cmd, len in self.command(c, cmd, len, handler) } }
     }
 
     /// Sends one command given as its RESP bytes (`RESPCommand.encoded`: one complete
@@ -262,32 +258,36 @@ public final class RedisConnection {
     /// to be resent (`ClusterClient` after `MOVED`/`ASK`).
     public func send(encoded: [UInt8], _ reply: ((RedisReply) -> Void)?) {
         let handler: ReplyHandler = reply.map { .reply($0) } ?? .none
-        guard let c = context, isConnected || role == .commands else {
-            return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")
+        submit(handler) { c in
+            encoded.withUnsafeBytes { b -> Int32 in
+                guard let base = b.baseAddress, b.count > 0 else { return REDIS_ERR }
+                return command(c, base.assumingMemoryBound(to: CChar.self), b.count, handler)
+            }
         }
-        let status = encoded.withUnsafeBytes { b -> Int32 in
-            guard let base = b.baseAddress, b.count > 0 else { return REDIS_ERR }
-            return command(c, base.assumingMemoryBound(to: CChar.self), b.count, handler)
-        }
-        if status != REDIS_OK { RedisConnection.fail(handler, "DISCONNECTED command not sent") }
     }
 
     private func send(_ args: [String], handler: ReplyHandler) {
+        submit(handler) { c in write(args, on: c, handler: handler) }
+    }
+
+    /// Runs `write` (which hands one command to hiredis, `command(_:_:_:_:)`) when the
+    /// connection can take commands, and fails `handler` with `DISCONNECTED …` when it
+    /// cannot or hiredis refused the command.
+    private func submit(_ handler: ReplyHandler, _ write: (UnsafeMutablePointer<redisContext>) -> Int32) {
         guard let c = context, isConnected || role == .commands else {
             return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")
         }
-        send(args, on: c, handler: handler)
+        if write(c) != REDIS_OK { RedisConnection.fail(handler, "DISCONNECTED command not sent") }
     }
 
     /// Writes `args` in RESP into the connection's reused `RESPCommand` and hands the
     /// bytes to hiredis as a formatted command: no argv/length arrays and no printf-style
-    /// formatting by hiredis. The arguments are read in place.
-    private func send(_ args: [String], on c: UnsafeMutablePointer<redisContext>, handler: ReplyHandler) {
+    /// formatting by hiredis. The arguments are read in place. `REDIS_OK` or `REDIS_ERR`.
+    private func write(_ args: [String], on c: UnsafeMutablePointer<redisContext>, handler: ReplyHandler) -> Int32 {
         let w = written
         w.start(argumentCount: args.count)
         for a in args { w.add(a) }
-        let status = w.withTerminatedBytes { cmd, len in command(c, cmd, len, handler) }
-        if status != REDIS_OK { RedisConnection.fail(handler, "DISCONNECTED command not sent") }
+        return w.withTerminatedBytes { cmd, len in command(c, cmd, len, handler) }
     }
 
     /// Free bytes the output buffer grows to at once (16 KiB: a loop turn's appends at
