@@ -66,7 +66,7 @@ let package = Package(
         // Writes BuildInfo.swift (the git commit, for `stream-relay --version`) before each build.
         .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         // Load generator and side-by-side benchmark with nginx + nchan (issue 7).
-        .executableTarget(name: "stream-relay-bench", dependencies: ["RelayConfiguration", "CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis", "RelayStreamLogic"]),
+        .executableTarget(name: "stream-relay-bench", dependencies: ["RelayConfiguration", "CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis", "RelayStreamLogic", "RelayUpstream"]),
 
         // Pure test helpers shared by every test target (seeded generator).
         .target(name: "RelayTestKit", path: "Tests/RelayTestKit"),

@@ -4,7 +4,7 @@
 #   scripts/bench.sh            full run (bounded to < 25 min on a 2-core machine),
 #                               writes docs/BENCHMARKS.md (generated section)
 #   scripts/bench.sh --quick    seconds-long smoke run, writes .build/bench/BENCHMARKS.quick.md
-#   options: --out FILE  --only "stream send-floor fanout idle resume-storm append-ceiling"
+#   options: --out FILE  --only "stream send-floor fanout idle resume-storm slow-link append-ceiling"
 #            --targets "relay nchan"   (which systems to run, default both)
 #   BENCH_ARGS="--duration 5 …" is passed to every stream-relay-bench run (exploration);
 #   RELAY_BIN=/path/to/stream-relay runs another relay build (before/after comparisons).
@@ -19,7 +19,7 @@ ROOT=$PWD
 
 QUICK=""
 OUT=""
-ONLY="stream send-floor fanout idle resume-storm append-ceiling"
+ONLY="stream send-floor fanout idle resume-storm slow-link append-ceiling"
 TARGETS="relay nchan"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -119,8 +119,8 @@ bench() { # scenario target args…
 
 for scenario in $ONLY; do
   case "$scenario" in
-    stream|fanout|resume-storm|idle)
-      case "$scenario" in stream) rate=50 ;; idle) rate=0.001 ;; *) rate=20 ;; esac
+    stream|fanout|resume-storm|idle|slow-link)
+      case "$scenario" in stream) rate=50 ;; idle) rate=0.001 ;; slow-link) rate=150 ;; *) rate=20 ;; esac
       if [[ " $TARGETS " == *" relay "* ]]; then
         start_relay "$rate"
         bench "$scenario" relay --port "$RELAY_PORT" --server-pids "$RELAY_PID"
@@ -170,6 +170,8 @@ meta = {
 json.dump(meta, open(sys.argv[1], "w"), indent=1)
 EOF
 cp "$RESULTS" "$ROOT/.build/bench/results.jsonl"
+# Every run's results are kept too (a later --only run does not overwrite a full run's).
+cp "$RESULTS" "$ROOT/.build/bench/results-$(date -u +%Y%m%dT%H%M%SZ).jsonl"
 mkdir -p "$(dirname "$OUT")"
 "$BENCH" report --results "$RESULTS" --meta "$WORK/meta.json" --out "$OUT"
 echo "wrote $OUT (results: .build/bench/results.jsonl, log: .build/bench/bench.log)" >&2

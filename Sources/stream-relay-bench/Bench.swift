@@ -50,6 +50,7 @@ enum Bench {
         case "idle": ok = runner.idleScenario()
         case "resume-storm": ok = runner.resumeStormScenario()
         case "send-floor": ok = runner.sendFloorScenario()
+        case "slow-link": ok = runner.slowLinkScenario()
         case "append-ceiling":
             guard let url = opts.redisURL, let ep = try? RedisEndpoint.parse(url) else {
                 FileHandle.standardError.write(Data("stream-relay-bench: append-ceiling needs --redis-url\n".utf8))

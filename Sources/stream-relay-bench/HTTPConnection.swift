@@ -70,11 +70,23 @@ final class HTTPConnection {
     var onResponseEnd: (() -> Void)?
     /// The connection is gone: `error` is nil after a clean EOF.
     var onClose: ((String?) -> Void)?
+    /// Every byte read from the socket so far (response head, chunk framing and body):
+    /// the bytes on the wire of a slow link (`slow-link`).
+    private(set) var bytesReceived = 0
+    /// Input bytes already counted in `bytesReceived` but not yet consumed.
+    private var counted = 0
+    /// The read rate limit (`throttle`), owned until `close`.
+    private var rateLimit: OpaquePointer?
 
     /// Connects to `dst` from `src` (port chosen by the kernel at connect time).
-    init?(loop: EventLoop, src: in_addr_t, dst: sockaddr_in) {
+    /// `receiveBuffer`: `SO_RCVBUF` in bytes, set before the connect so the TCP window
+    /// stays that small (a slow link's reader, `slow-link`); nil leaves the kernel's default.
+    init?(loop: EventLoop, src: in_addr_t, dst: sockaddr_in, receiveBuffer: Int? = nil) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
+        if var rcv = receiveBuffer.map(Int32.init) {
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, socklen_t(MemoryLayout<Int32>.size))
+        }
         var one: Int32 = 1
         // IP_BIND_ADDRESS_NO_PORT (24): let connect() pick the port per 4-tuple.
         _ = setsockopt(fd, Int32(IPPROTO_IP), 24, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -118,6 +130,19 @@ final class HTTPConnection {
         t.withUTF8 { p in _ = bufferevent_write(bev, p.baseAddress, p.count) }
     }
 
+    /// Reads at most `bytesPerSecond`, refilled every `tickMs` with a burst of five ticks
+    /// (libevent's token-bucket rate limit, `bufferevent_set_rate_limit`): what is not
+    /// read stays in the kernel's receive buffer and, once that is full, backs up the
+    /// sender, as on a GPRS/EDGE-class link.
+    func throttle(bytesPerSecond: Int, tickMs: Int = 20) {
+        guard let bev, rateLimit == nil else { return }
+        let perTick = max(1, bytesPerSecond * tickMs / 1000)
+        var tick = timeval(tv_sec: tickMs / 1000, tv_usec: (tickMs % 1000) * 1000)
+        guard let cfg = ev_token_bucket_cfg_new(perTick, perTick * 5, Int(Int32.max), Int(Int32.max), &tick) else { return }
+        rateLimit = cfg
+        _ = bufferevent_set_rate_limit(bev, cfg)
+    }
+
     /// Queues raw bytes.
     func send(bytes: UnsafeRawBufferPointer) {
         guard let bev else { return }
@@ -139,7 +164,13 @@ final class HTTPConnection {
         closed = true
         if let b = bev {
             bev = nil
+            // The bufferevent refers to its rate limit's configuration: detach it first.
+            if rateLimit != nil { _ = bufferevent_set_rate_limit(b, nil) }
             bufferevent_free(b)
+        }
+        if let cfg = rateLimit {
+            rateLimit = nil
+            ev_token_bucket_cfg_free(cfg)
         }
         onHead = nil
         onBody = nil
@@ -178,6 +209,8 @@ final class HTTPConnection {
 
     private func readable() {
         guard let bev, let input = bufferevent_get_input(bev) else { return }
+        bytesReceived += evbuffer_get_length(input) - counted
+        defer { counted = closed ? 0 : evbuffer_get_length(input) }
         while !closed {
             let avail = evbuffer_get_length(input)
             switch state {

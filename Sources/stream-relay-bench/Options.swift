@@ -28,6 +28,11 @@ struct Options {
     /// append-ceiling: keep the lossless-resume text and offsets (the relay's default).
     var lossless = true
     var continueAfterFail = false
+    /// slow-link: the slow reader's link rate, bytes/s, and its `SO_RCVBUF`, bytes.
+    var linkBytesPerSecond = 4_096
+    var receiveBuffer = 2_048
+    /// slow-link: the answer's first N tokens only (nil: the whole 3,019-token answer).
+    var maxTokens: Int?
     var jsonOut: String?
     var label: String?
     var results: [String] = []
@@ -47,6 +52,10 @@ struct Options {
       resume-storm    --streams clients on --streams streams drop at once after --warm s,
                       stay away --offline s, reconnect at once with Last-Event-ID
       append-ceiling  the relay's Lua append script against --redis-url, no HTTP
+      slow-link       the 3,019-token NDA answer at --rate tokens/s to a reader throttled to
+                      --link-rate bytes/s with a --receive-buffer SO_RCVBUF, next to a fast
+                      reader: bytes on the slow link per text byte, its events, and its last
+                      token's delay after the generation's end (issue 14)
       send-floor      no server: N loopback connections (--steps) each sent one SSE event
                       framed as the relay frames it at --rate events/s for --duration s;
                       CPU per send, user and kernel (the floor under the relay's CPU per
@@ -68,6 +77,7 @@ struct Options {
       --hold S  --warm S  --offline S  --connect-rate N/s (default 2000)
       --sources K             spread connections over 127.0.0.1…127.0.0.K (default: 1 per 20k connections)
       --pipeline N  --connection-steps a,b   (append-ceiling)
+      --link-rate B/s  --receive-buffer BYTES  --max-tokens N   (slow-link; default 4096, 2048, all)
       --lossless on|off       append-ceiling: lossless-resume text and offsets (default on)
       --continue-after-fail   stream: keep stepping after a failed step
       --json-out FILE         append one JSON line per result
@@ -126,6 +136,9 @@ struct Options {
             case "--connection-steps": o.connectionSteps = try ints(try value())
             case "--lossless": o.lossless = try value() != "off"
             case "--continue-after-fail": o.continueAfterFail = true
+            case "--link-rate": o.linkBytesPerSecond = max(1, Int(try value()) ?? 4_096)
+            case "--receive-buffer": o.receiveBuffer = max(256, Int(try value()) ?? 2_048)
+            case "--max-tokens": o.maxTokens = max(1, Int(try value()) ?? 1)
             case "--json-out": o.jsonOut = try value()
             case "--label": o.label = try value()
             case "--results": o.results.append(try value())
@@ -164,6 +177,9 @@ struct Options {
             streams = quick ? 20 : 1000
             warm = quick ? 1 : 3
             offline = quick ? 1 : 2
+        case "slow-link":
+            rate = 150
+            maxTokens = quick ? 150 : nil
         case "append-ceiling":
             streams = quick ? 10 : 100
             duration = quick ? 1 : 5

@@ -213,6 +213,26 @@ enum Report {
             md.append("")
         }
 
+        // slow link
+        if pick("slow-link", "relay") != nil || pick("slow-link", "nchan") != nil {
+            let r = pick("slow-link", "relay"), c = pick("slow-link", "nchan")
+            let any = r ?? c
+            md.append("### slow-link: a \(f(num(any, "tokens"), 0))-token answer at \(f(num(any, "rate"), 0)) tokens/s to a reader throttled to \(f(num(any, "link_bytes_per_s"), 0)) bytes/s (SO_RCVBUF \(f(num(any, "receive_buffer"), 0)) bytes), next to a fast reader")
+            md.append("")
+            md.append("Issue 14's goal: bytes on the slow link ≤ 2.5 × the answer's text bytes, and its last token within 2 s of the generation's end (the fast reader's `done`); the fast link unchanged (one event per token). nchan gets the relay's delta JSON for each token from the load generator at the same rate.")
+            md.append("")
+            md.append("| metric | StreamRelay | nchan | StreamRelay/nchan |")
+            md.append("|---|---:|---:|---:|")
+            md.append(line("bytes on the slow link (HTTP head, chunk framing, SSE)", "wire_bytes", r, c, digits: 0))
+            md.append(line("… per byte of the answer's text", "wire_per_text", r, c, digits: 2))
+            md.append(line("events on the slow link", "slow_events", r, c, digits: 0))
+            md.append(line("events on the fast link", "fast_events", r, c, digits: 0))
+            md.append(line("last token on the slow link after the generation's end, s", "last_token_after_end_s", r, c, digits: 2))
+            md.append("| whole answer on both links, exactly | \(exactText(r)) | \(exactText(c)) | — |")
+            md.append(line("server CPU, % of one core", "server_cpu_pct", r, c))
+            md.append("")
+        }
+
         // append ceiling
         let ceil = rows.filter { ($0["scenario"] as? String) == "append-ceiling" }
         if !ceil.isEmpty {
@@ -229,6 +249,11 @@ enum Report {
         }
         md.append(end)
         return md.joined(separator: "\n")
+    }
+
+    static func exactText(_ r: Row?) -> String {
+        guard let r else { return "not run" }
+        return (r["exact"] as? Bool ?? false) ? "yes" : "no"
     }
 
     static func passText(_ r: Row?) -> String {

@@ -73,6 +73,30 @@ final class BenchSmokeTests: RelayTestCase {
     /// `send-floor` needs no server: it paces one relay-framed event per connection at
     /// `--rate` and reports the sending thread's CPU per send, user + kernel; the report
     /// renders its table.
+    /// Issue 14's slow-link scenario: a throttled reader (4 KB/s, SO_RCVBUF 2 KB) and a
+    /// fast one on the same 150-token answer at 150 tokens/s; both get the answer exactly,
+    /// the fast one as one event per token, the slow one in fewer, merged events (the
+    /// link carries less than the answer's framing needs).
+    func testSlowLinkQuickGetsTheWholeAnswerOnBothLinks() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "150", "RELAY_COALESCE_BACKLOG": "1024"].merging(Self.loadTestLimits) { $1 })
+        let (status, results, err) = try runBench(["slow-link", "--quick", "--port", String(relay.port),
+                                                    "--server-pids", String(relay.process.processIdentifier)])
+        XCTAssertEqual(status, 0, err)
+        let r = try XCTUnwrap(results.first { $0["scenario"] as? String == "slow-link" }, err)
+        XCTAssertEqual(r["exact"] as? Bool, true, "\(r)")
+        XCTAssertEqual(r["tokens"] as? Int, 150, "\(r)")
+        XCTAssertEqual(r["fast_events"] as? Int, 151, "one event per token and the done on the fast link: \(r)")
+        let slowEvents = try XCTUnwrap(r["slow_events"] as? Int)
+        XCTAssertLessThan(slowEvents, 151, "merged deltas on the slow link: \(r)")
+        let wire = try XCTUnwrap(r["wire_bytes"] as? Int)
+        let text = try XCTUnwrap(r["text_bytes"] as? Int)
+        XCTAssertGreaterThan(text, 0)
+        XCTAssertEqual(r["wire_per_text"] as? Double ?? -1, Double(wire) / Double(text), accuracy: 1e-9)
+        XCTAssertLessThan(wire, try XCTUnwrap(r["fast_wire_bytes"] as? Int), "fewer bytes on the slow link: \(r)")
+        XCTAssertGreaterThanOrEqual(r["last_token_after_end_s"] as? Double ?? -1, 0, "\(r)")
+        XCTAssertTrue(err.contains("scenario slow-link"), "parameters printed: \(err)")
+    }
+
     func testSendFloorQuickPacesAndReportsCPUPerSend() throws {
         let (status, results, err) = try runBench(["send-floor", "--quick", "--steps", "20", "--rate", "50", "--duration", "2"])
         XCTAssertEqual(status, 0, err)

@@ -29,7 +29,7 @@ public enum Spawn {
                            input: Data = Data(), directory: String? = nil, timeout: Double = 30) throws -> Result {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("spawn-\(UUID().uuidString.prefix(12))").path
         let inPath = base + ".in", outPath = base + ".out", errPath = base + ".err"
-        FileManager.default.createFile(atPath: inPath, contents: input)
+        _ = FileManager.default.createFile(atPath: inPath, contents: input)
         defer { for p in [inPath, outPath, errPath] { unlink(p) } }
 
         var actions = posix_spawn_file_actions_t()
