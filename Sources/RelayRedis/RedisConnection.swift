@@ -7,7 +7,8 @@ import RelayConfiguration
 
 /// One Redis connection attached to a worker's `EventLoop`, confined to that loop's
 /// thread. It reconnects by itself with capped exponential backoff (100 ms doubling to
-/// 2 s) and tells its owner through `onConnect` / `onDisconnect`.
+/// 2 s) and tells its owner through `onConnect` / `onDisconnect`; a connect that has not
+/// completed after `connectTimeoutMs` (5 s) fails like a refused one.
 ///
 /// hiredis' non-blocking context does the protocol (issue 14): commands are appended to
 /// its output buffer as written RESP (`redisAppendFormattedCommand`), written when the
@@ -69,6 +70,16 @@ public final class RedisConnection {
     @exclusivity(unchecked) private var writeArmed = false
     /// The non-blocking connect has not completed yet.
     @exclusivity(unchecked) private var connecting = false
+    /// How long a connect may take, ms, before it counts as failed: the commands queued
+    /// meanwhile get `DISCONNECTED` and the next attempt follows the backoff. Without it
+    /// a Redis whose address drops packets holds them for the kernel's SYN retries (about
+    /// two minutes on Linux). Default `defaultConnectTimeoutMs`; set before `connect()`.
+    public var connectTimeoutMs: UInt64 = RedisConnection.defaultConnectTimeoutMs
+    /// 5,000 ms: the SYN and its first two retransmissions (sent after 1 s and 3 s: the
+    /// initial retransmission timeout of 1 s, doubled, RFC 6298 §2 and §5.5).
+    public static let defaultConnectTimeoutMs: UInt64 = 5_000
+    /// When the connect under way times out (`EventLoop.nowMs`).
+    @exclusivity(unchecked) private var connectDeadlineMs: UInt64 = 0
     /// Counts contexts made: a handler that closes (or closes and reopens) the
     /// connection while a read's replies are dispatched ends that dispatch.
     @exclusivity(unchecked) private var contextNumber = 0
@@ -114,15 +125,16 @@ public final class RedisConnection {
         context = c
         contextNumber &+= 1
         connecting = true
+        connectDeadlineMs = loop.nowMs + connectTimeoutMs
         let me = Unmanaged.passUnretained(self).toOpaque()
         readEvent = event_new(loop.base, c.pointee.fd, Int16(EV_READ | EV_PERSIST), { _, _, arg in
             // Held for the call: a reply handler may drop the last other reference.
             let me = Unmanaged<RedisConnection>.fromOpaque(arg!).takeUnretainedValue()
             withExtendedLifetime(me) { me.readable() }
         }, me)
-        writeEvent = event_new(loop.base, c.pointee.fd, Int16(EV_WRITE), { _, _, arg in
+        writeEvent = event_new(loop.base, c.pointee.fd, Int16(EV_WRITE), { _, what, arg in
             let me = Unmanaged<RedisConnection>.fromOpaque(arg!).takeUnretainedValue()
-            withExtendedLifetime(me) { me.writable() }
+            withExtendedLifetime(me) { me.writable(timedOut: what & Int16(EV_TIMEOUT) != 0) }
         }, me)
         // A non-blocking connect completes (or fails) when the socket turns writable.
         armWrite()
@@ -135,10 +147,12 @@ public final class RedisConnection {
     }
 
     /// The socket is writable: completes a pending connect, then writes what waits.
-    private func writable() {
+    /// `timedOut`: the connect's deadline passed first (`connectTimeoutMs`).
+    private func writable(timedOut: Bool) {
         writeArmed = false
         guard let c = context else { return }
         if connecting {
+            if timedOut { return lost("connect timed out after \(connectTimeoutMs) ms") }
             var error: Int32 = 0
             var size = socklen_t(MemoryLayout<Int32>.size)
             if getsockopt(c.pointee.fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0 { error = errno }
@@ -157,11 +171,19 @@ public final class RedisConnection {
         if done == 0 { armWrite() }
     }
 
-    /// Watches for writability once output waits (one `event_add` per batch, not per command).
+    /// Watches for writability once output waits (one `event_add` per batch, not per command);
+    /// while connecting, until the connect's deadline at the latest.
     private func armWrite() {
         guard !writeArmed, let e = writeEvent else { return }
         writeArmed = true
-        event_add(e, nil)
+        guard connecting else {
+            event_add(e, nil)
+            return
+        }
+        let now = loop.nowMs
+        let left = connectDeadlineMs > now ? connectDeadlineMs - now : 0
+        var tv = timeval(tv_sec: Int(left / 1000), tv_usec: Int(left % 1000) * 1000)
+        event_add(e, &tv)
     }
 
     /// The socket is readable: reads once (up to hiredis' 16 KiB) and runs the handler

@@ -21,9 +21,10 @@ final class RedisConnectionTests: RelayTestCase {
 
         /// `whileConnecting`: runs on the loop right after `connect()`, in the same turn
         /// (the connection is not up yet).
-        init(url: String, whileConnecting: (@Sendable (RedisConnection) -> Void)? = nil) throws {
+        init(url: String, connectTimeoutMs: UInt64? = nil, whileConnecting: (@Sendable (RedisConnection) -> Void)? = nil) throws {
             loop = try EventLoop()
             connection = RedisConnection(loop: loop, endpoint: try RedisEndpoint.parse(url), role: .commands)
+            if let t = connectTimeoutMs { connection.connectTimeoutMs = t }
             let n = connects, d = disconnects
             connection.onConnect = { n.mutate { $0 += 1 } }
             connection.onDisconnect = { _ in d.mutate { $0 += 1 } }
@@ -347,6 +348,54 @@ final class RedisConnectionTests: RelayTestCase {
         try eventually(10, "the early commands' replies") { got.value.count == 3 }
         XCTAssertEqual(got.value, ["early0", "early1", "early2"])
     }
+    /// A connect that never completes (the server's address drops the SYN: here a
+    /// listener whose accept queue is full) fails after `connectTimeoutMs`, not after the
+    /// kernel's SYN retries (about two minutes): the commands queued meanwhile get
+    /// `DISCONNECTED` once each, no earlier than the deadline, and the connection never
+    /// reported itself up.
+    func testAConnectThatNeverCompletesFailsTheQueuedCommandsAtItsDeadline() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        var fillers: [Int32] = []
+        defer { for f in fillers { Glibc.close(f) }; Glibc.close(listener) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p -> Bool in
+                bind(listener, p, len) == 0 && listen(listener, 0) == 0 && getsockname(listener, p, &len) == 0
+            }
+        }
+        XCTAssertTrue(bound)
+        // Backlog 0: one connection fills the accept queue (never accepted); the SYNs
+        // after it are dropped (Linux `tcp_conn_request`: accept queue full).
+        for _ in 0..<3 {
+            let f = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            fillers.append(f)
+            _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(f, $0, len) } }
+        }
+        let port = Int(UInt16(bigEndian: addr.sin_port))
+        let got = LockedBox<[String]>([])
+        let failedAt = LockedBox<Date?>(nil)
+        let started = Date()
+        let h = try Harness(url: "redis://127.0.0.1:\(port)", connectTimeoutMs: 300) { c in
+            for i in 0..<2 {
+                c.send(["ECHO", "queued\(i)"]) { r in
+                    got.mutate { $0.append(Self.text(r)) }
+                    failedAt.mutate { $0 = $0 ?? Date() }
+                }
+            }
+        }
+        addTeardownBlock { h.stop() }
+        try eventually(20, "the queued commands to fail (got \(got.value))") { got.value.count == 2 }
+        XCTAssertTrue(got.value.allSatisfy { $0.hasPrefix("error:DISCONNECTED") }, "\(got.value)")
+        let waited = try XCTUnwrap(failedAt.value).timeIntervalSince(started)
+        XCTAssertGreaterThanOrEqual(waited, 0.3, "not before the connect's deadline")
+        XCTAssertEqual(h.connects.value, 0, "never connected")
+        XCTAssertEqual(h.disconnects.value, 0, "a connection that never came up is not reported lost")
+    }
+
     /// The URL's database is selected before anything else, also before the commands
     /// sent while connecting: they write to it, not to database 0.
     func testTheDatabaseIsSelectedBeforeCommandsSentWhileConnecting() throws {
