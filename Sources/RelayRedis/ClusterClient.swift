@@ -5,14 +5,17 @@ import RelayConfiguration
 /// A Redis Cluster command client on hiredis (Redis Cluster specification): one non-blocking
 /// `RedisConnection` per primary, on one worker's loop. Each command goes to the primary
 /// serving its key's hash slot (`ClusterRouting`, `ClusterSlotMap`); `MOVED` updates the
-/// slot and resends, `ASK` resends once to the importing node after `ASKING`,
-/// `TRYAGAIN` / `CLUSTERDOWN` and a slot whose primary is unreachable are retried with
-/// backoff within `RELAY_REDIS_OUTAGE_GRACE` (`ClusterRetryPolicy`), then answered
-/// `DISCONNECTED …`. The slot map is read with `CLUSTER SLOTS` at start, after a `MOVED`,
+/// slot and resends, `ASK` resends once to the importing node after `ASKING`; a command
+/// redirected again (the nodes disagree for a moment while a migration's `SETSLOT NODE`
+/// reaches them one by one, and redirect to each other), `TRYAGAIN` / `CLUSTERDOWN` and
+/// a slot whose primary is unreachable are retried with backoff within
+/// `RELAY_REDIS_OUTAGE_GRACE` (`ClusterRetryPolicy`), then answered `DISCONNECTED …`. The slot map is read with `CLUSTER SLOTS` at start, after a `MOVED`,
 /// after a lost connection and while slots are uncovered (`TopologyRefresh`).
 ///
 /// Commands of one slot travel on one connection, so pipelined appends of one stream
-/// stay in order; redirected replies arrive in order and are resent in that order.
+/// stay in order; redirected replies arrive in order and are resent in that order, and
+/// commands waiting for a retry wait in one queue, each due no earlier than the one
+/// before it, so they are resent in the order they failed.
 /// `isConnected` is `true` while every slot has a connected primary. Loop thread only.
 public final class ClusterClient: RedisCommandChannel {
     public var onConnect: (() -> Void)?
@@ -54,6 +57,10 @@ public final class ClusterClient: RedisCommandChannel {
     private var refresh = TopologyRefresh(minIntervalMs: 100)
     private var refreshTimer: LoopTimer?
     private var closed = false
+    /// Commands waiting for a retry, in the order they failed; `retryTimer` fires when
+    /// the oldest is due.
+    private var retries = RetryQueue<Pending>()
+    private var retryTimer: LoopTimer?
 
     /// One command on its way, with its redirect and retry state.
     private final class Pending {
@@ -67,7 +74,6 @@ public final class ClusterClient: RedisCommandChannel {
         var attempts = 0
         var firstFailureMs: UInt64?
         var askTo: ClusterNode?
-        var timer: LoopTimer?
         init(_ a: [String], _ r: ((RedisReply) -> Void)?) {
             args = a
             reply = r
@@ -91,9 +97,11 @@ public final class ClusterClient: RedisCommandChannel {
     public func close() {
         closed = true
         refreshTimer?.cancel()
+        retryTimer?.cancel()
         for c in nodes.values { c.close() }
         nodes = [:]
         bootstrap.close()
+        for p in retries.removeAll() { p.reply?(.error("DISCONNECTED cluster client closed")) }
     }
 
     public func send(_ args: [String], _ reply: ((RedisReply) -> Void)?) {
@@ -178,12 +186,18 @@ public final class ClusterClient: RedisCommandChannel {
         }
     }
 
+    /// Follows a `MOVED`/`ASK`: the first at once, a further one after the retry backoff
+    /// (`ClusterRetryPolicy.immediateRedirects`), up to `maxRedirects`, then the reply
+    /// goes to the caller.
     private func redirected(_ p: Pending, _ r: RedisReply) {
         p.redirects += 1
         guard p.redirects <= policy.maxRedirects else { return p.reply?(r) ?? () }
-        dispatch(p)
+        if p.redirects <= policy.immediateRedirects { return dispatch(p) }
+        retry(p, why: r.errorMessage ?? "MOVED")
     }
 
+    /// Queues `p` for a resend after the backoff (`ClusterRetryPolicy.delay`), behind
+    /// every command already waiting; answers `DISCONNECTED …` once the grace is used up.
     private func retry(_ p: Pending, why: String) {
         let now = loop.nowMs
         if p.firstFailureMs == nil { p.firstFailureMs = now }
@@ -193,13 +207,35 @@ public final class ClusterClient: RedisCommandChannel {
             p.reply?(.error(why.hasPrefix("DISCONNECTED") ? why : "DISCONNECTED Redis Cluster: \(why)"))
             return
         }
-        let t = LoopTimer(loop: loop) { [weak self] in
-            p.timer = nil
-            guard let self, !self.closed else { return p.reply?(.error("DISCONNECTED cluster client closed")) ?? () }
-            self.dispatch(p)
+        let wasEmpty = retries.isEmpty
+        retries.push(p, nowMs: now, waitMs: wait)
+        if wasEmpty { scheduleRetries(now: now) }
+    }
+
+    /// Arms `retryTimer` for the oldest waiting command.
+    private func scheduleRetries(now: UInt64) {
+        guard let due = retries.nextDueMs else { return }
+        if retryTimer == nil {
+            retryTimer = LoopTimer(loop: loop) { [unowned self] in self.retryDue() }
         }
-        p.timer = t
-        t.schedule(afterMs: wait)
+        retryTimer?.schedule(afterMs: due > now ? due - now : 0)
+    }
+
+    /// Resends every waiting command that is due, oldest first; one that fails again
+    /// waits behind the rest.
+    private func retryDue() {
+        guard !closed else { return }
+        let now = loop.nowMs
+        let due = retries.popDue(nowMs: now)
+        for (i, p) in due.enumerated() {
+            // A reply handler may close the client: the rest are answered, not sent.
+            guard !closed else {
+                for q in due[i...] { q.reply?(.error("DISCONNECTED cluster client closed")) }
+                return
+            }
+            dispatch(p)
+        }
+        scheduleRetries(now: now)
     }
 
     private func connection(to node: ClusterNode) -> RedisConnection {

@@ -42,15 +42,21 @@ public struct ClusterRetryPolicy: Sendable, Equatable {
     public var firstMs: UInt64
     public var maxMs: UInt64
     public var graceMs: UInt64
-    /// Redirects (`MOVED`/`ASK`) followed for one command before giving up (a loop
-    /// of redirects means the topology is in flux; the caller gets the error).
+    /// Redirects (`MOVED`/`ASK`) followed for one command before the caller gets the
+    /// redirect as its reply (the grace bounds the time they take).
     public var maxRedirects: Int
+    /// Redirects followed at once; each further one waits for the backoff, like a
+    /// `TRYAGAIN`: while a migration's `CLUSTER SETSLOT … NODE` reaches the nodes one
+    /// at a time, the old and the new owner redirect to each other for a moment (Redis
+    /// Cluster spec, "Redirection and resharding").
+    public var immediateRedirects: Int
 
-    public init(firstMs: UInt64 = 20, maxMs: UInt64 = 500, graceMs: UInt64, maxRedirects: Int = 5) {
+    public init(firstMs: UInt64 = 20, maxMs: UInt64 = 500, graceMs: UInt64, maxRedirects: Int = 16, immediateRedirects: Int = 1) {
         self.firstMs = firstMs
         self.maxMs = maxMs
         self.graceMs = graceMs
         self.maxRedirects = maxRedirects
+        self.immediateRedirects = immediateRedirects
     }
 
     /// The wait before retry number `attempt` (1-based) of a command that first failed

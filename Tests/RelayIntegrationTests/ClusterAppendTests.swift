@@ -77,6 +77,45 @@ final class ClusterAppendTests: XCTestCase {
     /// The delta of event `seq`.
     static let delta: @Sendable (Int) -> String = { seq in ClusterAppendTests.odd[seq % ClusterAppendTests.odd.count] + "\(seq)" }
 
+    /// A slot handed over on its old owner only (`CLUSTER SETSLOT … NODE <new>`), the new
+    /// owner not told yet: the two redirect to each other (`MOVED` ping-pong), as they do
+    /// for a moment while a migration's `SETSLOT NODE` reaches the nodes one at a time.
+    /// Commands sent meanwhile wait (backoff from the second redirect on, within the
+    /// outage grace) instead of failing after a few immediate redirects, and once the new
+    /// owner takes the slot they are answered, in the order they were sent.
+    func testCommandsWaitOutTwoPrimariesRedirectingToEachOtherAndStayInOrder() throws {
+        let h = try Harness(url: cluster.url)
+        addTeardownBlock { h.stop() }
+        try eventually(10, "the cluster client to connect") { h.connections.value > 0 }
+        let key = "relay:test:{ping-pong}:k"
+        let slot = HashSlot.of(key)
+        let from = try cluster.primaryPort(forSlot: slot)
+        let to = try XCTUnwrap(try cluster.primaries(askingPort: from).keys.first { $0 != from })
+        let toID = try cluster.nodeID(port: to)
+        try cluster.cli(from, ["CLUSTER", "SETSLOT", String(slot), "NODE", toID])
+        XCTAssertTrue(try cluster.cli(to, ["SET", key, "direct"]).hasPrefix("MOVED"), "the new owner still redirects to the old one")
+        XCTAssertTrue(try cluster.cli(from, ["SET", key, "direct"]).hasPrefix("MOVED"), "the old owner redirects to the new one")
+
+        let got = LockedBox<[String]>([])
+        nonisolated(unsafe) let client = h.client
+        h.run {
+            for i in 0..<5 {
+                client.send(["SET", key, "v\(i)"]) { r in got.mutate { $0.append(r.errorMessage ?? r.string ?? "?") } }
+            }
+        }
+        // The window in which the two nodes disagree (longer than 5 immediate redirects).
+        usleep(400_000)
+        XCTAssertEqual(got.value, [], "nothing answered while the nodes redirect to each other")
+        try cluster.cli(to, ["CLUSTER", "SETSLOT", String(slot), "NODE", toID])
+        try eventually(10, "the replies") { got.value.count == 5 }
+        XCTAssertEqual(got.value, Array(repeating: "OK", count: 5))
+        XCTAssertEqual(try cluster.cli(to, ["GET", key]), "v4", "written in the order sent")
+        let counters = LockedBox<ClusterClient.Counters?>(nil)
+        h.run { counters.value = client.counters }
+        try eventually(5, "the counters") { counters.value != nil }
+        XCTAssertGreaterThan(counters.value?.moved ?? 0, 10, "each command was redirected more than twice: \(String(describing: counters.value))")
+    }
+
     func testAppendsFollowRedirectsWithTheirArgumentsIntactWhileTheSlotMigrates() throws {
         let h = try Harness(url: cluster.url)
         defer { h.stop() }

@@ -80,6 +80,15 @@ final class ClusterRoutingTests: XCTestCase {
         XCTAssertNil(p.delay(attempt: 8, firstFailureMs: first, nowMs: clock.nowMs), "past the grace: give the error back")
     }
 
+    func testTheFirstRedirectIsFollowedAtOnceFurtherOnesAfterTheBackoff() {
+        let p = ClusterRetryPolicy(graceMs: 2_000)
+        XCTAssertEqual(p.immediateRedirects, 1, "MOVED then resend at once; a second redirect means the nodes disagree")
+        XCTAssertEqual(p.maxRedirects, 16, "a ping-pong is waited out within the grace, not ended after 5 hops")
+        // 15 backed-off redirects take longer than the grace: the grace ends them first.
+        let waited = (1...15).compactMap { p.delay(attempt: $0, firstFailureMs: 0, nowMs: 0) }.reduce(0, +)
+        XCTAssertGreaterThan(waited, p.graceMs)
+    }
+
     func testRefreshesAreCoalescedAndSpaced() {
         var clock = VirtualClock()
         var r = TopologyRefresh(minIntervalMs: 100)
