@@ -152,7 +152,13 @@ public final class RedisConnection {
         writeArmed = false
         guard let c = context else { return }
         if connecting {
-            if timedOut { return lost("connect timed out after \(connectTimeoutMs) ms") }
+            // libevent reports a write event whose timeout expired as `EV_TIMEOUT` only, also
+            // when the socket turned writable in the same loop turn (`timeout_process` runs
+            // after the poll and re-activates the event with `EV_TIMEOUT` alone): a loop turn
+            // that ran past the deadline would fail a connect that had completed.
+            if timedOut && !RedisConnection.isWritable(c.pointee.fd) {
+                return lost("connect timed out after \(connectTimeoutMs) ms")
+            }
             var error: Int32 = 0
             var size = socklen_t(MemoryLayout<Int32>.size)
             if getsockopt(c.pointee.fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0 { error = errno }
@@ -169,6 +175,14 @@ public final class RedisConnection {
         var done: Int32 = 0
         if redisBufferWrite(c, &done) != REDIS_OK { return lost(RedisConnection.reason(c)) }
         if done == 0 { armWrite() }
+    }
+
+    /// Whether `fd` is writable now (`poll(2)` with a 0 ms timeout, `POLLOUT`; an error
+    /// or hang-up counts too: the connect has ended, `SO_ERROR` tells how). Asked once,
+    /// when a connect's deadline fires.
+    private static func isWritable(_ fd: Int32) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        return poll(&p, 1, 0) == 1 && p.revents & Int16(POLLOUT | POLLERR | POLLHUP) != 0
     }
 
     /// Watches for writability once output waits (one `event_add` per batch, not per command);
