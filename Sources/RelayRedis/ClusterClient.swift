@@ -124,7 +124,11 @@ public final class ClusterClient: RedisCommandChannel {
 
     // MARK: routing
 
+    /// Routes and sends `p`; on a closed client answers `DISCONNECTED` at once instead
+    /// (a handler that `close()` answers may send again, and a send would otherwise open
+    /// a new connection to the slot's primary, kept, reconnecting, until the client is freed).
     private func dispatch(_ p: Pending) {
+        guard !closed else { return p.reply?(.error("DISCONNECTED cluster client closed")) ?? () }
         switch ClusterRouting.of(p.args) {
         case .allPrimaries:
             let up = slotMap.primaries.compactMap { nodes[$0] }.filter(\.isConnected)
@@ -278,6 +282,7 @@ public final class ClusterClient: RedisCommandChannel {
     /// A `MOVED <slot> <node>` (here or seen by `ShardedPubSub`): patches the slot,
     /// tells `onSlotMapChanged` when that changed the owner, and re-reads the map.
     public func noteMoved(slot: Int, to node: ClusterNode) {
+        guard !closed else { return }   // no connection is opened after `close()`
         if slotMap.primary(forSlot: slot) != node {
             slotMap.moved(slot: slot, to: node)
             _ = connection(to: node)

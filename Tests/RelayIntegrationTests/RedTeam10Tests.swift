@@ -180,3 +180,356 @@ final class RedTeam10Tests: RelayTestCase {
         XCTAssertEqual(h.connects.value, 0, "a closed connection does not reconnect")
     }
 }
+
+// MARK: 2. ClusterClient's retry queue
+
+/// `ClusterClient`'s FIFO retry queue (repeated `MOVED`/`ASK`, with backoff within the
+/// outage grace) against a real Redis Cluster whose nodes are made to disagree.
+final class RedTeam10ClusterTests: XCTestCase {
+    private var cluster: RedisCluster!
+
+    override func setUpWithError() throws {
+        cluster = try RedisCluster(primaries: 3)
+    }
+
+    override func tearDown() {
+        cluster?.stop()
+        cluster = nil
+    }
+
+    /// A `ClusterClient` with the given outage grace on its own loop thread.
+    final class Client: @unchecked Sendable {
+        let loop: EventLoop
+        let client: ClusterClient
+        let connections = LockedBox(0)
+        private let thread: Thread
+
+        init(url: String, graceMs: UInt64) throws {
+            loop = try EventLoop()
+            client = ClusterClient(loop: loop, endpoint: try RedisEndpoint.parse(url), outageGraceMs: graceMs)
+            let n = connections
+            client.onConnect = { n.mutate { $0 += 1 } }
+            let lp = loop
+            nonisolated(unsafe) let c = client
+            loop.post { c.connect() }
+            thread = Thread { lp.run() }
+            thread.start()
+        }
+
+        func run(_ body: @escaping @Sendable (ClusterClient) -> Void) {
+            nonisolated(unsafe) let c = client
+            loop.post { body(c) }
+        }
+
+        /// The client's counters, read on the loop.
+        func counters() throws -> ClusterClient.Counters {
+            let got = LockedBox<ClusterClient.Counters?>(nil)
+            run { got.value = $0.counters }
+            let until = Date().addingTimeInterval(5)
+            while got.value == nil && Date() < until { usleep(5_000) }
+            return try XCTUnwrap(got.value)
+        }
+
+        func stop() {
+            let lp = loop
+            nonisolated(unsafe) let c = client
+            loop.post { c.close(); lp.stop() }
+            let until = Date().addingTimeInterval(5)
+            while !thread.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
+        }
+    }
+
+    private func eventually(_ timeout: Double, _ what: String, _ condition: () throws -> Bool) throws {
+        let until = Date().addingTimeInterval(timeout)
+        while Date() < until {
+            if try condition() { return }
+            usleep(10_000)
+        }
+        throw TestFailure("timed out waiting for \(what)")
+    }
+
+    /// Hands `key`'s slot over on its old owner only: the two nodes redirect to each
+    /// other (`MOVED` ping-pong) until `settle` tells the new owner. Returns (old, new
+    /// port, settle).
+    private func pingPong(_ key: String) throws -> (from: Int, to: Int, settle: () throws -> Void) {
+        let slot = HashSlot.of(key)
+        let from = try cluster.primaryPort(forSlot: slot)
+        let to = try XCTUnwrap(try cluster.primaries(askingPort: from).keys.sorted().first { $0 != from })
+        let toID = try cluster.nodeID(port: to)
+        try cluster.cli(from, ["CLUSTER", "SETSLOT", String(slot), "NODE", toID])
+        XCTAssertTrue(try cluster.cli(to, ["GET", key]).hasPrefix("MOVED"))
+        XCTAssertTrue(try cluster.cli(from, ["GET", key]).hasPrefix("MOVED"))
+        return (from, to, { try self.cluster.cli(to, ["CLUSTER", "SETSLOT", String(slot), "NODE", toID]) })
+    }
+
+    private static func text(_ r: RedisReply) -> String {
+        if let e = r.errorMessage { return "error:" + e }
+        if case .null = r { return "null" }
+        return r.string ?? "?"
+    }
+
+    /// A redirect ping-pong that never ends: each command is answered once, with an
+    /// error, within the outage grace plus one backoff step (`maxMs`, 500 ms), not
+    /// held indefinitely nor answered twice; nothing is written.
+    func testANeverEndingPingPongIsAnsweredOnceWithinTheGrace() throws {
+        let c = try Client(url: cluster.url, graceMs: 1_000)
+        addTeardownBlock { c.stop() }
+        try eventually(10, "the cluster client to connect") { c.connections.value > 0 }
+        let key = "relay:test:{rt10-forever}:k"
+        _ = try pingPong(key)
+        let got = LockedBox<[Int: [String]]>([:])
+        let answeredAt = LockedBox<[Date]>([])
+        let start = Date()
+        c.run { client in
+            for i in 0..<8 {
+                client.send(["SET", key, "v\(i)"]) { r in
+                    got.mutate { $0[i, default: []].append(Self.text(r)) }
+                    answeredAt.mutate { $0.append(Date()) }
+                }
+            }
+        }
+        try eventually(6, "every command answered") { got.value.count == 8 }
+        usleep(700_000)   // anything answered twice would show by now
+        let last = try XCTUnwrap(answeredAt.value.max()).timeIntervalSince(start)
+        XCTAssertEqual(got.value.values.map(\.count), Array(repeating: 1, count: 8), "each once: \(got.value)")
+        XCTAssertTrue(got.value.values.allSatisfy { $0[0].hasPrefix("error:") }, "\(got.value)")
+        XCTAssertGreaterThanOrEqual(last, 0.5, "waited (backoff) rather than failing after a few immediate hops")
+        XCTAssertLessThan(last, 1.0 + 0.5 + 0.7, "bounded by the grace (1 s) plus one backoff step (and slack)")
+    }
+
+    /// Commands waiting in the retry queue (a ping-pong) when a reply handler of another
+    /// command closes the client: each is answered once, `DISCONNECTED`, none is sent
+    /// after the close (the slot settles right after: a resend would write).
+    func testClosingFromAReplyHandlerAnswersEveryQueuedCommandOnce() throws {
+        let c = try Client(url: cluster.url, graceMs: 10_000)
+        addTeardownBlock { c.stop() }
+        try eventually(10, "the cluster client to connect") { c.connections.value > 0 }
+        let key = "relay:test:{rt10-close}:k"
+        let other = "relay:test:{rt10-other}:k"
+        let (_, to, settle) = try pingPong(key)
+        let got = LockedBox<[Int: [String]]>([:])
+        c.run { client in
+            for i in 0..<10 {
+                client.send(["SET", key, "v\(i)"]) { r in got.mutate { $0[i, default: []].append(Self.text(r)) } }
+            }
+        }
+        usleep(300_000)   // in the queue by now (the second redirect and later wait)
+        XCTAssertEqual(got.value.count, 0)
+        XCTAssertGreaterThan(try c.counters().retried, 0, "commands are waiting for a retry")
+        let closed = LockedBox(0)
+        c.run { client in
+            client.send(["GET", other]) { _ in
+                closed.mutate { $0 += 1 }
+                client.close()
+            }
+        }
+        try eventually(5, "the queued commands' answers") { got.value.count == 10 }
+        try settle()
+        usleep(800_000)
+        XCTAssertEqual(closed.value, 1)
+        XCTAssertEqual(got.value.values.map(\.count), Array(repeating: 1, count: 10), "each once: \(got.value)")
+        XCTAssertTrue(got.value.values.allSatisfy { $0[0].hasPrefix("error:DISCONNECTED") }, "\(got.value)")
+        XCTAssertEqual(try cluster.cli(to, ["GET", key]), "", "nothing sent after the close")
+    }
+
+    /// Clients connected to the node on `port` (not its replica, not the `redis-cli` asking).
+    private func clients(_ port: Int) throws -> Int {
+        // Not the replica's replication link (`flags=S`), not the asking `redis-cli`.
+        try cluster.cli(port, ["CLIENT", "LIST"]).split(separator: "\n")
+            .filter { !$0.contains("flags=S") && !$0.contains("cmd=client|list") }.count
+    }
+
+    /// A command sent on a closed client (here from the handler of a queued command that
+    /// `close()` answers, as an owner resending on `DISCONNECTED` would) is answered
+    /// `DISCONNECTED` once and opens no connection: the closed client holds none to any
+    /// node afterwards.
+    func testACommandSentOnAClosedClientOpensNoConnection() throws {
+        let c = try Client(url: cluster.url, graceMs: 10_000)
+        addTeardownBlock { c.stop() }
+        try eventually(10, "the cluster client to connect") { c.connections.value > 0 }
+        let key = "relay:test:{rt10-after-close}:k"
+        let (from, to, _) = try pingPong(key)
+        let got = LockedBox<[String]>([])
+        c.run { client in
+            client.send(["SET", key, "queued"]) { r in
+                got.mutate { $0.append("queued:" + Self.text(r)) }
+                client.send(["GET", key]) { r in got.mutate { $0.append("after:" + Self.text(r)) } }
+            }
+        }
+        usleep(200_000)
+        c.run { $0.close() }
+        try eventually(5, "both answered") { got.value.count == 2 }
+        XCTAssertTrue(got.value.allSatisfy { $0.contains("error:DISCONNECTED") }, "\(got.value)")
+        usleep(500_000)   // a connection opened after the close would be up by now
+        XCTAssertEqual(got.value.count, 2)
+        let ports = try cluster.primaries(askingPort: from).keys.sorted()
+        XCTAssertTrue(ports.contains(to))
+        for p in ports { XCTAssertEqual(try clients(p), 0, "no connection left to :\(p) after close") }
+    }
+
+    /// Pipelined `XADD`s with explicit ids through an `ASK`/`MOVED` ping-pong: the old
+    /// owner is migrating and the key has moved (`ASK` to the new owner), the new owner
+    /// no longer imports (`MOVED` back, even after `ASKING`). The commands wait in the
+    /// queue with their `ASK` target (`askTo`); once the new owner imports again they are
+    /// stored, every one, in the order sent (Redis refuses an id at or below the top).
+    func testPipelinedXAddsThroughAnAskMovedPingPongStayInOrder() throws {
+        let c = try Client(url: cluster.url, graceMs: 10_000)
+        addTeardownBlock { c.stop() }
+        try eventually(10, "the cluster client to connect") { c.connections.value > 0 }
+        let key = "relay:test:{rt10-ask}:events"
+        let slot = HashSlot.of(key)
+        let from = try cluster.primaryPort(forSlot: slot)
+        let to = try XCTUnwrap(try cluster.primaries(askingPort: from).keys.sorted().first { $0 != from })
+        let fromID = try cluster.nodeID(port: from), toID = try cluster.nodeID(port: to)
+        XCTAssertEqual(try cluster.cli(from, ["XADD", key, "1-0", "e", "1"]), "1-0")
+        try cluster.cli(to, ["CLUSTER", "SETSLOT", String(slot), "IMPORTING", fromID])
+        try cluster.cli(from, ["CLUSTER", "SETSLOT", String(slot), "MIGRATING", toID])
+        XCTAssertEqual(try cluster.cli(from, ["MIGRATE", "127.0.0.1", String(to), "", "0", "5000", "KEYS", key]), "OK")
+        try cluster.cli(to, ["CLUSTER", "SETSLOT", String(slot), "STABLE"])
+        XCTAssertTrue(try cluster.cli(from, ["XADD", key, "9-0", "e", "x"]).hasPrefix("ASK"))
+
+        let n = 30
+        let got = LockedBox<[String]>([])
+        c.run { client in
+            for s in 2...(n + 1) {
+                client.send(["XADD", key, "\(s)-0", "e", String(s)]) { r in got.mutate { $0.append(Self.text(r)) } }
+            }
+        }
+        usleep(400_000)
+        XCTAssertEqual(got.value, [], "nothing answered while the nodes disagree")
+        let mid = try c.counters()
+        XCTAssertGreaterThan(mid.ask, n, "ASK followed: \(mid)")
+        XCTAssertGreaterThan(mid.moved, n, "MOVED followed: \(mid)")
+        try cluster.cli(to, ["CLUSTER", "SETSLOT", String(slot), "IMPORTING", fromID])
+        try eventually(10, "the replies") { got.value.count == n }
+        XCTAssertEqual(got.value, (2...(n + 1)).map { "\($0)-0" }, "stored, in order")
+        for p in [from, to] { try cluster.cli(p, ["CLUSTER", "SETSLOT", String(slot), "NODE", toID]) }
+        let ids = try cluster.cli(to, ["XRANGE", key, "-", "+"]).split(separator: "\n").filter { $0.hasSuffix("-0") }
+        XCTAssertEqual(ids.map(String.init), (1...(n + 1)).map { "\($0)-0" })
+    }
+}
+
+// MARK: 3. the bench's slow-link scenario
+
+/// A TCP proxy on 127.0.0.1 in front of `target`: counts the bytes it forwards from the
+/// server to each client connection (in accept order), independently of the client.
+final class CountingProxy: @unchecked Sendable {
+    let port: Int
+    private let listener: Int32
+    /// Server → client bytes written to each accepted connection, in accept order.
+    let downstream = LockedBox<[Int]>([])
+    private let stopped = LockedBox(false)
+
+    init(target: Int) throws {
+        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let fd = listener
+        let ok = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p -> Bool in
+                bind(fd, p, len) == 0 && listen(fd, 16) == 0 && getsockname(fd, p, &len) == 0
+            }
+        }
+        guard ok else { throw TestFailure("proxy listen") }
+        port = Int(UInt16(bigEndian: addr.sin_port))
+        let down = downstream, stop = stopped
+        Thread {
+            while !stop.value {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { return }
+                let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                var dst = sockaddr_in()
+                dst.sin_family = sa_family_t(AF_INET)
+                dst.sin_addr.s_addr = inet_addr("127.0.0.1")
+                dst.sin_port = UInt16(target).bigEndian
+                let c = withUnsafePointer(to: &dst) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+                guard c == 0 else { Glibc.close(client); Glibc.close(server); continue }
+                var index = 0
+                down.mutate { index = $0.count; $0.append(0) }
+                let i = index
+                CountingProxy.pump(from: client, to: server) { _ in }
+                CountingProxy.pump(from: server, to: client) { n in down.mutate { $0[i] += n } }
+            }
+        }.start()
+    }
+
+    /// Copies `from` → `to` on its own thread until EOF or an error, reporting each write.
+    private static func pump(from: Int32, to: Int32, wrote: @escaping @Sendable (Int) -> Void) {
+        Thread {
+            var buf = [UInt8](repeating: 0, count: 16_384)
+            while true {
+                let n = buf.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
+                if n <= 0 { break }
+                var off = 0
+                while off < n {
+                    let w = buf.withUnsafeBytes { write(to, $0.baseAddress! + off, n - off) }
+                    if w <= 0 { break }
+                    wrote(w)
+                    off += w
+                }
+                if off < n { break }
+            }
+            shutdown(to, Int32(SHUT_WR))
+            shutdown(from, Int32(SHUT_RD))
+        }.start()
+    }
+
+    func stop() {
+        stopped.value = true
+        shutdown(listener, Int32(SHUT_RDWR))
+        Glibc.close(listener)
+    }
+}
+
+extension RedTeam10Tests {
+    /// The bench executable next to the relay binary (as `BenchSmokeTests`).
+    private var benchBinary: String {
+        if let b = ProcessInfo.processInfo.environment["STREAM_RELAY_BENCH_BIN"] { return b }
+        return URL(fileURLWithPath: TestPaths.relayBinary).deletingLastPathComponent()
+            .appendingPathComponent("stream-relay-bench").path
+    }
+
+    private func runBench(_ args: [String], timeout: Double = 120) throws -> (Int32, [[String: Any]], String) {
+        let env = ChildEnvironment.minimal(["RELAY_JWT_SECRET": RelayProcess.secret])
+        let run = try ToolProcess.run(benchBinary, args, environment: env, timeout: timeout)
+        let results = run.stdout.split(separator: "\n").compactMap { line -> [String: Any]? in
+            guard line.hasPrefix("RESULT ") else { return nil }
+            return try? JSONSerialization.jsonObject(with: Data(line.dropFirst(7).utf8)) as? [String: Any]
+        }
+        return (run.status, results, run.stderr)
+    }
+
+    /// `slow-link --quick` against a relay that does not coalesce (`RELAY_COALESCE_BACKLOG=0`),
+    /// through a proxy that counts the bytes sent to each connection: the slow link shows
+    /// one event per token (151 with the done), the bench's `wire_bytes` is what the proxy
+    /// delivered to the slow connection (less at most the bytes still unread when the bench
+    /// closed it), and the reader was held to the token bucket's 4 KB/s: no more bytes than
+    /// its burst plus one tick's worth per 20 ms of the run.
+    func testSlowLinkWithoutCoalescingReportsOneEventPerTokenAndTheExactWireBytes() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "150", "RELAY_COALESCE_BACKLOG": "0",
+                                    "RELAY_MAX_STREAMS_PER_SESSION": "1000000", "RELAY_BUDGETS": "free=20000,pro=1000000000000"])
+        let proxy = try CountingProxy(target: relay.port)
+        defer { proxy.stop() }
+        let (status, results, err) = try runBench(["slow-link", "--quick", "--port", String(proxy.port)])
+        XCTAssertEqual(status, 0, err)
+        let r = try XCTUnwrap(results.first { $0["scenario"] as? String == "slow-link" }, err)
+        XCTAssertEqual(r["exact"] as? Bool, true, "\(r)")
+        XCTAssertEqual(r["fast_events"] as? Int, 151, "\(r)")
+        XCTAssertEqual(r["slow_events"] as? Int, 151, "no coalescing: one event per token on the slow link too: \(r)")
+        let wire = try XCTUnwrap(r["wire_bytes"] as? Int)
+        let fastWire = try XCTUnwrap(r["fast_wire_bytes"] as? Int)
+        let counted = proxy.downstream.value
+        print("slow-link without coalescing: bench \(wire) / \(fastWire) bytes, proxy \(counted), wall \(r["wall_s"] ?? "?") s")
+        let slowSent = try XCTUnwrap(counted.first)
+        XCTAssertLessThanOrEqual(wire, slowSent, "the bench cannot have read more than was sent")
+        XCTAssertLessThanOrEqual(slowSent - wire, 16, "at most the chunked terminator unread at close: bench \(wire), proxy \(slowSent)")
+        // The fast reader's (last, successful) connection.
+        XCTAssertTrue(counted.dropFirst().contains { $0 >= fastWire && $0 - fastWire <= 16 }, "fast: bench \(fastWire), proxy \(counted)")
+        // Token bucket: 81 bytes per 20 ms tick, burst 405.
+        let wall = try XCTUnwrap(r["wall_s"] as? Double)
+        XCTAssertLessThanOrEqual(Double(wire), 405 + 81 * (wall / 0.02 + 2), "read no faster than 4 KB/s: \(wire) bytes in \(wall) s")
+        XCTAssertGreaterThan(Double(wire) / wall, 2_000, "and not far slower either: \(wire) bytes in \(wall) s")
+    }
+}
