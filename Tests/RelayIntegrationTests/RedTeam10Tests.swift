@@ -367,6 +367,26 @@ final class RedTeam10ClusterTests: XCTestCase {
         for p in ports { XCTAssertEqual(try clients(p), 0, "no connection left to :\(p) after close") }
     }
 
+    /// The first seed of a cluster URL never completes a connect (its accept queue is
+    /// full): the bootstrap connection gives up on it after the connect timeout (5 s)
+    /// and moves on to the next seed, instead of waiting out the kernel's SYN retries
+    /// (about two minutes); the client connects and serves commands.
+    func testABlackHoledFirstSeedIsLeftAfterTheConnectTimeout() throws {
+        let hole = try RedTeam10Tests.BlackHole()
+        let url = "redis+cluster://127.0.0.1:\(hole.port)," + cluster.nodes.map { "127.0.0.1:\($0.port)" }.joined(separator: ",")
+        let start = Date()
+        let c = try Client(url: url, graceMs: 10_000)
+        addTeardownBlock { c.stop() }
+        try eventually(15, "the cluster client to connect") { c.connections.value > 0 }
+        let took = Date().timeIntervalSince(start)
+        XCTAssertGreaterThanOrEqual(took, Double(RedisConnection.defaultConnectTimeoutMs) / 1000 - 0.5, "the first seed was tried")
+        XCTAssertLessThan(took, Double(RedisConnection.defaultConnectTimeoutMs) / 1000 + 3, "left after the connect timeout")
+        let got = LockedBox<String?>(nil)
+        c.run { $0.send(["SET", "relay:test:{rt10-seed}:k", "v"]) { r in got.value = Self.text(r) } }
+        try eventually(5, "the reply") { got.value != nil }
+        XCTAssertEqual(got.value, "OK")
+    }
+
     /// Pipelined `XADD`s with explicit ids through an `ASK`/`MOVED` ping-pong: the old
     /// owner is migrating and the key has moved (`ASK` to the new owner), the new owner
     /// no longer imports (`MOVED` back, even after `ASKING`). The commands wait in the
