@@ -104,11 +104,17 @@ public final class EventLoop: @unchecked Sendable {
         for w in work { w() }
     }
 
-    /// Milliseconds since an arbitrary fixed point (monotonic): the loop's cached time.
+    /// Milliseconds since an arbitrary fixed point (boot), monotonic: `CLOCK_MONOTONIC_COARSE`,
+    /// the clock libevent's own timers run on for a base without
+    /// `EVENT_BASE_FLAG_PRECISE_TIMER` (its resolution, 4 ms here, is the kernel tick;
+    /// `clock_getres(2)`). Not `event_base_gettimeofday_cached`: that is the wall clock
+    /// (libevent's cached monotonic time plus the wall clock's offset, re-read every
+    /// 5 s), so a clock stepped back by NTP would move deadlines and retry times by the
+    /// step, and `now - start` of an unsigned start time would trap.
     public var nowMs: UInt64 {
-        var tv = timeval()
-        event_base_gettimeofday_cached(base, &tv)
-        return UInt64(tv.tv_sec) * 1000 + UInt64(tv.tv_usec) / 1000
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &ts)
+        return UInt64(ts.tv_sec) &* 1000 &+ UInt64(ts.tv_nsec) / 1_000_000
     }
 }
 

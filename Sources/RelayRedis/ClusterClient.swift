@@ -35,7 +35,8 @@ public final class ClusterClient: RedisCommandChannel {
         public var moved = 0
         /// `ASK` replies followed.
         public var ask = 0
-        /// Commands retried after `TRYAGAIN`, `CLUSTERDOWN` or an unreachable slot owner.
+        /// Commands retried after a backoff: `TRYAGAIN`, `CLUSTERDOWN`, an unreachable slot
+        /// owner, or a `MOVED` after the command's first redirect.
         public var retried = 0
         /// `CLUSTER SLOTS` refreshes sent.
         public var refreshes = 0
@@ -177,11 +178,11 @@ public final class ClusterClient: RedisCommandChannel {
         case .moved(let slot, let node):
             counters.moved += 1
             noteMoved(slot: slot, to: node)
-            redirected(p, r)
+            redirected(p, r, ask: false)
         case .ask(_, let node):
             counters.ask += 1
             p.askTo = node
-            redirected(p, r)
+            redirected(p, r, ask: true)
         case .retryLater:
             retry(p, why: r.errorMessage ?? "TRYAGAIN")
         case .refreshThenRetry:
@@ -190,13 +191,15 @@ public final class ClusterClient: RedisCommandChannel {
         }
     }
 
-    /// Follows a `MOVED`/`ASK`: the first at once, a further one after the retry backoff
-    /// (`ClusterRetryPolicy.immediateRedirects`), up to `maxRedirects`, then the reply
-    /// goes to the caller.
-    private func redirected(_ p: Pending, _ r: RedisReply) {
+    /// Follows a `MOVED`/`ASK`: the first redirect and every `ASK` at once (an `ASK`
+    /// names the one node to ask; a stale slot map's `MOVED` followed by a migration's
+    /// `ASK` is the usual path, not a loop), a further `MOVED` after the retry backoff
+    /// (`ClusterRetryPolicy.immediateRedirects`), up to `maxRedirects` in all, then the
+    /// reply goes to the caller.
+    private func redirected(_ p: Pending, _ r: RedisReply, ask: Bool) {
         p.redirects += 1
         guard p.redirects <= policy.maxRedirects else { return p.reply?(r) ?? () }
-        if p.redirects <= policy.immediateRedirects { return dispatch(p) }
+        if ask || p.redirects <= policy.immediateRedirects { return dispatch(p) }
         retry(p, why: r.errorMessage ?? "MOVED")
     }
 

@@ -45,10 +45,11 @@ public struct ClusterRetryPolicy: Sendable, Equatable {
     /// Redirects (`MOVED`/`ASK`) followed for one command before the caller gets the
     /// redirect as its reply (the grace bounds the time they take).
     public var maxRedirects: Int
-    /// Redirects followed at once; each further one waits for the backoff, like a
-    /// `TRYAGAIN`: while a migration's `CLUSTER SETSLOT … NODE` reaches the nodes one
-    /// at a time, the old and the new owner redirect to each other for a moment (Redis
-    /// Cluster spec, "Redirection and resharding").
+    /// Redirects followed at once; each further `MOVED` waits for the backoff, like a
+    /// `TRYAGAIN` (an `ASK` is always followed at once): while a migration's `CLUSTER
+    /// SETSLOT … NODE` reaches the nodes one at a time, the old and the new owner
+    /// redirect to each other for a moment (Redis Cluster spec, "Redirection and
+    /// resharding").
     public var immediateRedirects: Int
 
     public init(firstMs: UInt64 = 20, maxMs: UInt64 = 500, graceMs: UInt64, maxRedirects: Int = 16, immediateRedirects: Int = 1) {
