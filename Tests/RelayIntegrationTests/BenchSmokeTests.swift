@@ -9,26 +9,10 @@ final class BenchSmokeTests: RelayTestCase {
     /// monthly budget, as `scripts/bench.sh` does.
     static let loadTestLimits = ["RELAY_MAX_STREAMS_PER_SESSION": "1000000", "RELAY_BUDGETS": "free=20000,pro=1000000000000"]
 
-    /// The bench executable next to the relay binary under test (or `$STREAM_RELAY_BENCH_BIN`).
-    var benchBinary: String {
-        if let b = ProcessInfo.processInfo.environment["STREAM_RELAY_BENCH_BIN"] { return b }
-        return URL(fileURLWithPath: TestPaths.relayBinary).deletingLastPathComponent()
-            .appendingPathComponent("stream-relay-bench").path
-    }
-
     /// Runs the bench and returns (exit status, stdout RESULT lines as JSON, stderr).
     func runBench(_ args: [String], timeout: Double = 120) throws -> (Int32, [[String: Any]], String) {
-        guard FileManager.default.isExecutableFile(atPath: benchBinary) else {
-            throw TestFailure("stream-relay-bench not built at \(benchBinary) (swift build builds it)")
-        }
-        let env = ChildEnvironment.minimal(["RELAY_JWT_SECRET": RelayProcess.secret])
-        let run = try ToolProcess.run(benchBinary, args, environment: env, timeout: timeout)
-        let out = run.stdout
-        let results = out.split(separator: "\n").compactMap { line -> [String: Any]? in
-            guard line.hasPrefix("RESULT ") else { return nil }
-            return try? JSONSerialization.jsonObject(with: Data(line.dropFirst(7).utf8)) as? [String: Any]
-        }
-        return (run.status, results, run.stderr)
+        let run = try BenchRun.run(args, timeout: timeout)
+        return (run.status, run.results, run.stderr)
     }
 
     func testStreamQuickDeliversEverything() throws {

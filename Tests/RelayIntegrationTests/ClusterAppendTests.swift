@@ -13,62 +13,8 @@ import XCTest
 /// by key under a running appender. Odd deltas (multi-byte UTF-8, NUL, CR LF, RESP
 /// markers, U+2028) must be stored byte-exact, each event once and in order, with the
 /// lossless-resume text intact, read from the slot's new primary.
-final class ClusterAppendTests: XCTestCase {
-    private var cluster: RedisCluster!
-
-    override func setUpWithError() throws {
-        cluster = try RedisCluster(primaries: 3)
-    }
-
-    override func tearDown() {
-        cluster?.stop()
-        cluster = nil
-    }
-
-    /// A `ClusterClient`, its `EventLog` and appenders on their own loop thread, as a
-    /// worker runs them. Everything is posted to the loop.
-    final class Harness: @unchecked Sendable {
-        let loop: EventLoop
-        let client: ClusterClient
-        let log: EventLog
-        let connections = LockedBox(0)
-        private let thread: Thread
-
-        init(url: String) throws {
-            loop = try EventLoop()
-            client = ClusterClient(loop: loop, endpoint: try RedisEndpoint.parse(url), outageGraceMs: 10_000)
-            log = EventLog(connection: client, maxLen: 1000, ttlMs: 60_000, lossless: true, sharded: true)
-            let l = log, n = connections
-            client.onConnect = {
-                l.connected()
-                n.mutate { $0 += 1 }
-            }
-            let lp = loop
-            nonisolated(unsafe) let c = client
-            loop.post { c.connect() }
-            thread = Thread { lp.run() }
-            thread.start()
-        }
-
-        func run(_ body: @escaping @Sendable () -> Void) { loop.post(body) }
-
-        func stop() {
-            let lp = loop
-            nonisolated(unsafe) let c = client
-            loop.post { c.close(); lp.stop() }
-            let until = Date().addingTimeInterval(5)
-            while !thread.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
-        }
-    }
-
-    private func eventually(_ timeout: Double, _ what: String, _ condition: () throws -> Bool) throws {
-        let until = Date().addingTimeInterval(timeout)
-        while Date() < until {
-            if try condition() { return }
-            usleep(20_000)
-        }
-        throw TestFailure("timed out waiting for \(what)")
-    }
+final class ClusterAppendTests: RedisClusterTestCase {
+    typealias Harness = ClusterHarness
 
     /// Deltas whose bytes differ from their characters, with the RESP and SSE markers.
     static let odd = ["a\u{0}b", "\r\n", "$3\r\n", "*2\r\n", "👩‍👩‍👧‍👦", " مَرْحَبًا", "\u{2028}", "\u{2029}", "e\u{301}",
@@ -110,10 +56,8 @@ final class ClusterAppendTests: XCTestCase {
         try eventually(10, "the replies") { got.value.count == 5 }
         XCTAssertEqual(got.value, Array(repeating: "OK", count: 5))
         XCTAssertEqual(try cluster.cli(to, ["GET", key]), "v4", "written in the order sent")
-        let counters = LockedBox<ClusterClient.Counters?>(nil)
-        h.run { counters.value = client.counters }
-        try eventually(5, "the counters") { counters.value != nil }
-        XCTAssertGreaterThan(counters.value?.moved ?? 0, 10, "each command was redirected more than twice: \(String(describing: counters.value))")
+        let counters = try h.counters()
+        XCTAssertGreaterThan(counters.moved, 10, "each command was redirected more than twice: \(counters)")
     }
 
     func testAppendsFollowRedirectsWithTheirArgumentsIntactWhileTheSlotMigrates() throws {
@@ -214,12 +158,8 @@ final class ClusterAppendTests: XCTestCase {
         XCTAssertTrue(ends.contains { (Int($0) ?? 0) & 0x80 != 0 }, "some offset has a byte that is not UTF-8")
         let read = try cluster.cli(to, ["BITFIELD", k.offsets] + (1...total).flatMap { ["GET", "u32", "#\($0)"] })
         XCTAssertEqual(read.split(separator: "\n").map(String.init), ends, "each seq's u32 end offset")
-        let counters = LockedBox<ClusterClient.Counters?>(nil)
-        nonisolated(unsafe) let c = h.client
-        h.run { counters.value = c.counters }
-        try eventually(5, "the counters") { counters.value != nil }
-        let redirects = counters.value.map { $0.ask + $0.moved + $0.retried } ?? 0
-        XCTAssertGreaterThan(redirects, 0, "the appends did run into the migration: \(String(describing: counters.value))")
-        print("cluster append: \(moved) keys moved, \(String(describing: counters.value))")
+        let counters = try h.counters()
+        XCTAssertGreaterThan(counters.ask + counters.moved + counters.retried, 0, "the appends did run into the migration: \(counters)")
+        print("cluster append: \(moved) keys moved, \(counters)")
     }
 }

@@ -9,19 +9,13 @@ import XCTest
 /// `REDIS_URL=redis+cluster://…`): streams on every primary resumed across relays,
 /// revocation and Stop across relays, a slot migrated mid-stream, a primary killed
 /// mid-stream.
-final class ClusterTests: XCTestCase {
-    private var cluster: RedisCluster!
+final class ClusterTests: RedisClusterTestCase {
     private var relays: [RelayProcess] = []
-
-    override func setUpWithError() throws {
-        cluster = try RedisCluster(primaries: 3)
-    }
 
     override func tearDown() {
         for r in relays { r.kill9() }
         relays.removeAll()
-        cluster?.stop()
-        cluster = nil
+        super.tearDown()
     }
 
     private static let adminKey = "admin-key-for-tests-0123456789"
@@ -184,14 +178,14 @@ final class ClusterTests: XCTestCase {
         var read: [SSEMessage] = []
         while read.count < 20, let e = try reader.nextEvent() { read.append(e) }
         let live = "relay:{\(OwnerHash.of(sub)):\(id)}:live"
-        try eventuallyTrue(3, "SSUBSCRIBE of the live channel on the old primary") {
+        try eventually(3, "SSUBSCRIBE of the live channel on the old primary") {
             try shardSubscribers(live, port: from) >= 1
         }
         let moved = try cluster.migrate(slot: s, to: to, pauseMs: 250)
         XCTAssertGreaterThanOrEqual(moved, 3, "the stream's keys were migrated one by one")
         XCTAssertEqual(try cluster.primaryPort(forSlot: s), to)
         // The live channel is a sharded channel: re-subscribed on the slot's new primary.
-        try eventuallyTrue(3, "SSUBSCRIBE of the live channel on the new primary") {
+        try eventually(3, "SSUBSCRIBE of the live channel on the new primary") {
             try shardSubscribers(live, port: to) >= 1
         }
         let midway = events.count
@@ -211,7 +205,7 @@ final class ClusterTests: XCTestCase {
         XCTAssertEqual(Chat.text(Array(events.prefix(k)) + rest), ref)
         XCTAssertEqual(try cluster.cli(to, ["EXISTS", "relay:{\(OwnerHash.of(sub)):\(id)}:events"]), "1")
         // The relays did follow redirects (not a stale map that happened to work).
-        try eventuallyTrue(3, "redirect counters reported") {
+        try eventually(3, "redirect counters reported") {
             let r = try series(a, "relay_redis_cluster_redirects_total{")
             // ASK / TRYAGAIN while the keys move (a MOVED may not be needed: the
             // pub/sub's own MOVED can update the slot map first).
@@ -255,18 +249,18 @@ final class ClusterTests: XCTestCase {
                 outcomes[i].endedAt = Date()
             }
         }
-        try eventuallyTrue(5, "every stream has started") { outcomes.allSatisfy { !$0.events.isEmpty } }
+        try eventually(5, "every stream has started") { outcomes.allSatisfy { !$0.events.isEmpty } }
         Thread.sleep(forTimeInterval: 0.5)
         let killedAt = Date()
         cluster.kill(port: victim)
         // `/readyz` names the unreachable primary until its replica is promoted.
-        try eventuallyTrue(3, "/readyz 503 naming the killed primary") {
+        try eventually(3, "/readyz 503 naming the killed primary") {
             let r = try HTTPClient.request(port: a.port, method: "GET", path: "/readyz")
             return r.status == 503 && r.text.contains("127.0.0.1:\(victim)")
         }
         XCTAssertEqual(group.wait(timeout: .now() + 30), .success, "a stream hangs")
         try cluster.waitHealthy(timeout: 15)
-        try eventuallyTrue(5, "/readyz 200 after the promotion") {
+        try eventually(5, "/readyz 200 after the promotion") {
             try HTTPClient.request(port: a.port, method: "GET", path: "/readyz").status == 200
         }
         XCTAssertFalse(try cluster.primaries(askingPort: ids[1].port).keys.contains(victim), "a replica took over the killed primary's slots")
@@ -319,14 +313,5 @@ final class ClusterTests: XCTestCase {
         }
         XCTAssertLessThan(took, 2 + 2.5, "within the 2 s grace (plus one outage check)")
         print(String(format: "cluster shard lost: stream ended with redis_unavailable %.2f s after the kill", took))
-    }
-
-    private func eventuallyTrue(_ timeout: Double, _ what: String, _ condition: () throws -> Bool) throws {
-        let until = Date().addingTimeInterval(timeout)
-        while Date() < until {
-            if try condition() { return }
-            usleep(20_000)
-        }
-        throw TestFailure("timed out waiting for \(what)")
     }
 }

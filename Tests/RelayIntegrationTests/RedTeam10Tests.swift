@@ -15,53 +15,7 @@ import XCTest
 final class RedTeam10Tests: RelayTestCase {
     typealias Harness = RedisConnectionTests.Harness
 
-    /// A TCP listener on 127.0.0.1 whose accept queue is full (backlog 0, one completed
-    /// connection never accepted): further SYNs are dropped, so a connect to it never
-    /// completes (Linux `tcp_conn_request`). `accept()` frees the queue again.
-    final class BlackHole {
-        let listener: Int32
-        let port: Int
-        private var fillers: [Int32] = []
-
-        init() throws {
-            listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard listener >= 0 else { throw TestFailure("socket") }
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let fd = listener
-            let bound = withUnsafeMutablePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p -> Bool in
-                    bind(fd, p, len) == 0 && listen(fd, 0) == 0 && getsockname(fd, p, &len) == 0
-                }
-            }
-            guard bound else { throw TestFailure("bind/listen") }
-            port = Int(UInt16(bigEndian: addr.sin_port))
-            for _ in 0..<3 {
-                let f = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-                fillers.append(f)
-                _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(f, $0, len) } }
-            }
-            usleep(50_000)   // the fillers' handshakes (loopback: well under a millisecond)
-        }
-
-        /// Accepts (and closes) whatever waits: the next SYN completes again.
-        func open() {
-            let flags = fcntl(listener, F_GETFL)
-            _ = fcntl(listener, F_SETFL, flags | O_NONBLOCK)
-            while true {
-                let a = accept(listener, nil, nil)
-                if a < 0 { break }
-                Glibc.close(a)
-            }
-        }
-
-        deinit {
-            for f in fillers { Glibc.close(f) }
-            Glibc.close(listener)
-        }
-    }
+    typealias BlackHole = BlackHoleListener
 
     private static func text(_ r: RedisReply) -> String {
         if let e = r.errorMessage { return "error:" + e }
@@ -120,6 +74,7 @@ final class RedTeam10Tests: RelayTestCase {
     /// attempt's deadline (`lost`); the runs of `lost` count the attempts.
     func testTimedOutConnectsFollowTheBackoffNotAStorm() throws {
         let hole = try BlackHole()
+        defer { withExtendedLifetime(hole) {} }   // full until the end of the test
         let replies = LockedBox<[String]>([])
         let loop = try EventLoop()
         let c = RedisConnection(loop: loop, endpoint: .tcp(host: "127.0.0.1", port: hole.port, db: 0), role: .commands)
@@ -163,6 +118,7 @@ final class RedTeam10Tests: RelayTestCase {
     /// right after: a new attempt would connect).
     func testClosingFromTheFailureOfATimedOutConnectStopsTheReconnects() throws {
         let hole = try BlackHole()
+        defer { withExtendedLifetime(hole) {} }   // full until the end of the test
         let got = LockedBox<[String]>([])
         let h = try Harness(url: "redis://127.0.0.1:\(hole.port)", connectTimeoutMs: 150) { c in
             c.send(["ECHO", "a"]) { r in
@@ -185,69 +141,7 @@ final class RedTeam10Tests: RelayTestCase {
 
 /// `ClusterClient`'s FIFO retry queue (repeated `MOVED`/`ASK`, with backoff within the
 /// outage grace) against a real Redis Cluster whose nodes are made to disagree.
-final class RedTeam10ClusterTests: XCTestCase {
-    private var cluster: RedisCluster!
-
-    override func setUpWithError() throws {
-        cluster = try RedisCluster(primaries: 3)
-    }
-
-    override func tearDown() {
-        cluster?.stop()
-        cluster = nil
-    }
-
-    /// A `ClusterClient` with the given outage grace on its own loop thread.
-    final class Client: @unchecked Sendable {
-        let loop: EventLoop
-        let client: ClusterClient
-        let connections = LockedBox(0)
-        private let thread: Thread
-
-        init(url: String, graceMs: UInt64) throws {
-            loop = try EventLoop()
-            client = ClusterClient(loop: loop, endpoint: try RedisEndpoint.parse(url), outageGraceMs: graceMs)
-            let n = connections
-            client.onConnect = { n.mutate { $0 += 1 } }
-            let lp = loop
-            nonisolated(unsafe) let c = client
-            loop.post { c.connect() }
-            thread = Thread { lp.run() }
-            thread.start()
-        }
-
-        func run(_ body: @escaping @Sendable (ClusterClient) -> Void) {
-            nonisolated(unsafe) let c = client
-            loop.post { body(c) }
-        }
-
-        /// The client's counters, read on the loop.
-        func counters() throws -> ClusterClient.Counters {
-            let got = LockedBox<ClusterClient.Counters?>(nil)
-            run { got.value = $0.counters }
-            let until = Date().addingTimeInterval(5)
-            while got.value == nil && Date() < until { usleep(5_000) }
-            return try XCTUnwrap(got.value)
-        }
-
-        func stop() {
-            let lp = loop
-            nonisolated(unsafe) let c = client
-            loop.post { c.close(); lp.stop() }
-            let until = Date().addingTimeInterval(5)
-            while !thread.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
-        }
-    }
-
-    private func eventually(_ timeout: Double, _ what: String, _ condition: () throws -> Bool) throws {
-        let until = Date().addingTimeInterval(timeout)
-        while Date() < until {
-            if try condition() { return }
-            usleep(10_000)
-        }
-        throw TestFailure("timed out waiting for \(what)")
-    }
-
+final class RedTeam10ClusterTests: RedisClusterTestCase {
     /// Hands `key`'s slot over on its old owner only: the two nodes redirect to each
     /// other (`MOVED` ping-pong) until `settle` tells the new owner. Returns (old, new
     /// port, settle).
@@ -272,7 +166,7 @@ final class RedTeam10ClusterTests: XCTestCase {
     /// error, within the outage grace plus one backoff step (`maxMs`, 500 ms), not
     /// held indefinitely nor answered twice; nothing is written.
     func testANeverEndingPingPongIsAnsweredOnceWithinTheGrace() throws {
-        let c = try Client(url: cluster.url, graceMs: 1_000)
+        let c = try ClusterHarness(url: cluster.url, graceMs: 1_000, loadScripts: false)
         addTeardownBlock { c.stop() }
         try eventually(10, "the cluster client to connect") { c.connections.value > 0 }
         let key = "relay:test:{rt10-forever}:k"
@@ -280,7 +174,7 @@ final class RedTeam10ClusterTests: XCTestCase {
         let got = LockedBox<[Int: [String]]>([:])
         let answeredAt = LockedBox<[Date]>([])
         let start = Date()
-        c.run { client in
+        c.withClient { client in
             for i in 0..<8 {
                 client.send(["SET", key, "v\(i)"]) { r in
                     got.mutate { $0[i, default: []].append(Self.text(r)) }
@@ -301,14 +195,14 @@ final class RedTeam10ClusterTests: XCTestCase {
     /// command closes the client: each is answered once, `DISCONNECTED`, none is sent
     /// after the close (the slot settles right after: a resend would write).
     func testClosingFromAReplyHandlerAnswersEveryQueuedCommandOnce() throws {
-        let c = try Client(url: cluster.url, graceMs: 10_000)
+        let c = try ClusterHarness(url: cluster.url, graceMs: 10_000, loadScripts: false)
         addTeardownBlock { c.stop() }
         try eventually(10, "the cluster client to connect") { c.connections.value > 0 }
         let key = "relay:test:{rt10-close}:k"
         let other = "relay:test:{rt10-other}:k"
         let (_, to, settle) = try pingPong(key)
         let got = LockedBox<[Int: [String]]>([:])
-        c.run { client in
+        c.withClient { client in
             for i in 0..<10 {
                 client.send(["SET", key, "v\(i)"]) { r in got.mutate { $0[i, default: []].append(Self.text(r)) } }
             }
@@ -317,7 +211,7 @@ final class RedTeam10ClusterTests: XCTestCase {
         XCTAssertEqual(got.value.count, 0)
         XCTAssertGreaterThan(try c.counters().retried, 0, "commands are waiting for a retry")
         let closed = LockedBox(0)
-        c.run { client in
+        c.withClient { client in
             client.send(["GET", other]) { _ in
                 closed.mutate { $0 += 1 }
                 client.close()
@@ -344,20 +238,20 @@ final class RedTeam10ClusterTests: XCTestCase {
     /// `DISCONNECTED` once and opens no connection: the closed client holds none to any
     /// node afterwards.
     func testACommandSentOnAClosedClientOpensNoConnection() throws {
-        let c = try Client(url: cluster.url, graceMs: 10_000)
+        let c = try ClusterHarness(url: cluster.url, graceMs: 10_000, loadScripts: false)
         addTeardownBlock { c.stop() }
         try eventually(10, "the cluster client to connect") { c.connections.value > 0 }
         let key = "relay:test:{rt10-after-close}:k"
         let (from, to, _) = try pingPong(key)
         let got = LockedBox<[String]>([])
-        c.run { client in
+        c.withClient { client in
             client.send(["SET", key, "queued"]) { r in
                 got.mutate { $0.append("queued:" + Self.text(r)) }
                 client.send(["GET", key]) { r in got.mutate { $0.append("after:" + Self.text(r)) } }
             }
         }
         usleep(200_000)
-        c.run { $0.close() }
+        c.withClient { $0.close() }
         try eventually(5, "both answered") { got.value.count == 2 }
         XCTAssertTrue(got.value.allSatisfy { $0.contains("error:DISCONNECTED") }, "\(got.value)")
         usleep(500_000)   // a connection opened after the close would be up by now
@@ -373,16 +267,17 @@ final class RedTeam10ClusterTests: XCTestCase {
     /// (about two minutes); the client connects and serves commands.
     func testABlackHoledFirstSeedIsLeftAfterTheConnectTimeout() throws {
         let hole = try RedTeam10Tests.BlackHole()
+        defer { withExtendedLifetime(hole) {} }   // full until the end of the test
         let url = "redis+cluster://127.0.0.1:\(hole.port)," + cluster.nodes.map { "127.0.0.1:\($0.port)" }.joined(separator: ",")
         let start = Date()
-        let c = try Client(url: url, graceMs: 10_000)
+        let c = try ClusterHarness(url: url, graceMs: 10_000, loadScripts: false)
         addTeardownBlock { c.stop() }
         try eventually(15, "the cluster client to connect") { c.connections.value > 0 }
         let took = Date().timeIntervalSince(start)
         XCTAssertGreaterThanOrEqual(took, Double(RedisConnection.defaultConnectTimeoutMs) / 1000 - 0.5, "the first seed was tried")
         XCTAssertLessThan(took, Double(RedisConnection.defaultConnectTimeoutMs) / 1000 + 3, "left after the connect timeout")
         let got = LockedBox<String?>(nil)
-        c.run { $0.send(["SET", "relay:test:{rt10-seed}:k", "v"]) { r in got.value = Self.text(r) } }
+        c.withClient { $0.send(["SET", "relay:test:{rt10-seed}:k", "v"]) { r in got.value = Self.text(r) } }
         try eventually(5, "the reply") { got.value != nil }
         XCTAssertEqual(got.value, "OK")
     }
@@ -393,7 +288,7 @@ final class RedTeam10ClusterTests: XCTestCase {
     /// queue with their `ASK` target (`askTo`); once the new owner imports again they are
     /// stored, every one, in the order sent (Redis refuses an id at or below the top).
     func testPipelinedXAddsThroughAnAskMovedPingPongStayInOrder() throws {
-        let c = try Client(url: cluster.url, graceMs: 10_000)
+        let c = try ClusterHarness(url: cluster.url, graceMs: 10_000, loadScripts: false)
         addTeardownBlock { c.stop() }
         try eventually(10, "the cluster client to connect") { c.connections.value > 0 }
         let key = "relay:test:{rt10-ask}:events"
@@ -410,7 +305,7 @@ final class RedTeam10ClusterTests: XCTestCase {
 
         let n = 30
         let got = LockedBox<[String]>([])
-        c.run { client in
+        c.withClient { client in
             for s in 2...(n + 1) {
                 client.send(["XADD", key, "\(s)-0", "e", String(s)]) { r in got.mutate { $0.append(Self.text(r)) } }
             }
@@ -441,31 +336,13 @@ final class CountingProxy: @unchecked Sendable {
     private let stopped = LockedBox(false)
 
     init(target: Int) throws {
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let fd = listener
-        let ok = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p -> Bool in
-                bind(fd, p, len) == 0 && listen(fd, 16) == 0 && getsockname(fd, p, &len) == 0
-            }
-        }
-        guard ok else { throw TestFailure("proxy listen") }
-        port = Int(UInt16(bigEndian: addr.sin_port))
-        let down = downstream, stop = stopped
+        (listener, port) = try LoopbackSocket.listen(backlog: 16)
+        let fd = listener, down = downstream, stop = stopped
         Thread {
             while !stop.value {
                 let client = accept(fd, nil, nil)
                 guard client >= 0 else { return }
-                let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                var dst = sockaddr_in()
-                dst.sin_family = sa_family_t(AF_INET)
-                dst.sin_addr.s_addr = inet_addr("127.0.0.1")
-                dst.sin_port = UInt16(target).bigEndian
-                let c = withUnsafePointer(to: &dst) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-                guard c == 0 else { Glibc.close(client); Glibc.close(server); continue }
+                guard let server = try? LoopbackSocket.connect(port: target) else { Glibc.close(client); continue }
                 var index = 0
                 down.mutate { index = $0.count; $0.append(0) }
                 let i = index
@@ -504,23 +381,6 @@ final class CountingProxy: @unchecked Sendable {
 }
 
 extension RedTeam10Tests {
-    /// The bench executable next to the relay binary (as `BenchSmokeTests`).
-    private var benchBinary: String {
-        if let b = ProcessInfo.processInfo.environment["STREAM_RELAY_BENCH_BIN"] { return b }
-        return URL(fileURLWithPath: TestPaths.relayBinary).deletingLastPathComponent()
-            .appendingPathComponent("stream-relay-bench").path
-    }
-
-    private func runBench(_ args: [String], timeout: Double = 120) throws -> (Int32, [[String: Any]], String) {
-        let env = ChildEnvironment.minimal(["RELAY_JWT_SECRET": RelayProcess.secret])
-        let run = try ToolProcess.run(benchBinary, args, environment: env, timeout: timeout)
-        let results = run.stdout.split(separator: "\n").compactMap { line -> [String: Any]? in
-            guard line.hasPrefix("RESULT ") else { return nil }
-            return try? JSONSerialization.jsonObject(with: Data(line.dropFirst(7).utf8)) as? [String: Any]
-        }
-        return (run.status, results, run.stderr)
-    }
-
     /// `slow-link --quick` against a relay that does not coalesce (`RELAY_COALESCE_BACKLOG=0`),
     /// through a proxy that counts the bytes sent to each connection: the slow link shows
     /// one event per token (151 with the done), the bench's `wire_bytes` is what the proxy
@@ -532,9 +392,7 @@ extension RedTeam10Tests {
                                     "RELAY_MAX_STREAMS_PER_SESSION": "1000000", "RELAY_BUDGETS": "free=20000,pro=1000000000000"])
         let proxy = try CountingProxy(target: relay.port)
         defer { proxy.stop() }
-        let (status, results, err) = try runBench(["slow-link", "--quick", "--port", String(proxy.port)])
-        XCTAssertEqual(status, 0, err)
-        let r = try XCTUnwrap(results.first { $0["scenario"] as? String == "slow-link" }, err)
+        let r = try BenchRun.run(["slow-link", "--quick", "--port", String(proxy.port)]).result("slow-link")
         XCTAssertEqual(r["exact"] as? Bool, true, "\(r)")
         XCTAssertEqual(r["fast_events"] as? Int, 151, "\(r)")
         XCTAssertEqual(r["slow_events"] as? Int, 151, "no coalescing: one event per token on the slow link too: \(r)")

@@ -221,7 +221,7 @@ final class RedTeam9Tests: RelayTestCase {
         // The next three `SETRANGE`s of an `offsets` key are refused (error reply, in
         // order); the text `SETRANGE` of the same write goes through.
         let left = LockedBox(3)
-        nonisolated(unsafe) let ch = h.channel
+        let ch = h.channel
         h.run {
             ch.refusing = { args in
                 guard args.count > 1, args[0] == "SETRANGE", args[1].hasSuffix(":offsets"), left.value > 0 else { return false }
@@ -241,7 +241,7 @@ final class RedTeam9Tests: RelayTestCase {
         let h = try appendHarness(maxLen: 40)
         let pieces = Self.hostilePieces()
         let id = try RequestID(validating: "rt9lossy" + UUID().uuidString.replacingOccurrences(of: "-", with: ""))
-        nonisolated(unsafe) let ch = h.channel
+        let ch = h.channel
         h.run {
             ch.loseReplies(afterXADDs: 7)
             ch.refused = ["SETRANGE"]
@@ -435,7 +435,7 @@ extension RedTeam9Tests {
     func testHostileOffsetsOnAClusterWhileTheSlotMigratesAreExact() throws {
         let cluster = try RedisCluster(primaries: 3)
         defer { cluster.stop() }
-        let h = try ClusterAppendTests.Harness(url: cluster.url)
+        let h = try ClusterHarness(url: cluster.url)
         defer { h.stop() }
         try eventually(15, "the cluster client to connect") { h.connections.value > 0 }
         let k = newKeys("rt9cluster")
@@ -527,10 +527,7 @@ extension RedTeam9Tests {
             XCTFail("offsets byte \(i) (seq \(i / 4)): \(bytes[i]) instead of \(model[i])")
         }
         XCTAssertTrue(text == textModel, "the text key's bytes (\(text.count) of \(textModel.count))")
-        let counters = LockedBox<ClusterClient.Counters?>(nil)
-        h.run { counters.value = client.counters }
-        try eventually(5, "the counters") { counters.value != nil }
-        print("rt9 cluster: \(moved) keys moved, \(String(describing: counters.value)), first-send failures \(firstFailures)")
+        print("rt9 cluster: \(moved) keys moved, \(try h.counters()), first-send failures \(firstFailures)")
     }
 
     /// Attack 3c (end to end): relays on a Redis Cluster with a 40-event window; the

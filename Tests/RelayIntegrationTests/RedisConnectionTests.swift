@@ -3,6 +3,7 @@ import RelayConfiguration
 import RelayCore
 import RelayLoop
 import RelayRedis
+import RelayTestSupport
 import XCTest
 
 /// `RedisConnection`'s reply path against a real `redis-server` (issue 14): handlers in a
@@ -354,28 +355,9 @@ final class RedisConnectionTests: RelayTestCase {
     /// `DISCONNECTED` once each, no earlier than the deadline, and the connection never
     /// reported itself up.
     func testAConnectThatNeverCompletesFailsTheQueuedCommandsAtItsDeadline() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(listener, 0)
-        var fillers: [Int32] = []
-        defer { for f in fillers { Glibc.close(f) }; Glibc.close(listener) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p -> Bool in
-                bind(listener, p, len) == 0 && listen(listener, 0) == 0 && getsockname(listener, p, &len) == 0
-            }
-        }
-        XCTAssertTrue(bound)
-        // Backlog 0: one connection fills the accept queue (never accepted); the SYNs
-        // after it are dropped (Linux `tcp_conn_request`: accept queue full).
-        for _ in 0..<3 {
-            let f = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            fillers.append(f)
-            _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(f, $0, len) } }
-        }
-        let port = Int(UInt16(bigEndian: addr.sin_port))
+        let hole = try BlackHoleListener()
+        defer { withExtendedLifetime(hole) {} }   // the listener stays full until the end
+        let port = hole.port
         let got = LockedBox<[String]>([])
         let failedAt = LockedBox<Date?>(nil)
         let started = Date()

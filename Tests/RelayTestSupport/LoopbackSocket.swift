@@ -26,3 +26,28 @@ public enum LoopbackSocket {
         return fd
     }
 }
+
+extension LoopbackSocket {
+    /// A TCP listener on 127.0.0.1 at a port the kernel picks, with `listen(2)`'s
+    /// `backlog`. Returns the socket and its port.
+    /// - Throws: `TestFailure` with the `errno` text when `socket`, `bind` or `listen` fails.
+    public static func listen(backlog: Int32) throws -> (fd: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: \(String(cString: strerror(errno)))") }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p -> Bool in
+                bind(fd, p, len) == 0 && Foundation.listen(fd, backlog) == 0 && getsockname(fd, p, &len) == 0
+            }
+        }
+        guard ok else {
+            let e = String(cString: strerror(errno))
+            close(fd)
+            throw TestFailure("bind/listen on 127.0.0.1: \(e)")
+        }
+        return (fd, Int(UInt16(bigEndian: addr.sin_port)))
+    }
+}
