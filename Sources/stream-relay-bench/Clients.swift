@@ -209,7 +209,13 @@ final class Subscriber {
             case .event(let m):
                 switch BenchEvent.parse(m.data) {
                 case .delta:
-                    BenchEvent.forEachToken(m.data) { t, n in delta(t: t, n: n, now: now) }
+                    var k = 0
+                    BenchEvent.forEachToken(m.data) { t, n in
+                        delta(t: t, n: n, now: now)
+                        k += 1
+                    }
+                    stats.deltaEvents += 1
+                    if k > 1 { stats.mergedDeltas += k }
                 case .done:
                     if let t0 = stormT0, caughtUpMicros == nil { caughtUpMicros = (lastReplayArrival ?? now) - t0 }
                     finished = true

@@ -1,4 +1,5 @@
 import Foundation
+import RelayStreamLogic
 
 /// `stream-relay-bench report`: turns the JSON result lines of a run and its meta
 /// data (machine, versions, commands) into the generated section of
@@ -78,6 +79,7 @@ enum Report {
             line("lost events (gaps)", "lost", r, n, digits: 0),
             line("events not received by the deadline (late joiners' tails)", "late", r, n, digits: 0),
             line("duplicated events", "duplicates", r, n, digits: 0),
+            line("deltas that arrived merged (several in one SSE event: coalescing for a backed-up client)", "merged_deltas", r, n, digits: 0),
             line("errors (HTTP, connect, error events, early close)", "errors", r, n, digits: 0),
             line("server CPU, % of one core", "server_cpu_pct", r, n),
             line("server RSS, MiB", "server_rss_bytes", r, n, scale: 1 / 1_048_576),
@@ -238,7 +240,7 @@ enum Report {
         if !ceil.isEmpty {
             md.append("### append-ceiling: the per-event append (`EventLog.append`) alone against the same Redis (no HTTP)")
             md.append("")
-            md.append("The relay's whole write path per event: `SETRANGE` of the text and of its offsets (lossless resume, once per 25 events) and `XADD NOMKSTREAM MAXLEN 200` in one write, `PUBLISH` once the `XADD` is acknowledged (PEXPIRE only when due). \(f(num(ceil.first, "streams_per_connection"), 0)) streams per connection, \(f(num(ceil.first, "pipeline"), 0)) appends in flight per connection.")
+            md.append("The relay's whole write path per event: `SETRANGE` of the text and of its offsets (lossless resume, once per 25 events) and `XADD NOMKSTREAM` in one write (every \(StreamTrim(maxLen: 200).step)th with an exact `MAXLEN \(StreamTrim(maxLen: 200).trimmedLength)`: never more than 200 entries), `PUBLISH` once the `XADD` is acknowledged (PEXPIRE only when due). \(f(num(ceil.first, "streams_per_connection"), 0)) streams per connection, \(f(num(ceil.first, "pipeline"), 0)) appends in flight per connection.")
             md.append("")
             md.append("| hiredis connections | appends/s | round trip p50, ms | p99, ms | Redis CPU, % | failed |")
             md.append("|---:|---:|---:|---:|---:|---:|")

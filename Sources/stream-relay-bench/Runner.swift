@@ -93,6 +93,9 @@ final class Runner {
         var expectedPerSec: Double
         var p50: Double?, p99: Double?, p999: Double?, maxMs: Double?
         var lost: Int, duplicates: Int
+        /// SSE `delta` events received, and the deltas among them that arrived merged
+        /// (several in one event: the relay's coalescing for a backed-up client).
+        var deltaEvents: Int, mergedDeltas: Int
         /// Tail deltas not received when the run stopped waiting (not loss: see `RunStats.late`).
         var late: Int
         var serverCPU: Double?, redisCPU: Double?, serverRSS: Int?
@@ -211,7 +214,8 @@ final class Runner {
                           expectedPerSec: Double(total) * rate,
                           p50: stats.latency.quantileMs(0.5), p99: stats.latency.quantileMs(0.99),
                           p999: stats.latency.quantileMs(0.999), maxMs: stats.latency.quantileMs(1.0),
-                          lost: stats.lost, duplicates: stats.duplicates, late: stats.late,
+                          lost: stats.lost, duplicates: stats.duplicates,
+                          deltaEvents: stats.deltaEvents, mergedDeltas: stats.mergedDeltas, late: stats.late,
                           serverCPU: sSplit?.total, redisCPU: rCPU, serverRSS: rss, serverKernelCPU: sSplit?.kernel,
                           errors: httpErrors + stats.connectFailures + stats.errorEvents + pubErrors + stats.closedEarly,
                           benchCPU: benchCPU, stealPercent: stolen)
@@ -223,11 +227,12 @@ final class Runner {
         let serverPerDelivery = cpuMicrosPerUnit(cpuPercent: r.serverCPU, perSecond: r.deliveriesPerSec)
         let serverKernelPerDelivery = cpuMicrosPerUnit(cpuPercent: r.serverKernelCPU, perSecond: r.deliveriesPerSec)
         let redisPerEvent = cpuMicrosPerUnit(cpuPercent: r.redisCPU, perSecond: eventsPerSec)
-        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), late \(r.late), dup \(r.duplicates), errors \(r.errors), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%, load generator CPU \(fmt(r.benchCPU))%, stolen \(fmt(r.stealPercent))% of the machine; per event: server \(fmt(serverPerDelivery, 2)) µs/delivery (kernel \(fmt(serverKernelPerDelivery, 2))), redis \(fmt(redisPerEvent, 2)) µs/event")
+        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), late \(r.late), dup \(r.duplicates), errors \(r.errors), merged \(r.mergedDeltas) deltas (\(r.deltaEvents) delta events), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%, load generator CPU \(fmt(r.benchCPU))%, stolen \(fmt(r.stealPercent))% of the machine; per event: server \(fmt(serverPerDelivery, 2)) µs/delivery (kernel \(fmt(serverKernelPerDelivery, 2))), redis \(fmt(redisPerEvent, 2)) µs/event")
         var d: [String: Any] = [
             "scenario": scenario, "streams": r.streams, "subscribers": r.subscribers,
             "deliveries_per_s": r.deliveriesPerSec, "ideal_per_s": r.expectedPerSec,
             "lost": r.lost, "late": r.late, "duplicates": r.duplicates, "errors": r.errors, "ok": r.ok,
+            "delta_events": r.deltaEvents, "merged_deltas": r.mergedDeltas,
         ]
         if let v = r.p50 { d["p50_ms"] = v }
         if let v = r.p99 { d["p99_ms"] = v }

@@ -122,17 +122,19 @@ extension Runner {
 
         let textBytes = fast.text.utf8.count
         let wire = slow.connection.bytesReceived
-        // 0 when the slow reader's `done` came first (the fast reader's stands in for the
-        // generation's end, and it resumed from 0 a moment after the slow one's POST).
+        // Negative when the slow reader's `done` came first (the fast reader's stands in
+        // for the generation's end, and it resumed from 0 a moment after the slow one's POST).
         let lagS: Double? = {
             guard let s = slow.terminalAt, let f = fast.terminalAt else { return nil }
-            return max(0, (Double(s) - Double(f)) / 1_000_000)
+            return (Double(s) - Double(f)) / 1_000_000
         }()
         let expected = tokens.joined()
         let ids = slow.events.map(\.lastEventId)
         let relayIDs = ids.compactMap { UInt64($0) }
         let idsIncrease = target.kind == .nchan || (relayIDs.count == ids.count && zip(relayIDs, relayIDs.dropFirst()).allSatisfy { $0 < $1 })
-        let exact = fast.text == expected && slow.text == expected
+        // Byte for byte (`String ==` would accept canonically equivalent text).
+        let expectedBytes = Array(expected.utf8)
+        let exact = Array(fast.text.utf8) == expectedBytes && Array(slow.text.utf8) == expectedBytes
         let ok = exact && idsIncrease && slow.failure == nil && fast.failure == nil && lagS != nil
         if let f = slow.failure { log("  slow reader: \(f)") }
         if let f = fast.failure { log("  fast reader: \(f)") }

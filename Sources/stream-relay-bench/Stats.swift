@@ -136,6 +136,11 @@ final class RunStats {
     var received = 0
     /// Deltas received whose arrival fell in the measurement window.
     var receivedInWindow = 0
+    /// SSE `delta` events received (all): fewer than `received` when the relay merged
+    /// deltas for a backed-up client (adaptive coalescing); nchan sends one per publish.
+    var deltaEvents = 0
+    /// Deltas that arrived inside an SSE event carrying more than one (merged deltas).
+    var mergedDeltas = 0
     var duplicates = 0
     /// Real loss: deltas skipped in what a subscriber received (a jump in `n`).
     var lost = 0

@@ -18,12 +18,11 @@ final class EventLoopClockTests: XCTestCase {
         let before = Self.ms(CLOCK_MONOTONIC)
         let now = loop.nowMs
         let after = Self.ms(CLOCK_MONOTONIC)
-        // The coarse clock lags the precise one by at most one kernel tick (clock_getres).
-        var res = timespec()
-        clock_getres(CLOCK_MONOTONIC_COARSE, &res)
-        let tickMs = UInt64(res.tv_sec) * 1000 + UInt64(res.tv_nsec) / 1_000_000 + 1
+        // The coarse clock lags the precise one by about a kernel tick (clock_getres), more
+        // when the timekeeping update is late (seen in CI: 6 ms behind with a 4 ms tick, on a
+        // loaded VM); 100 ms is far above such a lag, far below what another clock would show.
         XCTAssertLessThanOrEqual(now, after, "not ahead of CLOCK_MONOTONIC")
-        XCTAssertGreaterThanOrEqual(now + tickMs, before, "within a tick of CLOCK_MONOTONIC")
+        XCTAssertGreaterThanOrEqual(now + 100, before, "within 100 ms of CLOCK_MONOTONIC")
         let wall = Self.ms(CLOCK_REALTIME)
         XCTAssertGreaterThan(wall > now ? wall - now : now - wall, 24 * 3_600_000, "the wall clock is another clock")
     }
