@@ -78,15 +78,17 @@ start_relay() { # rate
   RELAY_PORT=$(free_port)
   # One bench user opens every stream (so fan-out resumes are allowed): the per-session
   # stream limit and the monthly token budget are lifted for the load test.
-  local cmd="RELAY_JWT_SECRET=… RELAY_LISTEN=127.0.0.1:$RELAY_PORT REDIS_URL=$REDIS_URL RELAY_WORKERS=$CORES RELAY_HEARTBEAT=${HB_S}s RELAY_SIMULATED_TOKENS_PER_SECOND=$1 RELAY_MAX_STREAMS_PER_SESSION=1000000 RELAY_BUDGETS=free=20000,pro=1000000000000 RELAY_MAX_CONNECTIONS=1000000 stream-relay serve"
+  local cmd="RELAY_JWT_SECRET=… RELAY_LISTEN=127.0.0.1:$RELAY_PORT REDIS_URL=$REDIS_URL RELAY_WORKERS=$CORES RELAY_HEARTBEAT=${HB_S}s RELAY_SIMULATED_TOKENS_PER_SECOND=$1 RELAY_MAX_STREAMS_PER_SESSION=1000000 RELAY_BUDGETS=free=20000,pro=1000000000000 RELAY_MAX_CONNECTIONS=1000000 RELAY_DRAIN_TIMEOUT=1s stream-relay serve"
   echo "$cmd" >> "$COMMANDS"
   RELAY_JWT_SECRET="$SECRET" RELAY_LISTEN="127.0.0.1:$RELAY_PORT" REDIS_URL="$REDIS_URL" RELAY_WORKERS="$CORES" \
     RELAY_HEARTBEAT="${HB_S}s" RELAY_SIMULATED_TOKENS_PER_SECOND="$1" \
     RELAY_MAX_STREAMS_PER_SESSION=1000000 RELAY_BUDGETS=free=20000,pro=1000000000000 RELAY_MAX_CONNECTIONS=1000000 \
-    "$RELAY" serve >"$WORK/relay.log" 2>&1 &
+    RELAY_DRAIN_TIMEOUT=1s "$RELAY" serve >"$WORK/relay.log" 2>&1 &
   RELAY_PID=$!
   wait_http "http://127.0.0.1:$RELAY_PORT/readyz"
 }
+# SIGTERM drains for at most RELAY_DRAIN_TIMEOUT (1 s here: the idle scenario's generations
+# never finish, and the default 300 s drain would only add 5 minutes to the run).
 stop_relay() { kill "$RELAY_PID" 2>/dev/null || true; wait "$RELAY_PID" 2>/dev/null || true; RELAY_PID=""; }
 
 start_nchan() {

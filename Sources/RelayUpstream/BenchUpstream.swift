@@ -9,8 +9,10 @@ import RelayLoop
 ///
 ///     content = "t=<unix µs>;n=<k>;" padded with "x" to `BenchUpstream.tokenBytes`
 ///
-/// `t` is read (CLOCK_REALTIME) when the token is emitted, i.e. just before the relay
-/// appends it to Redis. `k` counts deltas from 1. Emits `max_tokens` deltas (default
+/// `t` (CLOCK_REALTIME) is the token's due time by the generation's schedule (its start
+/// plus k / rate), or the time it is emitted if that is earlier (a tick emits at least
+/// one token): a stall of the relay's loop that delays the tick counts in the measured
+/// latency, as a stall of nchan counts in nchan's. `k` counts deltas from 1. Emits `max_tokens` deltas (default
 /// 1,000) at the configured rate, then `done`, paced by `SimulatedUpstream`.
 public enum BenchUpstream {
     /// Content size of each delta, bytes (a realistic small token plus the timestamp).
@@ -20,8 +22,8 @@ public enum BenchUpstream {
     /// `tokensPerSecond`, then `done` with `finish_reason: "length"`.
     public static func make(maxTokens: Int?, tokensPerSecond: Double, loop: EventLoop) -> Upstream {
         SimulatedUpstream(count: maxTokens ?? 1_000, finishReason: "length", promptTokens: 4,
-                          tokensPerSecond: tokensPerSecond, loop: loop) { i in
-            content(micros: nowMicros(), k: i + 1)
+                          tokensPerSecond: tokensPerSecond, loop: loop) { i, due in
+            content(micros: min(nowMicros(), due), k: i + 1)
         }
     }
 

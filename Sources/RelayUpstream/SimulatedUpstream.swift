@@ -1,3 +1,4 @@
+import Glibc
 import RelayCore
 import RelayLoop
 
@@ -9,7 +10,7 @@ import RelayLoop
 /// cut the answer early with `finish_reason: "length"`.
 public final class SimulatedUpstream: Upstream {
     private let count: Int
-    private let token: (Int) -> String
+    private let token: (Int, UInt64) -> String
     private let finishReason: String
     private let promptTokens: Int
     private let tokensPerSecond: Double
@@ -21,6 +22,8 @@ public final class SimulatedUpstream: Upstream {
     @exclusivity(unchecked) private var emit: ((StreamEvent) -> Void)?
     @exclusivity(unchecked) private var sent = 0
     @exclusivity(unchecked) private var startMs: UInt64 = 0
+    /// `start()`'s CLOCK_REALTIME, µs: the origin of each token's due time.
+    @exclusivity(unchecked) private var startWallMicros: UInt64 = 0
 
     /// - Parameters:
     ///   - tokens: the answer, already tokenized.
@@ -35,10 +38,20 @@ public final class SimulatedUpstream: Upstream {
 
     /// A paced source of `count` tokens: `token(i)` (i from 0) is called when token i
     /// is due, then `done` with `finishReason`.
+    public convenience init(count: Int, finishReason: String, promptTokens: Int, tokensPerSecond: Double, loop: EventLoop,
+                            token: @escaping (Int) -> String) {
+        self.init(count: count, finishReason: finishReason, promptTokens: promptTokens, tokensPerSecond: tokensPerSecond,
+                  loop: loop, scheduledToken: { i, _ in token(i) })
+    }
+
+    /// A paced source of `count` tokens: `scheduledToken(i, due)` (i from 0) is called
+    /// when token i is emitted, with its due time `due` (CLOCK_REALTIME µs: `start()` +
+    /// (i + 1) / `tokensPerSecond` s), which is later than the call when a tick emits a
+    /// token ahead of time (at least one per tick) and earlier when the loop was late.
     public init(count: Int, finishReason: String, promptTokens: Int, tokensPerSecond: Double, loop: EventLoop,
-                token: @escaping (Int) -> String) {
+                scheduledToken: @escaping (Int, UInt64) -> String) {
         self.count = max(0, count)
-        self.token = token
+        self.token = scheduledToken
         self.finishReason = finishReason
         self.promptTokens = promptTokens
         self.tokensPerSecond = tokensPerSecond
@@ -50,6 +63,7 @@ public final class SimulatedUpstream: Upstream {
     public func start(emit: @escaping (StreamEvent) -> Void) {
         self.emit = emit
         startMs = loop.nowMs
+        startWallMicros = Self.wallMicros()
         let period = max(1.0, 1000.0 / tokensPerSecond)
         // A strong capture (issue 14: no weak reference, so no refcount side table): the
         // cycle upstream → timer → handler → upstream is broken where the timer is dropped,
@@ -65,7 +79,7 @@ public final class SimulatedUpstream: Upstream {
         let due = min(count, Int(elapsed * tokensPerSecond / 1000.0))
         let n = min(max(due, sent + 1), count)  // at least one token per tick
         while sent < n {
-            emit(.delta(token(sent)))
+            emit(.delta(token(sent, startWallMicros &+ UInt64(Double(sent + 1) * 1_000_000 / tokensPerSecond))))
             sent += 1
         }
         if sent >= count {
@@ -74,6 +88,13 @@ public final class SimulatedUpstream: Upstream {
             self.emit = nil
             emit(.done(finishReason: finishReason, usage: Usage(promptTokens: promptTokens, completionTokens: sent)))
         }
+    }
+
+    /// CLOCK_REALTIME, µs.
+    static func wallMicros() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1_000
     }
 
     /// Stops the timer; returns the tokens emitted so far as usage.

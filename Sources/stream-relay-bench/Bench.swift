@@ -35,6 +35,17 @@ enum Bench {
                 return 2
             }
         }
+        // CPU and memory figures are read off these pids: a wrong or dead one would read 0.
+        let missing = Proc.missing(opts.serverPids + (opts.redisPid.map { [$0] } ?? []))
+        if !missing.isEmpty {
+            FileHandle.standardError.write(Data("stream-relay-bench: no process with pid \(missing.map(String.init).joined(separator: ", ")) (--server-pids / --redis-pid)\n".utf8))
+            return 2
+        }
+        let usesServer = opts.scenario != "append-ceiling" && opts.scenario != "send-floor"
+        if usesServer, !opts.serverPids.isEmpty, Proc.listening(pids: opts.serverPids, port: opts.port) == false {
+            FileHandle.standardError.write(Data("stream-relay-bench: none of the server pids \(opts.serverPids) listens on port \(opts.port)\n".utf8))
+            return 2
+        }
         let runner: Runner
         do {
             runner = try Runner(opts: opts, target: target)
@@ -42,7 +53,8 @@ enum Bench {
             FileHandle.standardError.write(Data("stream-relay-bench: \(error)\n".utf8))
             return 2
         }
-        runner.log("stream-relay-bench \(opts.scenario)\(opts.quick ? " --quick" : ""): target \(target.kind.rawValue) at \(target.host):\(target.port), open-file limit \(nofile), server pids \(opts.serverPids), redis pid \(opts.redisPid.map(String.init) ?? "-")")
+        let server = usesServer ? "target \(target.kind.rawValue) at \(target.host):\(target.port), server pids \(opts.serverPids), " : ""
+        runner.log("stream-relay-bench \(opts.scenario)\(opts.quick ? " --quick" : ""): \(server)open-file limit \(nofile), redis pid \(opts.redisPid.map(String.init) ?? "-")")
         let ok: Bool
         switch opts.scenario {
         case "stream": ok = runner.streamScenario()

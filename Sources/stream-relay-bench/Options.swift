@@ -51,7 +51,7 @@ struct Options {
                       server RSS per connection, kernel memory
       resume-storm    --streams clients on --streams streams drop at once after --warm s,
                       stay away --offline s, reconnect at once with Last-Event-ID
-      append-ceiling  the relay's Lua append script against --redis-url, no HTTP
+      append-ceiling  the relay's per-event append (EventLog.append) against --redis-url, no HTTP
       slow-link       the 3,019-token NDA answer at --rate tokens/s to a reader throttled to
                       --link-rate bytes/s with a --receive-buffer SO_RCVBUF, next to a fast
                       reader: bytes on the slow link per text byte, its events, and its last

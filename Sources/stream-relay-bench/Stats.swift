@@ -59,12 +59,57 @@ enum Proc {
         return nil
     }
 
-    /// Sum over `pids` (nil entries skipped).
-    static func cpuSeconds(_ pids: [Int32]) -> Double { cpuTimes(pids).total }
-    static func cpuTimes(_ pids: [Int32]) -> CPUTimes {
-        pids.compactMap { cpuTimes($0) }.reduce(CPUTimes(user: 0, kernel: 0)) { CPUTimes(user: $0.user + $1.user, kernel: $0.kernel + $1.kernel) }
+    /// Sum over `pids`, seconds; nil when any of them is gone (a figure over the
+    /// survivors alone would be wrong, and negative against an earlier reading).
+    static func cpuSeconds(_ pids: [Int32]) -> Double? { cpuTimes(pids)?.total }
+    static func cpuTimes(_ pids: [Int32]) -> CPUTimes? {
+        var sum = CPUTimes(user: 0, kernel: 0)
+        for p in pids {
+            guard let t = cpuTimes(p) else { return nil }
+            sum = CPUTimes(user: sum.user + t.user, kernel: sum.kernel + t.kernel)
+        }
+        return sum
     }
-    static func rssBytes(_ pids: [Int32]) -> Int { pids.compactMap { rssBytes($0) }.reduce(0, +) }
+    /// Sum over `pids`, bytes; nil when any of them is gone.
+    static func rssBytes(_ pids: [Int32]) -> Int? {
+        var sum = 0
+        for p in pids {
+            guard let r = rssBytes(p) else { return nil }
+            sum += r
+        }
+        return sum
+    }
+
+    /// Whether one of `pids` holds the listening TCP socket of `port` (`/proc/net/tcp`
+    /// and `tcp6`: state `0A`, LISTEN; the socket's inode among `/proc/<pid>/fd`'s
+    /// `socket:[inode]` links); nil when no listener on `port` is found to check against.
+    static func listening(pids: [Int32], port: Int) -> Bool? {
+        let hexPort = String(format: ":%04X", port)
+        var inodes = Set<String>()
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            guard let s = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            for line in s.split(separator: "\n").dropFirst() {
+                let f = line.split(separator: " ", omittingEmptySubsequences: true)
+                // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+                guard f.count > 9, f[1].hasSuffix(hexPort), f[3] == "0A" else { continue }
+                inodes.insert(String(f[9]))
+            }
+        }
+        guard !inodes.isEmpty else { return nil }
+        for pid in pids {
+            let dir = "/proc/\(pid)/fd"
+            guard let fds = try? FileManager.default.contentsOfDirectory(atPath: dir) else { continue }
+            for fd in fds {
+                guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: dir + "/" + fd),
+                      link.hasPrefix("socket:[") else { continue }
+                if inodes.contains(String(link.dropFirst(8).dropLast())) { return true }
+            }
+        }
+        return false
+    }
+
+    /// The pids of `pids` with no process (`/proc/<pid>/stat` unreadable).
+    static func missing(_ pids: [Int32]) -> [Int32] { pids.filter { cpuTimes($0) == nil } }
 
     /// Kernel slab memory (SReclaimable + SUnreclaim), bytes, system-wide.
     static func slabBytes() -> Int {
@@ -102,7 +147,7 @@ struct CPUTimes {
 struct CPUWindow {
     let pids: [Int32]
     private var t0 = 0.0
-    private var c0 = CPUTimes(user: 0, kernel: 0)
+    private var c0: CPUTimes?
     init(_ pids: [Int32]) { self.pids = pids }
     mutating func start() {
         t0 = Date().timeIntervalSince1970
@@ -110,12 +155,12 @@ struct CPUWindow {
     }
     /// Total (user + kernel) since `start()`, % of one core; nil without pids.
     func percent() -> Double? { split()?.total }
-    /// User and kernel shares since `start()`, each in % of one core; nil without pids.
+    /// User and kernel shares since `start()`, each in % of one core; nil without pids
+    /// or when a process is gone (at the start or now).
     func split() -> CPUTimes? {
-        guard !pids.isEmpty else { return nil }
+        guard !pids.isEmpty, let c0 else { return nil }
         let dt = Date().timeIntervalSince1970 - t0
-        guard dt > 0 else { return nil }
-        let c = Proc.cpuTimes(pids)
+        guard dt > 0, let c = Proc.cpuTimes(pids) else { return nil }
         return CPUTimes(user: (c.user - c0.user) / dt * 100, kernel: (c.kernel - c0.kernel) / dt * 100)
     }
 }

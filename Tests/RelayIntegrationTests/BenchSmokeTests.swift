@@ -26,6 +26,7 @@ final class BenchSmokeTests: RelayTestCase {
             XCTAssertEqual(s["lost"] as? Int, 0, "lost events: \(s)")
             XCTAssertEqual(s["duplicates"] as? Int, 0, "duplicates: \(s)")
             XCTAssertEqual(s["errors"] as? Int, 0, "errors: \(s)")
+            XCTAssertEqual(s["late"] as? Int, 0, "tails not received by the deadline: \(s)")
             XCTAssertGreaterThan(s["deliveries_per_s"] as? Double ?? 0, 0)
             // Coalescing is off in this relay (`startRelay`): one SSE event per delta.
             XCTAssertGreaterThan(s["delta_events"] as? Int ?? 0, 0, "\(s)")
