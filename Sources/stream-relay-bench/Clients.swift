@@ -295,13 +295,17 @@ final class Publisher {
 
 /// Paces nchan publishing: channel i publishes at `rate` tokens/s, phases spread over
 /// one period (like the relay's generations, which start staggered), `tokens` deltas
-/// then `done`.
+/// then `done`. Delta k of a channel is due at its start + k / `rate` and carries that
+/// due time as its stamp (as the relay's `BenchUpstream` does), so this 1 ms tick's own
+/// lateness counts in nchan's latency as the relay's upstream timer counts in the relay's.
+/// Due times are read off CLOCK_REALTIME µs (`nowMicros`), not the loop's coarse clock.
 final class PublishSchedule {
     private let publishers: [Publisher]
     private let rate: Double
     private let tokens: Int
     private var sent: [Int]
-    private var startMs: [UInt64]
+    /// Each channel's start, CLOCK_REALTIME µs.
+    private var startMicros: [UInt64]
     private var timer: LoopTimer?
     private let loop: EventLoop
     private(set) var finished = 0
@@ -313,32 +317,30 @@ final class PublishSchedule {
         self.rate = rate
         self.tokens = tokens
         sent = [Int](repeating: 0, count: publishers.count)
-        startMs = [UInt64](repeating: 0, count: publishers.count)
+        startMicros = [UInt64](repeating: 0, count: publishers.count)
     }
 
     var totalErrors: Int { publishers.reduce(0) { $0 + $1.errors } }
 
     func start() {
         let period = max(1.0, 1000.0 / rate)
-        let now = loop.nowMs
+        let now = nowMicros()
         for i in publishers.indices {
-            startMs[i] = now + UInt64(Double(i % max(1, Int(period))) )
+            startMicros[i] = now + UInt64(i % max(1, Int(period))) * 1000
         }
         timer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.tick() }
         timer?.schedule(afterMs: 1)
     }
 
     private func tick() {
-        let now = loop.nowMs
+        let now = nowMicros()
         for i in publishers.indices where sent[i] <= tokens {
-            guard now > startMs[i] else { continue }
-            let due = min(tokens, Int(Double(now - startMs[i]) * rate / 1000.0))
-            if due > sent[i] {
-                let t = nowMicros()
-                while sent[i] < due {
-                    sent[i] += 1
-                    publishers[i].publish(BenchEvent.delta(micros: t, k: sent[i]))
-                }
+            guard now > startMicros[i] else { continue }
+            let due = min(tokens, Int(Double(now - startMicros[i]) * rate / 1_000_000))
+            while sent[i] < due {
+                sent[i] += 1
+                let dueAt = startMicros[i] + UInt64(Double(sent[i]) * 1_000_000 / rate)
+                publishers[i].publish(BenchEvent.delta(micros: min(now, dueAt), k: sent[i]))
             }
             if sent[i] == tokens {
                 publishers[i].publish(BenchEvent.done(tokens: tokens))
