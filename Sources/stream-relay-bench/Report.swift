@@ -101,6 +101,10 @@ enum Report {
         let elapsed = num(meta, "elapsed_s").map { String(format: "%.1f min", $0 / 60) } ?? "?"
         md.append("## Results (\(meta["date"] as? String ?? "?"), \(mode) run, \(elapsed) including the build)")
         md.append("")
+        if mode == "quick" {
+            md.append("**A quick run: a smoke test, not a measurement against the goals.** Its sizes are too small for them: idle memory per connection is dominated by the RSS step of 100 connections, per-event CPU by `/proc`'s 10 ms ticks over short windows, and a 150-token answer never backs up the slow link. `make bench` (the full run) measures the goals.")
+            md.append("")
+        }
         md.append("**Machine:** \(meta["machine"] as? String ?? "?")  ")
         if let v = meta["versions"] as? Row {
             let keys = ["streamrelay", "swift", "redis", "nginx", "nchan", "libevent", "hiredis", "mimalloc"]

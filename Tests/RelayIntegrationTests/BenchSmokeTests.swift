@@ -113,6 +113,15 @@ final class BenchSmokeTests: RelayTestCase {
         let md = try String(contentsOf: out, encoding: .utf8)
         XCTAssertTrue(md.contains("### send-floor"), md)
         XCTAssertTrue(md.contains("| 20 | \(Int(rate.rounded()).formatted()) |"), md)
+        XCTAssertFalse(md.contains("A quick run"), "no quick-run caveat without a quick meta: \(md)")
+        // A quick run's report says it measures nothing against the goals.
+        let meta = dir.appendingPathComponent("meta.json")
+        try Data(#"{"mode": "quick", "date": "2026-12-02T00:00Z", "elapsed_s": 60}"#.utf8).write(to: meta)
+        let (qs, _, qerr) = try runBench(["report", "--results", resultsFile.path, "--meta", meta.path, "--out", out.path])
+        XCTAssertEqual(qs, 0, qerr)
+        let quick = try String(contentsOf: out, encoding: .utf8)
+        XCTAssertTrue(quick.contains("quick run"), quick)
+        XCTAssertTrue(quick.contains("A quick run: a smoke test, not a measurement against the goals."), quick)
     }
 
     func testAppendCeilingQuickRunsTheRelayScript() throws {
