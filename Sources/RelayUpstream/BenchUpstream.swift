@@ -23,7 +23,7 @@ public enum BenchUpstream {
     public static func make(maxTokens: Int?, tokensPerSecond: Double, loop: EventLoop) -> Upstream {
         SimulatedUpstream(count: maxTokens ?? 1_000, finishReason: "length", promptTokens: 4,
                           tokensPerSecond: tokensPerSecond, loop: loop) { i, due in
-            content(micros: min(nowMicros(), due), k: i + 1)
+            content(micros: min(SimulatedUpstream.wallMicros(), due), k: i + 1)
         }
     }
 
@@ -51,11 +51,5 @@ public enum BenchUpstream {
             if total > length { (p + length).initialize(repeating: UInt8(ascii: "x"), count: total - length) }
             return total
         }
-    }
-
-    static func nowMicros() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1_000
     }
 }

@@ -22,7 +22,9 @@ enum Bench {
 
         let nofile = raiseOpenFileLimit()
         var target = Target(kind: opts.target, host: opts.host, port: opts.port)
-        if target.kind == .relay && opts.scenario != "append-ceiling" && opts.scenario != "send-floor" {
+        // Scenarios that drive a server (the others need no target, token or server pids).
+        let usesServer = opts.scenario != "append-ceiling" && opts.scenario != "send-floor"
+        if target.kind == .relay && usesServer {
             guard let secret = opts.jwtSecret ?? ProcessInfo.processInfo.environment["RELAY_JWT_SECRET"] else {
                 FileHandle.standardError.write(Data("stream-relay-bench: the relay target needs --jwt-secret or RELAY_JWT_SECRET\n".utf8))
                 return 2
@@ -41,7 +43,6 @@ enum Bench {
             FileHandle.standardError.write(Data("stream-relay-bench: no process with pid \(missing.map(String.init).joined(separator: ", ")) (--server-pids / --redis-pid)\n".utf8))
             return 2
         }
-        let usesServer = opts.scenario != "append-ceiling" && opts.scenario != "send-floor"
         if usesServer, !opts.serverPids.isEmpty, Proc.listening(pids: opts.serverPids, port: opts.port) == false {
             FileHandle.standardError.write(Data("stream-relay-bench: none of the server pids \(opts.serverPids) listens on port \(opts.port)\n".utf8))
             return 2

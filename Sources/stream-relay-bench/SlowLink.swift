@@ -133,8 +133,7 @@ extension Runner {
         let relayIDs = ids.compactMap { UInt64($0) }
         let idsIncrease = target.kind == .nchan || (relayIDs.count == ids.count && zip(relayIDs, relayIDs.dropFirst()).allSatisfy { $0 < $1 })
         // Byte for byte (`String ==` would accept canonically equivalent text).
-        let expectedBytes = Array(expected.utf8)
-        let exact = Array(fast.text.utf8) == expectedBytes && Array(slow.text.utf8) == expectedBytes
+        let exact = fast.text.utf8.elementsEqual(expected.utf8) && slow.text.utf8.elementsEqual(expected.utf8)
         let ok = exact && idsIncrease && slow.failure == nil && fast.failure == nil && lagS != nil
         if let f = slow.failure { log("  slow reader: \(f)") }
         if let f = fast.failure { log("  fast reader: \(f)") }

@@ -14,8 +14,6 @@ import XCTest
 /// markers, U+2028) must be stored byte-exact, each event once and in order, with the
 /// lossless-resume text intact, read from the slot's new primary.
 final class ClusterAppendTests: RedisClusterTestCase {
-    typealias Harness = ClusterHarness
-
     /// Deltas whose bytes differ from their characters, with the RESP and SSE markers.
     static let odd = ["a\u{0}b", "\r\n", "$3\r\n", "*2\r\n", "👩‍👩‍👧‍👦", " مَرْحَبًا", "\u{2028}", "\u{2029}", "e\u{301}",
                       "🇸🇦", "\u{FFFF}", "\"\\", "\t", String(repeating: "é", count: 300), "x"]
@@ -30,7 +28,7 @@ final class ClusterAppendTests: RedisClusterTestCase {
     /// outage grace) instead of failing after a few immediate redirects, and once the new
     /// owner takes the slot they are answered, in the order they were sent.
     func testCommandsWaitOutTwoPrimariesRedirectingToEachOtherAndStayInOrder() throws {
-        let h = try Harness(url: cluster.url)
+        let h = try ClusterHarness(url: cluster.url)
         addTeardownBlock { h.stop() }
         try eventually(10, "the cluster client to connect") { h.connections.value > 0 }
         let key = "relay:test:{ping-pong}:k"
@@ -61,7 +59,7 @@ final class ClusterAppendTests: RedisClusterTestCase {
     }
 
     func testAppendsFollowRedirectsWithTheirArgumentsIntactWhileTheSlotMigrates() throws {
-        let h = try Harness(url: cluster.url)
+        let h = try ClusterHarness(url: cluster.url)
         defer { h.stop() }
         try eventually(15, "the cluster client to connect") { h.connections.value > 0 }
         let id = try RequestID(validating: "clusterappend" + UUID().uuidString.replacingOccurrences(of: "-", with: ""))

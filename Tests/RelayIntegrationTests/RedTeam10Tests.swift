@@ -15,8 +15,6 @@ import XCTest
 final class RedTeam10Tests: RelayTestCase {
     typealias Harness = RedisConnectionTests.Harness
 
-    typealias BlackHole = BlackHoleListener
-
     private static func text(_ r: RedisReply) -> String {
         if let e = r.errorMessage { return "error:" + e }
         if case .null = r { return "null" }
@@ -73,7 +71,7 @@ final class RedTeam10Tests: RelayTestCase {
     /// every 5 ms is failed either at once (between attempts: `not connected`) or at an
     /// attempt's deadline (`lost`); the runs of `lost` count the attempts.
     func testTimedOutConnectsFollowTheBackoffNotAStorm() throws {
-        let hole = try BlackHole()
+        let hole = try BlackHoleListener()
         defer { withExtendedLifetime(hole) {} }   // full until the end of the test
         let replies = LockedBox<[String]>([])
         let loop = try EventLoop()
@@ -117,7 +115,7 @@ final class RedTeam10Tests: RelayTestCase {
     /// twice, and the closed connection does not try again (the server becomes reachable
     /// right after: a new attempt would connect).
     func testClosingFromTheFailureOfATimedOutConnectStopsTheReconnects() throws {
-        let hole = try BlackHole()
+        let hole = try BlackHoleListener()
         defer { withExtendedLifetime(hole) {} }   // full until the end of the test
         let got = LockedBox<[String]>([])
         let h = try Harness(url: "redis://127.0.0.1:\(hole.port)", connectTimeoutMs: 150) { c in
@@ -266,7 +264,7 @@ final class RedTeam10ClusterTests: RedisClusterTestCase {
     /// and moves on to the next seed, instead of waiting out the kernel's SYN retries
     /// (about two minutes); the client connects and serves commands.
     func testABlackHoledFirstSeedIsLeftAfterTheConnectTimeout() throws {
-        let hole = try RedTeam10Tests.BlackHole()
+        let hole = try BlackHoleListener()
         defer { withExtendedLifetime(hole) {} }   // full until the end of the test
         let url = "redis+cluster://127.0.0.1:\(hole.port)," + cluster.nodes.map { "127.0.0.1:\($0.port)" }.joined(separator: ",")
         let start = Date()
