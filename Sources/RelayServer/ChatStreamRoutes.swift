@@ -6,8 +6,8 @@ import RelayStreamLogic
 import RelayUpstream
 
 /// `POST /api/chat/stream`, `GET` and `DELETE /api/chat/stream/{requestId}`
-/// (DESIGN §2). Every error known before the first byte is plain HTTP; after it, an
-/// `error` event. Loop thread only.
+/// (docs/PROTOCOL.md §3, §6, §7). Every error known before the first byte is plain HTTP;
+/// after it, an `error` event (docs/PROTOCOL.md §8). Loop thread only.
 final class ChatStreamRoutes {
     private let gate: RequestGuard
     private let admission: StreamAdmission
@@ -69,7 +69,7 @@ final class ChatStreamRoutes {
         }
     }
 
-    /// The tier's model policy and the system-message setting (issue 12): a model the
+    /// The tier's model policy and the system-message setting (docs/PROTOCOL.md §9): a model the
     /// tier may not use is `400 model_not_allowed`; client `system` messages are
     /// `400 invalid_request` unless `RELAY_ALLOW_SYSTEM_MESSAGES` (the operator's prompt rules).
     private func applyPolicy(_ request: inout ChatRequest, who: Identity) throws {
@@ -99,7 +99,7 @@ final class ChatStreamRoutes {
             // Nothing was generated: give back the id, the session slot and the reservation.
             log.discard(id)
             hub.sessions.release(owner: ownerHash, sid: who.sid, id: id)
-            hub.settle(budgetKey: budget.key, id: id, tokens: 0)
+            hub.settler.settle(budgetKey: budget.key, id: id, tokens: 0)
             if ex.isOpen { gate.fail(ex, error as? APIError ?? .internalError("the upstream call cannot be set up")) }
             return
         }
@@ -188,7 +188,7 @@ final class ChatStreamRoutes {
         ex.setHeader("X-Request-Id", id.clientValue)
         ex.startStream()
         ex.write(SSEFrame.retry(milliseconds: 1000))
-        let s = Subscription(id: id, owner: who.user, sid: who.sid, exchange: ex, host: hub,
+        let s = Subscription(id: id, owner: who.user, sid: who.sid, sink: ex, host: hub,
                              lastSent: lastSent, tokenExpiry: who.expiresAt)
         hub.register(s)
         s.start()

@@ -1,7 +1,7 @@
 /// The subscriptions of one stream on one worker (`StreamHub`'s registry entry), in
 /// attach order. A class so that the stream's running generation can hold its entry
 /// (`Generation.subscribers`) and deliver each acknowledged event without looking the
-/// stream up by its id (issue 14: a `String`-keyed dictionary lookup per event). The
+/// stream up by its id (a `String`-keyed dictionary lookup per event would cost more than the delivery). The
 /// hub keeps an entry while it has members or the stream's generation runs here.
 /// Loop thread only.
 final class StreamSubscribers {

@@ -3,7 +3,7 @@ import RelayRedis
 import RelayStreamLogic
 import RelayUpstream
 
-/// What a generation may spend and where it is charged (issue 12): the reservation
+/// What a generation may spend and where it is charged (docs/PROTOCOL.md §9): the reservation
 /// taken at admission (`BudgetLedger`) and the clamp it put on `max_tokens`.
 struct GenerationBudget {
     /// The budget hash (`BudgetLedger.key`).
@@ -15,16 +15,16 @@ struct GenerationBudget {
     let grant: BudgetArithmetic.Grant
 }
 
-/// One generation (DESIGN §1 "Generation", the producer): upstream adapter →
+/// One generation (docs/ARCHITECTURE.md, "Generation": the producer): upstream adapter →
 /// sequencer (seq 1, 2, 3 …) → ordered appends to the Redis event log → each
 /// acknowledged event handed to its worker's subscriptions of the stream
-/// (`GenerationHost.acknowledged`, issue 14) and published for the others. It keeps
+/// (`GenerationHost.acknowledged`) and published for the others. It keeps
 /// running when its client disconnects, until `done`, an upstream error, a cancel or
 /// a revocation, or its completion tokens reach the grant (`BudgetArithmetic.CompletionCap`:
 /// the relay enforces `max_tokens` itself, since an upstream may ignore it). Every ending settles its budget reservation once, to what was really
 /// generated (`GenerationHost.settle`). Loop thread only.
 ///
-/// Lifetime (issue 14): the generation holds its host, appender and upstream strongly, and
+/// Lifetime: the generation holds its host, appender and upstream strongly, and
 /// nothing refers to the generation, its appender or its upstream weakly (a weakly
 /// referenced object keeps its reference counts in a side table, and every retain and
 /// release of it takes the slow path). The appender's
@@ -46,14 +46,14 @@ final class Generation {
     let host: GenerationHost
     /// This worker's subscriptions of the stream, set while the generation is registered
     /// (`StreamHub.register(_:)`): each acknowledged event is handed to them without a
-    /// lookup by id (issue 14).
+    /// lookup by id.
     @exclusivity(unchecked) var subscribers: StreamSubscribers?
     private let upstream: Upstream
     /// Internal, not private, for the tests' leak probes.
     let appender: StreamAppender
     // The per-event state is marked `@exclusivity(unchecked)`: confined to the loop thread, and no
     // mutation of it spans a call out, so the run-time exclusivity check
-    // (`swift_beginAccess`, about 75 instructions per access) guards nothing (issue 14).
+    // (`swift_beginAccess`, about 75 instructions per access) guards nothing (docs/BENCHMARKS.md).
     @exclusivity(unchecked) private(set) var seq: UInt64 = 0
     /// The highest seq whose `XADD` Redis acknowledged (every earlier one too): what a
     /// subscription attaching on this worker can find in the Redis stream.
@@ -159,7 +159,7 @@ final class Generation {
             finalState = reason == "cancelled" ? .cancelled : .done
             tokens = chargeSoFar(usage)
             if reason == "length" && budget.grant.limitedByBudget {
-                // `done` says the budget cut the answer (issue 12): `"budget_limited":true`.
+                // `done` says the budget cut the answer: `"budget_limited":true` (docs/PROTOCOL.md §5).
                 json.removeLast()
                 json += ",\"budget_limited\":true}"
             }
@@ -187,7 +187,7 @@ final class Generation {
     }
 
     /// Stops the upstream and ends the stream with `done` (`finish_reason:
-    /// "cancelled"`) and the partial usage (issue 4: Stop generating).
+    /// "cancelled"`) and the partial usage (docs/PROTOCOL.md §7).
     func cancel() {
         guard !finished else { return }
         let usage = upstream.cancel()

@@ -3,9 +3,9 @@ import RelayLoop
 import RelayRedis
 import RelayStreamLogic
 
-/// One client connection reading a stream (DESIGN §1 "Subscription"): attached to the
+/// One client connection reading a stream (docs/ARCHITECTURE.md, "Subscription"; docs/PROTOCOL.md §6): attached to the
 /// stream's live events first — the live channel, or on the worker running the
-/// generation the generation itself (`LiveSource`, issue 14) — then a replay of
+/// generation the generation itself (`LiveSource`) — then a replay of
 /// `(lastSent, +]` from the Redis stream, then live events, dropping every seq already
 /// written. A fresh stream and a resumed one take this same path.
 ///
@@ -18,11 +18,12 @@ final class Subscription {
     let id: RequestID
     let owner: String
     let sid: String
-    let exchange: HTTPExchange
+    /// Where the client's response is written (the connection; a recorder in tests).
+    let sink: any StreamSink
     unowned let host: SubscriptionHost
     // The per-event state is marked `@exclusivity(unchecked)`: confined to the loop
     // thread, and no mutation of it spans a call out, so the run-time exclusivity check
-    // (`swift_beginAccess`, about 75 instructions per access) guards nothing (issue 14).
+    // (`swift_beginAccess`, about 75 instructions per access) guards nothing (docs/BENCHMARKS.md).
     /// The replay/live merge decisions.
     @exclusivity(unchecked) private var merge: ReplayMerge
     /// The seq of the last event written to the client.
@@ -41,9 +42,9 @@ final class Subscription {
     let resumedFrom: UInt64
     /// How the response ended: `done`, `error:<code>`, `client_closed`, `aborted`.
     private(set) var outcome = "open"
-    /// Backpressure state (`StreamHub.isSlowConsumer`); created on first use.
+    /// Backpressure state (`ConnectionSweeper.isSlowConsumer`); created on first use.
     @exclusivity(unchecked) var backpressure: SlowConsumerPolicy?
-    /// Merges live deltas while this client's link is backed up (issue 14).
+    /// Merges live deltas while this client's link is backed up (docs/PROTOCOL.md §4).
     @exclusivity(unchecked) private var coalescer: SlowLinkCoalescer
     private var coalesceTimer: LoopTimer?
     /// The client's backlog as last read, and when (loop ms): the kernel's share costs
@@ -53,19 +54,19 @@ final class Subscription {
     @exclusivity(unchecked) private var backlogCheckedMs: UInt64 = 0
     private static let backlogCheckMs: UInt64 = 100
 
-    init(id: RequestID, owner: String, sid: String, exchange: HTTPExchange, host: SubscriptionHost, lastSent: UInt64, tokenExpiry: Int64?) {
+    init(id: RequestID, owner: String, sid: String, sink: any StreamSink, host: SubscriptionHost, lastSent: UInt64, tokenExpiry: Int64?) {
         self.id = id
         self.owner = owner
         self.sid = sid
-        self.exchange = exchange
+        self.sink = sink
         self.host = host
         self.merge = ReplayMerge(lastSent: lastSent)
         self.coalescer = SlowLinkCoalescer(limits: host.slowLinkLimits)
         self.resumedFrom = lastSent
         self.tokenExpiry = tokenExpiry
-        self.lastWriteMs = host.loop.nowMs
-        self.lastEventMs = host.loop.nowMs
-        self.startedMs = host.loop.nowMs
+        self.lastWriteMs = host.nowMs
+        self.lastEventMs = host.nowMs
+        self.startedMs = host.nowMs
     }
 
     /// When the response started, loop ms.
@@ -76,7 +77,7 @@ final class Subscription {
     /// the acknowledged events); elsewhere, the live channel, and the replay starts once
     /// Redis confirms the subscription.
     func start() {
-        exchange.onClose = { [weak self] in self?.clientClosed() }
+        sink.onClose = { [weak self] in self?.clientClosed() }
         switch liveSource.attach(lastSent: lastSent, localAckedSeq: host.localAckedSeq(id)) {
         case .local(let replay): if replay { startReplay() }
         case .subscribe: subscribeChannel()
@@ -94,7 +95,7 @@ final class Subscription {
     }
 
     private func subscribeChannel() {
-        host.pubsub.subscribe(StreamKeys(id).live) { [weak self] in self?.startReplay() }
+        host.subscribeLive(id) { [weak self] in self?.startReplay() }
     }
 
     /// The first replay (after attaching): at once, or held back by the test fault
@@ -117,9 +118,9 @@ final class Subscription {
     func live(_ e: SequencedEvent, frame: WireFrame? = nil) {
         guard !ended else { return }
         // `host` read once per event: each read of an `unowned` reference is a checked
-        // retain (`swift_unownedRetainStrong`) and a release (issue 14).
+        // retain (`swift_unownedRetainStrong`) and a release.
         let host = self.host
-        let now = host.loop.nowMs
+        let now = host.nowMs
         lastEventMs = now
         switch merge.live(e) {
         case .drop, .hold: return
@@ -131,14 +132,14 @@ final class Subscription {
     /// Re-reads everything after `lastSent` (after a pub/sub reconnect or a seq gap).
     func replay() {
         guard !ended, merge.requestReplay() else { return }
-        host.log.range(id, after: lastSent) { [weak self] r in
+        host.readEvents(id, after: lastSent) { [weak self] r in
             guard let self, !self.ended else { return }
             switch r {
             case .failure(let f):
                 self.merge.readFailed()
                 self.host.redisTrouble(self, f)
             case .success(let events):
-                switch self.merge.judge(events, lossless: self.host.log.lossless) {
+                switch self.merge.judge(events, lossless: self.host.lossless) {
                 case .merge: self.finishReplay(events)
                 case .catchUp(let seq): self.catchUp(to: seq, then: events)
                 case .gap(let seq): self.fail(.resumeGap("the stream moved past event \(self.lastSent); events up to \(seq) are gone"))
@@ -148,13 +149,13 @@ final class Subscription {
     }
 
     private func catchUp(to seq: UInt64, then events: [SequencedEvent]) {
-        host.log.catchUp(id, from: lastSent, to: seq) { [weak self] r in
+        host.readCatchUp(id, from: lastSent, to: seq) { [weak self] r in
             guard let self, !self.ended else { return }
             switch r {
             case .success(let text?):
                 self.writeHeld()
                 // One ordinary, larger delta standing for events lastSent+1 … seq.
-                self.exchange.write(SSEFrame.event(seq: seq, json: StreamEvent.delta(text).json))
+                self.sink.write(SSEFrame.event(seq: seq, json: StreamEvent.delta(text).json))
                 self.host.caughtUp(events: Int(seq - self.lastSent) - 1)
                 self.merge.caughtUp(to: seq)
                 self.eventsWritten += 1
@@ -187,8 +188,8 @@ final class Subscription {
         eventsWritten += now.count
         if terminal, let last = now.last { outcome = last.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error" }
         guard !chunk.isEmpty else { return }
-        exchange.write(chunk)
-        lastWriteMs = host.loop.nowMs
+        sink.write(chunk)
+        lastWriteMs = host.nowMs
         host.delivered(events: now.count)
         if terminal { end() }
     }
@@ -200,7 +201,7 @@ final class Subscription {
         guard !ended, !host.isSlowConsumer(self) else { return }
         merge.wrote(e)
         if !coalescer.isCoalescing, now &- backlogCheckedMs >= Subscription.backlogCheckMs {
-            backlog = exchange.unsentBytes
+            backlog = sink.unsentBytes
             backlogCheckedMs = now
         }
         if coalescer.passesThrough(unsentBytes: backlog) {
@@ -212,14 +213,14 @@ final class Subscription {
         if coalescer.isCoalescing && !ended { scheduleCoalesceTick() }
     }
 
-    // MARK: Slow-link coalescing (issue 14)
+    // MARK: Slow-link coalescing (docs/PROTOCOL.md §4)
 
     /// Writes what the coalescer released: one SSE event each, in seq order. `frame`:
     /// the already framed bytes of the live event with that seq, when it is released as is.
     private func writeReleased(_ out: SlowLinkCoalescer.Output, frame: (seq: UInt64, wire: WireFrame)? = nil) {
         let host = self.host
         if out.merged > 0 { host.merged(events: out.merged) }
-        let now = host.loop.nowMs
+        let now = host.nowMs
         for e in out.events {
             guard !ended else { return }
             let f = frame.flatMap { $0.seq == e.seq && out.merged == 0 ? $0.wire : nil }
@@ -230,7 +231,7 @@ final class Subscription {
     /// Writes one SSE event (`wire`: its framing) and ends the response after a terminal one.
     /// `host`: `self.host`, read once by the caller.
     private func writeEvent(_ e: SequencedEvent, wire: WireFrame, nowMs: UInt64, host: SubscriptionHost) {
-        exchange.write(wire)
+        sink.write(wire)
         eventsWritten += 1
         lastWriteMs = nowMs
         host.delivered(events: 1)
@@ -254,14 +255,15 @@ final class Subscription {
 
     private func coalesceTick() {
         guard !ended else { return }
-        writeReleased(coalescer.tick(unsentBytes: exchange.unsentBytes, nowMs: host.loop.nowMs))
+        writeReleased(coalescer.tick(unsentBytes: sink.unsentBytes, nowMs: host.nowMs))
         if coalescer.isCoalescing && !ended { scheduleCoalesceTick() }
     }
 
-    /// Writes a heartbeat comment if the connection has been quiet for `intervalMs`.
-    func heartbeat(nowMs: UInt64, intervalMs: UInt64) {
-        guard !ended, ConnectionPolicy.heartbeatDue(nowMs: nowMs, lastWriteMs: lastWriteMs, intervalMs: intervalMs) else { return }
-        exchange.write(SSEFrame.ping)
+    /// Writes a heartbeat comment (`: ping`, docs/PROTOCOL.md §4); the connection sweep
+    /// decides when one is due (`ConnectionSweep`).
+    func heartbeat(nowMs: UInt64) {
+        guard !ended else { return }
+        sink.write(SSEFrame.ping)
         lastWriteMs = nowMs
     }
 
@@ -273,7 +275,7 @@ final class Subscription {
         guard !ended else { return }
         writeHeld()
         guard !ended else { return }
-        exchange.write(SSEFrame.event(seq: lastSent, json: e.asEvent.json))
+        sink.write(SSEFrame.event(seq: lastSent, json: e.asEvent.json))
         outcome = "error:\(e.code)"
         end()
     }
@@ -282,7 +284,7 @@ final class Subscription {
     func end() {
         guard !ended else { return }
         ended = true
-        exchange.endStream()
+        sink.endStream()
         host.subscriptionEnded(self)
     }
 
@@ -292,7 +294,7 @@ final class Subscription {
         guard !ended else { return }
         ended = true
         outcome = "aborted"
-        exchange.abort()
+        sink.abort()
         host.subscriptionEnded(self)
     }
 

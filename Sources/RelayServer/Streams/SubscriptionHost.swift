@@ -4,15 +4,23 @@ import RelayRedis
 import RelayStreamLogic
 
 /// What a `Subscription` may ask of the worker that hosts it (implemented by
-/// `StreamHub`): the loop, the event log and pub/sub, and four reports back. Loop
-/// thread only.
+/// `StreamHub`; in tests, by an in-memory host): the clock and timers, the reads of the
+/// event log, the live channel, and reports back. Loop thread only.
 protocol SubscriptionHost: AnyObject {
-    /// The worker's loop (timers, `nowMs`).
+    /// The worker's loop, for timers.
     var loop: EventLoop { get }
-    /// Replays and lossless catch-ups.
-    var log: EventLog { get }
-    /// Live channel subscriptions.
-    var pubsub: PubSub { get }
+    /// The loop clock, ms (monotonic).
+    var nowMs: UInt64 { get }
+    /// Whether a client behind the retained window is caught up from the text key
+    /// (`RELAY_LOSSLESS_RESUME`, docs/PROTOCOL.md §6) instead of `409 resume_gap`.
+    var lossless: Bool { get }
+    /// Reads the retained events of stream `id` after `seq` (`XRANGE (<seq>-0 +`), in seq order.
+    func readEvents(_ id: RequestID, after seq: UInt64, done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void)
+    /// Reads the text of events `from+1 … to` of stream `id` from its text key
+    /// (docs/DATA_MODEL.md §4); `nil` when it has expired.
+    func readCatchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<String?, RedisFailure>) -> Void)
+    /// Subscribes to stream `id`'s live channel; `confirmed` runs once Redis confirms it.
+    func subscribeLive(_ id: RequestID, confirmed: @escaping () -> Void)
     /// Test fault injection (`RELAY_DEBUG_REPLAY_DELAY_MS`): hold each first replay back this long, ms.
     var replayStallMs: UInt64 { get }
     /// The subscription ended (any way); the host forgets it.
@@ -21,9 +29,9 @@ protocol SubscriptionHost: AnyObject {
     func redisTrouble(_ s: Subscription, _ f: RedisFailure)
     /// `true` (and the connection is closed) when `s` has more unsent output than allowed.
     func isSlowConsumer(_ s: Subscription) -> Bool
-    /// Counts events written to clients (flushed to `/metrics` on each tick).
+    /// Counts events written to clients (flushed to `/metrics` on each sweep).
     func delivered(events: Int)
-    /// Counts deltas merged into a larger one for a backed-up client (issue 14).
+    /// Counts deltas merged into a larger one for a backed-up client.
     func merged(events: Int)
     /// Counts events sent as one lossless catch-up delta (k events count k - 1).
     func caughtUp(events: Int)
@@ -45,7 +53,7 @@ protocol GenerationHost: AnyObject {
     func firstToken(afterSeconds s: Double)
     /// The upstream ended the generation with an error (`relay_upstream_errors_total`).
     func upstreamFailed()
-    /// Counts events appended (flushed to `/metrics` on each tick).
+    /// Counts events appended (flushed to `/metrics` on each sweep).
     func appended(events: Int)
     /// The generation ended (any way): settle its budget reservation to `tokens`
     /// (prompt + completion really generated), once.
@@ -53,6 +61,7 @@ protocol GenerationHost: AnyObject {
     /// The generation is over and its appends are settled; the host forgets it.
     func generationEnded(_ g: Generation)
     /// `event`'s `XADD` was acknowledged (called in seq order, never before): deliver it
-    /// to this worker's subscriptions of the stream as a live event (issue 14).
+    /// to this worker's subscriptions of the stream as a live event, without waiting for
+    /// the `PUBLISH` to come back over pub/sub.
     func acknowledged(_ g: Generation, event: SequencedEvent)
 }

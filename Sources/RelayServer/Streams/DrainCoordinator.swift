@@ -1,0 +1,38 @@
+import RelayCore
+import RelayStreamLogic
+
+/// A worker's drain (SIGTERM; docs/PROTOCOL.md §4): live client responses end at once
+/// (their clients resume on another instance), generations owned here keep running
+/// until they finish, and `done` is called once when none is left. At the drain
+/// timeout the remaining generations end with `upstream_lost`. Decides with
+/// `DrainState`. Loop thread only.
+final class DrainCoordinator {
+    private var state = DrainState()
+    private var done: (() -> Void)?
+
+    /// The drain has begun: the routes refuse new streams with `503 not_ready`.
+    var isDraining: Bool { state.isDraining }
+
+    /// Begins the drain: closes `subscriptions` without an event, then reports drained
+    /// once `generationsLeft` reaches 0 (now, or from `generationEnded`).
+    func begin(subscriptions: [Subscription], generationsLeft: Int, done: @escaping () -> Void) {
+        state.begin()
+        self.done = done
+        for s in subscriptions { s.abort() }
+        generationEnded(generationsLeft: generationsLeft)
+    }
+
+    /// A generation ended; `generationsLeft` are still running here.
+    func generationEnded(generationsLeft: Int) {
+        guard state.completes(generationsLeft: generationsLeft), let d = done else { return }
+        done = nil
+        d()
+    }
+
+    /// The drain timeout: ends the generations still running with `upstream_lost`.
+    func timeOut(_ generations: some Sequence<Generation>) {
+        for g in generations {
+            g.abort(APIError(.upstreamLost, "the relay instance shut down before the answer finished"))
+        }
+    }
+}

@@ -1,0 +1,303 @@
+import RelayCore
+import RelayLoop
+import RelayRedis
+import RelayStreamLogic
+import RelayConfiguration
+
+/// The worker's live streams (docs/ARCHITECTURE.md): the registry of subscriptions and
+/// generations keyed by `RequestID`, and the dispatch of pub/sub messages — live events,
+/// cancels and revocations — to them. It hosts `Subscription` and `Generation`
+/// (`SubscriptionHost`, `GenerationHost`) and hands each periodic policy to its own
+/// type: `ConnectionSweeper` (Redis-outage cut, token expiry, slow consumers,
+/// heartbeats), `OwnerLeases` (lease refresh, lost owners), `RevocationWatcher`,
+/// `DrainCoordinator`, `ReplayRetries`, `ReservationSettler` and `WorkerCounters`.
+/// Loop thread only.
+///
+/// Nothing refers to the hub weakly: a weakly referenced object keeps its reference
+/// counts in a side table, and every retain and release of it takes the slow path; the
+/// hub is retained for every event. A Redis reply closure holds it strongly until the
+/// reply or the connection's failure comes (every command gets one of them).
+final class StreamHub: SubscriptionHost, GenerationHost {
+    let index: Int
+    let context: ServerContext
+    let loop: EventLoop
+    let log: EventLog
+    let pubsub: PubSub
+    let sessions: SessionStore
+    let ledger: BudgetLedger
+    var metrics: Metrics { context.metrics }
+    var config: RelayConfig { context.config }
+    let replayStallMs: UInt64
+
+    // The registry is read for every event: loop-thread confined and no mutation of it
+    // spans a call out, so not checked for exclusivity at run time (`swift_beginAccess`,
+    // about 75 instructions per access).
+    /// Keyed by request id; an entry stays while it has members or the stream's
+    /// generation is registered here (which holds it: `Generation.subscribers`).
+    @exclusivity(unchecked) private var subscriptions: [String: StreamSubscribers] = [:]
+    private(set) var generations: [String: Generation] = [:]
+
+    let counters: WorkerCounters
+    let outage: RedisOutageWatch
+    let settler: ReservationSettler
+    private let sweeper: ConnectionSweeper
+    private let leases: OwnerLeases
+    private(set) var revocations: RevocationWatcher!
+    private let drainer = DrainCoordinator()
+    private let retries: ReplayRetries
+    private var sweepTimer: LoopTimer?
+    private var leaseTimer: LoopTimer?
+
+    init(index: Int, context: ServerContext, loop: EventLoop, log: EventLog, pubsub: PubSub, sessions: SessionStore,
+         ledger: BudgetLedger) {
+        self.index = index
+        self.ledger = ledger
+        self.context = context
+        self.loop = loop
+        self.log = log
+        self.pubsub = pubsub
+        self.sessions = sessions
+        self.replayStallMs = UInt64(context.config.debugReplayDelayMs)
+        counters = WorkerCounters(metrics: context.metrics)
+        outage = RedisOutageWatch(loop: loop)
+        settler = ReservationSettler(ledger: ledger, metrics: context.metrics)
+        sweeper = ConnectionSweeper(config: context.config, metrics: context.metrics, outage: outage)
+        leases = OwnerLeases(loop: loop, log: log, sessions: sessions, ledger: ledger, settler: settler, outage: outage,
+                             instance: context.instance, wallMs: context.nowMs)
+        retries = ReplayRetries(loop: loop)
+        revocations = RevocationWatcher(sessions: sessions) { [unowned self] sid in self.cutSession(sid) }
+        pubsub.onMessage = { [unowned self] ch, payload in self.message(channel: ch, payload: payload) }
+        pubsub.onResubscribed = { [unowned self] ch in
+            if ch == StreamKeys.revocationsChannel { return self.recheckAllSessions() }
+            guard let id = StreamKeys.requestID(fromLiveChannel: ch) else { return }
+            // Only the subscriptions that read the channel can have missed something.
+            for s in self.subscriptions[id]?.members ?? [] where s.liveSource.holdsChannel { s.replay() }
+        }
+        pubsub.subscribe(StreamKeys.revocationsChannel) { [unowned self] in self.recheckAllSessions() }
+        pubsub.subscribe(StreamKeys.cancelChannel) {}
+        sweepTimer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.sweep() }
+        sweepTimer?.schedule(afterMs: sweeper.intervalMs)
+        leaseTimer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.leaseRound() }
+        leaseTimer?.schedule(afterMs: LeasePolicy.refreshTickMs)
+    }
+
+    /// Cancels the timers and tears down the generations still registered (worker stop):
+    /// each holds the hub and is held by its appender's callbacks and its upstream's
+    /// `emit` (`Generation.teardown`), cycles nothing else would break once the loop
+    /// stops. Nothing is settled: their leases and reservations lapse in Redis.
+    func stop() {
+        sweepTimer?.cancel()
+        leaseTimer?.cancel()
+        retries.stop()
+        let running = generations.values
+        generations.removeAll()
+        for g in running {
+            g.subscribers = nil
+            g.teardown()
+        }
+    }
+
+    // MARK: Registry
+
+    /// The registry entry of stream `id`, created when missing.
+    private func subscribers(_ id: String) -> StreamSubscribers {
+        if let e = subscriptions[id] { return e }
+        let e = StreamSubscribers()
+        subscriptions[id] = e
+        return e
+    }
+
+    func register(_ s: Subscription) {
+        subscribers(s.id.value).insert(s)
+        metrics.gauge(.liveConnections, 1)
+    }
+
+    func subscriptionEnded(_ s: Subscription) {
+        retries.forget(s)
+        guard let entry = subscriptions[s.id.value], entry.remove(s) else { return }
+        if entry.isEmpty && generations[s.id.value] == nil { subscriptions[s.id.value] = nil }
+        if s.liveSource.end() { pubsub.release(StreamKeys(s.id).live) }
+        metrics.gauge(.liveConnections, -1)
+        Log.info("stream", ["requestId": s.id.value, "tokensSent": s.eventsWritten, "latencyMs": Int(loop.nowMs - s.startedMs),
+                            "resumes": s.resumedFrom > 0 ? 1 : 0, "outcome": s.outcome])
+    }
+
+    func register(_ g: Generation) {
+        generations[g.id.value] = g
+        g.subscribers = subscribers(g.id.value)
+        metrics.gauge(.runningGenerations, 1)
+        metrics.add(.streamsStarted)
+    }
+
+    func generationEnded(_ g: Generation) {
+        guard generations[g.id.value] === g else { return }
+        generations[g.id.value] = nil
+        // A late acknowledgement (none normally) finds the stream's subscriptions by id.
+        g.subscribers = nil
+        let entry = subscriptions[g.id.value]
+        if entry?.isEmpty == true { subscriptions[g.id.value] = nil }
+        log.releaseLease(g.id)
+        sessions.release(owner: g.ownerHash, sid: g.sid, id: g.id)
+        metrics.gauge(.runningGenerations, -1)
+        metrics.observe(.streamDuration, seconds: Double(loop.nowMs - g.startedMs) / 1000)
+        // Nothing more is delivered locally. A subscription still open (normally none: the
+        // final event ended them; but a fenced or failed generation ends without one)
+        // reads the live channel and the Redis stream from now on (`LiveSource`).
+        for s in entry?.members ?? [] { s.localDeliveryStopped() }
+        drainer.generationEnded(generationsLeft: generations.count)
+    }
+
+    /// Every live subscription on this worker.
+    var allSubscriptions: [Subscription] { subscriptions.values.flatMap { $0.members } }
+
+    /// Cuts every live stream and generation of session `sid` with `401 session_revoked`.
+    func cutSession(_ sid: String) {
+        var cut = 0
+        for s in allSubscriptions where s.sid == sid {
+            s.fail(.sessionRevoked)
+            cut += 1
+        }
+        for g in generations.values where g.sid == sid {
+            g.abort(.sessionRevoked)
+        }
+        if cut > 0 { metrics.add(.revocations, cut) }
+    }
+
+    /// Register first, then check: see `RevocationWatcher.recheck`.
+    func recheckRevocation(sid: String, then: ((Bool) -> Void)? = nil) {
+        revocations.recheck(sid: sid, then: then)
+    }
+
+    private func recheckAllSessions() {
+        revocations.recheckAll(subscriptionSessions: allSubscriptions.map(\.sid), generationSessions: generations.values.map(\.sid))
+    }
+
+    // MARK: Pub/sub dispatch
+
+    private func message(channel: String, payload: [UInt8]) {
+        if let id = StreamKeys.requestID(fromLiveChannel: channel) {
+            guard subscriptions[id]?.isEmpty == false, let e = LivePayload.parse(payload) else { return }
+            deliverLive(id, e)
+        } else if channel == StreamKeys.cancelChannel {
+            let id = String(decoding: payload, as: UTF8.self)
+            if let g = generations[id] {
+                metrics.add(.cancels)
+                g.cancel()
+            }
+        } else if channel == StreamKeys.revocationsChannel {
+            cutSession(String(decoding: payload, as: UTF8.self))
+        }
+    }
+
+    /// Hands a live event (from pub/sub) to every subscription of stream `id` on this
+    /// worker.
+    private func deliverLive(_ id: String, _ e: SequencedEvent) {
+        guard let subs = subscriptions[id] else { return }
+        deliverLive(subs, e)
+    }
+
+    /// Hands a live event to every member of a registry entry; each merges it
+    /// (`ReplayMerge`: a duplicate is dropped, a skipped seq starts a replay). Framed
+    /// once (SSE and HTTP chunk): every subscriber writes the same shared bytes.
+    private func deliverLive(_ subs: StreamSubscribers, _ e: SequencedEvent) {
+        let members = subs.members
+        guard !members.isEmpty else { return }
+        let frame = WireFrame.event(seq: e.seq, json: e.json)
+        for s in members { s.live(e, frame: frame) }
+    }
+
+    // MARK: Periodic policies
+
+    private func sweep() {
+        counters.flush()
+        sweeper.sweep(allSubscriptions, nowMs: loop.nowMs, nowS: context.nowMs() / 1000)
+    }
+
+    private func leaseRound() {
+        let readHere = subscriptions.compactMap { id, subs -> (id: RequestID, quietSinceMs: UInt64?)? in
+            guard generations[id] == nil, let rid = subs.members.first?.id else { return nil }
+            return (rid, subs.members.map(\.lastEventMs).max())
+        }
+        leases.round(owned: generations.values, readHere: readHere) { [unowned self] id in
+            Array(self.subscriptions[id.value]?.members ?? [])
+        }
+    }
+
+    /// Adds the per-event counters to the shared `Metrics` (before `/metrics` answers).
+    func flushCounters() { counters.flush() }
+
+    // MARK: Redis connection state
+
+    /// The command connection came up.
+    func redisConnected() { outage.connected() }
+
+    /// The command connection was lost (or a command found it down).
+    func redisDisconnected() { outage.disconnected() }
+
+    // MARK: Drain
+
+    /// Whether the worker is draining (new streams are refused).
+    var draining: Bool { drainer.isDraining }
+
+    /// Ends live client responses (clients resume elsewhere), keeps owned generations
+    /// running until they finish; calls `done` when none is left.
+    func drain(done: @escaping () -> Void) {
+        drainer.begin(subscriptions: allSubscriptions, generationsLeft: generations.count, done: done)
+    }
+
+    /// Drain timeout: end the remaining generations with an error.
+    func abortGenerations() { drainer.timeOut(Array(generations.values)) }
+
+    // MARK: SubscriptionHost
+
+    var nowMs: UInt64 { loop.nowMs }
+    var lossless: Bool { log.lossless }
+
+    func readEvents(_ id: RequestID, after seq: UInt64, done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
+        log.range(id, after: seq, done: done)
+    }
+
+    func readCatchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<String?, RedisFailure>) -> Void) {
+        log.catchUp(id, from: from, to: to, done: done)
+    }
+
+    func subscribeLive(_ id: RequestID, confirmed: @escaping () -> Void) {
+        pubsub.subscribe(StreamKeys(id).live, ready: confirmed)
+    }
+
+    /// A subscription's Redis read failed: retry it shortly (the connection sweep ends
+    /// it if Redis stays away longer than the grace period).
+    func redisTrouble(_ s: Subscription, _ f: RedisFailure) {
+        if f.isDisconnect { redisDisconnected() }
+        retries.add(s)
+    }
+
+    func isSlowConsumer(_ s: Subscription) -> Bool { sweeper.isSlowConsumer(s, nowMs: loop.nowMs) }
+    func delivered(events: Int) { counters.delivered(events) }
+    func merged(events: Int) { metrics.add(.deltasMerged, events) }
+    func caughtUp(events: Int) { metrics.add(.catchUpMerged, events) }
+    var slowLinkLimits: SlowLinkCoalescer.Limits {
+        SlowLinkCoalescer.Limits(highWaterBytes: config.coalesceBacklogBytes == 0 ? .max : config.coalesceBacklogBytes,
+                                 maxHeldBytes: max(1, config.maxPendingBytes / 4))
+    }
+    func localAckedSeq(_ id: RequestID) -> UInt64? { generations[id.value]?.ackedSeq }
+
+    // MARK: GenerationHost
+
+    func appended(events: Int) { counters.appended(events) }
+    func firstToken(afterSeconds s: Double) { metrics.observe(.timeToFirstToken, seconds: s) }
+    func upstreamFailed() { metrics.add(.upstreamErrors) }
+
+    /// Settles a generation's reservation (`BudgetLedger.settle`, once per id).
+    func settle(_ g: Generation, tokens: Int) {
+        settler.settle(budgetKey: g.budget.key, id: g.id, tokens: tokens)
+    }
+
+    /// An event of a generation on this worker was stored: delivered at once to this
+    /// worker's subscriptions of the stream, without waiting for the `PUBLISH` to come
+    /// back over pub/sub.
+    func acknowledged(_ g: Generation, event: SequencedEvent) {
+        if let subs = g.subscribers { return deliverLive(subs, event) }
+        deliverLive(g.id.value, event)
+    }
+}
