@@ -21,7 +21,7 @@ let package = Package(
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(name: "CJWT", pkgConfig: "libjwt", providers: [.apt(["libjwt-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        // OpenSSL 3 libcrypto: JWK parameters → keys (issue 19).
+        // OpenSSL 3 libcrypto: JWK parameters → keys (JSON Web Key Sets, docs/TOKENS.md).
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Pure Swift: events, SSE framing and parsing, protocol types, error codes.
@@ -49,35 +49,38 @@ let package = Package(
         .target(name: "RelayServer", dependencies: ["CLibevent", "RelayLoop", "RelayRedis", "RelayUpstream", "RelayAuth", "RelayStreamLogic", "RelayConfiguration", "RelayCore"]),
         // Client kit: Foundation only, no C anywhere in its graph (builds for iOS).
         // Complete strict concurrency (Swift 6 language mode) with every warning an error, so
-        // the Linux build stands for the iOS one as closely as it can (issue 15).
+        // the Linux build stands for the iOS one as closely as it can.
         .target(name: "RelayClient", dependencies: ["RelayCore"],
                 swiftSettings: [.treatAllWarnings(as: .error)]),
-        // A libcurl transport for the kit, for the Linux CLI only (issue 15): not part of the
+        // A libcurl transport for the kit, for the Linux CLI only: not part of the
         // kit's graph, which stays Foundation-only.
         .target(name: "RelayClientCurl", dependencies: ["CCurl", "RelayClient"]),
         .executableTarget(name: "stream-relay", dependencies: ["RelayConfiguration", "RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayClientCurl", "RelayCore"],
                           // Debian's mimalloc (libmimalloc-dev) as the process's malloc: linked
                           // before libc, it takes every malloc/free of the Swift runtime, hiredis,
-                          // libevent and libcurl (issue 14: allocation was ≈ 15 % of the relay's
-                          // instructions per event with glibc's; −14 % instructions per delivered
-                          // event, docs/BENCHMARKS.md). Nothing calls it by name.
+                          // libevent and libcurl (with glibc's allocator, allocation is ≈ 15 % of the
+                          // relay's instructions per event; mimalloc takes 14 % off the instructions
+                          // per delivered event, docs/BENCHMARKS.md). Nothing calls it by name.
                           linkerSettings: [.linkedLibrary("mimalloc")],
                           plugins: ["BuildInfoPlugin"]),
         // Writes BuildInfo.swift (the git commit, for `stream-relay --version`) before each build.
         .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
-        // Load generator and side-by-side benchmark with nginx + nchan (issue 7).
+        // Load generator and side-by-side benchmark with nginx + nchan (docs/BENCHMARKS.md).
         .executableTarget(name: "stream-relay-bench", dependencies: ["RelayConfiguration", "CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis", "RelayStreamLogic", "RelayUpstream"]),
 
-        // Pure test helpers shared by every test target (seeded generator).
+        // The test kit of every test target: the virtual clock, the polls with a deadline
+        // (`eventually`, `consistently(for:)`), the seeded generator. Foundation and XCTest only.
         .target(name: "RelayTestKit", path: "Tests/RelayTestKit"),
-        .target(name: "RelayTestSupport", dependencies: ["RelayCore", "RelayAuth"], path: "Tests/RelayTestSupport"),
+        .target(name: "RelayTestSupport", dependencies: ["RelayCore", "RelayAuth", "RelayTestKit"], path: "Tests/RelayTestSupport"),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayConfiguration", "RelayTestKit"]),
         .testTarget(name: "RelayStreamLogicTests", dependencies: ["RelayStreamLogic", "RelayCore", "RelayTestKit"]),
-        .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayConfiguration", "RelayCore"]),
+        .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayConfiguration", "RelayCore", "RelayTestKit"]),
         .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore", "RelayTestKit"]),
-        .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore", "RelayTestSupport"]),
+        .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore", "RelayTestSupport", "RelayTestKit"]),
+        // The server's consumer and producer state machines in-process (no Redis, no sockets).
+        .testTarget(name: "RelayServerTests", dependencies: ["RelayServer", "RelayRedis", "RelayLoop", "RelayStreamLogic", "RelayConfiguration", "RelayCore", "RelayTestKit"]),
         .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayAuth", "RelayStreamLogic", "RelayClient", "RelayClientCurl", "RelayTestSupport", "RelayTestKit", "RelayCore", "RelayUpstream", "RelayLoop", "RelayConfiguration", "stream-relay"],
-                    // A fake Redis the red-team tests start (python3), not a resource.
+                    // A fake Redis some integration tests start (python3), not a resource.
                     exclude: ["fake_redis.py"]),
     ]
 )

@@ -1,13 +1,13 @@
 # Drives the relay's per-event append against a redis-server and prints the Redis CPU per
-# appended event and INFO commandstats (issue 14). Used by scripts/append-cost.sh.
+# appended event and INFO commandstats. Used by scripts/append-cost.sh.
 # usage: append_driver.py SOCKET SCRIPT_FILE|- old|new|plain|grouped STREAMS EVENTS [REFRESH_EVERY] [DEPTH]
-#   old:   the 7-argument Lua append script before issue 14 (PEXPIRE on every append)
+#   old:   the 7-argument Lua append script (PEXPIRE on every append)
 #   new:   the 8-argument Lua append script (ARGV[8] = refresh TTLs '1'/'0')
-#   plain: no script (issue 14, StreamAppender + EventLog.append): per event
+#   plain: no script (StreamAppender + EventLog.append), per event:
 #          SETRANGE text, BITFIELD offsets SET u32, XADD NOMKSTREAM MAXLEN 200 <seq>-0,
 #          PEXPIRE of the four keys when due, and PUBLISH once the XADD is acknowledged
 #          (here: in the next write, as the relay sends it after the reply)
-#   grouped: issue 14, session 4 (StreamTrim + TextCheckpoint): per event XADD NOMKSTREAM
+#   grouped: the relay's append (StreamTrim + TextCheckpoint): per event XADD NOMKSTREAM
 #          <seq>-0 with MAXLEN 193 only on every 8th seq, PUBLISH once acknowledged; per 25
 #          events of a stream one SETRANGE of their text and one BITFIELD with a SET each
 #          (+ PEXPIRE of text and offsets)

@@ -28,7 +28,7 @@ case("spec example: space after colon optional", S6, "data:test\n\ndata: test\n\
 case("spec example: event types", S6, "event: add\ndata: 73857293\n\nevent: remove\ndata: 2153\n\nevent: add\ndata: 113411\n\n",
      [ev("73857293", type="add"), ev("2153", type="remove"), ev("113411", type="add")])
 j = '{"type":"delta","content":"Clause 3 — عربي 😀"}'
-case("relay frames: retry, ping, event", "DESIGN §2", "retry: 1000\n\n: ping\n\nid: 7\ndata: " + j + "\n\n", [com("ping"), ev(j, id="7")], "7", 1000)
+case("relay frames: retry, ping, event", "docs/PROTOCOL.md §4", "retry: 1000\n\n: ping\n\nid: 7\ndata: " + j + "\n\n", [com("ping"), ev(j, id="7")], "7", 1000)
 case("line endings LF", S5, "data: a\nid: 1\n\n", [ev("a", id="1")], "1")
 case("line endings CRLF", S5, "data: a\r\nid: 1\r\n\r\n", [ev("a", id="1")], "1")
 case("line endings CR", S5, "data: a\rid: 1\r\r", [ev("a", id="1")], "1")

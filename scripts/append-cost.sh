@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Redis instructions per appended event for the relay's per-event append, counted with
-# valgrind's callgrind (load-independent: usable on a busy machine), issue 14.
+# valgrind's callgrind (load-independent: usable on a busy machine).
 #
 #   scripts/append-cost.sh                 the append of this checkout
 #   scripts/append-cost.sh --rev 8f56bd6   the append of another commit (before/after)
 #   options: --node-entries N (Redis stream-node-max-entries, default 100)
 #
-# A revision whose Scripts.swift has `public static let append` appended with that Lua
-# script (EVALSHA, old or new arguments); later ones (issue 14: no per-event script)
-# with the plain command group of `EventLog.append` (bench/append_driver.py `plain`), and
-# since TextCheckpoint (text once per 25 events, trim every 8th) with `grouped`.
+# The append is modelled on the revision's sources: with a TextCheckpoint.swift (text once
+# per 25 events, trim every 8th), bench/append_driver.py `grouped`; else with `public
+# static let append` in Scripts.swift, that Lua script (EVALSHA, 7 or 8 arguments); else
+# the per-event command group of `EventLog.append` (`plain`).
 #
 # Starts a private redis-server under callgrind on a Unix socket, warms up (20 streams ×
 # 50 events), zeroes the counters, appends 20 streams × 500 events (64 pipelined, lossless
@@ -35,7 +35,7 @@ import re, sys
 m = re.search(r'public static let append = """\n(.*?)"""', open(sys.argv[1]).read(), re.S)
 if m: open(sys.argv[2], 'w').write(m.group(1))
 PY
-# The script's argument list tells its version: ARGV[8] (refresh) exists since issue 14;
+# The script's argument list tells its form: ARGV[8] (refresh TTLs only when due) or not;
 # no append script at all: the plain command group.
 if [ -n "$REV" ]; then HAS_CKPT=$(git cat-file -e "$REV:Sources/RelayStreamLogic/TextCheckpoint.swift" 2>/dev/null && echo 1 || true)
 else HAS_CKPT=$([ -f Sources/RelayStreamLogic/TextCheckpoint.swift ] && echo 1 || true); fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# StreamRelay vs nginx + nchan, side by side on one fresh redis-server (issue 7).
+# StreamRelay vs nginx + nchan, side by side on one fresh redis-server.
 #
 #   scripts/bench.sh            full run (bounded to < 25 min on a 2-core machine),
 #                               writes docs/BENCHMARKS.md (generated section)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libFuzzer targets for StreamRelay's pure parsers (issue 13 item 7); see docs/FUZZING.md.
+# libFuzzer targets for StreamRelay's pure parsers; see docs/FUZZING.md.
 #
 #   scripts/fuzz.sh [--seconds N] [--build-only] [target ...]
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Relay user-space instructions per delivered event, counted with valgrind's callgrind
-# (load-independent: usable on a busy VM whose CPU time per event swings 2x), issue 14.
+# (load-independent: usable on a busy VM whose CPU time per event swings 2x).
 #
 #   scripts/relay-cost.sh [--bin PATH] [--n 40] [--seconds 10]
 #   RELAY_COST_KEEP=DIR keeps the callgrind dump there (callgrind_annotate it)

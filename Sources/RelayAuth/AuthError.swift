@@ -1,7 +1,7 @@
 import RelayCore
 
 /// Why a request is not authenticated. Every case maps to HTTP 401 `unauthorized`
-/// (DESIGN §2; RFC 9110 §15.5.2, RFC 6750 §3.1).
+/// (docs/PROTOCOL.md §2; RFC 9110 §15.5.2, RFC 6750 §3.1).
 ///
 /// `reason` is meant for logs: it explains the failure but never contains the token,
 /// the signature, a secret, or claim values chosen by the caller.
@@ -17,7 +17,7 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
         /// JOSE header `alg` is not the one configured (including `none`), or `crit` is present.
         case algorithmNotAllowed = "algorithm_not_allowed"
         /// The token's `kid` is not in the JWKS (a refetch is requested, rate-limited), or it
-        /// has no `kid` and the set has not exactly one key for its `alg` (issue 19).
+        /// has no `kid` and the set has not exactly one key for its `alg` (docs/TOKENS.md).
         case unknownKey = "unknown_key"
         /// The signature does not verify under the configured key (RFC 7515 §5.2).
         case badSignature = "bad_signature"

@@ -75,7 +75,7 @@ public struct BudgetPolicy: Sendable, Equatable {
     }
 
     /// The budget period containing `now` (unix seconds): `YYYY-MM` in UTC, as used in the
-    /// Redis key `relay:budget:{user}:{YYYY-MM}` (DESIGN §3). Proleptic Gregorian calendar.
+    /// Redis key `relay:budget:{user}:{YYYY-MM}` (docs/DATA_MODEL.md §9). Proleptic Gregorian calendar.
     public static func period(now: Int64) -> String {
         let days = now >= 0 ? now / 86_400 : (now - 86_399) / 86_400
         let (y, m) = civilYearMonth(daysSinceEpoch: days)

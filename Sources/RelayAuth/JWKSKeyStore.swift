@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// The key set every worker's ``JWKSVerifier`` reads, shared process-wide (issue 19).
+/// The key set every worker's ``JWKSVerifier`` reads, shared process-wide (docs/TOKENS.md).
 ///
 /// One fetcher (on one worker's loop) installs each new ``JWKSnapshot`` with `install`;
 /// readers take the current snapshot under a short lock and then verify without it, so a

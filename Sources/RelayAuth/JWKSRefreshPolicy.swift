@@ -1,4 +1,4 @@
-/// When the relay fetches its JSON Web Key Set again (issue 19). Pure: no clock, no I/O;
+/// When the relay fetches its JSON Web Key Set again (docs/TOKENS.md). Pure: no clock, no I/O;
 /// the fetcher passes times and the response's `Cache-Control`.
 ///
 /// * After a good fetch: the provider's `Cache-Control: max-age` (RFC 9111 §5.2.2.1) when

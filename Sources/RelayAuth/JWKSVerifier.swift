@@ -1,5 +1,5 @@
 /// Verifies tokens against the keys of a JSON Web Key Set (RFC 7517) published by an
-/// identity provider (issue 19), with the same shape and claim checks as ``JWTVerifier``.
+/// identity provider (docs/TOKENS.md), with the same shape and claim checks as ``JWTVerifier``.
 ///
 /// Order of checks in `verify` (the token is never logged or echoed):
 /// 1. length, compact form, header object (``TokenChecks``);

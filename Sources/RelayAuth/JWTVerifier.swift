@@ -25,7 +25,7 @@ public struct JWTVerifier: TokenVerifier, CustomStringConvertible, CustomReflect
     /// Required `iss` (exact, case-sensitive) when non-nil.
     public var issuer: String? { checks.issuer }
     /// Audience that `aud` (string or array) must contain when non-nil. When nil, `aud` is
-    /// not checked (the relay's contract, DESIGN/issue 3; stricter than nothing, looser
+    /// not checked (the relay's contract, docs/TOKENS.md; stricter than nothing, looser
     /// than RFC 7519 §4.1.3 for tokens that carry an `aud`).
     public var audience: String? { checks.audience }
     /// Clock skew tolerated on `exp` and `nbf`, seconds (0...300).

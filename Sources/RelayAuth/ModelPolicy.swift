@@ -1,4 +1,4 @@
-/// Which upstream models each budget tier may use (`RELAY_MODELS`, issue 12), and
+/// Which upstream models each budget tier may use (`RELAY_MODELS`; docs/PROTOCOL.md §9), and
 /// which one a request gets when it names none. Pure.
 ///
 /// Specification: `tier=model[|model…][,tier=…]`, e.g.

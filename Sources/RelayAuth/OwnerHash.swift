@@ -1,4 +1,4 @@
-/// The namespace of a user's keys in Redis (issue 12): a hash of the token's `sub`, so
+/// The namespace of a user's keys in Redis (docs/DATA_MODEL.md §1): a hash of the token's `sub`, so
 /// request ids, per-session limits and budgets of different users never collide and
 /// key names carry no user id in clear.
 public enum OwnerHash {

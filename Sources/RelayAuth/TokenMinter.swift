@@ -24,7 +24,7 @@ public enum TokenMinter {
         return try LibJWT.encode(algorithm: JWT_ALG_HS256, key: secret, claimsJSON: json)
     }
 
-    /// Signs a token with a private JWK (issue 19): header `{"alg", "typ":"JWT", "kid"}`
+    /// Signs a token with a private JWK (RFC 7517; docs/TOKENS.md): header `{"alg", "typ":"JWT", "kid"}`
     /// with the key's `alg` (or `algorithm` when given; it must fit the key) and `kid`,
     /// claims as ``hs256(secret:sub:sid:tier:ttlSeconds:now:)``.
     /// - Throws: ``AuthConfigurationError`` for a public key, an `alg` that does not fit

@@ -1,4 +1,4 @@
-/// Whether the transcript follows new text (issue 5 item 7). A small model the UI
+/// Whether the transcript follows new text. A small model the UI
 /// drives from its scroll view: following pauses as soon as the user scrolls up and
 /// resumes when they come back to the bottom.
 ///

@@ -1,6 +1,7 @@
 import Foundation
 
-/// The `budget_limited` field of a `done` event (issue 12): the relay adds
+/// The `budget_limited` field of a `done` event (docs/PROTOCOL.md §9;
+/// `conformance/CLIENT_RULES.md` "Budget-limited answers"): the relay adds
 /// `"budget_limited":true` to `{"type":"done","finish_reason":"length","usage":{…}}` when
 /// the answer stopped at the token budget reserved for it at admission (the budget, not
 /// the request's `max_tokens`, set the upstream's `max_tokens`). Absent means `false`.

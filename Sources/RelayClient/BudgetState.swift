@@ -1,12 +1,12 @@
 import Foundation
 import RelayCore
 
-/// The caller's token budget (issue 5 item 8, issue 12), from `GET /api/budget`
-/// (`{"tier","limit","used","reserved","remaining","period"}`, DESIGN §2) and then each
+/// The caller's token budget, from `GET /api/budget`
+/// (`{"tier","limit","used","reserved","remaining","period"}`, docs/PROTOCOL.md §9) and then each
 /// `done`'s usage, so the app can disable Send *before* making a request that would fail
 /// with 429 `token_budget_exhausted`. Units: tokens.
 ///
-/// With reservations (issue 12) the relay reserves at admission what an answer may spend
+/// With reservations (docs/PROTOCOL.md §9) the relay reserves at admission what an answer may spend
 /// and reports `remaining = max(0, limit − used − reserved)`: tokens held by answers still
 /// running are not available. The pill shows `remaining` as the relay reports it; a
 /// budget-limited `done` sets it to 0 (see `apply(_:budgetLimited:)`).
@@ -17,7 +17,7 @@ public struct BudgetState: Sendable, Equatable {
     public var limit: Int
     /// Tokens used (settled) this period.
     public var used: Int
-    /// Tokens reserved by answers still running (0 from relays before issue 12).
+    /// Tokens reserved by answers still running (0 when the relay's reply has no `reserved`).
     public var reserved: Int
     /// Tokens a new request may still reserve this period: `limit − used − reserved` as
     /// the relay computed it (never negative).

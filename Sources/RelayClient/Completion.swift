@@ -1,7 +1,7 @@
 /// How an answer ended: the completion signal the app turns into a haptic and into
-/// the buttons it offers (issue 5 items 3 and 7).
+/// the buttons it offers.
 public enum Completion: Sendable, Equatable {
-    /// `done` arrived; `finishReason` is `stop`, `length`, … (DESIGN §2).
+    /// `done` arrived; `finishReason` is `stop`, `length`, … (docs/PROTOCOL.md §5).
     case finished(finishReason: String)
     /// The user stopped it (`done` with `cancelled`, or a local stop).
     case stopped
@@ -10,7 +10,7 @@ public enum Completion: Sendable, Equatable {
     /// Three reconnections failed, or the stream was idle too long to resume: a
     /// manual Resume (re-sending the whole request) is offered.
     case needsResume
-    /// An `error` event or an HTTP error; `status` and `code` as in DESIGN §2.
+    /// An `error` event or an HTTP error; `status` and `code` as in docs/PROTOCOL.md §8.
     case failed(status: Int, code: String, message: String)
 
     /// The haptic a UI plays for it.

@@ -1,4 +1,4 @@
-/// Progress of a long draft from its Markdown headings (issue 5 item 6): "Drafting
+/// Progress of a long draft from its Markdown headings: "Drafting
 /// clause 3 of 7…", or "Drafting clause 3…" while the total is unknown.
 ///
 /// * Headings: ATX (`## Title`, 1–6 `#` then a space, ≤3 spaces of indent, CommonMark

@@ -17,7 +17,7 @@ public struct NetworkConditions: Sendable, Equatable {
     }
 }
 
-/// Adapts the client to the network (issue 5 item 9, DESIGN §8):
+/// Adapts the client to the network (`conformance/CLIENT_RULES.md`):
 /// * `2g` / `slow-2g` → the warning "Slow connection detected — response may take longer";
 /// * RTT over 500 ms → reconnect backoff 3 s (else 1 s);
 /// * downlink under 0.5 Mbit/s → suggest summary mode (the request then carries

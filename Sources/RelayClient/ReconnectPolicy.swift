@@ -1,8 +1,8 @@
 import Foundation
 import RelayCore
 
-/// The connection rules of one chat response as a pure state machine (issue 5 item 3,
-/// issue 15, DESIGN §8, `conformance/CLIENT_RULES.md` "Reconnect decisions"). The networking layer
+/// The connection rules of one chat response as a pure state machine
+/// (`conformance/CLIENT_RULES.md` "Reconnect decisions"). The networking layer
 /// reports what happened and performs the returned `Action`; every time is an argument
 /// in ms and every random jitter an argument too, so tests drive it with a virtual
 /// clock and fixed values.
@@ -21,7 +21,7 @@ import RelayCore
 ///   `session_revoked` is terminal.
 /// * No resume once more than 5 minutes have passed since the last event (`now` must
 ///   come from a clock that advances while the device sleeps): the relay keeps a
-///   stream's events for 300 s (DESIGN §3), so it ends in `needsResume`.
+///   stream's events for 300 s (docs/DATA_MODEL.md §12), so it ends in `needsResume`.
 /// * **Hard timeout**: 60 s without any event (and no `done`), counting only time spent
 ///   in the foreground while connecting or connected → `timedOut` (complete as it
 ///   stands, retry offered).

@@ -5,7 +5,7 @@ import FoundationNetworking
 import RelayCore
 
 /// The entry point of the client kit: starts chats against one or more relay
-/// instances and reads the token budget (DESIGN §2, §8; issue 5).
+/// instances and reads the token budget (docs/PROTOCOL.md; `conformance/CLIENT_RULES.md`).
 ///
 /// ```swift
 /// let client = RelayChatClient(baseURLs: [URL(string: "https://relay.example")!],

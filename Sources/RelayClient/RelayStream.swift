@@ -4,8 +4,8 @@ import FoundationNetworking
 #endif
 import RelayCore
 
-/// One chat answer being streamed, as an `AsyncSequence` of `ChatUpdate`s (issue 5
-/// item 3). The sequence ends after the completion (the last `.render` carries it)
+/// One chat answer being streamed, as an `AsyncSequence` of `ChatUpdate`s.
+/// The sequence ends after the completion (the last `.render` carries it)
 /// and the `.telemetry` record.
 ///
 /// Behaviour (rules in `ReconnectPolicy`, `ResponseRenderer`):

@@ -1,5 +1,5 @@
-/// Accumulates streamed deltas and decides when the UI shows them (issue 5 item 4,
-/// DESIGN §8 "render buffer").
+/// Accumulates streamed deltas and decides when the UI shows them
+/// (`conformance/CLIENT_RULES.md`; the vectors in `conformance/render.json`).
 ///
 /// Rules, in order of precedence:
 /// * **At once** when a paragraph break (`\n\n`, a blank line) or a Markdown thematic
@@ -7,7 +7,8 @@
 /// * Otherwise **every 50 ms** (`intervalMs`), when the caller's `tick(now:)` finds that
 ///   much time since the last flush.
 /// * The **first** timed flush also waits for 30 characters (`firstRenderCharacters`), so
-///   the text direction is known before anything is shown (issue 5 item 5); a flush
+///   the text direction is known before anything is shown (`conformance/CLIENT_RULES.md`
+///   "Right-to-left decision"); a flush
 ///   boundary or `done` skips that wait.
 /// * **Never mid-word**: a trailing partial word (text after the last whitespace) is
 ///   held back; a flush ends at whitespace or right before it; text without spaces (CJK) is released once 64 characters are held
@@ -48,7 +49,7 @@ public struct RenderBuffer: Sendable {
         }
     }
 
-    /// UI update interval, ms (DESIGN §8).
+    /// UI update interval, ms (`conformance/CLIENT_RULES.md`).
     public static let intervalMs: Int64 = 50
     /// Held characters of unspaced text after which they are released anyway.
     public static let longRunCharacters = 64

@@ -20,8 +20,9 @@ public struct RenderUpdate: Sendable, Equatable {
     /// Why the text was released, when it was.
     public var reason: RenderBuffer.Reason?
     /// `true` only on the last update of an answer the relay cut at the caller's token
-    /// budget (`done` with `finish_reason: "length"` and `"budget_limited": true`, issue
-    /// 12): the app shows "Answer shortened: this month's token budget is used up".
+    /// budget (`done` with `finish_reason: "length"` and `"budget_limited": true`,
+    /// `conformance/CLIENT_RULES.md` "Budget-limited answers"): the app shows "Answer
+    /// shortened: this month's token budget is used up".
     public var budgetLimited: Bool
 
     public init(appended: String, text: String, layout: TextLayout?, progress: DraftProgress.Snapshot?,
@@ -39,8 +40,8 @@ public struct RenderUpdate: Sendable, Equatable {
 }
 
 /// Turns the events of one answer into `RenderUpdate`s: the render buffer, direction
-/// detection, draft progress, typing indicator and completion together (issue 5 items
-/// 4–7). Pure: times are ms arguments; the stream calls `tick(now:)` every ≤ 50 ms.
+/// detection, draft progress, typing indicator and completion together. Pure: times are
+/// ms arguments; the stream calls `tick(now:)` every ≤ 50 ms.
 public struct ResponseRenderer: Sendable {
     /// All text released so far.
     public private(set) var text = ""
@@ -78,7 +79,7 @@ public struct ResponseRenderer: Sendable {
         progress = DraftProgress(expectedTotal: expectedSections)
     }
 
-    /// An event given as the JSON text of its SSE `data:` line (DESIGN §2): decoded with
+    /// An event given as the JSON text of its SSE `data:` line (docs/PROTOCOL.md §5): decoded with
     /// `StreamEvent(jsonData:)`, and a `done`'s `budget_limited` with `BudgetLimitedFlag`.
     /// - Throws: `StreamEventDecodingError` when it is not a relay event.
     public mutating func receive(json: Data, now: Int64) throws -> RenderUpdate? {

@@ -5,7 +5,7 @@ import RelayCore
 /// (`conformance/CLIENT_RULES.md` "Stop"): the UI gets `stopped` at once; the request is retried
 /// across base URLs so a stopped answer is not generated (and billed) in full.
 /// Counted here rather than in the telemetry record, which stays exactly
-/// `{requestId, tokensReceived, latencyMs, reconnections}` (DESIGN §8).
+/// `{requestId, tokensReceived, latencyMs, reconnections}` (`conformance/CLIENT_RULES.md`).
 public final class StopDelivery: Sendable {
     /// Attempts per `DELETE`.
     public static let maxAttempts = 3

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The only thing the client kit ever reports about a response (issue 5 item 10,
-/// DESIGN §8): exactly `{requestId, tokensReceived, latencyMs, reconnections}` —
+/// The only thing the client kit ever reports about a response
+/// (`conformance/CLIENT_RULES.md`): exactly `{requestId, tokensReceived, latencyMs, reconnections}` —
 /// never content, prompts, tokens or URLs.
 public struct TelemetryRecord: Sendable, Equatable, Codable {
     /// The stream's request id.

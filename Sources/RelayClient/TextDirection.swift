@@ -5,8 +5,8 @@ public enum TextDirection: String, Sendable, Equatable {
 }
 
 /// How the UI lays out an answer: its base direction and line height. Decided once,
-/// before the first text is rendered, and never changed after (DESIGN §8,
-/// `conformance/CLIENT_RULES.md` "Right-to-left decision").
+/// before the first text is rendered, and never changed after
+/// (`conformance/CLIENT_RULES.md` "Right-to-left decision").
 public struct TextLayout: Sendable, Equatable {
     /// Base paragraph direction.
     public var direction: TextDirection

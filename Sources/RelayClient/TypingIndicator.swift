@@ -1,4 +1,4 @@
-/// The typing indicator shown between Send and the first rendered text (issue 5 item 7).
+/// The typing indicator shown between Send and the first rendered text.
 ///
 /// It appears at once when the request starts and covers the first ~500 ms before
 /// any token (`expectedFirstTokenMs`, the typical time to first token); it stays

@@ -5,7 +5,7 @@ import RelayClient
 /// A `RelayTransport` on libcurl for the Linux CLI (`stream-relay chat`): each exchange
 /// runs on its own thread, blocked in `curl_multi_poll(3)` until bytes arrive, so a
 /// streamed answer costs one wake-up per network read — FoundationNetworking's
-/// `URLSession` costs about ten thread wake-ups per event (issue 15).
+/// `URLSession` costs about ten thread wake-ups per event.
 ///
 /// Not for iOS apps (libcurl is not an Apple SDK library): `URLSessionTransport` stays the
 /// kit's default. HTTP/1.1, no redirects, `http`/`https` only; a stream fails when no

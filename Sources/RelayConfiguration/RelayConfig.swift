@@ -95,7 +95,7 @@ public struct ConfigError: Error, CustomStringConvertible, Equatable {
     public init(_ d: String) { description = d }
 }
 
-/// The relay's configuration (DESIGN §6). Every field comes from an environment
+/// The relay's configuration (docs/CONFIGURATION.md). Every field comes from an environment
 /// variable with a matching `--flag` (flags win); `RelayConfig.options` lists them
 /// for `stream-relay serve --help`.
 public struct RelayConfig: Sendable, Equatable {
@@ -121,7 +121,8 @@ public struct RelayConfig: Sendable, Equatable {
     public var maxBodyBytes = 1 << 20
     /// Name of this instance, stored as a stream's `instance` (default: hostname-pid).
     public var instanceName = ""
-    /// Lossless resume beyond the retained window (issue 8); default on.
+    /// Lossless resume beyond the retained window (docs/PROTOCOL.md §6, docs/DATA_MODEL.md §4);
+    /// default on.
     public var losslessResume = true
     /// HS256 shared secret (`RELAY_JWT_SECRET`).
     public var jwtSecret: String?
@@ -135,7 +136,7 @@ public struct RelayConfig: Sendable, Equatable {
     public var jwtAudience: String?
     /// Clock leeway for `exp`/`nbf`, s; default 30.
     public var jwtLeewaySeconds = 30
-    /// URL of the identity provider's JSON Web Key Set (`RELAY_JWT_JWKS_URL`, issue 19):
+    /// URL of the identity provider's JSON Web Key Set (`RELAY_JWT_JWKS_URL`, docs/TOKENS.md):
     /// `https://…`, `http://` to a loopback address only, or `file:///path`.
     public var jwtJWKSURL: String?
     /// JWKS refresh interval without cache headers, ms; default 600,000 (10 min).
@@ -157,7 +158,7 @@ public struct RelayConfig: Sendable, Equatable {
     /// Running generations per session; default 3.
     public var maxStreamsPerSession = 3
     /// Models each tier may use, `tier=model[|model…],…` (first = the tier's default);
-    /// empty: only `UPSTREAM_MODEL` (issue 12).
+    /// empty: only `UPSTREAM_MODEL` (docs/PROTOCOL.md §9).
     public var models = ""
     /// Whether client `system` messages are accepted; default off (400).
     public var allowSystemMessages = false
@@ -170,14 +171,14 @@ public struct RelayConfig: Sendable, Equatable {
     /// Drain timeout on SIGTERM, ms: the instance's generations may run this long after
     /// SIGTERM before they end with `upstream_lost`; the drain ends as soon as they have all
     /// finished. Default 300,000 (5 min), the stream TTL, so a deploy never cuts an answer the
-    /// relay would otherwise complete (issue 13 item 6).
+    /// relay would otherwise complete.
     public var drainTimeoutMs = 300_000
     /// Unsent bytes per client tolerated; a client whose unsent output stays above this for
     /// 500 ms (or exceeds 16 times it) is disconnected as a slow consumer
     /// (`SlowConsumerPolicy`); default 256 KiB.
     public var maxPendingBytes = 256 * 1024
     /// Unsent bytes per client above which its live deltas are merged (slow-link
-    /// coalescing, issue 14); 0 turns it off; default 1,024.
+    /// coalescing, docs/PROTOCOL.md §4); 0 turns it off; default 1,024.
     public var coalesceBacklogBytes = 1_024
     /// How long live streams wait through a Redis outage before `redis_unavailable`, ms; default 5,000.
     public var redisOutageGraceMs = 5_000

@@ -13,7 +13,7 @@ public struct ChatMessage: Sendable, Equatable {
     }
 }
 
-/// The body of `POST /api/chat/stream` (DESIGN §2):
+/// The body of `POST /api/chat/stream` (docs/PROTOCOL.md §3):
 /// `{"messages":[{"role":"user","content":"…"}], "model"?: str, "max_tokens"?: int, "mode"?: "full"|"summary"}`.
 public struct ChatRequest: Sendable, Equatable {
     /// `full` (default) or `summary` (shorter answer, capped `max_tokens`).
@@ -115,7 +115,7 @@ extension ChatRequest {
     /// 3–4 per message; 4 keeps the estimate on the high side).
     public static let perMessageOverheadTokens = 4
 
-    /// The relay's prompt estimate (issue 12), used to reserve budget before the
+    /// The relay's prompt estimate (docs/PROTOCOL.md §9), used to reserve budget before the
     /// upstream reports usage, and as the prompt count when it reports none: for each
     /// message, its content's UTF-8 bytes / 4 rounded up, plus
     /// ``perMessageOverheadTokens``. English BPE tokenizers average about 4 bytes per

@@ -20,12 +20,12 @@ public enum JSONText {
     /// characters, which then turn out to need nothing). `false` means the bytes can be
     /// copied as they are.
     ///
-    /// Eight bytes at a time (issue 14: once per token, ≈ 13 instructions per byte as a
-    /// byte loop): a 64-bit word has a byte below 0x20 when `(w - 0x20…20) & ~w &
-    /// 0x80…80` is not zero, and a byte equal to `c` when the word `w ^ c…c` has a zero
-    /// byte (the "has less" and "has zero byte" tests of Sean Anderson's Bit Twiddling
-    /// Hacks, exact for any bytes when only the zero/non-zero result is used). The
-    /// bytes after the last whole word go through the byte loop.
+    /// Eight bytes at a time (it runs once per token; a byte loop costs ≈ 13 instructions
+    /// per byte, this ≈ 4, docs/BENCHMARKS.md): a 64-bit word has a byte below 0x20 when
+    /// `(w - 0x20…20) & ~w & 0x80…80` is not zero, and a byte equal to `c` when the word
+    /// `w ^ c…c` has a zero byte (the "has less" and "has zero byte" tests of Sean
+    /// Anderson's Bit Twiddling Hacks, exact for any bytes when only the zero/non-zero
+    /// result is used). The bytes after the last whole word go through the byte loop.
     public static func mayNeedEscaping(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = utf8.baseAddress else { return false }
         let n = utf8.count

@@ -2,7 +2,8 @@
 /// UTF-16 code units so that a lone surrogate escape (`"\ud83d"`) survives decoding.
 ///
 /// Foundation's decoders reject or replace a lone surrogate escape, which loses the half an
-/// upstream split across two SSE chunks (issue 13 item 4); this type keeps it so a
+/// upstream split across two SSE chunks (upstream text never kills an answer,
+/// docs/UPSTREAMS.md); this type keeps it so a
 /// `SurrogateJoiner` can pair it with the next chunk's first unit.
 public indirect enum JSONValue: Sendable, Equatable {
     /// `null`.

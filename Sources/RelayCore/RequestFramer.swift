@@ -3,7 +3,7 @@
 /// coding of RFC 9112 §7.1), then the next head (keep-alive, pipelining). Pure: the caller
 /// feeds the bytes it reads and forwards them to evhttp unless an event says otherwise.
 ///
-/// For the relay's filtering bufferevent (issue 13 items 1–2): `feed` every inbound chunk; on
+/// For the relay's filtering bufferevent (docs/PROTOCOL.md §11): `feed` every inbound chunk; on
 /// `.rejected` answer `rejection.error` (JSON, plus `Allow` on 405) and close without passing the
 /// bytes on; `isIdle` is `false` from a request's first byte until its body's end, which is the
 /// span the whole-request deadline (`RELAY_REQUEST_TIMEOUT`) covers.

@@ -1,5 +1,6 @@
-/// A strict, incremental HTTP/1.1 request-head validator (issue 13 item 1): the relay checks
-/// each request head with it, in a filtering bufferevent, before evhttp parses it.
+/// A strict, incremental HTTP/1.1 request-head validator (RFC 9112; docs/PROTOCOL.md §11):
+/// the relay checks each request head with it, in a filtering bufferevent, before evhttp
+/// parses it.
 ///
 /// Feed the connection's bytes as they arrive; `feed` answers `.needMore`, `.complete` (the
 /// head is acceptable; its decoded facts and how many of this call's bytes belonged to it) or
@@ -22,7 +23,8 @@
 ///   refuse `HTTP/1.2`+ rather than treat it as 1.1, so evhttp never sees a version we did
 ///   not vet). A method outside `limits.allowedMethods` → 405 with `Allow` (RFC 9110
 ///   §15.5.6, §10.2.1); this includes `TRACE`, `CONNECT`, `OPTIONS`, WebDAV methods, and
-///   unknown tokens (the issue asks for 405 rather than the 501 RFC 9110 §15.6.2 permits).
+///   unknown tokens (the relay answers 405 for these too, where RFC 9110 §15.6.2 would
+///   permit 501: one answer for every method it does not serve, docs/PROTOCOL.md §11).
 /// * Field lines (§5): `field-name ":" OWS field-value OWS`, name a token; whitespace before the
 ///   colon is refused (§5.1 MUST); a line starting with SP/HTAB (obs-fold, or whitespace
 ///   before the first field) is refused (§5.2, §2.2); a value byte that is NUL, CR, LF, any

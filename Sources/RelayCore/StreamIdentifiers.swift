@@ -1,4 +1,4 @@
-/// A stream's request id: 16–64 characters of `[A-Za-z0-9_-]` (DESIGN §2). Used in
+/// A stream's request id: 16–64 characters of `[A-Za-z0-9_-]` (docs/PROTOCOL.md §3). Used in
 /// URLs and Redis keys (`relay:{id}:events`), so the alphabet is strict.
 public struct RequestID: Sendable, Hashable, CustomStringConvertible {
     /// The id text.
@@ -31,7 +31,7 @@ public struct RequestID: Sendable, Hashable, CustomStringConvertible {
 
     private init(unchecked: String) { value = unchecked }
 
-    /// The Redis-side name of this client id in its owner's namespace (issue 12):
+    /// The Redis-side name of this client id in its owner's namespace (docs/DATA_MODEL.md §1):
     /// `<ownerHash>:<id>`, used inside the hash tag of the stream's keys
     /// (`relay:{<ownerHash>:<id>}:events`), as the registries' key and on
     /// `relay:cancel`. Another user's identical id names another stream.

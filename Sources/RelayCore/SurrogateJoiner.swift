@@ -1,5 +1,5 @@
 /// Joins UTF-16 surrogate halves that an upstream split across consecutive text pieces
-/// (issue 13 item 4: an emoji sent as `"\ud83d"` in one delta and `"\ude00"` in the next).
+/// (an emoji sent as `"\ud83d"` in one delta and `"\ude00"` in the next; docs/UPSTREAMS.md).
 ///
 /// Feed each piece's UTF-16 code units in order with `append`; it returns the text that is
 /// complete so far. A high surrogate (U+D800–U+DBFF) at the very end of a piece is held back;

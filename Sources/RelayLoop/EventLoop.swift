@@ -9,8 +9,8 @@ import Synchronization
 /// cross-thread entry point is `post(_:)`, which queues a closure under a mutex and wakes
 /// the loop through an `eventfd(2)` the loop reads. No other thread ever calls into the
 /// `event_base`, so libevent runs without its pthreads locking (`evthread_use_pthreads`
-/// took and released a mutex on every `event_add`, `event_del` and loop turn: about
-/// eight pairs per delivered event, issue 14).
+/// takes and releases a mutex on every `event_add`, `event_del` and loop turn: about
+/// eight pairs per delivered event, docs/BENCHMARKS.md).
 public final class EventLoop: @unchecked Sendable {
     /// The raw `struct event_base *`, for C libraries that attach to the loop
     /// (hiredis' libevent adapter, evhttp, libcurl's socket callbacks).

@@ -1,6 +1,6 @@
 import RelayCore
 
-/// Token budgets in Redis (issue 12, DESIGN §3): one hash per user and period in its
+/// Token budgets in Redis (docs/DATA_MODEL.md §9): one hash per user and period in its
 /// own hash slot, `relay:budget:{u:<ownerHash>}:<YYYY-MM>`, with fields `used`,
 /// `reserved`, `r:<requestId>` (a live reservation, tokens) and `s:<requestId>` (a
 /// settlement, tokens charged), plus the sorted set `…:expiries` (same slot; member

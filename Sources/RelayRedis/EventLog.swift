@@ -18,7 +18,7 @@ public struct StreamInfo: Sendable, Equatable {
     public var textLength: Int
 }
 
-/// The per-worker view of the Redis event log (DESIGN §3): stream creation, appends,
+/// The per-worker view of the Redis event log (docs/DATA_MODEL.md §2–§5): stream creation, appends,
 /// resume checks, replays, and lossless catch-ups. Confined to the worker's loop thread.
 public final class EventLog {
     /// Entries kept per stream at most (`XADD MAXLEN`, exact; trimmed in steps:
@@ -53,7 +53,7 @@ public final class EventLog {
     /// it is passed on; a placeholder until `init` can capture `self`.
     @exclusivity(unchecked) private var auxiliaryReply: (RedisReplyView) -> Void = { _ in }
     /// The append path's commands are written here, one at a time, straight in RESP
-    /// (`RESPCommand`; issue 14: no argument array or integer strings per command).
+    /// (`RESPCommand`: no argument array or integer strings per command).
     /// Loop thread; each command is sent before the next is started.
     private let command = RESPCommand(capacity: 4096)
 
@@ -148,8 +148,8 @@ public final class EventLog {
         }
     }
 
-    /// Sends one non-final append as plain pipelined commands (issue 14: no per-event
-    /// script):
+    /// Sends one non-final append as plain pipelined commands, no per-event script
+    /// (docs/DATA_MODEL.md §5):
     /// 1. `XADD events NOMKSTREAM [MAXLEN <trim.trimmedLength>] <seq>-0 e <json>`; the
     ///    exact trim only on the seqs `StreamTrim` picks, so the stream never holds more
     ///    than `maxLen` entries. A nil reply (the stream is gone) is reported as
@@ -280,8 +280,8 @@ public final class EventLog {
     /// may exit right after its generation ended, e.g. a drain, and must not leave the
     /// publish unsent in the connection's output buffer). `then` gets the reply as it
     /// is: an error reply is not counted here, `then` reports it (`auxiliaryReplied`,
-    /// as `StreamAppender` does). Pass a closure made once, not one per event (issue 14:
-    /// the queue drains after most events of a steady stream).
+    /// as `StreamAppender` does). Pass a closure made once, not one per event (the
+    /// queue drains after most events of a steady stream).
     public func publish(_ s: StreamCommands, seq: UInt64, json: String, then: @escaping (RedisReplyView) -> Void) {
         connection.send(publishing(s, seq: seq, json: json), view: then)
     }
@@ -358,7 +358,7 @@ public final class EventLog {
     }
 
     /// Asks the owning instance, wherever it is, to stop generating `id`:
-    /// `PUBLISH relay:cancel <id>` (DESIGN §3 control channels).
+    /// `PUBLISH relay:cancel <id>` (docs/DATA_MODEL.md §7).
     public func publishCancel(_ id: RequestID, done: @escaping (Result<Void, RedisFailure>) -> Void) {
         connection.send(["PUBLISH", StreamKeys.cancelChannel, id.value]) { r in
             if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }

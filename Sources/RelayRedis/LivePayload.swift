@@ -1,6 +1,6 @@
 import RelayCore
 
-/// The live channel's message format (DESIGN §3, `relay:{id}:live`): `<seq> <event JSON>`,
+/// The live channel's message format (docs/DATA_MODEL.md §7, `relay:{id}:live`): `<seq> <event JSON>`,
 /// published by `StreamAppender` once an event is stored (and `Scripts.expireLease`) and read by every worker's pub/sub dispatch.
 public enum LivePayload {
     /// The message of one stored event: `<seq> <event JSON>` (what `parse` reads back;

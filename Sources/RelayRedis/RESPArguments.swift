@@ -2,10 +2,11 @@
 /// `$<len>\r\n<bytes>\r\n` each, "Redis serialization protocol specification"), added
 /// to a `RESPCommand` with one copy (`RESPCommand.add(_:)`).
 ///
-/// Issue 14: the per-event commands start with the same arguments every time for one
+/// The per-event commands start with the same arguments every time for one
 /// stream — `XADD <events key> NOMKSTREAM`, `PUBLISH <channel>` — and writing them
-/// argument by argument (a length header, a copy, a CRLF each) was about a tenth of the
-/// append path's instructions. Immutable; made once per stream (`EventLog.commands(for:)`).
+/// argument by argument (a length header, a copy, a CRLF each) costs about a tenth of the
+/// append path's instructions (docs/BENCHMARKS.md). Immutable; made once per stream
+/// (`EventLog.commands(for:)`).
 public struct RESPArguments: Sendable {
     /// The arguments' RESP bytes, back to back.
     public let bytes: [UInt8]

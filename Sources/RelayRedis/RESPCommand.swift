@@ -4,9 +4,9 @@ import RelayCore
 /// serialization protocol specification", RESP: `*<argc>\r\n`, then `$<len>\r\n<bytes>\r\n`
 /// per argument), into one byte buffer that is reused from command to command.
 ///
-/// Issue 14: the append path sends a few commands per event (`XADD`, `PUBLISH`, and per
+/// The append path sends a few commands per event (`XADD`, `PUBLISH`, and per
 /// group of events two `SETRANGE`s, the offsets' binary, and `PEXPIRE`s).
-/// Built as `[String]` each cost an array, a retain and release per argument, and a
+/// Built as `[String]`, each would cost an array, a retain and release per argument, and a
 /// `String` per integer argument (`"<seq>-0"`, offsets, the live payload
 /// `"<seq> <json>"`). Here integers are written as ASCII digits in place and strings are
 /// copied once, straight into the bytes that `RedisConnection` hands to hiredis

@@ -10,7 +10,7 @@ import RelayConfiguration
 /// 2 s) and tells its owner through `onConnect` / `onDisconnect`; a connect that has not
 /// completed after `connectTimeoutMs` (5 s) fails like a refused one.
 ///
-/// hiredis' non-blocking context does the protocol (issue 14): commands are appended to
+/// hiredis' non-blocking context does the protocol: commands are appended to
 /// its output buffer as written RESP (`redisAppendFormattedCommand`), written when the
 /// socket is writable (`redisBufferWrite`), and replies are read and parsed with
 /// `redisBufferRead` / `redisGetReplyFromReader` — the calls hiredis' README documents
@@ -40,14 +40,14 @@ public final class RedisConnection {
     // `@exclusivity(unchecked)`: the connection is confined to its loop thread and no
     // mutation of them spans a call out, so the run-time exclusivity check
     // (`swift_beginAccess`, about 75 instructions, six per command) guards nothing here
-    // (issue 14 profile: 2 % of the relay's instructions on this class alone).
+    // (profiled: 2 % of the relay's instructions on this class alone, docs/BENCHMARKS.md).
 
     /// `pubsub` role: every reply pushed by the server.
     @exclusivity(unchecked) public var onPush: ((RedisReply) -> Void)?
     /// `commands` role: the round trip of answered commands, seconds (metrics). Sampled:
     /// one command in flight at a time is timed (the next command sent after its reply
     /// came back), so a busy connection reports about one round trip per round trip
-    /// instead of paying two clock reads and a histogram update per command (issue 14).
+    /// instead of paying two clock reads and a histogram update per command.
     @exclusivity(unchecked) public var onLatency: ((Double) -> Void)?
     /// A command being timed for `onLatency` is in flight.
     @exclusivity(unchecked) private var timing = false
@@ -275,7 +275,7 @@ public final class RedisConnection {
 
     /// Sends one command whose reply is only looked at (error or not, null or not):
     /// `view` reads it in place during the call, copying nothing (`RedisReplyView`), or
-    /// gets a `DISCONNECTED …` error like `send(_:_:)`. Issue 14: the append's replies.
+    /// gets a `DISCONNECTED …` error like `send(_:_:)`. For the append's replies.
     public func send(_ args: [String], view: @escaping (RedisReplyView) -> Void) {
         send(args, handler: .view(view))
     }

@@ -74,9 +74,9 @@ public enum RedisReply: Sendable, Equatable {
 /// (`reply`). Valid only during the handler call — hiredis frees the reply right after
 /// (`redisProcessCallbacks`); never keep it or let it escape.
 ///
-/// Issue 14: the append's replies (`XADD` → a bulk entry ID, `SETRANGE`/`PUBLISH` →
-/// integers) were each copied into a `RedisReply` (a `[UInt8]`
-/// or an array per reply) only to be checked for an error.
+/// The append's replies (`XADD` → a bulk entry ID, `SETRANGE`/`PUBLISH` → integers) are
+/// only checked for an error; copying each into a `RedisReply` (a `[UInt8]` or an array
+/// per reply) would allocate on every event for nothing.
 public struct RedisReplyView {
     private enum Source {
         case hiredis(UnsafeMutablePointer<redisReply>)

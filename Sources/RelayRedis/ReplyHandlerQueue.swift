@@ -4,8 +4,7 @@
 /// pipelining", redis.io), and the connection reads its replies in that order
 /// (`redisGetReplyFromReader`); when the connection drops or is closed, every handler
 /// still here is failed once, oldest first. So the handler of the reply at hand is
-/// always the oldest one here, and no per-command heap box or callback entry is made
-/// (issue 14).
+/// always the oldest one here, and no per-command heap box or callback entry is made.
 ///
 /// A ring buffer that grows by doubling and never shrinks (a few hundred entries at a
 /// loop turn's worth of appends). Loop thread only.

@@ -2,14 +2,14 @@
 /// on the one slot of its stream's keys.
 public enum Scripts {
     /// Creates a stream unless its id is taken: the meta hash, the owner lease, and the
-    /// stream key itself, empty (issue 14: the per-event `XADD` uses `NOMKSTREAM`, so a
+    /// stream key itself, empty (the per-event `XADD` uses `NOMKSTREAM`, so a
     /// stream that expired or was lost with Redis' data is never silently re-created).
     /// `XADD … MAXLEN 0 0-1` adds one entry and trims it at once: an empty stream whose
     /// last generated ID is `0-1`, so seq 1 (`1-0`) is accepted; readers go by entries
     /// (`XRANGE`/`XREVRANGE` return none), never by the last generated ID. A leftover
     /// stream, text or offsets key of the same id (its meta expired first) is deleted.
     /// The meta also records the budget hash charged for the stream and the prompt
-    /// estimate, so another instance can settle it when the owner dies (issue 12), and
+    /// estimate, so another instance can settle it when the owner dies (docs/DATA_MODEL.md §9), and
     /// the owner's cap (`maxlen`, `RELAY_BUFFER_EVENTS`), which a lease expiry on
     /// another instance trims with (its text hold follows that cap: `TextCheckpoint`).
     /// `last_seq` is not kept per event: the top entry is the last seq; the final event
@@ -47,7 +47,7 @@ public enum Scripts {
     /// this instance's when none is recorded — since the owner holds back its events
     /// by its own cap until their text is stored: `TextCheckpoint`), fences the stream (`XSETID` to `fenceID`: the old owner's
     /// later `XADD`s are refused, so nothing follows the terminal event), sets `state` to
-    /// `failed` and `last_seq`, and publishes it (issue 4: `upstream_lost`).
+    /// `failed` and `last_seq`, and publishes it (`upstream_lost`, docs/DATA_MODEL.md §6).
     /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen (when the meta records none), ttl_ms, event JSON, lossless '1'/'0'.
     /// Returns {seq appended, budget key, prompt estimate} (the caller settles the
     /// budget: prompt + seq − 1 deltas), {0} when the stream is not running or the lease
@@ -175,7 +175,7 @@ public enum Scripts {
 
 extension Scripts {
     /// Admits a new generation for a session unless it already runs `max` of them
-    /// (issue 3: `RELAY_MAX_STREAMS_PER_SESSION`). The session's running streams are
+    /// (`RELAY_MAX_STREAMS_PER_SESSION`, docs/DATA_MODEL.md §8). The session's running streams are
     /// a sorted set, score = lease expiry (unix ms), so a crashed instance's entries
     /// lapse by themselves.
     /// Idempotent per request id (a retried POST holds the same slot).

@@ -1,6 +1,6 @@
 import RelayCore
 
-/// Session-level state in Redis (DESIGN §3, issues 3 and 12): revocation markers
+/// Session-level state in Redis (docs/DATA_MODEL.md §8): revocation markers
 /// (global by `sid`) and the running generations of each session, keyed by the
 /// owner (`OwnerHash` of `sub`) and `sid`. Budgets: `BudgetLedger`. Loop thread only.
 public final class SessionStore {
@@ -30,7 +30,7 @@ public final class SessionStore {
     /// Marks the session revoked for `ttlMs`, then publishes it on `relay:revocations`
     /// (every worker of every instance cuts its live streams). Idempotent. The marker is
     /// written before the publish (one connection, commands run in order): a request
-    /// that registers its streams and then checks the marker (issue 12) sees any
+    /// that registers its streams and then checks the marker (`StreamHub.recheckRevocation`) sees any
     /// revocation whose message it could have missed.
     public func revoke(sid: String, ttlMs: Int, done: @escaping (Result<Void, RedisFailure>) -> Void) {
         connection.send(["SET", StreamKeys.revoked(sid: sid), "1", "PX", String(ttlMs)], nil)

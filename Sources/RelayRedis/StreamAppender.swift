@@ -2,8 +2,8 @@ import RelayCore
 import RelayLoop
 import RelayStreamLogic
 
-/// The ordered, pipelined appends of one generation (DESIGN §3: "appends of one
-/// generation are pipelined in order"), issue 14: plain commands per event, no script.
+/// The ordered, pipelined appends of one generation, plain commands per event, no script
+/// (docs/DATA_MODEL.md §5).
 ///
 /// Each event is `EventLog.append` (`XADD … NOMKSTREAM` with the explicit ID `<seq>-0`,
 /// trimming on the seqs `StreamTrim` picks, then the TTL refresh when `TTLRefreshPolicy`
@@ -26,7 +26,7 @@ import RelayStreamLogic
 /// read with `EventLog.appendStatus` once every reply of a failed group is in, and
 /// again after each (re)connection before anything more is sent. Loop thread only.
 ///
-/// Lifetime (issue 14): nothing holds the appender weakly (a weak reference would move
+/// Lifetime: nothing holds the appender weakly (a weak reference would move
 /// its reference counts to a side table and slow every retain and release of it). Each
 /// command in flight holds it strongly until Redis answers it or the connection fails
 /// it (every command gets one or the other, `RedisConnection`), and its callbacks
@@ -44,8 +44,8 @@ public final class StreamAppender {
 
     /// The pending reply of one event's `XADD`: the appender (strong: it lives until its
     /// replies are in; a reply that comes back after `close()` is ignored there), the seq
-    /// and the event. One object that is also the reply closure's whole context (issue
-    /// 14: several captures cost two allocations per event).
+    /// and the event. One object that is also the reply closure's whole context (several
+    /// captures would cost two allocations per event).
     private final class XAddReplyHandler {
         let appender: StreamAppender
         let seq: UInt64
@@ -70,9 +70,9 @@ public final class StreamAppender {
     /// Every queued event is acknowledged (after the final one: the generation is over).
     @exclusivity(unchecked) public var onDrained: (() -> Void)?
     /// An event's `XADD` was acknowledged: seq and event JSON, called once per event in
-    /// seq order, right after its `PUBLISH` was queued (issue 14: the owning worker
-    /// delivers to its own subscriptions without the pub/sub round trip). Never called
-    /// for an event Redis did not store.
+    /// seq order, right after its `PUBLISH` was queued (the owning worker delivers to its
+    /// own subscriptions without the pub/sub round trip, docs/ARCHITECTURE.md). Never
+    /// called for an event Redis did not store.
     @exclusivity(unchecked) public var onAcknowledged: ((UInt64, String) -> Void)?
 
     private let log: EventLog

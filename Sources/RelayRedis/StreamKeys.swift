@@ -1,7 +1,7 @@
 import RelayCore
 
-/// The Redis keys of one stream (DESIGN §3). All share the hash tag
-/// `{<ownerHash>:<requestId>}` (`RequestID.scoped(by:)`, issue 12), so one Lua script
+/// The Redis keys of one stream (docs/DATA_MODEL.md §1). All share the hash tag
+/// `{<ownerHash>:<requestId>}` (`RequestID.scoped(by:)`), so one Lua script
 /// touches one Redis Cluster slot and another user's identical id names other keys.
 public struct StreamKeys: Sendable, Equatable {
     /// `relay:{id}:events`: stream, entry ID `<seq>-0`, field `e` = event JSON.

@@ -2,7 +2,8 @@ import RelayAuth
 import RelayCore
 import RelayRedis
 
-/// `GET /api/budget` and `POST /admin/sessions/{sid}/revoke` (issue 3). Loop thread only.
+/// `GET /api/budget` and `POST /admin/sessions/{sid}/revoke` (docs/PROTOCOL.md §9). Loop
+/// thread only.
 final class AccountRoutes {
     private let gate: RequestGuard
     private let ledger: BudgetLedger
@@ -13,7 +14,7 @@ final class AccountRoutes {
         self.ledger = ledger
     }
 
-    /// `GET /api/budget` (issues 3, 12): `{"tier","limit","used","reserved","remaining","period"}`,
+    /// `GET /api/budget` (docs/PROTOCOL.md §9): `{"tier","limit","used","reserved","remaining","period"}`,
     /// tokens of the caller's tier in the current calendar month (UTC); `reserved` is
     /// held by running generations, `remaining = max(0, limit − used − reserved)`.
     func budget(_ ex: HTTPExchange) {
@@ -33,7 +34,7 @@ final class AccountRoutes {
         }
     }
 
-    /// `POST /admin/sessions/{sid}/revoke` (issue 3): admin key only (constant-time
+    /// `POST /admin/sessions/{sid}/revoke` (docs/PROTOCOL.md §9): admin key only (constant-time
     /// check; 401 alike when the key is wrong or admin routes are off). 202, idempotent.
     /// The caller has been checked against the admin key already (`Router`).
     func revokeSession(_ ex: HTTPExchange, sid: String) {

@@ -1,7 +1,7 @@
 import RelayCore
 
 /// Who is calling: the `sub` (user, owner of streams), the session id, the budget
-/// tier, and the token's expiry (unix seconds) when it has one (DESIGN §5).
+/// tier, and the token's expiry (unix seconds) when it has one (docs/TOKENS.md).
 public struct Identity: Sendable, Equatable {
     /// The `sub` claim: the user, owner of the streams it creates.
     public var user: String

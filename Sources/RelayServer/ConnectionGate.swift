@@ -3,7 +3,7 @@ import Glibc
 import RelayCore
 import RelayLoop
 
-/// The strict front of one client connection (issue 13 items 1–2): every inbound byte goes
+/// The strict front of one client connection (docs/PROTOCOL.md §11): every inbound byte goes
 /// through a `RequestFramer` before evhttp may parse it, and a request must arrive whole within
 /// `RELAY_REQUEST_TIMEOUT` of its first byte.
 ///
@@ -39,8 +39,8 @@ final class ConnectionGate {
 
     private unowned let listener: HTTPListener
     /// The framer of the request in progress; `nil` between requests (a fresh framer is what
-    /// a finished one returns to), so an open stream's connection does not keep one (issue 14:
-    /// memory per idle connection). Its `limits` are the listener's.
+    /// a finished one returns to), so an open stream's connection does not keep one (memory
+    /// per idle connection, docs/BENCHMARKS.md). Its `limits` are the listener's.
     private var framer: FramerBox?
     private let limits: RequestHeadValidator.Limits
     private var inBody = false

@@ -259,7 +259,7 @@ final class HTTPExchange {
     /// Queueing everything (what `evhttp_send_reply_chunk` does) costs, per event and
     /// connection, a temporary evbuffer, a `printf` of the chunk size, a buffer chain
     /// allocation and two `epoll_ctl`s (arm and disarm the write event) besides the
-    /// `writev` itself (issue 14 profile). At most one direct write per connection and
+    /// `writev` itself (profiled, docs/BENCHMARKS.md). At most one direct write per connection and
     /// loop turn: further writes in the same turn (a burst of events, a relay catching
     /// up) are queued and leave in one `writev` when libevent flushes the buffer, so a
     /// busy relay makes fewer syscalls, not more. Bytes keep their order: the socket is

@@ -6,11 +6,11 @@ import RelayLoop
 import RelayStreamLogic
 import RelayConfiguration
 
-/// The worker's HTTP/1.1 listener (DESIGN §1): one `evhttp` on the worker's loop,
+/// The worker's HTTP/1.1 listener (docs/ARCHITECTURE.md): one `evhttp` on the worker's loop,
 /// accepting on the worker's `SO_REUSEPORT` socket, handing every request to
 /// `handler` as an `HTTPExchange`. Owns the `evhttp` handle; loop thread only.
 ///
-/// Connection-level policy lives here (issue 13 items 1–2):
+/// Connection-level policy lives here (docs/PROTOCOL.md §11):
 /// * every connection's bytes pass a `ConnectionGate` (strict RFC 9112 framing, the relay's
 ///   JSON errors, the whole-request deadline `RELAY_REQUEST_TIMEOUT`) before evhttp parses them;
 /// * at most `RELAY_MAX_PENDING_REQUESTS` connections of this worker may be part-way through

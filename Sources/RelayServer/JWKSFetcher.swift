@@ -4,7 +4,7 @@ import RelayConfiguration
 import RelayLoop
 import RelayUpstream
 
-/// The one fetcher of the relay's JSON Web Key Set (issue 19), on worker 0's loop.
+/// The one fetcher of the relay's JSON Web Key Set (docs/TOKENS.md), on worker 0's loop.
 ///
 /// * Fetches `RELAY_JWT_JWKS_URL` with a `GET` through a `CurlMulti` on the loop (libcurl's
 ///   multi interface driven by libevent, the same plumbing as the upstreams: nothing

@@ -1,9 +1,9 @@
 import RelayAuth
 import RelayCore
 
-/// The production `Authenticator` (DESIGN §5): exactly one `Authorization: Bearer
+/// The production `Authenticator` (docs/TOKENS.md): exactly one `Authorization: Bearer
 /// <JWT>` header, verified by a `TokenVerifier`: `JWTVerifier` (one configured algorithm
-/// and key) or `JWKSVerifier` (keys of a JWKS, issue 19); both check `exp`/`nbf` with
+/// and key) or `JWKSVerifier` (keys of a JWKS); both check `exp`/`nbf` with
 /// leeway, `sub`, `sid`/`session_id`, optional `iss`/`aud`. Every failure is 401
 /// `unauthorized`.
 public struct JWTAuthenticator: Authenticator {

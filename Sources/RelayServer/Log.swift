@@ -10,8 +10,8 @@ import Synchronization
 /// stderr is a terminal, JSON otherwise). `configure` validates them at startup; before
 /// that, the first line reads them leniently (defaults for unknown values).
 ///
-/// Never pass message content, deltas, tokens or raw session ids as fields (issue 3: logs
-/// carry ids, counts and short hashes only).
+/// Never pass message content, deltas, tokens or raw session ids as fields (logs carry
+/// ids, counts and short hashes only).
 public enum Log {
     /// A `RELAY_LOG_LEVEL` or `RELAY_LOG_FORMAT` value that is not one of the allowed ones.
     public struct SettingError: Error, CustomStringConvertible {

@@ -164,7 +164,7 @@ public final class Metrics: Sendable {
 
     private let state = Mutex(State())
 
-    /// Upstream text repairs (issue 13 item 4), shared with the HTTP upstream factories.
+    /// Upstream text repairs (docs/UPSTREAMS.md), shared with the HTTP upstream factories.
     public let upstreamText: UpstreamTextCounters
 
     /// - Parameter upstreamText: the counters passed to every `HTTPUpstreamFactory`.

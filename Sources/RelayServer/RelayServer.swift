@@ -90,7 +90,7 @@ public final class RelayServer: Sendable {
         return flags.withLock { $0.allSatisfy { $0 } && $0.count == ws.count }
     }
 
-    /// Graceful drain (issue 6): stop accepting, `/readyz` 503, end live client
+    /// Graceful drain (docs/DEPLOYING.md): stop accepting, `/readyz` 503, end live client
     /// responses (clients resume elsewhere), keep owned generations until they finish
     /// or `RELAY_DRAIN_TIMEOUT` passes (then they end with `upstream_lost`), then stop.
     /// Blocks until done.

@@ -3,8 +3,8 @@ import RelayCore
 import RelayRedis
 import RelayConfiguration
 
-/// The checks every route shares: authentication (DESIGN §5), the session's
-/// revocation marker, the instance's connection limit (issue 6), header parsing, and
+/// The checks every route shares: authentication (docs/TOKENS.md), the session's
+/// revocation marker, the instance's connection limit, header parsing, and
 /// answering an error before the stream (counted in `relay_request_errors_total`).
 /// Loop thread only.
 final class RequestGuard {
@@ -43,7 +43,7 @@ final class RequestGuard {
         }
     }
 
-    /// `RELAY_MAX_CONNECTIONS` (issue 6): a new or resumed stream is refused with 503
+    /// `RELAY_MAX_CONNECTIONS` (docs/CONFIGURATION.md): a new or resumed stream is refused with 503
     /// `not_ready` (and `Retry-After: 1`) while the instance's live stream connections
     /// (every worker's, the `relay_live_connections` gauge) are at the limit. Checked
     /// before any Redis work, so a refused POST never starts a generation; requests

@@ -2,7 +2,7 @@ import RelayCore
 import RelayRedis
 import RelayUpstream
 
-/// The routing table (DESIGN §2): maps method and path to a route handler
+/// The routing table (docs/PROTOCOL.md §1): maps method and path to a route handler
 /// (`ChatStreamRoutes`, `AccountRoutes`) or answers the operational endpoints
 /// (`/healthz`, `/readyz`, `/metrics`) itself. Unknown paths are 404 `not_found`; a
 /// known path with another method is 405 with `Allow`. Loop thread only.
@@ -63,7 +63,7 @@ final class Router {
                 }
             } else if path.hasPrefix("/admin/") {
                 // Every /admin/ path answers 401 alike without the admin key, so nothing
-                // tells which admin routes exist (issue 3).
+                // tells which admin routes exist.
                 guard let key = context.adminKey,
                       (try? key.authorize(authorizationValues: ex.headerValues("Authorization"))) != nil else {
                     return gate.fail(ex, .unauthorized("admin credentials required"))

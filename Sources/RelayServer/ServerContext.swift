@@ -6,7 +6,7 @@ import RelayConfiguration
 /// What every worker shares: immutable configuration, the authenticator, the metrics,
 /// and how to make a worker's upstream factory. Safe to read from any thread.
 public struct ServerContext: Sendable {
-    /// The instance configuration (DESIGN §6).
+    /// The instance configuration (docs/CONFIGURATION.md).
     public let config: RelayConfig
     /// The name stored as a stream's `instance` and in lease keys.
     public let instance: String
@@ -20,11 +20,11 @@ public struct ServerContext: Sendable {
     public let nowMs: @Sendable () -> Int64
     /// Token budgets by tier.
     public let budgets: BudgetPolicy
-    /// Models each tier may use (`RELAY_MODELS`, issue 12).
+    /// Models each tier may use (`RELAY_MODELS`, docs/PROTOCOL.md §9).
     public let models: ModelPolicy
     /// The admin bearer key; `nil` turns the admin routes off.
     public let adminKey: AdminKey?
-    /// The shared JWKS key set when `RELAY_JWT_JWKS_URL` is set (issue 19): worker 0 runs
+    /// The shared JWKS key set when `RELAY_JWT_JWKS_URL` is set (docs/TOKENS.md): worker 0 runs
     /// its fetcher, every worker's verifier reads it, `/readyz` waits for its first set.
     public var jwks: JWKSKeyStore? = nil
 

@@ -6,7 +6,7 @@ extension HTTPExchange {
     /// handed to the kernel, plus what the kernel holds unsent (`SIOCOUTQNSD`, Linux
     /// `tcp(7)`: queued but not yet sent, so bytes in flight do not count). A client
     /// that reads slowly fills its small receive window, and then this grows. Used by
-    /// the slow-link coalescing (issue 14), separately from the slow-consumer cut.
+    /// the slow-link coalescing (docs/PROTOCOL.md §4), separately from the slow-consumer cut.
     var unsentBytes: Int {
         var n = pendingOutputBytes
         let fd = socket

@@ -3,7 +3,7 @@ import RelayCore
 import RelayRedis
 import RelayStreamLogic
 
-/// Admission of a new generation (`POST /api/chat/stream`, issues 3 and 12), in this
+/// Admission of a new generation (`POST /api/chat/stream`, docs/PROTOCOL.md §3, §9), in this
 /// order, each step atomic in Redis and idempotent per request id, so concurrent
 /// retries of one `X-Request-Id` all end on the one stream:
 ///

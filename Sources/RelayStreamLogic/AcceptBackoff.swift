@@ -1,5 +1,5 @@
 /// What the listener does when `accept()` fails for lack of file descriptors (`EMFILE`,
-/// `ENFILE`, `ENOBUFS`, `ENOMEM`; accept(2)) — issue 13 item 2.
+/// `ENFILE`, `ENOBUFS`, `ENOMEM`; accept(2)).
 ///
 /// A listening socket with a connection waiting stays readable, so retrying at once spins
 /// the loop at full CPU and logs once per turn. Instead the listener pauses: the first

@@ -1,7 +1,7 @@
 import RelayCore
 
-/// How Redis answered the `XADD` of one append (issue 14: plain pipelined commands, no
-/// per-event Lua script), as the appender needs to know it.
+/// How Redis answered the `XADD` of one append (plain pipelined commands, no per-event
+/// Lua script: docs/DATA_MODEL.md §5), as the appender needs to know it.
 public enum AppendReply: Sendable, Equatable {
     /// Stored: `XADD` returned the entry ID (or the final event's script returned its seq).
     case stored
@@ -42,9 +42,9 @@ public struct StoredTail: Sendable, Equatable {
     }
 }
 
-/// The in-order, pipelined append queue of one generation (DESIGN §3: "appends of one
-/// generation are pipelined in order"), as a pure state machine over events of type
-/// `Item` keyed by seq. The caller sends what `enqueue` / `nextGroup` return, feeds
+/// The in-order, pipelined append queue of one generation (the appends of one
+/// generation are pipelined in order: docs/DATA_MODEL.md §5), as a pure state machine
+/// over events of type `Item` keyed by seq. The caller sends what `enqueue` / `nextGroup` return, feeds
 /// every `XADD` reply to `replied`, and on `.verify` reads the stored tail
 /// (`Scripts.appendStatus`) and feeds it to `verified`.
 ///

@@ -1,7 +1,7 @@
 import RelayCore
 
-/// The token arithmetic of budgets (issue 12): what a request may reserve at
-/// admission, the `max_tokens` the upstream gets, and what a settlement charges.
+/// The token arithmetic of budgets (docs/PROTOCOL.md §9, docs/DATA_MODEL.md §9): what a
+/// request may reserve at admission, the `max_tokens` the upstream gets, and what a settlement charges.
 /// Pure; the Redis side (`RelayRedis.BudgetLedger`, `Scripts.reserve`/`settle`) applies
 /// the same clamp atomically. Units: tokens.
 ///

@@ -1,7 +1,7 @@
 /// Per-connection timing decisions of a live stream.
 public enum ConnectionPolicy {
     /// A `: ping` comment is due when the connection has been quiet for `intervalMs`
-    /// (DESIGN §2: every 15 s).
+    /// (every 15 s by default: docs/PROTOCOL.md §4).
     public static func heartbeatDue(nowMs: UInt64, lastWriteMs: UInt64, intervalMs: UInt64) -> Bool {
         nowMs >= lastWriteMs + intervalMs
     }

@@ -1,10 +1,10 @@
-/// Owner-lease decisions (issue 4: an instance died mid-generation) for a stream read
-/// on this worker but generated elsewhere. Times in milliseconds.
+/// Owner-lease decisions (an instance died mid-generation: docs/DATA_MODEL.md §6) for a
+/// stream read on this worker but generated elsewhere. Times in milliseconds.
 public enum LeasePolicy {
     /// How often the worker looks for owned generations whose lease is due, ms. Each
     /// generation is refreshed on its own phase (`refreshDue`), so a worker owning 500
     /// generations sends their refresh commands spread over the interval, not as one
-    /// burst of 2,000 commands that delays every `XADD` queued behind it (issue 14).
+    /// burst of 2,000 commands that delays every `XADD` queued behind it (docs/BENCHMARKS.md).
     public static let refreshTickMs: UInt64 = 100
 
     /// Whether an owned generation's lease (with its session slot and budget

@@ -1,5 +1,5 @@
-/// Where one subscription takes its live events from (issue 14: "deliver on the owning
-/// worker without waiting for its own `PUBLISH` to come back, keeping seq order"), as a
+/// Where one subscription takes its live events from (the owning worker delivers without
+/// waiting for its own `PUBLISH` to come back, keeping seq order: docs/ARCHITECTURE.md), as a
 /// pure state machine. The caller subscribes / releases the Redis live channel
 /// (`relay:{id}:live`) and starts replays as told.
 ///

@@ -6,9 +6,10 @@
 /// `BITFIELD … GET u32 #seq` and the final event's script writes with `SET u32`: relays
 /// of either kind read what the other wrote (a rolling deploy).
 ///
-/// Issue 14: a `BITFIELD` with one `SET` per event (or per pair of events) costs Redis
+/// Why `SETRANGE`: a `BITFIELD` with one `SET` per event (or per pair of events) costs Redis
 /// about 8 µs per group of 25 events to parse and apply, 13–18 µs under load; the same
-/// bytes as one `SETRANGE offsets <4 × first seq> <bytes>` cost about 0.3 µs. A run of
+/// bytes as one `SETRANGE offsets <4 × first seq> <bytes>` cost about 0.3 µs
+/// (docs/BENCHMARKS.md). A run of
 /// consecutive seqs is one `SETRANGE`; a write's events are consecutive, so it is one
 /// run (a gap would start another). Values wrap to 32 bits as a `SET u32` would
 /// (`OVERFLOW WRAP`, the default).

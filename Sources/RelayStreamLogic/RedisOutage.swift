@@ -1,6 +1,6 @@
-/// The Redis-outage policy of a worker (issue 6): when the command connection went
-/// down and came back, whether live streams are cut with `503 redis_unavailable`, and
-/// whether owner leases may be judged yet. Times are loop milliseconds.
+/// The Redis-outage policy of a worker (docs/PROTOCOL.md §8, docs/ARCHITECTURE.md): when
+/// the command connection went down and came back, whether live streams are cut with
+/// `503 redis_unavailable`, and whether owner leases may be judged yet. Times are loop milliseconds.
 public struct RedisOutage: Sendable, Equatable {
     /// When the connection was lost (or a command found it down); `nil` while up.
     public private(set) var downSinceMs: UInt64?

@@ -1,6 +1,6 @@
 import RelayCore
 
-/// The decisions of one subscription (DESIGN §1 "Subscription") merging a replay from
+/// The decisions of one subscription (docs/ARCHITECTURE.md) merging a replay from
 /// the Redis stream with live pub/sub events, so that every event reaches the client
 /// once and in seq order. Pure: the caller performs the reads and writes.
 ///

@@ -1,4 +1,4 @@
-/// Backpressure for one client connection (issue 13 item 5): is the client a slow consumer
+/// Backpressure for one client connection (docs/PROTOCOL.md §4): is the client a slow consumer
 /// whose connection should be closed (it resumes from Redis later)?
 ///
 /// Judged on bytes that stay unsent over time, not on one loop turn: a single event larger

@@ -1,6 +1,6 @@
 import RelayCore
 
-/// Adaptive coalescing of live deltas for one client on a slow link (issue 14).
+/// Adaptive coalescing of live deltas for one client on a slow link (docs/PROTOCOL.md §4).
 ///
 /// A client whose socket keeps up gets one SSE event per token, written at once. When a
 /// client's unsent output (the connection's output buffer plus the socket's not-yet-sent

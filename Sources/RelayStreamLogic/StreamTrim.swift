@@ -1,5 +1,5 @@
 /// How a stream's appends keep it at no more than `maxLen` entries (`RELAY_BUFFER_EVENTS`)
-/// while trimming only on some of them (issue 14).
+/// while trimming only on some of them (docs/DATA_MODEL.md §2).
 ///
 /// An exact trim (`XADD … MAXLEN <n>`, Redis `XADD`/`XTRIM` docs: without `~` the stream
 /// is trimmed to exactly `n`) re-walks the oldest listpack node of the stream, entry by

@@ -1,8 +1,8 @@
-/// When an append also refreshes the TTL of a stream's keys (`PEXPIRE`, DESIGN §3:
-/// "`PEXPIRE 300000` refreshed on each append"; issue 14: "refresh TTLs only when due").
+/// When an append also refreshes the TTL of a stream's keys (`PEXPIRE`; the keys'
+/// lifetimes: docs/DATA_MODEL.md §12).
 ///
-/// Refreshing on every event cost four `PEXPIRE` calls (≈ 4 µs of Redis time per event
-/// inside the script). Instead one append in every `intervalMs` of a generation's
+/// Refreshing on every event would cost four `PEXPIRE` calls (≈ 4 µs of Redis time per
+/// event, docs/BENCHMARKS.md). Instead one append in every `intervalMs` of a generation's
 /// appends carries the refresh, and so do the first append and the final one (so a
 /// finished stream expires exactly `ttlMs` after its last event). The contract kept:
 /// the keys never expire while a generation appends at least once per

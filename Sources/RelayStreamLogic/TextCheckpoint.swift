@@ -1,5 +1,5 @@
 /// The lossless-resume text and offsets of a generation not yet written to Redis
-/// (issue 14: written once per group of events, not per event).
+/// (written once per group of events, not per event: docs/DATA_MODEL.md §4).
 ///
 /// The `text` key (`SETRANGE`, positional) and the `offsets` key (each event's end
 /// offset as `BITFIELD … u32 #<seq>` lays it out, written with `SETRANGE`: `OffsetRuns`)
@@ -69,7 +69,7 @@ public struct TextCheckpoint: Sendable, Equatable {
     /// Bytes of text buffered so far in total (the next event's start offset).
     public var textEnd: Int { confirmedEnd + text.count }
     /// The text of the buffered events, concatenated (UTF-8; starts at `confirmedEnd`).
-    /// One growing buffer, not a string per event: a write hands it out whole (issue 14).
+    /// One growing buffer, not a string per event: a write hands it out whole.
     private var text: [UInt8] = []
     /// The buffered events' end offsets, ascending seq.
     private var offsets: [Offset] = []

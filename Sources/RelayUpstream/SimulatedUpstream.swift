@@ -2,7 +2,7 @@ import Glibc
 import RelayCore
 import RelayLoop
 
-/// The embedded default upstream (DESIGN §4): streams a bundled original document
+/// The embedded default upstream (docs/UPSTREAMS.md): streams a bundled original document
 /// token by token at a fixed rate (tokens/s), then `done` with usage.
 ///
 /// The same model always yields the same text, so a resumed answer can be compared
@@ -17,7 +17,7 @@ public final class SimulatedUpstream: Upstream {
     private let loop: EventLoop
     // The state read per tick is marked `@exclusivity(unchecked)`: confined to the loop thread, and no
     // mutation of it spans a call out, so the run-time exclusivity check
-    // (`swift_beginAccess`, about 75 instructions per access) guards nothing (issue 14).
+    // (`swift_beginAccess`, about 75 instructions per access) guards nothing.
     @exclusivity(unchecked) private var timer: LoopTimer?
     @exclusivity(unchecked) private var emit: ((StreamEvent) -> Void)?
     @exclusivity(unchecked) private var sent = 0
@@ -65,7 +65,7 @@ public final class SimulatedUpstream: Upstream {
         startMs = loop.nowMs
         startWallMicros = Self.wallMicros()
         let period = max(1.0, 1000.0 / tokensPerSecond)
-        // A strong capture (issue 14: no weak reference, so no refcount side table): the
+        // A strong capture (no weak reference, so no refcount side table): the
         // cycle upstream → timer → handler → upstream is broken where the timer is dropped,
         // after the terminal event (`tick`) and in `cancel()`, which the generation calls on
         // every other ending (`Generation.teardown`). `self` is the handler's whole context.
@@ -140,7 +140,7 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
         }
         var maxTokens = request.maxTokens
         if request.mode == .summary { maxTokens = min(maxTokens ?? summaryMaxTokens, summaryMaxTokens) }
-        // The relay's documented estimate (issue 12), so budgets settle exactly.
+        // The relay's documented estimate (docs/PROTOCOL.md §9), so budgets settle exactly.
         let prompt = request.estimatedPromptTokens
         return UpstreamPlan { loop in
             SimulatedUpstream(tokens: tokens, maxTokens: maxTokens, promptTokens: prompt, tokensPerSecond: rate, loop: loop)

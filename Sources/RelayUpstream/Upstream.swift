@@ -5,11 +5,11 @@ import RelayLoop
 /// worker's loop thread.
 ///
 /// The adapter maps its upstream format to `delta` / `done` / `error` events
-/// (DESIGN §4) and hands them to the `emit` closure given to `start`, in order. It
+/// (docs/UPSTREAMS.md) and hands them to the `emit` closure given to `start`, in order. It
 /// emits exactly one terminal event (`done` or `error`) last, unless `cancel()` is
 /// called first; after `cancel()` it emits nothing more.
 ///
-/// Lifetime (issue 14): the caller's `emit` may hold the caller strongly (the generation
+/// Lifetime: the caller's `emit` may hold the caller strongly (the generation
 /// holds its upstream: a cycle). An adapter releases `emit` when it emits its terminal
 /// event and in `cancel()`, which breaks it; `cancel()` may be called again after the
 /// end, and then does nothing but report the usage.

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Process-wide counts of upstream content the relay repaired or skipped instead of failing
-/// the answer (issue 13 item 4). One instance is shared by the factories of all workers (pass
+/// the answer (docs/UPSTREAMS.md). One instance is shared by the factories of all workers (pass
 /// it to `HTTPUpstreamFactory`); `/metrics` reads it. Updates
 /// are relaxed atomic adds (no lock).
 public final class UpstreamTextCounters: Sendable {

@@ -57,8 +57,8 @@ enum BenchEvent {
     enum Kind { case delta(t: UInt64, n: Int), done, error, other }
 
     /// Every token `(t, n)` in a delta's data, in order: one for a plain delta, several
-    /// for a delta the relay merged for a backed-up client (issue 14: the contents of
-    /// consecutive deltas concatenated, `t=…;n=k;xx…t=…;n=k+1;xx…`).
+    /// for a delta the relay merged for a backed-up client (the contents of consecutive
+    /// deltas concatenated, `t=…;n=k;xx…t=…;n=k+1;xx…`).
     static func forEachToken(_ data: String, _ body: (UInt64, Int) -> Void) {
         var data = data
         data.withUTF8 { p in

@@ -55,11 +55,11 @@ struct Options {
       slow-link       the 3,019-token NDA answer at --rate tokens/s to a reader throttled to
                       --link-rate bytes/s with a --receive-buffer SO_RCVBUF, next to a fast
                       reader: bytes on the slow link per text byte, its events, and its last
-                      token's delay after the generation's end (issue 14)
+                      token's delay after the generation's end
       send-floor      no server: N loopback connections (--steps) each sent one SSE event
                       framed as the relay frames it at --rate events/s for --duration s;
                       CPU per send, user and kernel (the floor under the relay's CPU per
-                      delivered event, issue 14)
+                      delivered event)
       report          writes the generated section of --out (docs/BENCHMARKS.md) from
                       --results files (JSON lines of --json-out) and --meta (scripts/bench.sh)
 
@@ -84,7 +84,7 @@ struct Options {
       --label TEXT            tag results
 
     Exit status: 0 when the run delivered everything (nothing lost or duplicated, no
-    errors; for `stream`, judged on the first step), 3 otherwise, 2 on bad usage.
+    errors at any step run), 3 otherwise, 2 on bad usage.
     """
 
     static func parse(_ args: [String]) throws -> Options {

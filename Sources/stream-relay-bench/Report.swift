@@ -67,29 +67,59 @@ enum Report {
         return "| \(label) | \(f(a, digits)) | \(f(b, digits)) | \(ratio(a, b)) |"
     }
 
-    static func flowTable(_ r: Row?, _ n: Row?) -> [String] {
-        [
-            "| metric | StreamRelay | nchan | StreamRelay/nchan |",
-            "|---|---:|---:|---:|",
-            line("deliveries/s (ideal \(f(num(r ?? n, "ideal_per_s"), 0)))", "deliveries_per_s", r, n, digits: 0),
-            line("latency p50, ms", "p50_ms", r, n, digits: 2),
-            line("latency p99, ms", "p99_ms", r, n, digits: 2),
-            line("latency p99.9, ms", "p999_ms", r, n, digits: 2),
-            line("latency max, ms", "max_ms", r, n, digits: 1),
-            line("lost events (gaps)", "lost", r, n, digits: 0),
-            line("events not received by the deadline (late joiners' tails)", "late", r, n, digits: 0),
-            line("duplicated events", "duplicates", r, n, digits: 0),
-            line("deltas that arrived merged (several in one SSE event: coalescing for a backed-up client)", "merged_deltas", r, n, digits: 0),
-            line("errors (HTTP, connect, error events, early close)", "errors", r, n, digits: 0),
-            line("server CPU, % of one core", "server_cpu_pct", r, n),
-            line("server RSS, MiB", "server_rss_bytes", r, n, scale: 1 / 1_048_576),
-            line("Redis CPU, % of one core", "redis_cpu_pct", r, n),
-            line("server CPU per delivered event, µs", "server_cpu_us_per_delivery", r, n, digits: 2),
-            line("… of which in the kernel, µs", "server_kernel_cpu_us_per_delivery", r, n, digits: 2),
-            line("Redis CPU per event, µs", "redis_cpu_us_per_event", r, n, digits: 2),
-            line("load generator CPU, % of one core", "bench_cpu_pct", r, n),
-            line("CPU stolen by the hypervisor, % of the machine", "steal_pct", r, n),
+    /// The rows of a flow scenario's table (`stream`, `fanout`) after the delivery rate:
+    /// label, JSON key, digits, scale.
+    static let flowMetrics: [(label: String, key: String, digits: Int, scale: Double)] = [
+        ("latency p50, ms", "p50_ms", 2, 1),
+        ("latency p99, ms", "p99_ms", 2, 1),
+        ("latency p99.9, ms", "p999_ms", 2, 1),
+        ("latency max, ms", "max_ms", 1, 1),
+        ("lost events (gaps)", "lost", 0, 1),
+        ("events not received by the deadline (late joiners' tails)", "late", 0, 1),
+        ("duplicated events", "duplicates", 0, 1),
+        ("deltas that arrived merged (several in one SSE event: coalescing for a backed-up client)", "merged_deltas", 0, 1),
+        ("errors (HTTP, connect, error events, early close)", "errors", 0, 1),
+        ("server CPU, % of one core", "server_cpu_pct", 1, 1),
+        ("server RSS, MiB", "server_rss_bytes", 1, 1 / 1_048_576),
+        ("Redis CPU, % of one core", "redis_cpu_pct", 1, 1),
+        ("server CPU per delivered event, µs", "server_cpu_us_per_delivery", 2, 1),
+        ("… of which in the kernel, µs", "server_kernel_cpu_us_per_delivery", 2, 1),
+        ("Redis CPU per event, µs", "redis_cpu_us_per_event", 2, 1),
+        ("load generator CPU, % of one core", "bench_cpu_pct", 1, 1),
+        ("CPU stolen by the hypervisor, % of the machine", "steal_pct", 1, 1),
+    ]
+
+    /// One cell of a flow table: `StreamRelay / nchan (StreamRelay/nchan)`, the ratio left
+    /// out where it is undefined; StreamRelay alone where nchan has no result.
+    static func cell(_ r: Row?, _ c: Row?, _ key: String, digits: Int = 1, scale: Double = 1) -> String {
+        let a = num(r, key).map { $0 * scale }
+        guard c != nil else { return f(a, digits) }
+        let b = num(c, key).map { $0 * scale }
+        let q = ratio(a, b)
+        return "\(f(a, digits)) / \(f(b, digits))" + (q == "—" ? "" : " (\(q))")
+    }
+
+    /// A flow scenario's results as one table: a column per step (`stream`'s N, `fanout`'s
+    /// subscribers per stream), a row per metric.
+    static func flowTable(_ columns: [(title: String, relay: Row?, nchan: Row?)], passRow: Bool) -> [String] {
+        func row(_ label: String, _ body: ((title: String, relay: Row?, nchan: Row?)) -> String) -> String {
+            "| \(label) | " + columns.map(body).joined(separator: " | ") + " |"
+        }
+        var t = [
+            "| metric | " + columns.map { $0.title }.joined(separator: " | ") + " |",
+            "|---|" + String(repeating: "---:|", count: columns.count),
         ]
+        if passRow {
+            t.append(row("passes (p99 < 50 ms, nothing lost)") { col in
+                col.nchan == nil ? passText(col.relay) : "\(passText(col.relay)) / \(passText(col.nchan))"
+            })
+        }
+        t.append(row("deliveries/s, ideal") { col in f(num(col.relay ?? col.nchan, "ideal_per_s"), 0) })
+        t.append(row("deliveries/s") { col in cell(col.relay, col.nchan, "deliveries_per_s", digits: 0) })
+        for m in flowMetrics {
+            t.append(row(m.label) { col in cell(col.relay, col.nchan, m.key, digits: m.digits, scale: m.scale) })
+        }
+        return t
     }
 
     static func render(_ rows: [Row], _ meta: Row) -> String {
@@ -138,14 +168,15 @@ enum Report {
             md.append("")
             var ns: [Int] = []
             for r in streamRows { if let n = num(r, "n").map({ Int($0) }), !ns.contains(n) { ns.append(n) } }
-            for n in ns.sorted() {
-                let r = pick("stream", "relay") { num($0, "n") == Double(n) }
-                let c = pick("stream", "nchan") { num($0, "n") == Double(n) }
-                md.append("N = \(n) (pass: StreamRelay \(passText(r)), nchan \(passText(c)))")
-                md.append("")
-                md += flowTable(r, c)
-                md.append("")
+            let columns = ns.sorted().map { n in
+                (title: "N = \(n.formatted())",
+                 relay: pick("stream", "relay") { num($0, "n") == Double(n) },
+                 nchan: pick("stream", "nchan") { num($0, "n") == Double(n) })
             }
+            md.append("Each cell: StreamRelay / nchan (StreamRelay/nchan); StreamRelay alone where nchan has no result for the step.")
+            md.append("")
+            md += flowTable(columns, passRow: true)
+            md.append("")
         }
 
         // send-floor
@@ -170,15 +201,19 @@ enum Report {
             let dur = num(fanRows.first, "duration_s") ?? 0
             var ks: [Int] = []
             for r in fanRows { if let k = num(r, "per_stream").map({ Int($0) }), !ks.contains(k) { ks.append(k) } }
-            for k in ks.sorted() {
-                let r = pick("fanout", "relay") { num($0, "per_stream") == Double(k) }
-                let c = pick("fanout", "nchan") { num($0, "per_stream") == Double(k) }
-                let streams = num(r ?? c, "streams") ?? 0
-                md.append("### fanout: \(f(streams, 0)) streams × \(k) subscribers, \(f(rate, 0)) tokens/s, \(f(dur, 0)) s measured")
-                md.append("")
-                md += flowTable(r, c)
-                md.append("")
+            ks.sort()
+            let streams = num(fanRows.first, "streams") ?? 0
+            md.append("### fanout: \(f(streams, 0)) streams × " + ks.map { "\($0)" }.joined(separator: " and × ") + " subscribers, \(f(rate, 0)) tokens/s, \(f(dur, 0)) s measured")
+            md.append("")
+            md.append("Each cell: StreamRelay / nchan (StreamRelay/nchan); StreamRelay alone where nchan has no result.")
+            md.append("")
+            let columns = ks.map { k in
+                (title: "\(f(streams, 0)) × \(k)",
+                 relay: pick("fanout", "relay") { num($0, "per_stream") == Double(k) },
+                 nchan: pick("fanout", "nchan") { num($0, "per_stream") == Double(k) })
             }
+            md += flowTable(columns, passRow: false)
+            md.append("")
         }
 
         // idle
@@ -225,7 +260,7 @@ enum Report {
             let any = r ?? c
             md.append("### slow-link: a \(f(num(any, "tokens"), 0))-token answer at \(f(num(any, "rate"), 0)) tokens/s to a reader throttled to \(f(num(any, "link_bytes_per_s"), 0)) bytes/s (SO_RCVBUF \(f(num(any, "receive_buffer"), 0)) bytes), next to a fast reader")
             md.append("")
-            md.append("Issue 14's goal: bytes on the slow link ≤ 2.5 × the answer's text bytes, and its last token within 2 s of the generation's end (the fast reader's `done`); the fast link unchanged (one event per token). nchan gets the relay's delta JSON for each token from the load generator at the same rate.")
+            md.append("The goal: bytes on the slow link ≤ 2.5 × the answer's text bytes, and its last token within 2 s of the generation's end (the fast reader's `done`); the fast link unchanged (one event per token). nchan gets the relay's delta JSON for each token from the load generator at the same rate.")
             md.append("")
             md.append("| metric | StreamRelay | nchan | StreamRelay/nchan |")
             md.append("|---|---:|---:|---:|")

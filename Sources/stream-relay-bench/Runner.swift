@@ -195,8 +195,8 @@ final class Runner {
         let rss = serverRSS()
         // Let every stream finish (done) so losses at the end are counted. Wait for
         // every subscriber with an open connection, including those still connecting
-        // or replaying (issue 14: waiting only for the connected ones counted the tail
-        // of late joiners as lost).
+        // or replaying (waiting only for the connected ones would count the tail of
+        // late joiners as lost).
         let finishBy = UInt64((Double(tokens) / rate + 15) * 1000)
         spin(timeoutMs: finishBy) { subs.allSatisfy { $0.finished || $0.conn == nil } && (schedule == nil || schedule!.finished == streams) }
         let finished = subs.filter { $0.finished }.count

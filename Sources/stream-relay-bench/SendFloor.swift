@@ -2,8 +2,8 @@ import CLibevent
 import Foundation
 import RelayCore
 
-/// `send-floor`: what the one write per delivered event that issue 14 mandates for a
-/// fast client ("one event per token") costs by itself on this machine, with no relay.
+/// `send-floor`: what the one write per delivered event that a fast client gets (one
+/// event per token) costs by itself on this machine, with no relay.
 ///
 /// N loopback TCP connections; the sending thread writes one SSE event framed exactly
 /// as the relay frames it (`WireFrame.event`: HTTP/1.1 chunk + `id:`/`data:` lines of a

@@ -51,7 +51,7 @@ final class LinkReader {
 }
 
 extension Runner {
-    /// `slow-link` (issue 14): the 3,019-token NDA answer (`SimulatedDocuments`, the
+    /// `slow-link`: the 3,019-token NDA answer (`SimulatedDocuments`, the
     /// relay's `simulated` model) generated at `--rate` tokens/s to a reader throttled to
     /// `--link-rate` bytes/s with a `--receive-buffer`-byte `SO_RCVBUF` (a GPRS/EDGE-class
     /// link), next to a fast reader of the same stream. Relay: the slow reader's POST

@@ -167,7 +167,7 @@ struct CPUWindow {
 
 /// CPU time per unit of work, µs: `cpuPercent` (% of one core, i.e. 10,000 µs of CPU
 /// per second at 1 %) spread over `perSecond` units (events, deliveries) per second.
-/// `nil` when either is missing or no work was done. Issue 14 states its targets this
+/// `nil` when either is missing or no work was done. The bench's targets are stated this
 /// way: relay CPU per delivered event, Redis CPU per appended event.
 func cpuMicrosPerUnit(cpuPercent: Double?, perSecond: Double) -> Double? {
     guard let cpuPercent, cpuPercent.isFinite, perSecond > 0 else { return nil }

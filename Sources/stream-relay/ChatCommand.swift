@@ -4,7 +4,7 @@ import RelayClient
 import RelayClientCurl
 import RelayCore
 
-/// `stream-relay chat`: a terminal client built on `RelayClient` (issue 5 item 11). It
+/// `stream-relay chat`: a terminal client built on `RelayClient`. It
 /// prints each render flush as it comes, a progress line on long drafts, marks
 /// right-to-left answers, stops with Ctrl-C (`DELETE`), can cut its own connection to
 /// show a resume (`--drop-after N`), and ends with the telemetry record as one JSON line.

@@ -3,7 +3,7 @@ import RelayAuth
 
 /// `stream-relay mint-token`: signs a development token and prints it — HS256 with the
 /// configured secret (`--secret`, `--secret-file`, or `RELAY_JWT_SECRET`), or with a
-/// private JWK (`--jwk PATH`, its `alg` and `kid`; issue 19). `--new-jwk rsa|ec|ec384`
+/// private JWK (`--jwk PATH`, its `alg` and `kid`; docs/TOKENS.md). `--new-jwk rsa|ec|ec384`
 /// generates such a key for tests and demos.
 enum MintTokenCommand {
     static let usage = """

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A private `redis-server` on a Unix socket in a fresh temp directory, for laptops
-/// and demos when no `REDIS_URL` is set (DESIGN §6). No persistence; stopped (and
+/// and demos when no `REDIS_URL` is set (docs/CONFIGURATION.md). No persistence; stopped (and
 /// the directory removed) by `stop()`.
 final class PrivateRedis {
     let directory: URL

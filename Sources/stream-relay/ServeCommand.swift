@@ -141,8 +141,8 @@ enum ServeCommand {
         }
     }
 
-    /// Keys from `RELAY_JWT_JWKS_URL` (issue 19; then the secret and PEM settings are
-    /// ignored), HS256 with `RELAY_JWT_SECRET`, RS256/ES256 with `RELAY_JWT_PUBLIC_KEY`;
+    /// Keys from `RELAY_JWT_JWKS_URL` (docs/TOKENS.md; then the secret and PEM settings
+    /// are ignored), HS256 with `RELAY_JWT_SECRET`, RS256/ES256 with `RELAY_JWT_PUBLIC_KEY`;
     /// with none, a generated development secret written next to the private Redis so
     /// `stream-relay mint-token --secret-file` can sign tokens for it.
     /// - Returns: the authenticator, and the JWKS store its fetcher fills when a JWKS is used.

@@ -134,7 +134,8 @@ export interface RenderUpdate {
   completion: Completion | null;
   reason: FlushReason | null;
   /** `true` only on the last update of an answer the relay cut at the caller's token budget
-   *  (`done` with `finish_reason: "length"` and `"budget_limited": true`, issue 12). */
+   *  (`done` with `finish_reason: "length"` and `"budget_limited": true`;
+   *  conformance/CLIENT_RULES.md "Budget-limited answers"). */
   budgetLimited: boolean;
 }
 /** `true` when `event` is a `done` whose `budget_limited` is JSON `true`. */

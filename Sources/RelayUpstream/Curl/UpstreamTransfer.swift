@@ -54,7 +54,7 @@ public final class UpstreamTransfer {
         /// `CURLOPT_CAINFO`: a PEM CA bundle to trust instead of the system store (`nil`: system).
         public var caInfo: String?
         /// `GET` instead of `POST` (the body is then ignored); for fetching documents such
-        /// as a JWKS (issue 19).
+        /// as a JWKS (docs/TOKENS.md).
         public var get: Bool
         /// Whole-transfer timeout, ms (`CURLOPT_TIMEOUT_MS`); 0: none (streams are long).
         public var timeoutMs: Int

@@ -2,7 +2,8 @@ import RelayConfiguration
 import RelayCore
 
 /// Settings of the HTTP upstream adapters (`HTTPUpstreamFactory`, `.openAI` and
-/// `.anthropic`). Units are in each name; defaults follow DESIGN §6 / issue 4.
+/// `.anthropic`). Units are in each name; defaults as in
+/// docs/CONFIGURATION.md and docs/UPSTREAMS.md.
 public struct HTTPUpstreamConfig: Sendable, Equatable {
     /// `UPSTREAM_URL`: scheme, host, optional port and path prefix, e.g.
     /// `https://api.openai.com`, `http://127.0.0.1:8000` (vLLM), `https://api.anthropic.com`.

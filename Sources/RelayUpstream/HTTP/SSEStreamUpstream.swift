@@ -4,7 +4,8 @@ import RelayLoop
 /// An `Upstream` reading a streaming HTTP API answer (`text/event-stream`) through libcurl,
 /// parsed incrementally by `RelayCore.SSEParser` and mapped by a `Dialect` (OpenAI, Anthropic).
 ///
-/// Guarantees (issue 4 "Upstream failure never leaves a client hanging"): after `start`, the
+/// Guarantees (an upstream failure never leaves a client hanging: docs/UPSTREAMS.md): after
+/// `start`, the
 /// adapter emits deltas, then exactly one terminal event, unless `cancel()` comes first:
 /// * `done` on the format's end marker (the rest of the response is drained so the
 ///   connection can be reused); also when the stream closes after a finish reason was seen
@@ -17,7 +18,7 @@ import RelayLoop
 ///   connect times out.
 /// Each failure aborts the transfer (its connection is closed).
 ///
-/// Upstream text never kills an answer (issue 13 item 4): invalid UTF-8 becomes U+FFFD (in
+/// Upstream text never kills an answer (docs/UPSTREAMS.md): invalid UTF-8 becomes U+FFFD (in
 /// `SSEParser` and `LenientJSON`); an escaped surrogate half at the end of one delta is paired
 /// with a half at the start of the next (`SurrogateJoiner`), and a half that stays unpaired
 /// becomes U+FFFD (a high half still held at the end is emitted as a U+FFFD delta before the

@@ -12,7 +12,7 @@ enum DialectStep: Equatable {
     /// The upstream reported an error inside the stream (the dialect's error shape); the
     /// text explains it.
     case fail(String)
-    /// Valid JSON of a shape the format does not document (issue 13 item 4): skipped and
+    /// Valid JSON of a shape the format does not document (docs/UPSTREAMS.md): skipped and
     /// counted, the stream goes on. The text says what was unexpected.
     case skip(String)
 }

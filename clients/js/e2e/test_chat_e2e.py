@@ -1,4 +1,4 @@
-"""End-to-end test of the web chat demo (issue 16) in real headless Chromium.
+"""End-to-end test of the web chat demo (clients/js/demo) in real headless Chromium.
 
 Starts, all on 127.0.0.1 and all stopped at the end: a redis-server (Unix socket), two
 relays (`stream-relay serve`) sharing it, a cutting TCP proxy in front of relay A, nginx

@@ -1,4 +1,4 @@
-// "Drafting clause 3 of 7…" from the answer's Markdown headings (DESIGN §8).
+// "Drafting clause 3 of 7…" from the answer's Markdown headings (conformance/CLIENT_RULES.md).
 // Mirrors Sources/RelayClient/DraftProgress.swift.
 import { MarkdownLineScanner, atxHeading, setextUnderline, isParagraphText, orderedListNumber } from './markdownLines.js';
 

@@ -1,4 +1,4 @@
-// StreamRelay client kit for React Native and the web (DESIGN §8, conformance/CLIENT_RULES.md).
+// StreamRelay client kit for React Native and the web (conformance/CLIENT_RULES.md).
 export { SSEParser, SSELineTooLongError } from './sseParser.js';
 export { RenderBuffer, safeCut, graphemes, graphemesFallback, RENDER_INTERVAL_MS, LONG_RUN_CHARACTERS, FIRST_RENDER_CHARACTERS } from './renderBuffer.js';
 export { DirectionDecider, decideDirection, isArabicScalar, layoutForSample, SAMPLE_SCALARS, MARKDOWN_SYNTAX, ARABIC_LINE_HEIGHT, DEFAULT_LINE_HEIGHT } from './textDirection.js';

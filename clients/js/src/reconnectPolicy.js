@@ -1,4 +1,4 @@
-// The connection rules of one answer as a pure state machine (DESIGN §8, conformance/CLIENT_RULES.md
+// The connection rules of one answer as a pure state machine (conformance/CLIENT_RULES.md
 // "Reconnect decisions"). Every time is an argument in ms; the random source is injected.
 import { NORMAL_BACKOFF_MS } from './uiState.js';
 

@@ -1,5 +1,6 @@
 // The networking layer: RelayChatClient starts answers; RelayStream runs one answer over
-// fetch + ReadableStream, applying ReconnectPolicy and ResponseRenderer (DESIGN §8).
+// fetch + ReadableStream, applying ReconnectPolicy and ResponseRenderer
+// (conformance/CLIENT_RULES.md).
 import { SSEParser } from './sseParser.js';
 import { ReconnectPolicy } from './reconnectPolicy.js';
 import { ResponseRenderer, isBudgetLimited } from './responseRenderer.js';

@@ -1,4 +1,4 @@
-// The render buffer (DESIGN §8, conformance/CLIENT_RULES.md): when streamed text is shown.
+// The render buffer (conformance/CLIENT_RULES.md): when streamed text is shown.
 import { MarkdownLineScanner, isBlank, isThematicBreak } from './markdownLines.js';
 
 /** UI update interval, ms. */

@@ -15,11 +15,12 @@ import { TypingIndicator } from './uiState.js';
  * @property {import('./reconnectPolicy.js').Completion | null} completion set on the last update
  * @property {import('./renderBuffer.js').FlushReason | null} reason why the text was released
  * @property {boolean} budgetLimited `true` only on the last update of an answer the relay cut at the
- *   caller's token budget (`done` with `finish_reason: "length"` and `"budget_limited": true`, issue 12)
+ *   caller's token budget (`done` with `finish_reason: "length"` and `"budget_limited": true`;
+ *   conformance/CLIENT_RULES.md "Budget-limited answers")
  */
 
 /**
- * `true` when `event` is a `done` whose `budget_limited` is JSON `true` (issue 12); anything else
+ * `true` when `event` is a `done` whose `budget_limited` is JSON `true` (docs/PROTOCOL.md §9); anything else
  * (absent, `false`, `1`, another event type) is `false`.
  * @param {any} event a decoded stream event
  */

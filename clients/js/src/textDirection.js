@@ -1,4 +1,4 @@
-// The right-to-left decision (conformance/CLIENT_RULES.md "Right-to-left decision", DESIGN §8).
+// The right-to-left decision (conformance/CLIENT_RULES.md "Right-to-left decision").
 
 /** Markdown syntax characters that never count toward the sample. */
 export const MARKDOWN_SYNTAX = new Set(['#', '*', '_', '`', '~', '>', '-', '|', '=', '+', '[', ']', '(', ')', '!']);

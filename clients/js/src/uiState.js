@@ -1,5 +1,5 @@
 // Small UI models shared with the Swift kit: typing indicator, auto-scroll, budget pill,
-// network advice, telemetry (DESIGN §8).
+// network advice, telemetry (conformance/CLIENT_RULES.md).
 
 /** The time to first token the typing indicator covers, ms. */
 export const EXPECTED_FIRST_TOKEN_MS = 500;
@@ -32,7 +32,7 @@ export const BUDGET_WARNING_FRACTION = 0.2;
 
 /**
  * The token budget pill from `GET /api/budget` (`{"tier","limit","used","reserved","remaining","period"}`)
- * and each `done`'s usage. Units: tokens. With reservations (issue 12) the relay reports
+ * and each `done`'s usage. Units: tokens. With reservations (docs/PROTOCOL.md §9) the relay reports
  * `remaining = max(0, limit − used − reserved)`: tokens held by running answers are not available.
  * `remaining` is kept as the relay reports it; a budget-limited `done` sets it to 0 (see `apply`).
  */
@@ -43,7 +43,7 @@ export class BudgetState {
     this.limit = b.limit;
     /** Tokens used (settled) this period. */
     this.used = b.used ?? 0;
-    /** Tokens reserved by answers still running (0 from relays before issue 12). */
+    /** Tokens reserved by answers still running (0 when the relay's reply has no `reserved`). */
     this.reserved = Math.max(0, b.reserved ?? 0);
     /** Tokens a new request may still reserve: `limit − used − reserved` as the relay computed it. */
     this.remaining = Math.max(0, b.remaining ?? this.limit - this.used - this.reserved);

@@ -52,7 +52,7 @@ test('budget with reservations: reserved decoded, remaining kept as reported, 0 
   assert.equal(b.reserved, 250);
   assert.equal(b.remaining, 50);
   assert.equal(BudgetState.fromJSON({ limit: 500, used: 200, reserved: 250 }).remaining, 50, 'missing remaining is limit − used − reserved');
-  assert.equal(BudgetState.fromJSON({ limit: 500, used: 200, remaining: 300 }).reserved, 0, 'relays before issue 12 send no reserved');
+  assert.equal(BudgetState.fromJSON({ limit: 500, used: 200, remaining: 300 }).reserved, 0, 'a reply without reserved reads as 0 reserved');
   // Read before the answer: 300 left; usage alone would leave 250 on the pill.
   const plain = new BudgetState({ limit: 500, used: 200, remaining: 300, period: 'month' });
   plain.apply({ total_tokens: 50 });
