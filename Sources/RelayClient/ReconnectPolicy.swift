@@ -208,8 +208,8 @@ public struct ReconnectPolicy: Sendable, Equatable {
         failuresInARow = 0
         refreshedForExpiry = false
         switch event {
-        case .done(let reason, _)?:
-            return end(reason == "cancelled" ? .stopped : .finished(finishReason: reason), now: now)
+        case .done(let reason, _, _)?:
+            return end(reason == .cancelled ? .stopped : .finished(finishReason: reason.rawValue), now: now)
         case .error(_, "token_expired", _)?:
             return tokenExpired(now: now, jitterMs: jitterMs)
         case .error(let status, let code, let message)?:

@@ -248,7 +248,7 @@ final class StreamDriver: @unchecked Sendable {
         if let event, !Self.isTokenExpiry(event) {
             let limited = BudgetLimitedFlag.isSet(inEventJSON: msg.data)
             if let u = renderer.receive(event, budgetLimited: limited, now: now) { output.yield(.render(u)) }
-            if case .done(_, let usage) = event {
+            if case .done(_, let usage, _) = event {
                 let b = client.budgetBox.mutate { (b: inout BudgetState?) -> BudgetState? in
                     b?.apply(usage, budgetLimited: limited)
                     return b

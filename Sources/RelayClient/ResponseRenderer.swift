@@ -99,10 +99,10 @@ public struct ResponseRenderer: Sendable {
             direction.feed(s)
             progress.append(s)
             return release(buffer.append(s, now: now), now: now)
-        case .done(let reason, let u):
+        case .done(let reason, let u, _):
             usage = u
             self.budgetLimited = budgetLimited
-            return finish(reason == "cancelled" ? .stopped : .finished(finishReason: reason), now: now)
+            return finish(reason == .cancelled ? .stopped : .finished(finishReason: reason.rawValue), now: now)
         case .error(let status, let code, let message):
             return finish(.failed(status: status, code: code, message: message), now: now)
         }

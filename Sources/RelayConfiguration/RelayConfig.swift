@@ -20,8 +20,8 @@ public enum RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
         public var description: String { "\(host):\(port)" }
     }
 
-    /// Where the README documents the TLS sidecar for managed Redis (hiredis 0.14 has no TLS).
-    public static let tlsRecipe = "README \"Managed Redis with TLS\" (stunnel4 sidecar)"
+    /// Where docs/REDIS.md documents the TLS sidecar for managed Redis (hiredis 0.14 has no TLS).
+    public static let tlsRecipe = "docs/REDIS.md \"Managed Redis with TLS\" (stunnel4 sidecar)"
 
     /// Parses a `REDIS_URL`.
     /// - Throws: `ConfigError` for another scheme, a missing host or path, a port outside
@@ -210,7 +210,7 @@ public struct RelayConfig: Sendable, Equatable {
     public init() {}
 
     /// One configuration knob — the single source of its environment variable, flag,
-    /// default, unit and documentation: `stream-relay serve --help` and the README's
+    /// default, unit and documentation: `stream-relay serve --help` and docs/CONFIGURATION.md's
     /// configuration table (`markdownTable`, checked by `ConfigTableTests`) are rendered
     /// from it.
     public struct Option: Sendable {
@@ -246,7 +246,7 @@ public struct RelayConfig: Sendable, Equatable {
         public func apply(_ value: String, to config: inout RelayConfig) throws { try apply(&config, value) }
     }
 
-    /// The README's configuration table (Markdown), one row per option in `--help` order.
+    /// docs/CONFIGURATION.md's configuration table (Markdown), one row per option in `--help` order.
     public static var markdownTable: String {
         var out = "| variable | flag | default | unit | meaning |\n|---|---|---|---|---|\n"
         for o in options {

@@ -1,10 +1,10 @@
 /// An error answered as plain HTTP before the first byte of a stream:
-/// body `{"error":{"code":"…","message":"…"}}` (DESIGN §2). Once a stream has begun,
+/// body `{"error":{"code":"…","message":"…"}}` (docs/PROTOCOL.md §8). Once a stream has begun,
 /// the same code travels as an `error` event instead (`asEvent`).
 public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
     /// HTTP status code (RFC 9110 §15).
     public var status: Int
-    /// Machine-readable code, one of DESIGN §2's (`invalid_request`, `stream_not_found`, …).
+    /// Machine-readable code, one of docs/PROTOCOL.md §8's (`invalid_request`, `stream_not_found`, …).
     public var code: String
     /// Human-readable explanation; never contains user content or tokens.
     public var message: String

@@ -1,5 +1,5 @@
-/// Every error code the relay itself sends on the wire (DESIGN §2), with its HTTP
-/// status and when it is sent. The README's error table is rendered from this type
+/// Every error code the relay itself sends on the wire (docs/PROTOCOL.md §8), with its HTTP
+/// status and when it is sent. The error table of docs/PROTOCOL.md §8 is rendered from this type
 /// (`ErrorCode.markdownTable`, checked by `ErrorTableTests`).
 public enum ErrorCode: String, CaseIterable, Sendable {
     case invalidRequest = "invalid_request"
@@ -94,7 +94,7 @@ public enum ErrorCode: String, CaseIterable, Sendable {
         case .tooManyStreams: return "the session already generates `RELAY_MAX_STREAMS_PER_SESSION` answers"
         case .internalError: return "request id collision, or the upstream call cannot be set up; retry"
         case .upstreamError: return "the upstream failed (connect, non-2xx, malformed or oversized stream)"
-        case .notReady: return "Redis unreachable, draining, or at `RELAY_MAX_CONNECTIONS` (`Retry-After: 1`)"
+        case .notReady: return "Redis unreachable, draining, or at `RELAY_MAX_CONNECTIONS` (that one with `Retry-After: 1`)"
         case .upstreamLost: return "the instance generating the answer stopped; retry the request"
         case .redisUnavailable: return "Redis was unreachable longer than `RELAY_REDIS_OUTAGE_GRACE`; resume later"
         case .streamLost: return "Redis no longer has the stream (restart without persistence, expiry); re-send the request"
@@ -108,7 +108,7 @@ public enum ErrorCode: String, CaseIterable, Sendable {
         }
     }
 
-    /// The README's error table (Markdown), one row per code in declaration order.
+    /// The error table of docs/PROTOCOL.md §8 (Markdown), one row per code in declaration order.
     public static var markdownTable: String {
         var out = "| status | code | sent | meaning |\n|---|---|---|---|\n"
         for c in allCases {

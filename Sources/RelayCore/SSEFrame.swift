@@ -1,5 +1,6 @@
-/// Server-side SSE framing, per the WHATWG HTML Living Standard §9.2
-/// ("Server-sent events", the `text/event-stream` format).
+/// The SSE lines of the relay's stream responses, per the WHATWG HTML Living Standard
+/// §9.2 ("Server-sent events", the `text/event-stream` format): `retry:`, the heartbeat
+/// comment, and events as text (framed by `WireFrame`).
 ///
 /// The relay's events are single-line JSON, so each frame is `id:` then one
 /// `data:` line then a blank line. Comments (lines starting with `:`) are used for
@@ -8,19 +9,14 @@ public enum SSEFrame {
     /// `retry: <ms>\n\n`: the client's reconnection delay in milliseconds (WHATWG §9.2.6).
     public static func retry(milliseconds: Int) -> String { "retry: \(milliseconds)\n\n" }
 
-    /// The heartbeat comment `: ping\n\n` (DESIGN §2).
+    /// The heartbeat comment `: ping\n\n` (docs/PROTOCOL.md §4).
     public static let ping = ": ping\n\n"
 
-    /// One event: `id: <seq>\ndata: <json>\n\n`.
+    /// One event as SSE text, `id: <seq>\ndata: <json>\n\n`: the body of
+    /// `WireFrame.event(seq:json:)`, the one place events are framed.
     /// `json` must not contain CR or LF (JSON text from `StreamEvent.json` never does).
     public static func event(seq: UInt64, json: String) -> String {
-        var s = "id: "
-        s.reserveCapacity(json.utf8.count + 32)
-        s.append(String(seq))
-        s.append("\ndata: ")
-        s.append(json)
-        s.append("\n\n")
-        return s
+        WireFrame.event(seq: seq, json: json).text
     }
 
     /// Content type of every stream response.

@@ -23,7 +23,7 @@ public struct Usage: Sendable, Equatable, Codable {
     }
 }
 
-/// One event of a chat stream, as carried in an SSE `data:` line (DESIGN §2).
+/// One event of a chat stream, as carried in an SSE `data:` line (docs/PROTOCOL.md §5).
 ///
 /// JSON shapes:
 /// * `{"type":"delta","content":"…"}`
@@ -32,8 +32,10 @@ public struct Usage: Sendable, Equatable, Codable {
 public enum StreamEvent: Sendable, Equatable {
     /// A piece of generated text.
     case delta(String)
-    /// The generation finished; `finishReason` is `stop`, `length`, `cancelled`, …
-    case done(finishReason: String, usage: Usage)
+    /// The generation finished; `finishReason` is `stop`, `length`, `cancelled`, …;
+    /// `budgetLimited`: the token budget's grant, not the request, cut the answer
+    /// (written as `"budget_limited":true`, omitted when false).
+    case done(finishReason: FinishReason, usage: Usage, budgetLimited: Bool = false)
     /// The stream failed; `status` is the HTTP-like status (401, 502, 503, …).
     case error(status: Int, code: String, message: String)
 
@@ -56,8 +58,9 @@ public enum StreamEvent: Sendable, Equatable {
             JSONText.appendEscaped(content, to: &s)
             s.append("\"}")
             return s
-        case .done(let reason, let u):
-            return "{\"type\":\"done\",\"finish_reason\":\(JSONText.quoted(reason)),\"usage\":{\"prompt_tokens\":\(u.promptTokens),\"completion_tokens\":\(u.completionTokens),\"total_tokens\":\(u.totalTokens)}}"
+        case .done(let reason, let u, let budgetLimited):
+            let limited = budgetLimited ? ",\"budget_limited\":true" : ""
+            return "{\"type\":\"done\",\"finish_reason\":\(JSONText.quoted(reason.rawValue)),\"usage\":{\"prompt_tokens\":\(u.promptTokens),\"completion_tokens\":\(u.completionTokens),\"total_tokens\":\(u.totalTokens)}\(limited)}"
         case .error(let status, let code, let message):
             return "{\"type\":\"error\",\"status\":\(status),\"code\":\(JSONText.quoted(code)),\"message\":\(JSONText.quoted(message))}"
         }
@@ -111,7 +114,8 @@ public enum StreamEvent: Sendable, Equatable {
             let p = u?["prompt_tokens"]?.intValue ?? 0
             let c = u?["completion_tokens"]?.intValue ?? 0
             let t = u?["total_tokens"]?.intValue ?? (p + c)
-            self = .done(finishReason: reason, usage: Usage(promptTokens: p, completionTokens: c, totalTokens: t))
+            self = .done(finishReason: FinishReason(rawValue: reason), usage: Usage(promptTokens: p, completionTokens: c, totalTokens: t),
+                         budgetLimited: obj["budget_limited"] == .bool(true))
         case "error":
             self = .error(status: obj["status"]?.intValue ?? 500,
                           code: obj["code"]?.stringValue ?? "error",
@@ -130,36 +134,62 @@ public enum StreamEventDecodingError: Error, Equatable {
     case unknownType(String)
 }
 
+/// What a stored event is: its JSON `type`.
+public enum StreamEventKind: UInt8, Sendable, Equatable {
+    /// `{"type":"delta",…}`: a piece of the answer.
+    case delta
+    /// `{"type":"done",…}`: the answer finished (terminal).
+    case done
+    /// `{"type":"error",…}`: the stream failed (terminal).
+    case error
+}
+
 /// A stream event with its position in the stream: `seq` counts from 1 within a
-/// request, +1 per event, no gaps (DESIGN §2). It is the SSE `id` and the Redis
-/// stream entry ID `<seq>-0`.
+/// request, +1 per event, no gaps (docs/PROTOCOL.md §5). It is the SSE `id` and the
+/// Redis stream entry ID `<seq>-0`. It carries the event's JSON, encoded once, and its
+/// kind, so nothing downstream reads the text to learn what the event is.
 public struct SequencedEvent: Sendable, Equatable {
     /// Position in the stream, from 1.
-    public var seq: UInt64
+    public let seq: UInt64
     /// The event's JSON text (as stored in Redis and sent on the wire).
-    public var json: String
+    public let json: String
+    /// What the event is.
+    public let kind: StreamEventKind
 
+    /// An event the relay produces: encoded here, once.
+    public init(seq: UInt64, event: StreamEvent) {
+        self.seq = seq
+        self.json = event.json
+        switch event {
+        case .delta: kind = .delta
+        case .done: kind = .done
+        case .error: kind = .error
+        }
+    }
+
+    /// An event read back (from the Redis stream or the live channel): its kind is
+    /// decoded from the `type` the relay writes first (`{"type":"done"` /
+    /// `{"type":"error"`; anything else is a delta).
     public init(seq: UInt64, json: String) {
         self.seq = seq
+        var json = json   // `withUTF8` makes a bridged string contiguous; a native one is read as is
+        self.kind = json.withUTF8(SequencedEvent.kind)
         self.json = json
     }
 
-    /// `true` when the JSON is a `done` or `error` event (checked by its prefix, which
-    /// the relay itself writes: `{"type":"done"` / `{"type":"error"`).
-    public var isTerminal: Bool {
-        // Compared as UTF-8 bytes in place (`String.hasPrefix` compares by Unicode
-        // canonical equivalence, and the generic `utf8.starts(with:)` walks the view
-        // index by index: 170 and 1,400 instructions per delivered event, issue 14). Same
-        // answer: both prefixes are ASCII.
-        var json = json   // `withUTF8` makes a bridged string contiguous; a native one is read as is
-        return json.withUTF8(SequencedEvent.isTerminal)
-    }
+    /// `true` for `done` and `error`: the relay ends the response after it.
+    @inline(__always) public var isTerminal: Bool { kind != .delta }
 
-    /// `true` when `json` starts with `{"type":"done"` or `{"type":"error"`.
-    static func isTerminal(_ json: UnsafeBufferPointer<UInt8>) -> Bool {
+    /// The kind named by the JSON's leading `{"type":"…"`, compared as UTF-8 bytes in
+    /// place (`String.hasPrefix` compares by Unicode canonical equivalence, and the
+    /// generic `utf8.starts(with:)` walks the view index by index: ten times the cost
+    /// per delivered event; docs/BENCHMARKS.md). Both prefixes are ASCII.
+    static func kind(_ json: UnsafeBufferPointer<UInt8>) -> StreamEventKind {
         func starts(with prefix: StaticString) -> Bool {
             prefix.utf8CodeUnitCount <= json.count && memcmp(json.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0
         }
-        return starts(with: "{\"type\":\"done\"") || starts(with: "{\"type\":\"error\"")
+        if starts(with: "{\"type\":\"done\"") { return .done }
+        if starts(with: "{\"type\":\"error\"") { return .error }
+        return .delta
     }
 }

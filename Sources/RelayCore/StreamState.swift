@@ -1,4 +1,4 @@
-/// The state of a stream in its meta hash (DESIGN §3 `relay:{id}:meta` `state`).
+/// The state of a stream in its meta hash (docs/DATA_MODEL.md §3, `state`).
 public enum StreamState: String, Sendable, CaseIterable {
     /// A generation is appending events.
     case running

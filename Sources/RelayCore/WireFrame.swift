@@ -1,7 +1,7 @@
 import Foundation
 
-/// Bytes framed once for the wire and shared by every connection that sends them
-/// (issue 14: "encode each event once and share the bytes among all subscribers").
+/// An event framed once for the wire and shared by every connection that sends it: the
+/// relay's one SSE event framer (docs/PROTOCOL.md §4).
 ///
 /// The frame holds one HTTP/1.1 chunk of the `chunked` transfer coding (RFC 9112 §7.1:
 /// `chunk-size` in hex, CRLF, the data, CRLF) whose data is the SSE text (WHATWG HTML
@@ -11,7 +11,7 @@ import Foundation
 /// handing a frame to a thousand subscribers copies no bytes. Never empty: an empty
 /// chunk would be the last-chunk marker `0\r\n\r\n` that ends the response.
 public struct WireFrame: @unchecked Sendable, Equatable {   // `storage` is never written after `init`
-    /// The chunk's bytes, in one tail-allocated object (issue 14): an `Array` allocation
+    /// The chunk's bytes, in one tail-allocated object: an `Array` allocation
     /// made outside the standard library is not specialized and looks up the array
     /// storage's generic metadata at run time, ≈ 330 instructions per frame, once per
     /// delivered event. Written once in `init`, read only afterwards.
@@ -26,6 +26,10 @@ public struct WireFrame: @unchecked Sendable, Equatable {   // `storage` is neve
     /// The whole chunk (size line, data, CRLF) as an array: a copy, for tests and tools;
     /// the write path reads the bytes in place (`withUnsafeBytes`).
     public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    /// The SSE text alone (the chunk's data), as a string: for tests, tools and the
+    /// rare write that is not shared (a catch-up delta, a relay-raised error).
+    public var text: String { withUnsafeBytes { String(decoding: $0[body], as: UTF8.self) } }
 
     /// Runs `body` with the whole chunk's bytes (valid during the call).
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -44,7 +48,7 @@ public struct WireFrame: @unchecked Sendable, Equatable {   // `storage` is neve
         self = t.withUTF8 { p in WireFrame(length: p.count) { out in out.copyMemory(from: UnsafeRawBufferPointer(p)) } }
     }
 
-    /// The SSE event `id: <seq>\ndata: <json>\n\n` (`SSEFrame.event`) framed as one
+    /// The SSE event `id: <seq>\ndata: <json>\n\n` framed as one
     /// chunk, written straight into the frame's storage (no intermediate string).
     /// `json` must not contain CR or LF (the relay's event JSON never does).
     public static func event(seq: UInt64, json: String) -> WireFrame {

@@ -259,9 +259,9 @@ public final class EventLog {
     /// `done`, `cancelled` or `failed`. `text`: every event's text not yet confirmed
     /// written, the final event's own included (`TextCheckpoint.pending`); `nil` when
     /// none (or lossless resume is off). The caller publishes after `done` succeeds.
-    public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: String,
+    public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: StreamState,
                             text: TextCheckpoint.Write?, done: @escaping (Result<Void, RedisFailure>) -> Void) {
-        var args = [String(seq), json, maxLenArg, ttlArg, finalState, losslessArg]
+        var args = [String(seq), json, maxLenArg, ttlArg, finalState.rawValue, losslessArg]
         if lossless, let w = text {
             args += [String(w.start), String(decoding: w.text, as: UTF8.self)]   // whole strings' bytes: valid UTF-8
             args.reserveCapacity(args.count + 2 * w.offsets.count)

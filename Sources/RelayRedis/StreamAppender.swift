@@ -37,7 +37,7 @@ public final class StreamAppender {
     /// One event waiting for its acknowledgement.
     struct Pending: @unchecked Sendable {
         let json: String
-        let finalState: String?
+        let finalState: StreamState?
         /// This append also refreshes the keys' TTL (`TTLRefreshPolicy`); a resend keeps it.
         let refreshTTL: Bool
     }
@@ -138,7 +138,7 @@ public final class StreamAppender {
 
     /// Queues an event and sends it at once unless a group is in flight, a recovery
     /// is under way, or its text must be stored first.
-    public func append(seq: UInt64, json: String, text: String, finalState: String? = nil) {
+    public func append(seq: UInt64, json: String, text: String, finalState: StreamState? = nil) {
         guard !isClosed else { return }
         if log.lossless { checkpoint.add(seq: seq, text: text) }
         let refresh = ttlRefresh.due(nowMs: loop.nowMs, final: finalState != nil)

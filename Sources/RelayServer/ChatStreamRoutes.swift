@@ -138,35 +138,25 @@ final class ChatStreamRoutes {
             switch r {
             case .failure(let f):
                 self.gate.fail(ex, .notReady("Redis is not available (\(f.isDisconnect ? "disconnected" : "error"))"))
-            case .success(nil):
-                self.metrics.add(.resumesNotFound)
-                self.gate.fail(ex, .streamNotFound)
-            case .success(let info?):
-                guard info.owner == who.user else {
+            case .success(let info):
+                let found = info.map {
+                    ResumeDecision.Found(ownedByCaller: $0.owner == who.user, finished: $0.state != .running, lastSeq: $0.lastSeq,
+                                         firstRetainedSeq: $0.firstRetainedSeq, textLength: $0.textLength)
+                }
+                switch ResumeDecision.decide(found, lastEventID: lastEventID, lossless: self.log.lossless) {
+                case .notFound:
                     self.metrics.add(.resumesNotFound)
                     return self.gate.fail(ex, .streamNotFound)
-                }
-                guard lastEventID <= info.lastSeq else {
-                    return self.gate.fail(ex, .invalidLastEventID("Last-Event-ID \(lastEventID) is beyond the stream's last event \(info.lastSeq)"))
-                }
-                let firstNeeded = lastEventID + 1
-                let oldestKept = info.firstRetainedSeq ?? (info.lastSeq + 1)
-                if firstNeeded < oldestKept {
-                    guard self.log.lossless, info.textLength > 0 || info.lastSeq == 0 else {
-                        self.metrics.add(.resumesGap)
-                        return self.gate.fail(ex, .resumeGap("events after \(lastEventID) are no longer retained (oldest kept: \(oldestKept))"))
-                    }
-                    self.metrics.add(.resumesCatchUp)
-                } else {
+                case .beyondEnd(let lastSeq):
+                    return self.gate.fail(ex, .invalidLastEventID("Last-Event-ID \(lastEventID) is beyond the stream's last event \(lastSeq)"))
+                case .gap(let oldestKept):
+                    self.metrics.add(.resumesGap)
+                    return self.gate.fail(ex, .resumeGap("events after \(lastEventID) are no longer retained (oldest kept: \(oldestKept))"))
+                case .noContent:
                     self.metrics.add(.resumesOK)
-                }
-                if info.state != .running && lastEventID == info.lastSeq {
-                    // The client has the final event: 204 No Content is what makes a standard
-                    // EventSource stop reconnecting (WHATWG HTML §9.2.3 "announce the
-                    // connection": any status other than 200 fails it without a retry), instead
-                    // of an empty 200 that it would re-request every `retry` ms until expiry.
-                    ex.respondNoContent(headers: [("X-Request-Id", id.clientValue)])
-                    return
+                    return ex.respondNoContent(headers: [("X-Request-Id", id.clientValue)])
+                case .stream(let catchUp):
+                    self.metrics.add(catchUp ? .resumesCatchUp : .resumesOK)
                 }
                 guard let s = self.beginStream(ex, id: id, who: who, lastSent: lastEventID) else { return }
                 // Register first, then check: a revocation published before the

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// Structured logs on stderr, one line per record (README "Logs"): JSON
+/// Structured logs on stderr, one line per record (docs/OPERATIONS.md "Logs"): JSON
 /// (`{"ts":"2026-11-30T23:59:14.123Z","level":"info","msg":…,…}`) or human-readable text,
 /// rendered by `LogFormatter`.
 ///

@@ -47,7 +47,7 @@ public enum LogFormat: String, Sendable {
 /// Renders one log record as one line (without the trailing newline). Pure: the time is
 /// passed in, so tests inject it.
 ///
-/// Stable field names (README "Logs"): `ts` is RFC 3339 UTC with milliseconds
+/// Stable field names (docs/OPERATIONS.md "Logs"): `ts` is RFC 3339 UTC with milliseconds
 /// (`2026-11-30T23:59:14.123Z`, RFC 3339 §5.6), `level` is `debug`/`info`/`warn`/`error`,
 /// `msg` is a fixed phrase; the call's fields follow in key order. Strings are JSON
 /// strings with `/` not escaped (RFC 8259 §7 does not require it). A field named `ts`,

@@ -5,7 +5,7 @@ import RelayRedis
 import RelayUpstream
 import RelayConfiguration
 
-/// One worker (DESIGN §1): a thread owning one libevent loop and, on it, the parts
+/// One worker (docs/ARCHITECTURE.md): a thread owning one libevent loop and, on it, the parts
 /// that serve requests — the `HTTPListener` on the shared port (`SO_REUSEPORT`), the
 /// `Router` and its route handlers, the `StreamHub` (registries, pub/sub dispatch,
 /// ticks), one Redis command connection, one Redis pub/sub connection and the upstream
@@ -67,7 +67,7 @@ final class Worker: @unchecked Sendable {
                             notReadyReason: { [unowned self] in self.notReadyReason })
         self.router = router
         listener = try HTTPListener(loop: loop, config: config, metrics: context.metrics, listenFD: listenFD) { ex in router.route(ex) }
-        // One JWKS fetcher per process, on worker 0 (issue 19); the others read its store.
+        // One JWKS fetcher per process, on worker 0 (docs/TOKENS.md); the others read its store.
         if index == 0, let store = context.jwks, let url = config.jwtJWKSURL {
             let f = try JWKSFetcher(loop: loop, store: store, metrics: context.metrics, config: config, url: url)
             jwksFetcher = f

@@ -239,7 +239,7 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
         nextToSend = head
         fruitlessRounds = acked.isEmpty ? fruitlessRounds + 1 : 0
         if head == queue.count { return (acked, .drained) }
-        if state != "running" { return fail(.ended(state: state), acked) }
+        if StreamState(rawValue: state) != .running { return fail(.ended(state: state), acked) }
         return (acked, .send)
     }
 

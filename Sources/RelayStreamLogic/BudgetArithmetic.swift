@@ -72,8 +72,8 @@ public enum BudgetArithmetic {
         /// The `done` that ends a stream cut at the grant: `finish_reason: "length"`, usage =
         /// the prompt (`reportedPrompt`, else the estimate) + the completion tokens streamed
         /// (what settlement charges, `BudgetArithmetic.charge`).
-        public func ending(reportedPrompt: Int?, promptEstimate: Int, streamed: Int) -> (finishReason: String, usage: Usage) {
-            ("length", Usage(promptTokens: max(0, reportedPrompt ?? promptEstimate), completionTokens: max(0, streamed)))
+        public func ending(reportedPrompt: Int?, promptEstimate: Int, streamed: Int) -> (finishReason: FinishReason, usage: Usage) {
+            (.length, Usage(promptTokens: max(0, reportedPrompt ?? promptEstimate), completionTokens: max(0, streamed)))
         }
     }
 

@@ -86,7 +86,7 @@ public final class SimulatedUpstream: Upstream {
             timer?.cancel()
             timer = nil
             self.emit = nil
-            emit(.done(finishReason: finishReason, usage: Usage(promptTokens: promptTokens, completionTokens: sent)))
+            emit(.done(finishReason: FinishReason(rawValue: finishReason), usage: Usage(promptTokens: promptTokens, completionTokens: sent)))
         }
     }
 

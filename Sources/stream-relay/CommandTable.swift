@@ -31,7 +31,7 @@ enum CommandTable {
                    run: { MintTokenCommand.run(arguments: $0) }),
         Subcommand(name: "revoke", synopsis: "SESSION_ID", summary: "revoke a session on every relay (talks to Redis)",
                    run: { RevokeCommand.run(arguments: $0) }),
-        Subcommand(name: "docs", synopsis: "errors|config", summary: "print a README table generated from the code",
+        Subcommand(name: "docs", synopsis: "errors|config", summary: "print a docs/ table generated from the code",
                    run: { DocsCommand.run(arguments: $0) }),
         Subcommand(name: "version", synopsis: "", summary: "print the version and the commit it was built from",
                    run: { versionCommand($0) }),

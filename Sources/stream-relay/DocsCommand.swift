@@ -2,17 +2,18 @@ import RelayConfiguration
 import RelayCore
 import RelayUpstream
 
-/// `stream-relay docs errors|config`: prints a README table generated from its single
-/// source (`ErrorCode`, `RelayConfig.options`), to paste between the README's markers;
-/// `ErrorTableTests` / `ConfigTableTests` fail while the README differs.
+/// `stream-relay docs errors|config`: prints a table of docs/ generated from its single
+/// source (`ErrorCode`, `RelayConfig.options`), to paste between its markers in docs/PROTOCOL.md or docs/CONFIGURATION.md;
+/// `ErrorTableTests` / `ConfigTableTests` fail while the docs differ.
 /// `stream-relay docs simulated [MODEL]`: prints the simulated upstream's whole answer for
 /// `MODEL` (`simulated`, `simulated-ar`), its tokens joined exactly as they are streamed —
 /// the independent reference the browser end-to-end test compares a relayed answer with.
 enum DocsCommand {
     static let usage = """
     usage: stream-relay docs errors|config|simulated [MODEL]
-    Prints the README's error table (errors) or configuration table (config), generated
-    from the code, to paste between the README's markers; or the simulated upstream's whole
+    Prints the error table of docs/PROTOCOL.md (errors) or the configuration table of
+    docs/CONFIGURATION.md (config), generated from the code, to paste between that
+    file's markers; or the simulated upstream's whole
     answer for MODEL (simulated, simulated-ar; default simulated), byte for byte.
     """
 

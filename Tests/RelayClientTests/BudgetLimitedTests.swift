@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestKit
 import XCTest
 import RelayCore
 @testable import RelayClient
@@ -17,8 +18,12 @@ final class BudgetLimitedTests: XCTestCase {
         XCTAssertFalse(BudgetLimitedFlag.isSet(inEventJSON: #"{"type":"delta","content":"x","budget_limited":true}"#))
         XCTAssertFalse(BudgetLimitedFlag.isSet(inEventJSON: "not json"))
         XCTAssertEqual(try StreamEvent(json: limitedDone),
-                       .done(finishReason: "length", usage: Usage(promptTokens: 9, completionTokens: 41, totalTokens: 50)),
-                       "the event itself decodes as before")
+                       .done(finishReason: .length, usage: Usage(promptTokens: 9, completionTokens: 41, totalTokens: 50), budgetLimited: true),
+                       "the typed event carries the flag")
+        XCTAssertEqual(try StreamEvent(json: plainLength),
+                       .done(finishReason: .length, usage: Usage(promptTokens: 9, completionTokens: 41, totalTokens: 50)))
+        XCTAssertEqual(try StreamEvent(json: limitedDone).json, limitedDone, "encoded as the relay writes it")
+        XCTAssertEqual(try StreamEvent(json: plainLength).json, plainLength)
     }
 
     func testFinalUpdateCarriesTheFlagAndReleasesTheHeldText() throws {

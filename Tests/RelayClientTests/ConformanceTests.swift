@@ -125,7 +125,7 @@ final class ConformanceTests: XCTestCase {
                 } else if s["foreground"] as? Bool == true {
                     record(at, r.enterForeground(now: at))
                 } else if let reason = s["done"] as? String {
-                    record(at, r.receive(.done(finishReason: reason, usage: Usage(promptTokens: 0, completionTokens: 0)), now: at))
+                    record(at, r.receive(.done(finishReason: FinishReason(rawValue: reason), usage: Usage(promptTokens: 0, completionTokens: 0)), now: at))
                 } else if let json = s["event"] as? String {
                     do {
                         record(at, try r.receive(json: Data(json.utf8), now: at))

@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestKit
 import XCTest
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -116,7 +117,7 @@ func withRunningClock<T>(_ clock: VirtualClock, _ body: () async throws -> T) as
     let pump = Task {
         while !Task.isCancelled {
             clock.advance(by: 100)
-            try? await Task.sleep(nanoseconds: 1_000_000)
+            try? await Task.sleep(nanoseconds: 1_000_000)   // pacing on purpose: the clock's rate, 100 ms per real ms
         }
     }
     defer { pump.cancel() }
@@ -131,15 +132,12 @@ func collect(_ stream: RelayStream, timeout: Double = 10, file: StaticString = #
         for await u in stream { all.mutate { $0.append(u) } }
         ended.value = true
     }
-    let deadline = Date().addingTimeInterval(timeout)
-    while !ended.value {
-        guard Date() < deadline else {
-            XCTFail("stream did not end within \(timeout) s; updates so far: \(all.value.count)", file: file, line: line)
-            stream.stop()
-            reader.cancel()
-            return all.value
-        }
-        try? await Task.sleep(nanoseconds: 1_000_000)   // poll interval of the deadline loop
+    do {
+        try await eventually(timeout, "the stream to end (updates so far: \(all.value.count))", every: 0.001,
+                             file: file, line: line) { ended.value }
+    } catch {
+        stream.stop()
+        reader.cancel()
     }
     return all.value
 }

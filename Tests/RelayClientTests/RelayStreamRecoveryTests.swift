@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestKit
 import XCTest
 import RelayCore
 @testable import RelayClient
@@ -35,11 +36,10 @@ final class RelayStreamRecoveryTests: XCTestCase {
 
     /// Advances the virtual clock in `step` ms steps until `cond` holds (5 s real deadline).
     func advance(_ clock: VirtualClock, step: Int64 = 50, until what: String, _ cond: @escaping () -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(5)
-        while !cond() {
-            guard Date() < deadline else { throw ScriptedTransport.ScriptError(message: "timed out waiting for \(what)") }
+        try await eventually(5, what, every: 0.001) {
+            if cond() { return true }
             clock.advance(by: step)
-            try await Task.sleep(nanoseconds: 1_000_000)
+            return false
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import RelayTestKit
 import XCTest
 import RelayCore
 @testable import RelayClient

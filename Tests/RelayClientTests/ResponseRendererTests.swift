@@ -1,3 +1,4 @@
+import RelayTestKit
 import XCTest
 import RelayCore
 @testable import RelayClient
@@ -90,7 +91,7 @@ final class ResponseRendererTests: XCTestCase {
     /// Random chunkings of a mixed text end with the same rendered text.
     func testRenderedTextEqualsDeltasForRandomChunkings() {
         let text = "# عنوان\n\nمرحبا 👩‍💻 world.\n\n---\n```\n---\n```\n漢字漢字漢字 " + String(repeating: "مَرْحَبًا ", count: 30)
-        var rng = SeededRandom(seed: 99)
+        var rng = SplitMix64(seed: 99)
         for _ in 0..<100 {
             var r = ResponseRenderer(now: 0)
             var now: Int64 = 0

@@ -1,5 +1,6 @@
 import Foundation
 import RelayCore
+import RelayTestKit
 @testable import RelayClient
 
 /// A `RelayTransport` the test drives by hand: each streaming request is recorded and
@@ -41,12 +42,12 @@ final class ScriptedTransport: RelayTransport, @unchecked Sendable {
 
     /// Waits (real time, at most 5 s) until `count` streaming requests were made.
     func waitForRequests(_ count: Int, file: StaticString = #filePath, line: UInt = #line) async throws {
-        try await waitUntil("\(count) streaming requests (have \(requests.count))") { self.requests.count >= count }
+        try await waitUntil("\(count) streaming requests (have \(requests.count))", file: file, line: line) { self.requests.count >= count }
     }
 
     /// Waits until `count` one-shot requests were made.
-    func waitForFetches(_ count: Int) async throws {
-        try await waitUntil("\(count) fetches (have \(fetched.count))") { self.fetched.count >= count }
+    func waitForFetches(_ count: Int, file: StaticString = #filePath, line: UInt = #line) async throws {
+        try await waitUntil("\(count) fetches (have \(fetched.count))", file: file, line: line) { self.fetched.count >= count }
     }
 
     /// Delivers events to streaming request `index`.
@@ -68,20 +69,16 @@ final class ScriptedTransport: RelayTransport, @unchecked Sendable {
 
     /// Answers the oldest pending one-shot request (or fails it with `error`).
     func answerFetch(status: Int, error: Error? = nil) async throws {
-        try await waitUntil("a pending fetch") { self.lock.withLock { !self.fetches.isEmpty } }
+        try await waitUntil("a pending fetch") { lock.withLock { !fetches.isEmpty } }
         let (_, c) = lock.withLock { fetches.removeFirst() }
         if let error { c.resume(throwing: error) } else { c.resume(returning: (status, Data())) }
     }
 
-    private func waitUntil(_ what: String, _ cond: @escaping () -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(5)
-        while !cond() {
-            guard Date() < deadline else { throw ScriptError(message: "timed out waiting for \(what)") }
-            try await Task.sleep(nanoseconds: 1_000_000)
-        }
+    /// Waits (real time, at most 5 s) until `cond` holds; `what` is read at the timeout.
+    private func waitUntil(_ what: @autoclosure () -> String, file: StaticString = #filePath, line: UInt = #line,
+                           _ cond: () -> Bool) async throws {
+        try await eventually(5, what(), every: 0.001, file: file, line: line) { cond() }
     }
-
-    struct ScriptError: Error { var message: String }
 }
 
 /// Collects a stream's updates in the background so a test can look at them while it runs.
@@ -98,11 +95,7 @@ final class UpdateLog: @unchecked Sendable {
 
     /// Waits (real time, at most 5 s) until `cond` holds for the updates so far.
     func wait(_ what: String, _ cond: @escaping ([ChatUpdate]) -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(5)
-        while !cond(updates) {
-            guard Date() < deadline else { throw ScriptedTransport.ScriptError(message: "timed out waiting for \(what); updates \(updates)") }
-            try await Task.sleep(nanoseconds: 1_000_000)
-        }
+        try await eventually(5, "\(what); updates \(self.updates)", every: 0.001) { cond(self.updates) }
     }
 
     /// Waits for the end of the stream (its telemetry record).

@@ -5,7 +5,7 @@ import RelayConfiguration
 /// rendered from it, and every documented literal default is the real one.
 final class ConfigTableTests: XCTestCase {
     func testReadmeConfigurationTableIsGeneratedFromTheOptions() throws {
-        let section = try ErrorTableTests.readmeSection("configuration")
+        let section = try ErrorTableTests.generatedBlock(named: "configuration", in: "docs/CONFIGURATION.md")
         XCTAssertEqual(section, RelayConfig.markdownTable,
                        "README configuration table differs from RelayConfig.options; paste `stream-relay docs config`")
     }

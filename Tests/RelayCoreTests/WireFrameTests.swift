@@ -58,4 +58,31 @@ final class WireFrameTests: XCTestCase {
         let b = Array(json.utf8).withUnsafeBytes { WireFrame.event(seq: 7, jsonUTF8: $0) }
         XCTAssertEqual(a, b)
     }
+
+    /// `WireFrame.event` against a string-built chunk, for data lengths around each hex
+    /// digit boundary and seqs at every power of ten; `==` and `bytes` consistent.
+    func testWireFrameMatchesAStringBuiltChunkAtHexBoundaries() {
+        var lengths: [Int] = []
+        for b in [0xF, 0xFF, 0xFFF, 0xFFFF] { lengths += [b - 1, b, b + 1, b + 2] }
+        var seqs: [UInt64] = [0, UInt64.max, UInt64.max - 1]
+        var p: UInt64 = 1
+        for _ in 0..<19 { seqs += [p - 1, p, p + 1]; p &*= 10 }
+        for seq in seqs {
+            let fixed = "id: \(seq)\ndata: ".utf8.count + 2
+            // The 64 KiB lengths for one seq only (debug-build comparisons of 64 KiB arrays are slow).
+            for L in lengths where L > fixed && (L < 0xFFF0 || seq == 0) {
+                let json = String(repeating: "x", count: L - fixed)
+                let f = WireFrame.event(seq: seq, json: json)
+                let sse = "id: \(seq)\ndata: \(json)\n\n"
+                XCTAssertEqual(sse.utf8.count, L)
+                let want = Array((String(L, radix: 16) + "\r\n" + sse + "\r\n").utf8)
+                XCTAssertEqual(f.bytes, want, "seq \(seq) L \(L)")
+                XCTAssertEqual(f.count, want.count)
+                XCTAssertEqual(Array(f.bytes[f.body]), Array(sse.utf8))
+                XCTAssertEqual(f, WireFrame(text: sse))
+                XCTAssertNotEqual(f, WireFrame(text: sse.replacingOccurrences(of: "data", with: "datA")))
+                f.withUnsafeBytes { XCTAssertEqual(Array($0), want) }
+            }
+        }
+    }
 }

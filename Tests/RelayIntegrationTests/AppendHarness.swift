@@ -4,6 +4,7 @@ import RelayCore
 import RelayLoop
 import RelayRedis
 import RelayStreamLogic
+import RelayTestKit
 import XCTest
 
 /// A command channel in front of a real `RedisConnection` that can lose replies the

@@ -2,6 +2,7 @@ import Foundation
 import RelayCore
 import RelayRedis
 import RelayStreamLogic
+import RelayTestKit
 import XCTest
 
 /// Issue 14: the per-event append as plain pipelined commands (no script), against a
@@ -32,11 +33,11 @@ final class AppendTests: RelayTestCase {
     private func append(_ h: AppendHarness, _ a: LockedBox<StreamAppender?>, _ events: [(UInt64, StreamEvent)]) {
         h.run {
             for (seq, e) in events {
-                var text = "", final: String?
+                var text = "", final: StreamState?
                 switch e {
                 case .delta(let t): text = t
-                case .done: final = "done"
-                case .error: final = "failed"
+                case .done: final = .done
+                case .error: final = .failed
                 }
                 a.value!.append(seq: seq, json: e.json, text: text, finalState: final)
             }
@@ -244,7 +245,7 @@ final class AppendTests: RelayTestCase {
             ch.afterNextXADDReply = {
                 a.value!.append(seq: 2, json: StreamEvent.delta(" b").json, text: " b")
                 a.value!.append(seq: 3, json: StreamEvent.done(finishReason: "length", usage: Usage(promptTokens: 1, completionTokens: 2)).json,
-                                text: "", finalState: "done")
+                                text: "", finalState: .done)
             }
             a.value!.append(seq: 1, json: StreamEvent.delta("a").json, text: "a")
         }

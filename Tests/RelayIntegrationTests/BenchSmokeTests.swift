@@ -131,4 +131,34 @@ final class BenchSmokeTests: RelayTestCase {
         XCTAssertEqual(r["failed"] as? Int, 0, "\(r)")
         XCTAssertGreaterThan(r["appends_per_s"] as? Double ?? 0, 0)
     }
+
+    /// `slow-link --quick` against a relay that does not coalesce (`RELAY_COALESCE_BACKLOG=0`),
+    /// through a proxy that counts the bytes sent to each connection: the slow link shows
+    /// one event per token (151 with the done), the bench's `wire_bytes` is what the proxy
+    /// delivered to the slow connection (less at most the bytes still unread when the bench
+    /// closed it), and the reader was held to the token bucket's 4 KB/s: no more bytes than
+    /// its burst plus one tick's worth per 20 ms of the run.
+    func testSlowLinkWithoutCoalescingReportsOneEventPerTokenAndTheExactWireBytes() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "150", "RELAY_COALESCE_BACKLOG": "0",
+                                    "RELAY_MAX_STREAMS_PER_SESSION": "1000000", "RELAY_BUDGETS": "free=20000,pro=1000000000000"])
+        let proxy = try CountingProxy(target: relay.port)
+        defer { proxy.stop() }
+        let r = try BenchRun.run(["slow-link", "--quick", "--port", String(proxy.port)]).result("slow-link")
+        XCTAssertEqual(r["exact"] as? Bool, true, "\(r)")
+        XCTAssertEqual(r["fast_events"] as? Int, 151, "\(r)")
+        XCTAssertEqual(r["slow_events"] as? Int, 151, "no coalescing: one event per token on the slow link too: \(r)")
+        let wire = try XCTUnwrap(r["wire_bytes"] as? Int)
+        let fastWire = try XCTUnwrap(r["fast_wire_bytes"] as? Int)
+        let counted = proxy.downstream.value
+        print("slow-link without coalescing: bench \(wire) / \(fastWire) bytes, proxy \(counted), wall \(r["wall_s"] ?? "?") s")
+        let slowSent = try XCTUnwrap(counted.first)
+        XCTAssertLessThanOrEqual(wire, slowSent, "the bench cannot have read more than was sent")
+        XCTAssertLessThanOrEqual(slowSent - wire, 16, "at most the chunked terminator unread at close: bench \(wire), proxy \(slowSent)")
+        // The fast reader's (last, successful) connection.
+        XCTAssertTrue(counted.dropFirst().contains { $0 >= fastWire && $0 - fastWire <= 16 }, "fast: bench \(fastWire), proxy \(counted)")
+        // Token bucket: 81 bytes per 20 ms tick, burst 405.
+        let wall = try XCTUnwrap(r["wall_s"] as? Double)
+        XCTAssertLessThanOrEqual(Double(wire), 405 + 81 * (wall / 0.02 + 2), "read no faster than 4 KB/s: \(wire) bytes in \(wall) s")
+        XCTAssertGreaterThan(Double(wire) / wall, 2_000, "and not far slower either: \(wire) bytes in \(wall) s")
+    }
 }

@@ -2,6 +2,7 @@ import Foundation
 import RelayAuth
 import RelayCore
 import RelayStreamLogic
+import RelayTestKit
 import RelayTestSupport
 import XCTest
 
@@ -30,7 +31,7 @@ final class BudgetReservationTests: RelayTestCase {
         let big = try Chat.start(port: a.port, token: RelayProcess.token(sub: user), maxTokens: 3000).readAll()
         let last = try XCTUnwrap(big.last?.data)
         XCTAssertTrue(last.contains("\"finish_reason\":\"length\"") && last.contains("\"budget_limited\":true"), last)
-        guard case .done(_, let usage)? = try? StreamEvent(json: last) else { return XCTFail("done: \(last)") }
+        guard case .done(_, let usage, _)? = try? StreamEvent(json: last) else { return XCTFail("done: \(last)") }
         var l = try ledger(user)
         XCTAssertEqual(l.used, usage.totalTokens)
         XCTAssertEqual(l.reserved, 0)
@@ -63,7 +64,7 @@ final class BudgetReservationTests: RelayTestCase {
         XCTAssertGreaterThanOrEqual(admitted.count, 2, "some fit")
         var charged = 0
         for r in admitted {
-            guard case .done(_, let u)? = try? StreamEvent(json: r.events.last?.data ?? "") else { return XCTFail("each admitted answer reaches done") }
+            guard case .done(_, let u, _)? = try? StreamEvent(json: r.events.last?.data ?? "") else { return XCTFail("each admitted answer reaches done") }
             charged += u.totalTokens
         }
         l = try ledger(fresh)
@@ -98,7 +99,7 @@ final class BudgetReservationTests: RelayTestCase {
         XCTAssertEqual(during?["remaining"] as? Int, 20000 - promptEstimate - 300)
         XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "DELETE", path: "/api/chat/stream/\(c.header("X-Request-Id")!)", headers: auth).status, 202)
         let rest = try c.readAll()
-        guard case .done("cancelled", let u)? = try? StreamEvent(json: rest.last?.data ?? "") else { return XCTFail("cancelled") }
+        guard case .done("cancelled", let u, _)? = try? StreamEvent(json: rest.last?.data ?? "") else { return XCTFail("cancelled") }
         try eventually(5, "the cancel settled") { try ledger(user).reserved == 0 }
         XCTAssertEqual(try ledger(user).used, u.totalTokens, "a cancelled answer is charged what it generated")
     }
@@ -154,7 +155,7 @@ final class BudgetReservationTests: RelayTestCase {
         let last = try XCTUnwrap(events.last?.data)
         XCTAssertEqual(deltas(events), granted, "streamed up to the grant, not the upstream's \(3 * granted)")
         XCTAssertTrue(last.contains("\"finish_reason\":\"length\"") && last.contains("\"budget_limited\":true"), last)
-        guard case .done(_, let usage)? = try? StreamEvent(json: last) else { return XCTFail("done: \(last)") }
+        guard case .done(_, let usage, _)? = try? StreamEvent(json: last) else { return XCTFail("done: \(last)") }
         XCTAssertEqual(usage.completionTokens, granted)
         assertSequence(events)
         try eventually(5, "settled") { try ledger(user).reserved == 0 && ledger(user).used > 0 }
@@ -177,7 +178,7 @@ final class BudgetReservationTests: RelayTestCase {
         let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "30", "RELAY_ADMIN_KEY": Self.adminKey])
         // The simulated upstream's own prompt count, from a finished answer.
         let ref = try Chat.start(port: relay.port, token: RelayProcess.token(sub: "reference"), maxTokens: 1).readAll()
-        guard case .done(_, let refUsage)? = try? StreamEvent(json: ref.last?.data ?? "") else { return XCTFail("done") }
+        guard case .done(_, let refUsage, _)? = try? StreamEvent(json: ref.last?.data ?? "") else { return XCTFail("done") }
         let user = "rev-\(UUID().uuidString.prefix(8))", sid = "rev-\(UUID().uuidString.prefix(8))"
         let c = try Chat.start(port: relay.port, token: RelayProcess.token(sub: user, sid: sid), maxTokens: 500)
         let id = try XCTUnwrap(c.header("X-Request-Id"))

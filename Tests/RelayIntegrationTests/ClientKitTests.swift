@@ -50,7 +50,7 @@ final class ClientKitTests: RelayTestCase {
         let reference = Chat.text(referenceEvents)
         XCTAssertEqual(reference, referenceText(maxTokens: maxTokens), "the relay's uninterrupted text is the document's own")
         let deltaCount = referenceEvents.count - 1
-        guard case .done(let finishReason, _)? = try? StreamEvent(json: referenceEvents.last!.data) else {
+        guard case .done(let finishReason, _, _)? = try? StreamEvent(json: referenceEvents.last!.data) else {
             return XCTFail("reference ends with done")
         }
         let proxies = [try FlakyProxy(upstreamPort: relays[0].port), try FlakyProxy(upstreamPort: relays[1].port)]
@@ -109,7 +109,7 @@ final class ClientKitTests: RelayTestCase {
                 XCTFail("\(context): \(error)")
                 continue
             }
-            XCTAssertEqual(out.completion, .finished(finishReason: finishReason), context)
+            XCTAssertEqual(out.completion, .finished(finishReason: finishReason.rawValue), context)
             XCTAssertEqual(out.text, reference, "\(context): text byte-identical to an uninterrupted run")
             XCTAssertEqual(Array(out.text.utf8), Array(reference.utf8), context)
             XCTAssertGreaterThanOrEqual(out.telemetry?.reconnections ?? 0, 1, "\(context): telemetry counts the reconnection")
@@ -582,9 +582,9 @@ final class ClientKitTests: RelayTestCase {
         let foregroundAt = Box<Int64?>(nil)
         let early = Box<[ChatUpdate]>([])
         Task {
-            // The scenario itself: 90 s of clock time in the background.
-            // (A clock condition, not a fixed sleep: it ends when the fast clock has moved.)
-            while clock.nowMs() - backgroundAt < 90_000 { try await Task.sleep(nanoseconds: 10_000_000) }
+            // The scenario itself: 90 s of clock time in the background (a clock
+            // condition: it ends when the fast clock has moved; `collect` has the deadline).
+            guard await pollUntil(timeout: 30, every: 0.01, { clock.nowMs() - backgroundAt >= 90_000 }) else { return }
             foregroundAt.value = clock.nowMs()
             stream.enterForeground()
         }
@@ -659,8 +659,7 @@ final class ClientKitTests: RelayTestCase {
         }
         err.fileHandleForReading.readabilityHandler = { h in let d = h.availableData; stderr.mutate { $0.append(d) } }
         try p.run()
-        let deadline = Date().addingTimeInterval(30)
-        while p.isRunning && Date() < deadline { usleep(20_000) }
+        pollUntil(timeout: 30) { !p.isRunning }
         if p.isRunning { p.terminate() }
         p.waitUntilExit()
         out.fileHandleForReading.readabilityHandler = nil
@@ -716,27 +715,20 @@ final class ClientKitTests: RelayTestCase {
     func collect(_ stream: RelayStream, timeout: Double = 20,
                  _ onUpdate: @escaping @Sendable (ChatUpdate) -> Void = { _ in }) async throws -> Outcome {
         let result = Box<Outcome?>(nil)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                var o = Outcome()
-                for await u in stream {
-                    onUpdate(u)
-                    o.updates.append(u)
-                }
-                result.value = o
+        let reader = Task {
+            var o = Outcome()
+            for await u in stream {
+                onUpdate(u)
+                o.updates.append(u)
             }
-            group.addTask {
-                try await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
-                throw TestFailure("stream \(stream.requestId) did not end within \(timeout) s")
-            }
-            do {
-                _ = try await group.next()
-                group.cancelAll()
-            } catch {
-                group.cancelAll()
-                stream.stop()
-                throw error
-            }
+            result.value = o
+        }
+        do {
+            try await eventually(timeout, "stream \(stream.requestId) to end", every: 0.01) { result.value != nil }
+        } catch {
+            stream.stop()
+            reader.cancel()
+            throw error
         }
         let o = try XCTUnwrap(result.value)
         // The sequence ends with the completion, then the telemetry record.
@@ -760,6 +752,8 @@ struct FastClock: RelayClock {
     func nowMs() -> Int64 { SystemClock().nowMs() * factor }
     func sleep(ms: Int64) async throws {
         guard ms > 0 else { return }
+        // The client's own wait (a backoff, a render interval), `factor` times shorter:
+        // the clock it paces itself with, not a test's wait.
         try await SystemClock().sleep(ms: max(1, ms / factor))
     }
 }

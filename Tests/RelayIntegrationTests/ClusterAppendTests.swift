@@ -4,6 +4,7 @@ import RelayCore
 import RelayLoop
 import RelayRedis
 import RelayStreamLogic
+import RelayTestKit
 import RelayTestSupport
 import XCTest
 
@@ -115,7 +116,7 @@ final class ClusterAppendTests: RedisClusterTestCase {
         XCTAssertGreaterThanOrEqual(moved, 3, "the stream's keys were moved one by one")
         try eventually(20, "every delta queued") { sent.value == total }
         let doneJSON = StreamEvent.done(finishReason: "stop", usage: Usage(promptTokens: 1, completionTokens: total)).json
-        h.run { appender.value!.append(seq: UInt64(total + 1), json: doneJSON, text: "", finalState: "done") }
+        h.run { appender.value!.append(seq: UInt64(total + 1), json: doneJSON, text: "", finalState: .done) }
         try eventually(20, "the appender to drain after the final event") {
             failure.value != nil || (drained.value > 0 && acknowledged.value.last == UInt64(total + 1))
         }

@@ -2,6 +2,7 @@ import Foundation
 import RelayAuth
 import RelayCore
 import RelayStreamLogic
+import RelayTestKit
 import RelayTestSupport
 import XCTest
 
@@ -151,7 +152,7 @@ final class ClusterTests: RedisClusterTestCase {
             XCTAssertEqual(try HTTPClient.request(port: a.port, method: "DELETE", path: "/api/chat/stream/\(id)",
                                                   headers: [("Authorization", "Bearer \(token)")]).status, 202)
             let rest = try c.readAll(timeout: 10)
-            guard case .done("cancelled", _)? = try? StreamEvent(json: rest.last?.data ?? "") else {
+            guard case .done("cancelled", _, _)? = try? StreamEvent(json: rest.last?.data ?? "") else {
                 return XCTFail("try \(i): stopped on the other relay ends with done(cancelled), got \(rest.last?.data ?? "nothing")")
             }
         }

@@ -8,7 +8,7 @@ import RelayUpstream
 import XCTest
 @testable import RelayServer
 
-/// Issue 14: a generation, its appender and its upstream refer to each other strongly (no
+/// A generation, its appender and its upstream refer to each other strongly (no
 /// `weak`, so none of them gets a refcount side table); `Generation.teardown` breaks the
 /// cycles on every ending. Each test runs a real `Generation` on an `AppendHarness` loop
 /// (a real `redis-server`) with a test host, ends it one way, and then requires weak
@@ -55,8 +55,19 @@ final class GenerationLifetimeTests: RelayTestCase {
         weak var generation: Generation?
         weak var appender: StreamAppender?
         weak var upstream: AnyObject?
-        /// Whether all three are gone, as last read on the loop.
-        let allFreed = LockedBox(false)
+        /// Which of the three were still alive when last read on the loop (nil before).
+        let alive = LockedBox<[String]?>(nil)
+
+        /// Reads, on `h`'s loop, which of the three are still alive (into `alive`).
+        func read(on h: AppendHarness) {
+            h.run {
+                var names: [String] = []
+                if self.generation != nil { names.append("generation") }
+                if self.appender != nil { names.append("appender") }
+                if self.upstream != nil { names.append("upstream") }
+                self.alive.value = names
+            }
+        }
     }
 
     /// Emits `deltas` deltas, one per loop turn, then `error`; follows the `Upstream`
@@ -127,27 +138,6 @@ final class GenerationLifetimeTests: RelayTestCase {
         return (host, probes, id)
     }
 
-    /// Waits until the probes read nil on the loop.
-    private func assertFreed(_ h: AppendHarness, _ p: Probes, _ what: String,
-                             file: StaticString = #filePath, line: UInt = #line) throws {
-        let until = Date().addingTimeInterval(5)
-        while Date() < until {
-            h.run { p.allFreed.value = p.generation == nil && p.appender == nil && p.upstream == nil }
-            usleep(20_000)
-            if p.allFreed.value { return }
-        }
-        let alive = LockedBox<[String]?>(nil)
-        h.run {
-            var names: [String] = []
-            if p.generation != nil { names.append("generation") }
-            if p.appender != nil { names.append("appender") }
-            if p.upstream != nil { names.append("upstream") }
-            alive.value = names
-        }
-        try eventually(5, "the probes read") { alive.value != nil }
-        XCTFail("\(what): still alive after the generation ended: \(alive.value ?? [])", file: file, line: line)
-    }
-
     private func simulated(count: Int, rate: Double = 2_000) -> @Sendable (EventLoop) -> Upstream {
         { loop in
             SimulatedUpstream(count: count, finishReason: "stop", promptTokens: 1, tokensPerSecond: rate, loop: loop) { "t\($0) " }
@@ -160,7 +150,7 @@ final class GenerationLifetimeTests: RelayTestCase {
         try eventually(10, "the generation to end") { host.ended.value == 1 }
         XCTAssertEqual(host.acknowledged.value, 41, "every delta and the done were acknowledged")
         XCTAssertEqual(host.settled.value.count, 1)
-        try assertFreed(h, probes, "done")
+        try assertGenerationFreed(h, probes, "done")
     }
 
     func testACancelledGenerationIsFreed() throws {
@@ -169,7 +159,7 @@ final class GenerationLifetimeTests: RelayTestCase {
         try eventually(10, "some events acknowledged") { host.acknowledged.value >= 5 }
         h.run { probes.generation?.cancel() }
         try eventually(10, "the generation to end") { host.ended.value == 1 }
-        try assertFreed(h, probes, "cancel")
+        try assertGenerationFreed(h, probes, "cancel")
     }
 
     func testAGenerationAbortedBeforeItsUpstreamStartedIsFreed() throws {
@@ -179,7 +169,7 @@ final class GenerationLifetimeTests: RelayTestCase {
         }
         try eventually(10, "the generation to end") { host.ended.value == 1 }
         XCTAssertEqual(host.settled.value, [0], "nothing was generated")
-        try assertFreed(h, probes, "abort before start")
+        try assertGenerationFreed(h, probes, "abort before start")
     }
 
     func testAGenerationAbortedMidStreamIsFreed() throws {
@@ -188,7 +178,7 @@ final class GenerationLifetimeTests: RelayTestCase {
         try eventually(10, "some events acknowledged") { host.acknowledged.value >= 5 }
         h.run { probes.generation?.abort(APIError(.upstreamLost, "revoked (test)")) }
         try eventually(10, "the generation to end") { host.ended.value == 1 }
-        try assertFreed(h, probes, "abort mid-stream")
+        try assertGenerationFreed(h, probes, "abort mid-stream")
     }
 
     func testAGenerationStoppedAtItsGrantIsFreed() throws {
@@ -196,7 +186,7 @@ final class GenerationLifetimeTests: RelayTestCase {
         let (host, probes, _) = try run(h, maxTokens: 7, makeUpstream: simulated(count: 100_000)) { $0.start() }
         try eventually(10, "the generation to end") { host.ended.value == 1 }
         XCTAssertEqual(host.acknowledged.value, 8, "7 deltas and the done")
-        try assertFreed(h, probes, "stopped at the grant")
+        try assertGenerationFreed(h, probes, "stopped at the grant")
     }
 
     func testAGenerationWhoseUpstreamFailsIsFreed() throws {
@@ -205,7 +195,7 @@ final class GenerationLifetimeTests: RelayTestCase {
         try eventually(10, "the generation to end") { host.ended.value == 1 }
         XCTAssertEqual(host.upstreamErrors.value, 1)
         XCTAssertEqual(host.acknowledged.value, 6, "5 deltas and the error")
-        try assertFreed(h, probes, "upstream error")
+        try assertGenerationFreed(h, probes, "upstream error")
     }
 
     /// The stream's key is deleted mid-run: an `XADD … NOMKSTREAM` fails for good, the
@@ -218,7 +208,7 @@ final class GenerationLifetimeTests: RelayTestCase {
         _ = try redis.cli("DEL", StreamKeys(id).events)
         try eventually(10, "the generation to end") { host.ended.value == 1 }
         XCTAssertEqual(host.settled.value.count, 1, "settled once")
-        try assertFreed(h, probes, "append failure")
+        try assertGenerationFreed(h, probes, "append failure")
     }
 
     /// What a worker stop does (`StreamHub.stop`): a running generation is torn down.
@@ -227,10 +217,11 @@ final class GenerationLifetimeTests: RelayTestCase {
         let (host, probes, _) = try run(h, makeUpstream: simulated(count: 100_000, rate: 500)) { $0.start() }
         try eventually(10, "some events acknowledged") { host.acknowledged.value >= 3 }
         h.run { host.stop() }
-        try assertFreed(h, probes, "worker stop")
+        try assertGenerationFreed(h, probes, "worker stop")
         let before = host.acknowledged.value
-        usleep(100_000)
-        XCTAssertEqual(host.acknowledged.value, before, "nothing is delivered after the teardown")
+        try consistently(for: 0.3, "nothing acknowledged after the teardown (\(host.acknowledged.value - before) more)") {
+            host.acknowledged.value == before
+        }
     }
 
     /// An appender closed with `XADD`s in flight: their replies are ignored (nothing more is
@@ -259,7 +250,7 @@ final class GenerationLifetimeTests: RelayTestCase {
                 }
             }
             try eventually(5, "the appender created") { created.value }
-            try assertFreed(h, probes, closeConnection ? "appender, connection closed" : "appender, replies in")
+            try assertGenerationFreed(h, probes, closeConnection ? "appender, connection closed" : "appender, replies in")
             XCTAssertEqual(acked.value, 0, "nothing acknowledged after close")
             if !closeConnection {
                 let stored = Int(try redis.cli("XLEN", StreamKeys(id).events)) ?? -1
@@ -271,6 +262,20 @@ final class GenerationLifetimeTests: RelayTestCase {
 }
 
 extension RelayTestCase {
+    /// Waits (5 s) until the generation, its appender and its upstream behind `p` are
+    /// freed, as read on `h`'s loop; fails naming the ones still alive.
+    func assertGenerationFreed(_ h: AppendHarness, _ p: GenerationLifetimeTests.Probes, _ what: String,
+                               file: StaticString = #filePath, line: UInt = #line) throws {
+        p.alive.value = nil
+        p.read(on: h)
+        try eventually(5, "\(what): freed after the generation ended (still alive: \(p.alive.value ?? ["not read"]))",
+                       file: file, line: line) {
+            if p.alive.value == [] { return true }
+            p.read(on: h)   // look again at the next poll
+            return false
+        }
+    }
+
     /// On `h`'s loop: creates stream `id` (`EventLog.create`), then a `Generation` of it
     /// with the upstream `makeUpstream` builds and `host` as its host, granted `maxTokens`
     /// completion tokens; `created` gets the generation and its upstream in the same loop

@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestKit
 import XCTest
 import RelayCore
 import RelayTestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import RelayAuth
 import RelayCore
+import RelayTestKit
 import RelayTestSupport
 import XCTest
 

@@ -1,6 +1,9 @@
 import Foundation
+import RelayAuth
 import RelayCore
 import RelayRedis
+import RelayStreamLogic
+import RelayTestKit
 import RelayTestSupport
 import XCTest
 
@@ -140,5 +143,95 @@ final class LosslessResumeTests: RelayTestCase {
         }
         print("Redis memory per finished 3,000-token stream: lossless on \(usage["on"]!) bytes, off \(usage["off"]!) bytes")
         XCTAssertGreaterThan(usage["on"]!, usage["off"]!)
+    }
+
+    /// The catch-up counter (`relay_catch_up_merged_total`): a finished stream
+    /// resumed from many positions behind the retained window; each catch-up standing
+    /// for events k+1 … (first retained − 1) counts (first retained − 1 − k) − 1, a
+    /// catch-up of one event counts 0, a resume inside the window counts nothing.
+    func testCatchUpCounterIsTheSumOfKMinusOneOverResumes() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50000", "RELAY_BUFFER_EVENTS": "60",
+                                    "RELAY_WORKERS": "2"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 700).readAll()
+        let n = all.count
+        XCTAssertEqual(n, 701)
+        XCTAssertEqual(try metric(relay, "relay_catch_up_merged_total"), 0, "nothing caught up yet")
+        let retained = Int(try redis.cli("XLEN", streamKey(id, "events"))) ?? 0
+        XCTAssertGreaterThan(retained, 0)
+        let firstRetained = n - retained + 1
+        let reference = Chat.text(all)
+        var expected = 0
+        for k in [0, 1, 2, firstRetained - 3, firstRetained - 2, firstRetained - 1, firstRetained, n - 1, n, 317] {
+            let rest = try Chat.resume(port: relay.port, token: token, requestID: id, lastEventID: String(k)).readAll()
+            XCTAssertEqual(Chat.text(Array(all.prefix(k))) + Chat.text(rest), reference, "resume from \(k)")
+            if k < firstRetained - 1 {
+                XCTAssertEqual(rest.first?.lastEventId, String(firstRetained - 1), "resume from \(k): one catch-up delta")
+                expected += (firstRetained - 1 - k) - 1
+            }
+            try eventually(5, "the counter after the resume from \(k)") {
+                try metric(relay, "relay_catch_up_merged_total") == Double(expected)
+            }
+        }
+        XCTAssertEqual(try metric(relay, "relay_catch_up_merged_total"), Double(expected))
+        XCTAssertEqual(try metric(relay, "relay_deltas_merged_total"), 0, "no slow-link merge counted")
+    }
+
+    /// End to end on a Redis Cluster: relays with a 40-event window; the
+    /// stream's slot migrates key by key while it is generated (text writes in flight:
+    /// ASK / MOVED resends of the binary offsets); then the finished stream is resumed on
+    /// the other relay from every position, most of them behind the window (a lossless
+    /// catch-up reading the migrated offsets): every resume's text completes the answer
+    /// byte for byte, and the catch-up counter is the sum of k - 1 over the catch-ups.
+    func testResumesBehindTheWindowAfterASlotMigrationOnAClusterAreExact() throws {
+        let cluster = try RedisCluster(primaries: 3)
+        defer { cluster.stop() }
+        func relay(_ rate: String) throws -> RelayProcess {
+            let r = try RelayProcess(redisURL: cluster.url, env: ["RELAY_SIMULATED_TOKENS_PER_SECOND": rate, "RELAY_BUFFER_EVENTS": "40",
+                                                                  "RELAY_COALESCE_BACKLOG": "0"])
+            addTeardownBlock { r.kill9() }
+            return r
+        }
+        let a = try relay("150"), b = try relay("150")
+        let maxTokens = 300
+        let reference = referenceText(maxTokens: maxTokens)
+        let sub = "migrating-cluster-user"
+        let token = RelayProcess.token(sub: sub)
+        let id = Chat.newID()
+        let key = { (part: String) in "relay:{\(OwnerHash.of(sub)):\(id)}:\(part)" }
+        let slot = HashSlot.of(key("meta"))
+        let from = try cluster.primaryPort(forSlot: slot)
+        let to = try XCTUnwrap(try cluster.primaries(askingPort: from).keys.first { $0 != from })
+        let c = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: maxTokens)
+        var events: [SSEMessage] = []
+        while events.count < 60, let e = try c.nextEvent() { events.append(e) }
+        let moved = try cluster.migrate(slot: slot, to: to, pauseMs: 200)
+        XCTAssertGreaterThanOrEqual(moved, 3, "the stream's keys were migrated one by one")
+        let midway = events.count
+        events += try c.readAll(timeout: 30)
+        XCTAssertLessThan(midway, events.count - 40, "the stream ran on well past the migration")
+        XCTAssertEqual(Chat.text(events), reference, "the live answer")
+        let n = events.count
+        XCTAssertEqual(n, maxTokens + 1)
+        XCTAssertEqual(try cluster.primaryPort(forSlot: slot), to)
+        let retained = Int(try cluster.cli(to, ["XLEN", key("events")])) ?? 0
+        XCTAssertTrue((1...40).contains(retained), "retained \(retained)")
+        let firstRetained = n - retained + 1
+        let before = try metric(b, "relay_catch_up_merged_total") ?? -1
+        var expected = before
+        var wrong: [Int] = []
+        for k in 0...n {
+            let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: String(k)).readAll()
+            if Chat.text(Array(events.prefix(k))) + Chat.text(rest) != reference { wrong.append(k) }
+            if k < firstRetained - 1 {
+                if rest.first?.lastEventId != String(firstRetained - 1) { wrong.append(-k) }
+                expected += Double((firstRetained - 1 - k) - 1)
+            }
+        }
+        XCTAssertEqual(wrong, [], "resumes whose text or catch-up delta is wrong (negative: the catch-up's id)")
+        try eventually(5, "the catch-up counter") { try metric(b, "relay_catch_up_merged_total") == expected }
+        XCTAssertEqual(try metric(b, "relay_catch_up_merged_total"), expected)
+        print("lossless resume after a slot migration: \(moved) keys moved, first retained \(firstRetained), catch-up merged \(expected)")
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import RelayConfiguration
 import RelayLoop
 import RelayRedis
+import RelayTestKit
 import XCTest
 
 /// Issue 20: pub/sub idle unsubscribe against a real `redis-server` — `PubSub` on its own

@@ -134,4 +134,52 @@ final class RESPCommandTests: XCTestCase {
         XCTAssertEqual(c.capacity, grown, "a buffer under the retain limit is kept")
         XCTAssertEqual(text(c), "*1\r\n$4\r\nPING\r\n")
     }
+
+    /// `RESPCommand`'s retain limit: a buffer grown past it goes back to its
+    /// initial size at the next `start` (and only then: the huge command's bytes stay
+    /// valid until it); one grown to exactly the limit is kept; `encoded` outlives the
+    /// shrink; a command larger than the initial capacity given at `init` never shrinks
+    /// below it.
+    func testTheReusedBufferShrinksBackAfterAHugeCommand() throws {
+        let c = RESPCommand()
+        let initial = c.capacity
+        c.start(argumentCount: 2)
+        c.add(constant: "SET")
+        let huge = binaryValue(1, 3_000_000)
+        c.add(huge)
+        XCTAssertGreaterThan(c.capacity, RESPCommand.retainLimit)
+        let kept = c.encoded
+        XCTAssertEqual(c.arguments().last?.utf8.count, 3_000_000, "the huge command is intact until the next start")
+        c.start(argumentCount: 1)
+        c.add(constant: "PING")
+        XCTAssertEqual(c.capacity, initial, "given back at the next start")
+        XCTAssertEqual(c.arguments(), ["PING"])
+        XCTAssertEqual(kept.count, 4 + 9 + 10 + 3_000_000 + 2, "encoded kept its bytes")
+        XCTAssertTrue(kept.suffix(2) == [13, 10])
+        // Grown to exactly the limit: kept (not past it).
+        c.start(argumentCount: 1)
+        c.add(binaryValue(2, RESPCommand.retainLimit / 2 + 100))
+        XCTAssertEqual(c.capacity, RESPCommand.retainLimit)
+        c.start(argumentCount: 1)
+        XCTAssertEqual(c.capacity, RESPCommand.retainLimit, "a buffer at the limit is kept")
+        // A large initial capacity is the floor.
+        let big = RESPCommand(capacity: 200_000)
+        big.start(argumentCount: 1)
+        big.add(binaryValue(3, 1_000_000))
+        big.start(argumentCount: 1)
+        XCTAssertEqual(big.capacity, 200_000)
+    }
+}
+
+/// Sizes across `RESPCommand`'s retain limit (64 KiB) and its initial 1 KiB.
+let sizesAcrossTheRetainLimit = [3, 70_000, 0, 2_000_000, 17, RESPCommand.retainLimit - 40, 1, RESPCommand.retainLimit + 1, 1023, 5]
+
+/// Value `i` of `size` bytes for commands across the retain limit: binary (CR LF, NUL,
+/// RESP markers, é), distinct per `i`.
+func binaryValue(_ i: Int, _ size: Int) -> String {
+    let unit = "\r\n\u{0}é\(i)*$"
+    var s = String(repeating: unit, count: size / max(1, unit.utf8.count) + 1)
+    while s.utf8.count > size { s.removeLast() }
+    while s.utf8.count < size { s += "z" }
+    return s
 }

@@ -16,14 +16,4 @@ class RedisClusterTestCase: XCTestCase {
         cluster = nil
     }
 
-    /// Polls `condition` every 20 ms for up to `timeout` seconds.
-    /// - Throws: `TestFailure("timed out waiting for <what>")`, which ends the test.
-    func eventually(_ timeout: Double, _ what: String, _ condition: () throws -> Bool) throws {
-        let until = Date().addingTimeInterval(timeout)
-        while Date() < until {
-            if try condition() { return }
-            usleep(20_000)
-        }
-        throw TestFailure("timed out waiting for \(what)")
-    }
 }

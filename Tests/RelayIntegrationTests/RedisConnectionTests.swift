@@ -3,15 +3,25 @@ import RelayConfiguration
 import RelayCore
 import RelayLoop
 import RelayRedis
+import RelayTestKit
 import RelayTestSupport
 import XCTest
 
-/// `RedisConnection`'s reply path against a real `redis-server` (issue 14): handlers in a
-/// FIFO instead of a box per command must still get exactly their own reply, in send
-/// order, with commands sent without a handler in between; every handler still waiting
-/// when the connection drops, is closed, or is closed from inside another handler gets
-/// `DISCONNECTED …` exactly once; `send(_:view:)` reads errors and nulls in place.
+/// `RedisConnection`'s reply path against a real `redis-server`: handlers in a FIFO
+/// instead of a box per command must still get exactly their own reply, in send order,
+/// with commands sent without a handler in between; every handler still waiting when the
+/// connection drops, is closed, or is closed from inside another handler gets
+/// `DISCONNECTED …` exactly once; `send(_:view:)` reads errors and nulls in place; the
+/// connection's reused `RESPCommand` buffer stays sound across sends from inside reply
+/// and failure handlers.
 final class RedisConnectionTests: RelayTestCase {
+    /// hiredis writes with write(2): a peer that is gone raises SIGPIPE (the relay
+    /// ignores it in `serve`; the test process must too).
+    override class func setUp() {
+        super.setUp()
+        signal(SIGPIPE, SIG_IGN)
+    }
+
     /// A `RedisConnection` on its own loop thread; everything runs on the loop.
     final class Harness: @unchecked Sendable {
         let loop: EventLoop
@@ -48,8 +58,8 @@ final class RedisConnectionTests: RelayTestCase {
             nonisolated(unsafe) let c = connection
             let lp = loop
             loop.post { c.close(); lp.stop() }
-            let until = Date().addingTimeInterval(5)
-            while !thread.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
+            let t = thread
+            pollUntil(timeout: 5) { t.isFinished }
         }
     }
 
@@ -159,7 +169,7 @@ final class RedisConnectionTests: RelayTestCase {
         XCTAssertEqual(got.value[2], "a\r\n\u{0}b " + String(repeating: "é", count: 100))
     }
 
-    /// Red team (issue 14): one `RESPCommand` reused from inside reply handlers. Each
+    /// One `RESPCommand` reused from inside reply handlers. Each
     /// `SET`'s handler (run from hiredis' read callback while later commands written from
     /// the same buffer are still queued) writes and sends a follow-up `APPEND` through
     /// that buffer; after `close()`, handlers failed synchronously inside `send` do the
@@ -261,8 +271,7 @@ final class RedisConnectionTests: RelayTestCase {
         h.run { c in c.send(["ECHO", "back"]) { r in after.value = Self.text(r) } }
         try eventually(10, "a reply after the reconnection") { after.value != nil }
         XCTAssertEqual(after.value, "back")
-        usleep(200_000)   // nothing more may arrive: no handler is called twice
-        XCTAssertEqual(replies.count, 51)
+        try consistently(for: 0.2, "no handler called twice (\(replies.count) replies, 51 handlers)") { replies.count == 51 }
     }
 
     /// `close()` with commands in flight, and `close()` called from inside a handler
@@ -303,7 +312,7 @@ final class RedisConnectionTests: RelayTestCase {
             }
             try eventually(10, "every handler (close inside: \(closeInside))") { replies.count == 41 }
             try eventually(5, "the send after close to fail") { sentAfter.value != nil }
-            usleep(200_000)   // nothing more may arrive: no handler is called twice
+            try consistently(for: 0.2, "no handler called twice (\(replies.count) replies, 41 handlers)") { replies.count == 41 }
             let got = replies.got.value
             XCTAssertEqual(got[-1], [closeInside ? "first" : "error:DISCONNECTED connection to Redis closed"])
             for i in 0..<40 {
@@ -395,5 +404,93 @@ final class RedisConnectionTests: RelayTestCase {
         }
         try eventually(10, "both reads") { got.value.count == 3 }
         XCTAssertEqual(got.value, ["OK", "db3:in-3", "db0:null"])
+    }
+
+    /// Commands sent from inside reply handlers (nested sends), each of a size
+    /// on the other side of the retain limit, and each handler checking the previous
+    /// value with a `GET` sent from inside it: every value stored and read back exact.
+    func testNestedSendsFromReplyHandlersAcrossTheRetainLimitStoreEachValueExact() throws {
+        let h = try harness()
+        let prefix = "relay:test:nested:" + UUID().uuidString + ":"
+        let sizes = sizesAcrossTheRetainLimit
+        let mismatches = LockedBox<[String]>([])
+        let finished = LockedBox(false)
+        h.run { c in
+            nonisolated(unsafe) let c = c
+            func step(_ i: Int) {
+                guard i < sizes.count else { return finished.value = true }
+                let v = binaryValue(i, sizes[i])
+                c.send(["SET", prefix + "\(i)", v]) { r in
+                    if r.errorMessage != nil { mismatches.mutate { $0.append("SET \(i): \(r)") } }
+                    // From inside this handler: read it back, and start the next (bigger or smaller) one.
+                    c.send(["GET", prefix + "\(i)"]) { g in
+                        if case .bulk(let b) = g, b == Array(v.utf8) {} else {
+                            mismatches.mutate { $0.append("GET \(i): \(String(describing: g).prefix(80))") }
+                        }
+                    }
+                    step(i + 1)
+                }
+            }
+            step(0)
+        }
+        try eventually(30, "the nested chain") { finished.value }
+        // Every value once more, pipelined after the chain.
+        let got = LockedBox<[Int: [UInt8]]>([:])
+        h.run { c in
+            for i in 0..<sizes.count {
+                c.send(["GET", prefix + "\(i)"]) { r in
+                    if case .bulk(let b) = r { got.mutate { $0[i] = b } } else { got.mutate { $0[i] = [] } }
+                }
+            }
+        }
+        try eventually(30, "the read-back") { got.value.count == sizes.count }
+        XCTAssertEqual(mismatches.value, [])
+        for i in 0..<sizes.count {
+            XCTAssertTrue(got.value[i] == Array(binaryValue(i, sizes[i]).utf8), "value \(i) (\(sizes[i]) bytes)")
+        }
+    }
+
+    /// Failure handlers that send again while the connection is being lost
+    /// (`CLIENT KILL` with commands in flight): each gets `DISCONNECTED` once, the
+    /// nested sends fail at once (no context) or go out after the reconnect, and the
+    /// buffer is sound afterwards (a large then a small value round-trip exact).
+    func testSendsFromFailureHandlersWhileTheConnectionIsLostLeaveTheBufferSound() throws {
+        let h = try harness()
+        let calls = RedisConnectionFailureTests.Calls()
+        let nested = LockedBox(0)
+        h.run { c in
+            nonisolated(unsafe) let c = c
+            c.send(["BLPOP", "relay:test:never", "30"], calls.handler(0))
+            for i in 1..<20 {
+                let v = binaryValue(i, sizesAcrossTheRetainLimit[i % sizesAcrossTheRetainLimit.count])
+                c.send(["ECHO", v]) { r in
+                    calls.record(i, r.errorMessage.map { "error:" + $0 } ?? "ok")
+                    // Send again from inside the failure, big and small.
+                    c.send(["SET", "relay:test:fail:\(i)", binaryValue(i + 100, 200_000)]) { _ in nested.mutate { $0 += 1 } }
+                    c.send(["ECHO", "x"]) { _ in nested.mutate { $0 += 1 } }
+                }
+            }
+        }
+        try eventually(5, "in flight") { (try? self.redis.cli("CLIENT", "LIST"))?.contains("cmd=blpop") == true }
+        _ = try redis.cli("CLIENT", "KILL", "TYPE", "normal")
+        try eventually(10, "every handler") { calls.count >= 20 }
+        try eventually(10, "every nested handler") { nested.value >= 38 }
+        XCTAssertEqual(calls.count, 20)
+        for i in 0..<20 {
+            XCTAssertEqual(calls.got.value[i]?.count, 1, "handler \(i) once")
+            XCTAssertTrue(calls.got.value[i]?.first?.hasPrefix("error:DISCONNECTED") == true, "handler \(i): \(calls.got.value[i] ?? [])")
+        }
+        try eventually(10, "reconnected") { h.connects.value >= 2 }
+        let big = binaryValue(7, 1_500_000), small = binaryValue(8, 9)
+        let got = LockedBox<[[UInt8]]>([])
+        h.run { c in
+            c.send(["SET", "relay:test:after:big", big], nil)
+            c.send(["SET", "relay:test:after:small", small], nil)
+            c.send(["GET", "relay:test:after:big"]) { r in if case .bulk(let b) = r { got.mutate { $0.append(b) } } else { got.mutate { $0.append([]) } } }
+            c.send(["GET", "relay:test:after:small"]) { r in if case .bulk(let b) = r { got.mutate { $0.append(b) } } else { got.mutate { $0.append([]) } } }
+        }
+        try eventually(10, "the read-back") { got.value.count == 2 }
+        XCTAssertTrue(got.value[0] == Array(big.utf8), "the large value after the loss")
+        XCTAssertTrue(got.value[1] == Array(small.utf8), "the small value after the loss")
     }
 }

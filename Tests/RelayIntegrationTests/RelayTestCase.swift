@@ -3,6 +3,7 @@ import RelayAuth
 import RelayCore
 import RelayRedis
 import RelayTestSupport
+import RelayTestKit
 import RelayUpstream
 import XCTest
 
@@ -23,8 +24,8 @@ class RelayTestCase: XCTestCase {
         redis = nil
     }
 
-    /// The Redis key `relay:{<ownerHash>:<id>}:<part>` of a stream of user `sub`
-    /// (issue 12: stream keys are namespaced by a hash of the owner).
+    /// The Redis key `relay:{<ownerHash>:<id>}:<part>` of a stream of user `sub` (stream
+    /// keys are namespaced by a hash of the owner, docs/DATA_MODEL.md).
     func streamKey(_ id: String, _ part: String, sub: String = "alice") -> String {
         "relay:{\(OwnerHash.of(sub)):\(id)}:\(part)"
     }
@@ -52,7 +53,8 @@ class RelayTestCase: XCTestCase {
     /// The answer the simulated upstream must produce for `model` and `maxTokens`, built
     /// independently of the relay: the simulated document's own tokens, the first
     /// `maxTokens` of them, joined. (Comparing the relay with another run of itself
-    /// would let a consistent corruption — escaping, dropped scalars — pass; issue 20.)
+    /// would let a consistent corruption — escaping, dropped scalars — pass;
+    /// docs/TESTING.md "It can fail where it matters".)
     func referenceText(model: String = "simulated", maxTokens: Int? = nil) -> String {
         guard let doc = SimulatedDocuments.document(forModel: model) else {
             XCTFail("no simulated document for \(model)"); return ""
@@ -104,13 +106,25 @@ class RelayTestCase: XCTestCase {
         }
     }
 
-    /// Polls `condition` every 20 ms for up to `timeout` seconds.
-    func eventually(_ timeout: Double = 10, _ what: String, _ condition: () throws -> Bool) throws {
-        let until = Date().addingTimeInterval(timeout)
-        while Date() < until {
-            if try condition() { return }
-            usleep(20_000)
+    /// Whether `m` is a terminal event (`done` or `error`).
+    func isTerminal(_ m: SSEMessage) -> Bool {
+        guard let e = try? StreamEvent(json: m.data) else { return false }
+        switch e {
+        case .delta: return false
+        case .done, .error: return true
         }
-        XCTFail("timed out waiting for \(what)")
+    }
+
+    /// The seqs of stream `id`'s stored entries (`XRANGE` of its event log), in order.
+    func storedSeqs(_ id: String, sub: String = "alice") throws -> [UInt64] {
+        try redis.cli("XRANGE", streamKey(id, "events", sub: sub), "-", "+").split(separator: "\n")
+            .compactMap { l in l.hasSuffix("-0") ? EventLog.seq(ofEntryID: String(l)) : nil }
+    }
+
+    /// The process id of this test's `redis-server` (`INFO server`), -1 if unreadable.
+    func redisPID() throws -> pid_t {
+        let info = try redis.cli("INFO", "server")
+        let line = info.split(whereSeparator: \.isNewline).first { $0.hasPrefix("process_id:") } ?? ""
+        return pid_t(line.dropFirst("process_id:".count).trimmingCharacters(in: .whitespaces)) ?? -1
     }
 }

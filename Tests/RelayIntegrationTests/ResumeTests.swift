@@ -147,4 +147,34 @@ final class ResumeTests: RelayTestCase {
         XCTAssertEqual(r.status, 404)
         XCTAssertEqual(try redis.cli("EXISTS", streamKey(unknown, "meta")), "0")
     }
+
+    /// On one relay with two workers, short answers are cancelled (DELETE) at random
+    /// moments around their final event while a resume from 0 races the generation
+    /// (landing on the owning worker or the other): every client gets one contiguous
+    /// sequence that ends with exactly one terminal event, and both clients of a
+    /// stream get the same events.
+    func testCancelsRacingTheFinalEventAndResumesOnEitherWorker() throws {
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "400", "RELAY_WORKERS": "2"])
+        for round in 0..<24 {
+            let token = RelayProcess.token()
+            let id = Chat.newID()
+            let poster = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 8)
+            let first = try XCTUnwrap(try poster.nextEvent(), "round \(round)")
+            usleep(UInt32.random(in: 0...25_000))   // pacing on purpose: the cancel and resume land at a random moment around the final event
+            let resume = try Chat.resume(port: a.port, token: token, requestID: id, lastEventID: "0")
+            if round % 2 == 0 {
+                _ = try HTTPClient.request(port: a.port, method: "DELETE", path: "/api/chat/stream/\(id)",
+                                           headers: [("Authorization", "Bearer \(token)")])
+            }
+            let posted = [first] + (try poster.readAll(timeout: 10))
+            let resumed = try resume.readAll(timeout: 10)
+            assertSequence(posted)
+            assertSequence(resumed)
+            for evs in [posted, resumed] {
+                XCTAssertEqual(evs.filter(isTerminal).count, 1, "round \(round): one terminal event")
+                XCTAssertTrue(evs.last.map(isTerminal) == true, "round \(round): the terminal event is last")
+            }
+            XCTAssertEqual(posted.map(\.data), resumed.map(\.data), "round \(round): both clients got the same events")
+        }
+    }
 }

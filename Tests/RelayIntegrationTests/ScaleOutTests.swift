@@ -1,5 +1,6 @@
 import Foundation
 import RelayCore
+import RelayTestKit
 import RelayTestSupport
 import XCTest
 

@@ -162,7 +162,7 @@ final class SessionTests: RelayTestCase {
         }
         events += try Chat.resume(port: relay.port, token: token, requestID: id, lastEventID: events.last!.lastEventId).readAll()
         assertSequence(events)
-        guard case .done(_, let usage)? = try? StreamEvent(json: events.last!.data) else { return XCTFail("done") }
+        guard case .done(_, let usage, _)? = try? StreamEvent(json: events.last!.data) else { return XCTFail("done") }
         let budget = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/budget",
                                             headers: [("Authorization", "Bearer \(token)")])
         XCTAssertEqual(budget.status, 200)

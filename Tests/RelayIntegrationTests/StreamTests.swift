@@ -1,5 +1,6 @@
 import Foundation
 import RelayCore
+import RelayTestKit
 import RelayTestSupport
 import XCTest
 
@@ -18,7 +19,7 @@ final class StreamTests: RelayTestCase {
         XCTAssertEqual(c.parser.retry, 1000, "stream begins with retry: 1000")
         XCTAssertEqual(events.count, 41, "40 deltas and done")
         assertSequence(events)
-        guard case .done(let reason, let usage)? = try? StreamEvent(json: events.last!.data) else {
+        guard case .done(let reason, let usage, _)? = try? StreamEvent(json: events.last!.data) else {
             return XCTFail("last event is done")
         }
         XCTAssertEqual(reason, "length")

@@ -42,7 +42,7 @@ final class UpstreamDialectRelayTests: RelayTestCase {
         let events = try stream(relay, body: Chat.body(model: "claude-test", maxTokens: 200), requestID: id)
         XCTAssertEqual(Chat.text(events), AnthropicFixtures.pieces.joined())
         assertSequence(events)
-        guard case .done(let finish, let usage)? = try? StreamEvent(json: events.last!.data) else {
+        guard case .done(let finish, let usage, _)? = try? StreamEvent(json: events.last!.data) else {
             return XCTFail("ends with done, got \(events.last?.data ?? "nothing")")
         }
         XCTAssertEqual(finish, "stop", "end_turn maps to stop")

@@ -35,7 +35,7 @@ final class UpstreamRelayTests: RelayTestCase {
         let events = try Chat.start(port: relay.port, token: RelayProcess.token(), model: "gpt-test").readAll()
         XCTAssertEqual(Chat.text(events), Self.pieces.joined())
         assertSequence(events)
-        guard case .done("stop", let usage)? = try? StreamEvent(json: events.last!.data) else { return XCTFail("done") }
+        guard case .done("stop", let usage, _)? = try? StreamEvent(json: events.last!.data) else { return XCTFail("done") }
         XCTAssertEqual(usage.totalTokens, 18)
         let req = try XCTUnwrap(fake.requests.first)
         XCTAssertEqual(req.headers["authorization"], "Bearer sk-test")
@@ -60,7 +60,7 @@ final class UpstreamRelayTests: RelayTestCase {
         let relay = try openAIRelay(fake)
         let events = try Chat.start(port: relay.port, token: RelayProcess.token(), model: "gpt-test").readAll()
         XCTAssertEqual(Chat.text(events), "a 😀 b \u{FFFD} c")
-        guard case .done("stop", _)? = try? StreamEvent(json: events.last!.data) else { return XCTFail("done") }
+        guard case .done("stop", _, _)? = try? StreamEvent(json: events.last!.data) else { return XCTFail("done") }
         XCTAssertEqual(try metric(relay, "relay_upstream_chunks_skipped_total"), 1)
         XCTAssertEqual(try metric(relay, "relay_upstream_unpaired_surrogates_total"), 1)
         let text = try HTTPClient.request(port: relay.port, method: "GET", path: "/metrics").text
@@ -83,7 +83,7 @@ final class UpstreamRelayTests: RelayTestCase {
         let events = try Chat.start(port: relay.port, token: RelayProcess.token(), model: "gpt-test").readAll(timeout: 30)
         assertSequence(events)
         XCTAssertEqual(Chat.text(events), big + (0..<20).map { " tail \($0)" }.joined())
-        guard case .done("stop", _)? = try? StreamEvent(json: events.last!.data) else { return XCTFail("ends with done") }
+        guard case .done("stop", _, _)? = try? StreamEvent(json: events.last!.data) else { return XCTFail("ends with done") }
         XCTAssertEqual(try metric(relay, "relay_slow_consumer_disconnects_total"), 0)
     }
 
@@ -128,7 +128,7 @@ final class UpstreamRelayTests: RelayTestCase {
             XCTAssertGreaterThan(closes.count, closesBefore, "the owner closed its upstream connection")
             if let close = closes.last { timings.append(Double(close.atNanos - t0) / 1e6) }
             let rest = try c.readAll(timeout: 5)
-            guard case .done("cancelled", let usage)? = try? StreamEvent(json: rest.last?.data ?? "") else {
+            guard case .done("cancelled", let usage, _)? = try? StreamEvent(json: rest.last?.data ?? "") else {
                 return XCTFail("ends with done cancelled, got \(rest.map(\.data))")
             }
             XCTAssertGreaterThanOrEqual(usage.completionTokens, Self.pieces.count)

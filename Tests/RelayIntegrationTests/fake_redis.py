@@ -1,4 +1,4 @@
-# A fake Redis for RedTeamConnectionTests. argv: mode. Prints the port, then serves.
+# A fake Redis for RedisConnectionFailureTests. argv: mode. Prints the port, then serves.
 import socket, sys, threading, time
 mode = sys.argv[1]
 ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -35,8 +35,10 @@ def serve(c):
             for a in cmds:
                 count += 1
                 if mode == "garbage" and count >= 3:
+                    # pacing on purpose: a scripted peer that keeps the broken connection open 5 s
                     c.sendall(b"+OK\r\n!garbage\r\n+OK\r\n"); time.sleep(5); c.close(); return
                 if mode == "half" and count >= 3:
+                    # pacing on purpose: a scripted peer that stops mid-reply, then closes 0.2 s later
                     c.sendall(b"$10\r\nabc"); time.sleep(0.2); c.close(); return
                 if mode == "rst" and count >= 3:
                     import struct

@@ -39,19 +39,19 @@ final class ChannelTableTests: XCTestCase {
     }
 
     func testIdleChannelsAreUnsubscribedAfterTheIdleTime() {
-        var clock = VirtualClock()
+        let clock = VirtualClock()
         var t = Table(idleUnsubscribeMs: 30_000)
         _ = t.subscribe("c", connected: true, ready: "a")
         _ = t.confirmedSubscribe("c")
-        t.release("c", nowMs: clock.nowMs)
-        t.release("c", nowMs: clock.nowMs)
+        t.release("c", nowMs: clock.loopMs)
+        t.release("c", nowMs: clock.loopMs)
         XCTAssertEqual(t.refs(of: "c"), 0)
-        clock.advance(29_999)
-        XCTAssertTrue(t.sweep(nowMs: clock.nowMs).isEmpty)
-        clock.advance(1)
-        XCTAssertEqual(t.sweep(nowMs: clock.nowMs), [.unsubscribe("c")])
+        clock.advance(by: 29_999)
+        XCTAssertTrue(t.sweep(nowMs: clock.loopMs).isEmpty)
+        clock.advance(by: 1)
+        XCTAssertEqual(t.sweep(nowMs: clock.loopMs), [.unsubscribe("c")])
         XCTAssertEqual(t.state(of: "c"), .unsubscribing)
-        XCTAssertTrue(t.sweep(nowMs: clock.nowMs).isEmpty, "sent once")
+        XCTAssertTrue(t.sweep(nowMs: clock.loopMs).isEmpty, "sent once")
         XCTAssertNil(t.confirmedUnsubscribe("c"))
         XCTAssertNil(t.state(of: "c"))
         t.release("unknown", nowMs: 0)
@@ -60,16 +60,16 @@ final class ChannelTableTests: XCTestCase {
     }
 
     func testAQuickReturnReusesTheChannelAndANewSubscriberDuringUnsubscribeResubscribes() {
-        var clock = VirtualClock()
+        let clock = VirtualClock()
         var t = Table(idleUnsubscribeMs: 1_000)
         _ = t.subscribe("c", connected: true, ready: "a")
         _ = t.confirmedSubscribe("c")
-        t.release("c", nowMs: clock.nowMs)
-        clock.advance(500)
+        t.release("c", nowMs: clock.loopMs)
+        clock.advance(by: 500)
         XCTAssertEqual(t.subscribe("c", connected: true, ready: "b").runNow, "b", "still subscribed")
-        t.release("c", nowMs: clock.nowMs)
-        clock.advance(1_000)
-        XCTAssertEqual(t.sweep(nowMs: clock.nowMs), [.unsubscribe("c")])
+        t.release("c", nowMs: clock.loopMs)
+        clock.advance(by: 1_000)
+        XCTAssertEqual(t.sweep(nowMs: clock.loopMs), [.unsubscribe("c")])
         let r = t.subscribe("c", connected: true, ready: "d")
         XCTAssertNil(r.runNow)
         XCTAssertNil(r.send, "waits for the UNSUBSCRIBE confirmation")
@@ -94,29 +94,38 @@ final class ChannelTableTests: XCTestCase {
     /// Scripted subscribers come and go while the connection drops at random steps;
     /// Redis confirms commands in order. Every subscriber's `ready` runs exactly once,
     /// and whenever the connection came back while a channel had subscribers, the
-    /// channel is resubscribed and its subscribers told.
+    /// channel is resubscribed and its subscribers told: exactly one `.resubscribed`
+    /// wake per such reconnect, none for a reconnect that found the channel unwanted.
     func testReconnectAtEveryStepKeepsEverySubscriberServed() {
+        var reconnectsWithSubscribersInAllSeeds = 0
         for seed in UInt64(1)...300 {
             var rng = SplitMix64(seed: seed)
-            var clock = VirtualClock()
+            let clock = VirtualClock()
             var t = Table(idleUnsubscribeMs: 50)
             var connected = true
             var wire: [Table.Command] = []
             var readyCount: [String: Int] = [:]
             var live: [String: [String]] = [:]      // channel -> subscribers holding a reference
             var next = 0
-            var resubscribedWhileWanted = 0
-            var reconnectsWithSubscribers = 0
+            // Per channel: reconnects that found it with subscribers, and the
+            // `.resubscribed` wakes its confirmations brought.
+            var reconnectsWithSubscribers: [String: Int] = [:]
+            var resubscribedWakes: [String: Int] = [:]
             func wake(_ ch: String, _ w: [Table.Wake]) {
                 for x in w {
                     switch x {
                     case .ready(let s): readyCount[s, default: 0] += 1
-                    case .resubscribed: resubscribedWhileWanted += 1
+                    case .resubscribed: resubscribedWakes[ch, default: 0] += 1
                     }
                 }
             }
+            func reconnect() {
+                connected = true
+                for (ch, subs) in live where !subs.isEmpty { reconnectsWithSubscribers[ch, default: 0] += 1 }
+                wire += t.reconnected()
+            }
             for _ in 0..<400 {
-                clock.advance(rng.next() % 20)
+                clock.advance(by: Int64(rng.next() % 20))
                 let ch = "ch\(rng.next() % 3)"
                 switch rng.next() % 6 {
                 case 0, 1:
@@ -130,10 +139,10 @@ final class ChannelTableTests: XCTestCase {
                     if var l = live[ch], !l.isEmpty {
                         l.removeFirst()
                         live[ch] = l
-                        t.release(ch, nowMs: clock.nowMs)
+                        t.release(ch, nowMs: clock.loopMs)
                     }
                 case 3:
-                    if connected { wire += t.sweep(nowMs: clock.nowMs) }
+                    if connected { wire += t.sweep(nowMs: clock.loopMs) }
                 case 4:
                     guard connected, !wire.isEmpty else { continue }
                     switch wire.removeFirst() {
@@ -146,13 +155,11 @@ final class ChannelTableTests: XCTestCase {
                         wire = []
                         t.disconnected()
                     } else {
-                        connected = true
-                        reconnectsWithSubscribers += live.values.filter { !$0.isEmpty }.count
-                        wire += t.reconnected()
+                        reconnect()
                     }
                 }
             }
-            if !connected { wire += t.reconnected() }
+            if !connected { reconnect() }
             while !wire.isEmpty {
                 switch wire.removeFirst() {
                 case .subscribe(let c): wake(c, t.confirmedSubscribe(c))
@@ -166,8 +173,10 @@ final class ChannelTableTests: XCTestCase {
             for s in 1...max(1, next) where next > 0 {
                 XCTAssertEqual(readyCount["s\(s)"], 1, "seed \(seed): s\(s) ready exactly once")
             }
-            XCTAssertGreaterThanOrEqual(resubscribedWhileWanted, 0)
-            _ = reconnectsWithSubscribers
+            XCTAssertEqual(resubscribedWakes, reconnectsWithSubscribers,
+                           "seed \(seed): one .resubscribed wake per reconnect that found the channel wanted")
+            reconnectsWithSubscribersInAllSeeds += reconnectsWithSubscribers.values.reduce(0, +)
         }
+        XCTAssertGreaterThan(reconnectsWithSubscribersInAllSeeds, 100, "the runs do reconnect with subscribers")
     }
 }

@@ -1,3 +1,4 @@
+import RelayTestKit
 import XCTest
 @testable import RelayStreamLogic
 
@@ -67,17 +68,17 @@ final class ClusterRoutingTests: XCTestCase {
     }
 
     func testRetriesBackOffAndStopAtTheGrace() {
-        var clock = VirtualClock()
+        let clock = VirtualClock()
         let p = ClusterRetryPolicy(firstMs: 20, maxMs: 500, graceMs: 2_000)
-        let first = clock.nowMs
-        XCTAssertEqual(p.delay(attempt: 1, firstFailureMs: first, nowMs: clock.nowMs), 20)
-        XCTAssertEqual(p.delay(attempt: 2, firstFailureMs: first, nowMs: clock.nowMs), 40)
-        XCTAssertEqual(p.delay(attempt: 6, firstFailureMs: first, nowMs: clock.nowMs), 500, "capped")
-        XCTAssertEqual(p.delay(attempt: 60, firstFailureMs: first, nowMs: clock.nowMs), 500, "no overflow")
-        clock.advance(1_500)
-        XCTAssertEqual(p.delay(attempt: 7, firstFailureMs: first, nowMs: clock.nowMs), 500)
-        clock.advance(1)
-        XCTAssertNil(p.delay(attempt: 8, firstFailureMs: first, nowMs: clock.nowMs), "past the grace: give the error back")
+        let first = clock.loopMs
+        XCTAssertEqual(p.delay(attempt: 1, firstFailureMs: first, nowMs: clock.loopMs), 20)
+        XCTAssertEqual(p.delay(attempt: 2, firstFailureMs: first, nowMs: clock.loopMs), 40)
+        XCTAssertEqual(p.delay(attempt: 6, firstFailureMs: first, nowMs: clock.loopMs), 500, "capped")
+        XCTAssertEqual(p.delay(attempt: 60, firstFailureMs: first, nowMs: clock.loopMs), 500, "no overflow")
+        clock.advance(by: 1_500)
+        XCTAssertEqual(p.delay(attempt: 7, firstFailureMs: first, nowMs: clock.loopMs), 500)
+        clock.advance(by: 1)
+        XCTAssertNil(p.delay(attempt: 8, firstFailureMs: first, nowMs: clock.loopMs), "past the grace: give the error back")
     }
 
     func testTheFirstRedirectIsFollowedAtOnceFurtherOnesAfterTheBackoff() {
@@ -89,17 +90,36 @@ final class ClusterRoutingTests: XCTestCase {
         XCTAssertGreaterThan(waited, p.graceMs)
     }
 
+    /// The grace bound the client relies on: a command's last resend is pushed while
+    /// `nowMs + delay ≤ first + grace`, and the queue adds at most `maxMs` of head-of-line
+    /// wait, so its answer comes no later than `grace + maxMs` after its first failure.
+    func testTheGraceBoundsEachCommandToGracePlusOneBackoffStep() {
+        let p = ClusterRetryPolicy(graceMs: 2_000)
+        let clock = VirtualClock()
+        let first = clock.loopMs
+        var attempt = 1
+        var lastPush = first
+        while let d = p.delay(attempt: attempt, firstFailureMs: first, nowMs: clock.loopMs) {
+            lastPush = clock.loopMs
+            clock.advance(by: Int64(d) + 1)   // resent when due, failed again 1 ms later
+            attempt += 1
+        }
+        XCTAssertLessThanOrEqual(lastPush + p.maxMs - first, p.graceMs + p.maxMs)
+        XCTAssertLessThanOrEqual(clock.loopMs - first, p.graceMs + p.maxMs + UInt64(attempt), "answered within grace + maxMs")
+        XCTAssertGreaterThan(attempt, p.immediateRedirects)
+    }
+
     func testRefreshesAreCoalescedAndSpaced() {
-        var clock = VirtualClock()
+        let clock = VirtualClock()
         var r = TopologyRefresh(minIntervalMs: 100)
-        XCTAssertEqual(r.request(.startup, nowMs: clock.nowMs), .refreshNow)
-        XCTAssertEqual(r.request(.moved, nowMs: clock.nowMs), .coalesced)
-        XCTAssertEqual(r.request(.moved, nowMs: clock.nowMs), .coalesced)
-        clock.advance(30)
+        XCTAssertEqual(r.request(.startup, nowMs: clock.loopMs), .refreshNow)
+        XCTAssertEqual(r.request(.moved, nowMs: clock.loopMs), .coalesced)
+        XCTAssertEqual(r.request(.moved, nowMs: clock.loopMs), .coalesced)
+        clock.advance(by: 30)
         XCTAssertTrue(r.finished(), "a MOVED arrived meanwhile: refresh again")
-        XCTAssertEqual(r.request(.moved, nowMs: clock.nowMs), .refreshAfter(70))
-        clock.advance(70)
-        XCTAssertEqual(r.request(.moved, nowMs: clock.nowMs), .refreshNow)
+        XCTAssertEqual(r.request(.moved, nowMs: clock.loopMs), .refreshAfter(70))
+        clock.advance(by: 70)
+        XCTAssertEqual(r.request(.moved, nowMs: clock.loopMs), .refreshNow)
         XCTAssertFalse(r.finished())
     }
 

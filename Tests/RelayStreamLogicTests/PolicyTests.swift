@@ -1,37 +1,38 @@
+import RelayTestKit
 import XCTest
 @testable import RelayStreamLogic
 
 /// `RedisOutage`, `LeasePolicy`, `ConnectionPolicy` on a virtual clock.
 final class PolicyTests: XCTestCase {
     func testStreamsAreCutOnlyAfterTheGraceAndTheFirstLossCounts() {
-        var clock = VirtualClock()
+        let clock = VirtualClock()
         var o = RedisOutage()
-        o.connected(nowMs: clock.nowMs)
-        XCTAssertFalse(o.cutsStreams(nowMs: clock.nowMs + 1_000_000, graceMs: 5_000), "up: never cut")
-        o.disconnected(nowMs: clock.nowMs)
-        let down = clock.nowMs
-        clock.advance(3_000)
-        o.disconnected(nowMs: clock.nowMs)   // a later failure does not restart the grace
+        o.connected(nowMs: clock.loopMs)
+        XCTAssertFalse(o.cutsStreams(nowMs: clock.loopMs + 1_000_000, graceMs: 5_000), "up: never cut")
+        o.disconnected(nowMs: clock.loopMs)
+        let down = clock.loopMs
+        clock.advance(by: 3_000)
+        o.disconnected(nowMs: clock.loopMs)   // a later failure does not restart the grace
         XCTAssertEqual(o.downSinceMs, down)
-        clock.advance(1_999)
-        XCTAssertFalse(o.cutsStreams(nowMs: clock.nowMs, graceMs: 5_000))
-        clock.advance(1)
-        XCTAssertTrue(o.cutsStreams(nowMs: clock.nowMs, graceMs: 5_000))
-        o.connected(nowMs: clock.nowMs)
-        XCTAssertFalse(o.cutsStreams(nowMs: clock.nowMs, graceMs: 5_000))
+        clock.advance(by: 1_999)
+        XCTAssertFalse(o.cutsStreams(nowMs: clock.loopMs, graceMs: 5_000))
+        clock.advance(by: 1)
+        XCTAssertTrue(o.cutsStreams(nowMs: clock.loopMs, graceMs: 5_000))
+        o.connected(nowMs: clock.loopMs)
+        XCTAssertFalse(o.cutsStreams(nowMs: clock.loopMs, graceMs: 5_000))
     }
 
     func testLeasesAreJudgedOnlyAWholeLeaseAfterReconnecting() {
-        var clock = VirtualClock()
+        let clock = VirtualClock()
         var o = RedisOutage()
         XCTAssertTrue(o.leasesJudgeable(nowMs: 3_000, leaseMs: 3_000))
         XCTAssertFalse(o.leasesJudgeable(nowMs: 2_999, leaseMs: 3_000))
-        clock.advance(10_000)
-        o.connected(nowMs: clock.nowMs)
-        clock.advance(2_999)
-        XCTAssertFalse(o.leasesJudgeable(nowMs: clock.nowMs, leaseMs: 3_000))
-        clock.advance(1)
-        XCTAssertTrue(o.leasesJudgeable(nowMs: clock.nowMs, leaseMs: 3_000))
+        clock.advance(by: 10_000)
+        o.connected(nowMs: clock.loopMs)
+        clock.advance(by: 2_999)
+        XCTAssertFalse(o.leasesJudgeable(nowMs: clock.loopMs, leaseMs: 3_000))
+        clock.advance(by: 1)
+        XCTAssertTrue(o.leasesJudgeable(nowMs: clock.loopMs, leaseMs: 3_000))
     }
 
     func testOwnerIsAskedAfterHalfALeaseOfQuiet() {
@@ -45,17 +46,17 @@ final class PolicyTests: XCTestCase {
     /// the 3 s lease), and no tick refreshes more than the generations started within
     /// one tick of each other (the old tick refreshed all 500 at once).
     func testLeasesAreRefreshedOnEachGenerationsOwnPhase() {
-        var clock = VirtualClock()
-        clock.advance(50_000)
+        let clock = VirtualClock()
+        clock.advance(by: 50_000)
         let interval: UInt64 = 1_000, tick = LeasePolicy.refreshTickMs
-        var last = (0..<500).map { i in clock.nowMs + UInt64(i) }   // one start per ms
+        var last = (0..<500).map { i in clock.loopMs + UInt64(i) }   // one start per ms
         var longestGap: UInt64 = 0, busiestTick = 0, refreshes = 0
         for _ in 0..<100 {
-            clock.advance(tick)
+            clock.advance(by: Int64(tick))
             var thisTick = 0
-            for i in last.indices where LeasePolicy.refreshDue(nowMs: clock.nowMs, lastRefreshMs: last[i], intervalMs: interval) {
-                longestGap = max(longestGap, clock.nowMs - last[i])
-                last[i] = clock.nowMs
+            for i in last.indices where LeasePolicy.refreshDue(nowMs: clock.loopMs, lastRefreshMs: last[i], intervalMs: interval) {
+                longestGap = max(longestGap, clock.loopMs - last[i])
+                last[i] = clock.loopMs
                 thisTick += 1
             }
             busiestTick = max(busiestTick, thisTick)
@@ -76,12 +77,12 @@ final class PolicyTests: XCTestCase {
     }
 
     func testHeartbeatIsDueAfterTheIntervalOfQuiet() {
-        var clock = VirtualClock()
-        let last = clock.nowMs
-        clock.advance(14_999)
-        XCTAssertFalse(ConnectionPolicy.heartbeatDue(nowMs: clock.nowMs, lastWriteMs: last, intervalMs: 15_000))
-        clock.advance(1)
-        XCTAssertTrue(ConnectionPolicy.heartbeatDue(nowMs: clock.nowMs, lastWriteMs: last, intervalMs: 15_000))
+        let clock = VirtualClock()
+        let last = clock.loopMs
+        clock.advance(by: 14_999)
+        XCTAssertFalse(ConnectionPolicy.heartbeatDue(nowMs: clock.loopMs, lastWriteMs: last, intervalMs: 15_000))
+        clock.advance(by: 1)
+        XCTAssertTrue(ConnectionPolicy.heartbeatDue(nowMs: clock.loopMs, lastWriteMs: last, intervalMs: 15_000))
     }
 
     func testTokenExpiryHonoursTheLeeway() {

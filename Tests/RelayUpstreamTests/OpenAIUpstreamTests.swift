@@ -102,7 +102,7 @@ final class OpenAIUpstreamTests: UpstreamTestCase {
         let body = OpenAIFixtures.roleChunk + OpenAIFixtures.content("One") + OpenAIFixtures.content(" two")
             + OpenAIFixtures.finish("stop") + OpenAIFixtures.done
         let (events, _) = try runOpenAI(Self.sse(body))
-        guard case .done(let reason, let usage)? = events.last else { return XCTFail("\(events)") }
+        guard case .done(let reason, let usage, _)? = events.last else { return XCTFail("\(events)") }
         XCTAssertEqual(reason, "stop")
         XCTAssertEqual(usage.completionTokens, 2)
         XCTAssertGreaterThan(usage.promptTokens, 0)

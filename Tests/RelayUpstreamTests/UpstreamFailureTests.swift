@@ -74,7 +74,7 @@ final class UpstreamFailureTests: UpstreamTestCase {
     func testCloseAfterFinishReasonWithoutDoneIsStillDone() throws {
         let body = OpenAIFixtures.roleChunk + OpenAIFixtures.content("All") + OpenAIFixtures.finish("stop")
         let (events, _) = try runOpenAI(Self.sse(body, chunked: false))
-        guard case .done(let reason, let usage)? = events.last else { return XCTFail("\(events)") }
+        guard case .done(let reason, let usage, _)? = events.last else { return XCTFail("\(events)") }
         XCTAssertEqual(reason, "stop")
         XCTAssertEqual(usage.completionTokens, 1)
     }

@@ -143,8 +143,8 @@ final class Generation {
     private func emit(_ e: StreamEvent, charge: Int? = nil) {
         guard !finished else { return }
         seq += 1
+        var event = e
         var text = ""
-        var json = e.json
         var finalState: StreamState?
         var tokens = 0
         switch e {
@@ -155,13 +155,12 @@ final class Generation {
                 firstTokenMs = host.loop.nowMs
                 host.firstToken(afterSeconds: Double(firstTokenMs! - startedMs) / 1000)
             }
-        case .done(let reason, let usage):
-            finalState = reason == "cancelled" ? .cancelled : .done
+        case .done(let reason, let usage, _):
+            finalState = reason == .cancelled ? .cancelled : .done
             tokens = chargeSoFar(usage)
-            if reason == "length" && budget.grant.limitedByBudget {
-                // `done` says the budget cut the answer: `"budget_limited":true` (docs/PROTOCOL.md §5).
-                json.removeLast()
-                json += ",\"budget_limited\":true}"
+            // `done` says when the budget's grant cut the answer (docs/PROTOCOL.md §5).
+            if reason == .length && budget.grant.limitedByBudget {
+                event = .done(finishReason: reason, usage: usage, budgetLimited: true)
             }
         case .error:
             finalState = .failed
@@ -171,7 +170,7 @@ final class Generation {
             finished = true
             host.settle(self, tokens: charge ?? tokens)
         }
-        appender.append(seq: seq, json: json, text: text, finalState: finalState?.rawValue)
+        appender.append(seq: seq, json: event.json, text: text, finalState: finalState)
         host.appended(events: 1)
         if finalState == nil && cap.isReached(streamed: completionTokens) { stopAtGrant() }
     }
@@ -191,7 +190,7 @@ final class Generation {
     func cancel() {
         guard !finished else { return }
         let usage = upstream.cancel()
-        emit(.done(finishReason: "cancelled", usage: usage))
+        emit(.done(finishReason: .cancelled, usage: usage))
     }
 
     /// Stops the upstream and ends the stream with `error` (revocation, drain timeout,

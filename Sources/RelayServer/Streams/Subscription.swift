@@ -155,7 +155,7 @@ final class Subscription {
             case .success(let text?):
                 self.writeHeld()
                 // One ordinary, larger delta standing for events lastSent+1 … seq.
-                self.sink.write(SSEFrame.event(seq: seq, json: StreamEvent.delta(text).json))
+                self.sink.write(WireFrame.event(seq: seq, json: StreamEvent.delta(text).json))
                 self.host.caughtUp(events: Int(seq - self.lastSent) - 1)
                 self.merge.caughtUp(to: seq)
                 self.eventsWritten += 1
@@ -175,7 +175,7 @@ final class Subscription {
         if !ended && merged.replayAgain { replay() }
     }
 
-    /// Writes events as one chunk; ends the response after a terminal event.
+    /// Writes events in seq order; ends the response after a terminal event.
     private func write(_ events: [SequencedEvent]) {
         guard !events.isEmpty, !ended else { return }
         // Backpressure is judged on what is still unsent from earlier writes, so one
@@ -183,12 +183,10 @@ final class Subscription {
         guard !host.isSlowConsumer(self) else { return }
         writeHeld()
         let (now, terminal) = merge.take(events)
-        var chunk = ""
-        for e in now { chunk += SSEFrame.event(seq: e.seq, json: e.json) }
+        guard !now.isEmpty else { return }
+        for e in now { sink.write(WireFrame.event(seq: e.seq, json: e.json)) }
         eventsWritten += now.count
-        if terminal, let last = now.last { outcome = last.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error" }
-        guard !chunk.isEmpty else { return }
-        sink.write(chunk)
+        if terminal, let last = now.last { outcome = last.kind == .done ? "done" : "error" }
         lastWriteMs = host.nowMs
         host.delivered(events: now.count)
         if terminal { end() }
@@ -236,7 +234,7 @@ final class Subscription {
         lastWriteMs = nowMs
         host.delivered(events: 1)
         if e.isTerminal {
-            outcome = e.json.hasPrefix("{\"type\":\"done\"") ? "done" : "error"
+            outcome = e.kind == .done ? "done" : "error"
             end()
         }
     }
@@ -275,7 +273,7 @@ final class Subscription {
         guard !ended else { return }
         writeHeld()
         guard !ended else { return }
-        sink.write(SSEFrame.event(seq: lastSent, json: e.asEvent.json))
+        sink.write(WireFrame.event(seq: lastSent, json: e.asEvent.json))
         outcome = "error:\(e.code)"
         end()
     }

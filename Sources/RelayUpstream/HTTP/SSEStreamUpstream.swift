@@ -170,7 +170,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
         case (.finished, .streaming), (.failed, .streaming):
             parser.finish()
             if let reason = dialect.finishReason {
-                finish(.done(finishReason: reason, usage: usage), drain: false)
+                finish(.done(finishReason: FinishReason(rawValue: reason), usage: usage), drain: false)
             } else {
                 var why = "upstream closed the stream before its end"
                 if case .failed(_, let m) = completion { why += " (\(m))" }
@@ -217,7 +217,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
                 skippedChunks += 1
                 counters.addSkippedChunk()
             case .end:
-                finish(.done(finishReason: dialect.finishReason ?? "stop", usage: usage), drain: true)
+                finish(.done(finishReason: dialect.finishReason.map(FinishReason.init(rawValue:)) ?? .stop, usage: usage), drain: true)
             case .fail(let why):
                 fail(.upstreamError, why)
                 return false

@@ -3,14 +3,14 @@ import RelayConfiguration
 import RelayCore
 import RelayLoop
 import RelayRedis
+import RelayTestKit
 import XCTest
 
-/// Red-team probes of `RedisConnection` on hiredis' non-blocking context (a6e916b):
-/// fake servers that misbehave, callbacks that close or send at awkward moments, Redis
-/// paused/killed with commands in flight. Every handler must be called exactly once.
-final class RedTeamConnectionTests: RelayTestCase {
-    typealias Harness = RedisConnectionTests.Harness
-
+/// `RedisConnection` on hiredis' non-blocking context when things go wrong: fake
+/// servers that misbehave (`fake_redis.py`), callbacks that close or send at awkward
+/// moments, Redis paused or killed with commands in flight. Every handler is called
+/// exactly once.
+final class RedisConnectionFailureTests: RelayTestCase {
     /// hiredis 0.14 writes with write(2): a peer that is gone raises SIGPIPE (the relay
     /// ignores it in `serve`; the test process must too).
     override class func setUp() {
@@ -68,12 +68,13 @@ final class RedTeamConnectionTests: RelayTestCase {
     func testServerClosingRightAfterAcceptFailsEachEarlyCommandOnce() throws {
         let f = try fake("close")
         let calls = Calls()
-        let h = try Harness(url: "redis://127.0.0.1:\(f.port)") { c in
+        let h = try RedisConnectionTests.Harness(url: "redis://127.0.0.1:\(f.port)") { c in
             for i in 0..<20 { c.send(["ECHO", "e\(i)"], calls.handler(i)) }
         }
         addTeardownBlock { h.stop() }
         try eventually(10, "every early handler") { calls.count >= 20 }
-        usleep(1_500_000)   // several reconnects: nothing is called again
+        // Several reconnects meanwhile: nothing is called again.
+        try consistently(for: 1.5, "each early handler called once (\(calls.count) calls)") { calls.count == 20 }
         XCTAssertEqual(calls.count, 20)
         assertEachOnce(calls, 0..<20, prefix: "error:DISCONNECTED")
     }
@@ -84,12 +85,12 @@ final class RedTeamConnectionTests: RelayTestCase {
         for mode in ["garbage", "half", "rst"] {
             let f = try fake(mode)
             let calls = Calls()
-            let h = try Harness(url: "redis://127.0.0.1:\(f.port)")
+            let h = try RedisConnectionTests.Harness(url: "redis://127.0.0.1:\(f.port)")
             try eventually(10, "connected (\(mode))") { h.connects.value > 0 }
             h.run { c in for i in 0..<30 { c.send(["ECHO", "e\(i)"], calls.handler(i)) } }
             try eventually(10, "every handler (\(mode))") { calls.count >= 30 }
             try eventually(10, "reconnected (\(mode))") { h.connects.value >= 2 }
-            usleep(300_000)
+            try consistently(for: 0.3, "\(mode): each handler called once (\(calls.count) calls)") { calls.count == 30 }
             XCTAssertEqual(calls.count, 30, mode)
             let got = calls.got.value
             let ok = (0..<30).filter { got[$0] == ["OK"] }.count
@@ -110,12 +111,13 @@ final class RedTeamConnectionTests: RelayTestCase {
         let port = Int(UInt16(bigEndian: a.sin_port))
         Glibc.close(s)
         let calls = Calls()
-        let h = try Harness(url: "redis://127.0.0.1:\(port)") { c in
+        let h = try RedisConnectionTests.Harness(url: "redis://127.0.0.1:\(port)") { c in
             for i in 0..<10 { c.send(["ECHO", "e\(i)"], calls.handler(i)) }
         }
         addTeardownBlock { h.stop() }
         try eventually(10, "every early handler") { calls.count >= 10 }
-        usleep(1_000_000)
+        // Reconnect attempts meanwhile: nothing is called again.
+        try consistently(for: 1, "each early handler called once (\(calls.count) calls)") { calls.count == 10 }
         XCTAssertEqual(calls.count, 10)
         assertEachOnce(calls, 0..<10, prefix: "error:DISCONNECTED")
         XCTAssertEqual(h.disconnects.value, 0)
@@ -125,13 +127,13 @@ final class RedTeamConnectionTests: RelayTestCase {
     func testCloseInsideOnConnectFailsQueuedCommandsOnce() throws {
         let calls = Calls()
         let connected = LockedBox(0)
-        let h = try Harness(url: redis.url) { c in
+        let h = try RedisConnectionTests.Harness(url: redis.url) { c in
             for i in 0..<10 { c.send(["ECHO", "e\(i)"], calls.handler(i)) }
             c.onConnect = { connected.mutate { $0 += 1 }; c.close(); c.send(["ECHO", "late"], calls.handler(99)) }
         }
         addTeardownBlock { h.stop() }
         try eventually(10, "every handler") { calls.count >= 11 }
-        usleep(300_000)
+        try consistently(for: 0.3, "each handler called once (\(calls.count) calls)") { calls.count == 11 }
         XCTAssertEqual(calls.count, 11)
         assertEachOnce(calls, 0..<10, prefix: "error:DISCONNECTED")
         assertEachOnce(calls, 99..<100, prefix: "error:DISCONNECTED")
@@ -141,7 +143,7 @@ final class RedTeamConnectionTests: RelayTestCase {
     /// `close()` and `send()` from inside `onDisconnect`, and from inside a failing handler.
     func testCloseAndSendInsideOnDisconnect() throws {
         let calls = Calls()
-        let h = try Harness(url: redis.url)
+        let h = try RedisConnectionTests.Harness(url: redis.url)
         try eventually(10, "connected") { h.connects.value > 0 }
         let discs = LockedBox(0)
         h.run { c in
@@ -160,7 +162,9 @@ final class RedTeamConnectionTests: RelayTestCase {
         try eventually(5, "in flight") { (try? self.redis.cli("CLIENT", "LIST"))?.contains("cmd=blpop") == true }
         _ = try redis.cli("CLIENT", "KILL", "TYPE", "normal")
         try eventually(10, "every handler") { calls.count >= 22 }
-        usleep(2_500_000)   // no reconnect after the close, nothing twice
+        try consistently(for: 2.5, "no reconnect after the close, nothing twice (\(calls.count) calls, \(h.connects.value) connects)") {
+            calls.count == 22 && h.connects.value == 1
+        }
         XCTAssertEqual(calls.count, 22)
         assertEachOnce(calls, 0..<20, prefix: "error:DISCONNECTED")
         assertEachOnce(calls, 100..<102, prefix: "error:DISCONNECTED")
@@ -170,7 +174,7 @@ final class RedTeamConnectionTests: RelayTestCase {
 
     /// A connection freed (deinit) with commands in flight fails them once each.
     func testDeinitWithCommandsInFlightFailsEachOnce() throws {
-        let h = try Harness(url: redis.url)
+        let h = try RedisConnectionTests.Harness(url: redis.url)
         try eventually(10, "connected") { h.connects.value > 0 }
         let calls = Calls()
         nonisolated(unsafe) var other: RedisConnection?
@@ -190,7 +194,7 @@ final class RedTeamConnectionTests: RelayTestCase {
         try eventually(5, "in flight") { (try? self.redis.cli("CLIENT", "LIST"))?.contains("cmd=blpop") == true }
         h.run { _ in other = nil }
         try eventually(10, "every handler") { calls.count >= 30 }
-        usleep(300_000)
+        try consistently(for: 0.3, "each handler called once (\(calls.count) calls)") { calls.count == 30 }
         XCTAssertEqual(calls.count, 30)
         assertEachOnce(calls, 0..<30, prefix: "error:DISCONNECTED")
         h.stop()
@@ -200,7 +204,7 @@ final class RedTeamConnectionTests: RelayTestCase {
     /// (`SELECT` first), like the ones sent afterwards.
     func testCommandsQueuedWhileConnectingRunInTheConfiguredDB() throws {
         let calls = Calls()
-        let h = try Harness(url: redis.url + "?db=3") { c in
+        let h = try RedisConnectionTests.Harness(url: redis.url + "?db=3") { c in
             c.send(["SET", "relay:test:early", "1"], calls.handler(0))
         }
         addTeardownBlock { h.stop() }
@@ -212,16 +216,10 @@ final class RedTeamConnectionTests: RelayTestCase {
         XCTAssertEqual(try redis.cli("-n", "0", "EXISTS", "relay:test:early"), "0", "the early SET ran in db 0 (before SELECT)")
     }
 
-    private func redisPID() throws -> pid_t {
-        let info = try redis.cli("INFO", "server")
-        let line = info.split(whereSeparator: \.isNewline).first { $0.hasPrefix("process_id:") } ?? ""
-        return pid_t(line.dropFirst("process_id:".count).trimmingCharacters(in: .whitespaces)) ?? -1
-    }
-
     /// Redis paused (SIGSTOP) with thousands of commands in flight and more sent while
     /// paused (the socket buffer fills), then resumed: every handler gets its own reply.
     func testPausedRedisAnswersEveryCommandOnceAfterResume() throws {
-        let h = try Harness(url: redis.url)
+        let h = try RedisConnectionTests.Harness(url: redis.url)
         addTeardownBlock { h.stop() }
         try eventually(10, "connected") { h.connects.value > 0 }
         let pid = try redisPID()
@@ -232,10 +230,14 @@ final class RedTeamConnectionTests: RelayTestCase {
         kill(pid, SIGSTOP)
         defer { kill(pid, SIGCONT) }
         h.run { c in for i in 2000..<6000 { c.send(["ECHO", "\(i)" + payload], calls.handler(i)) } }
-        usleep(500_000)
+        // Paused for half a second while those are written (the socket buffer fills):
+        // nothing sent after the pause began can be answered meanwhile.
+        try consistently(for: 0.5, "no reply to a command sent while Redis is paused") {
+            !calls.got.value.keys.contains { $0 >= 2000 }
+        }
         kill(pid, SIGCONT)
         try eventually(30, "every handler") { calls.count >= 6000 }
-        usleep(300_000)
+        try consistently(for: 0.3, "each handler called once (\(calls.count) calls)") { calls.count == 6000 }
         XCTAssertEqual(calls.count, 6000)
         let got = calls.got.value
         for i in 0..<6000 where got[i] != [i < 2000 ? "\(i)" : "\(i)" + payload] {
@@ -246,7 +248,7 @@ final class RedTeamConnectionTests: RelayTestCase {
     /// Redis killed (SIGKILL) with thousands of large commands in flight, then restarted:
     /// each handler fails or is answered exactly once, and the connection answers again.
     func testKilledRedisFailsEveryCommandOnceAndReconnects() throws {
-        let h = try Harness(url: redis.url)
+        let h = try RedisConnectionTests.Harness(url: redis.url)
         addTeardownBlock { h.stop() }
         try eventually(10, "connected") { h.connects.value > 0 }
         let pid = try redisPID()
@@ -255,13 +257,13 @@ final class RedTeamConnectionTests: RelayTestCase {
         h.run { c in for i in 0..<4000 { c.send(["SET", "k\(i % 50)", payload], calls.handler(i)) } }
         kill(pid, SIGKILL)
         try eventually(10, "every handler") { calls.count >= 4000 }
-        usleep(200_000)
+        try consistently(for: 0.2, "each handler called once (\(calls.count) calls)") { calls.count == 4000 }
         XCTAssertEqual(calls.count, 4000)
         let got = calls.got.value
         for i in 0..<4000 where got[i]?.count != 1 || !(got[i]![0] == "OK" || got[i]![0].hasPrefix("error:DISCONNECTED")) {
             XCTFail("handler \(i): \(got[i] ?? [])"); break
         }
-        usleep(200_000)
+        try eventually(10, "the connection to report Redis gone") { h.disconnects.value >= 1 }
         try redis.start()
         try eventually(15, "reconnected") { h.connects.value >= 2 }
         let after = LockedBox<String?>(nil)

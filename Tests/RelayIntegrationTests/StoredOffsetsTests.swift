@@ -7,13 +7,13 @@ import RelayStreamLogic
 import RelayTestKit
 import XCTest
 
-/// Red team (issue 14; session 8's paired `BITFIELD SET i64`, since session 9 binary
-/// `SETRANGE` runs, `OffsetRuns`): the offsets the text writes store on a real
-/// `redis-server`, compared with what one `BITFIELD SET u32` per seq stores: random values
+/// The offsets the text writes store (binary `SETRANGE` runs, `OffsetRuns`; the offsets
+/// key of docs/DATA_MODEL.md) on a real `redis-server`, compared with what one Redis
+/// `BITFIELD SET u32` per seq stores: random values
 /// (top bits, extremes), random groupings (odd/even first seqs, gaps, lone seqs),
 /// overlapping resends, interleaving with the `appendFinal`-style `SET u32` writes; and
 /// the catch-up text byte for byte after random text writes.
-final class RedTeam2OffsetTests: RelayTestCase {
+final class StoredOffsetsTests: RelayTestCase {
     /// An `EventLog` straight on a `RedisConnection` (its RESP bytes go to hiredis as
     /// written; `AppendHarness`' `LossyChannel` passes `encoded` bytes on, as
     /// `ClusterClient` does).
@@ -38,8 +38,8 @@ final class RedTeam2OffsetTests: RelayTestCase {
             nonisolated(unsafe) let c = connection
             let lp = loop
             loop.post { c.close(); lp.stop() }
-            let until = Date().addingTimeInterval(5)
-            while !thread.isFinished && Date() < until { usleep(10_000) }
+            let t = thread
+            pollUntil(timeout: 5) { t.isFinished }
         }
     }
 
@@ -48,7 +48,7 @@ final class RedTeam2OffsetTests: RelayTestCase {
     }
 
     private func newKeys() -> StreamKeys {
-        StreamKeys(try! RequestID(validating: "rt2" + UUID().uuidString.replacingOccurrences(of: "-", with: "")))
+        StreamKeys(try! RequestID(validating: "offsets" + UUID().uuidString.replacingOccurrences(of: "-", with: "")))
     }
 
     private func write(_ h: AppendHarness, _ k: StreamKeys, _ writes: [TextCheckpoint.Write]) throws {
@@ -100,7 +100,7 @@ final class RedTeam2OffsetTests: RelayTestCase {
         var rng = SplitMix64(seed: direct ? 0xD1EC7 : 0x5EED_0FF5_E7)
         for round in 0..<25 {
             let k = newKeys()
-            let ref = "rt2ref:" + UUID().uuidString
+            let ref = "offsets-ref:" + UUID().uuidString
             let n = UInt64(1 + rng.next() % 60)
             var model = [UInt32](repeating: 0, count: Int(n) + 1)
             var writes: [TextCheckpoint.Write] = []
@@ -135,9 +135,10 @@ final class RedTeam2OffsetTests: RelayTestCase {
         }
     }
 
-    /// Extremes of two neighbouring 32-bit offsets (bytes 0xFF, 0x80, 0x00: not UTF-8, the
-    /// old paired i64's -1, Int64.min, Int64.max), each written over the previous bits.
-    func testTheI64ExtremesOverwriteExistingBitsExactly() throws {
+    /// Extremes of two neighbouring 32-bit offsets (bytes 0xFF, 0x80, 0x00: not UTF-8; as
+    /// one big-endian i64 the pair reads -1, Int64.min, Int64.max), each written over the
+    /// previous bits.
+    func testExtremeNeighbouringOffsetsOverwriteExistingBitsExactly() throws {
         let h = try appendHarness()
         let k = newKeys()
         let pairs: [(UInt32, UInt32)] = [(0xFFFF_FFFF, 0xFFFF_FFFF), (0x8000_0000, 0), (0x7FFF_FFFF, 0xFFFF_FFFF),

@@ -3,23 +3,22 @@ import RelayCore
 import RelayLoop
 import RelayRedis
 import RelayStreamLogic
+import RelayTestKit
 import RelayUpstream
 import XCTest
 @testable import RelayServer
 
-/// Red-team probes of the strong-ownership generation (d25646b): Redis paused or killed
-/// while a generation runs and finishes; the generation must end once, acknowledge each
-/// seq once, and be freed.
-final class RedTeamGenerationTests: RelayTestCase {
-    typealias TestHost = GenerationLifetimeTests.TestHost
-    typealias Probes = GenerationLifetimeTests.Probes
-
+/// A generation (which holds its appender and upstream strongly) while Redis is paused
+/// or its connection killed as the answer runs and finishes: the generation ends once,
+/// acknowledges each seq once and in order, and is freed.
+final class GenerationRedisFailureTests: RelayTestCase {
     override class func setUp() { super.setUp(); signal(SIGPIPE, SIG_IGN) }
 
+    /// `GenerationLifetimeTests.TestHost` that also records each acknowledged seq.
     final class SeqHost: GenerationHost, @unchecked Sendable {
-        let inner: TestHost
+        let inner: GenerationLifetimeTests.TestHost
         let seqs = LockedBox<[UInt64]>([])
-        init(_ t: TestHost) { inner = t }
+        init(_ t: GenerationLifetimeTests.TestHost) { inner = t }
         var loop: EventLoop { inner.loop }
         var log: EventLog { inner.log }
         func firstToken(afterSeconds s: Double) {}
@@ -30,16 +29,10 @@ final class RedTeamGenerationTests: RelayTestCase {
         func acknowledged(_ g: Generation, event: SequencedEvent) { seqs.mutate { $0.append(event.seq) }; inner.acknowledged(g, event: event) }
     }
 
-    private func redisPID() throws -> pid_t {
-        let info = try redis.cli("INFO", "server")
-        let line = info.split(whereSeparator: \.isNewline).first { $0.hasPrefix("process_id:") } ?? ""
-        return pid_t(line.dropFirst("process_id:".count).trimmingCharacters(in: .whitespaces)) ?? -1
-    }
-
-    private func start(_ h: AppendHarness, count: Int, rate: Double) throws -> (SeqHost, Probes) {
-        let id = try RequestID(validating: "rt" + UUID().uuidString.replacingOccurrences(of: "-", with: ""))
-        let host = SeqHost(TestHost(loop: h.loop, log: h.log))
-        let probes = Probes()
+    private func start(_ h: AppendHarness, count: Int, rate: Double) throws -> (SeqHost, GenerationLifetimeTests.Probes) {
+        let id = try RequestID(validating: "genfail" + UUID().uuidString.replacingOccurrences(of: "-", with: ""))
+        let host = SeqHost(GenerationLifetimeTests.TestHost(loop: h.loop, log: h.log))
+        let probes = GenerationLifetimeTests.Probes()
         try makeGeneration(on: h, id: id, maxTokens: 100_000, host: host, makeUpstream: { loop in
             SimulatedUpstream(count: count, finishReason: "stop", promptTokens: 1, tokensPerSecond: rate, loop: loop) { "t\($0) " }
         }) { g, up in
@@ -50,14 +43,9 @@ final class RedTeamGenerationTests: RelayTestCase {
         return (host, probes)
     }
 
-    private func assertFreed(_ h: AppendHarness, _ p: Probes, _ what: String) {
-        let until = Date().addingTimeInterval(5)
-        while Date() < until {
-            h.run { p.allFreed.value = p.generation == nil && p.appender == nil && p.upstream == nil }
-            usleep(20_000)
-            if p.allFreed.value { return }
-        }
-        XCTFail("\(what): not freed")
+    /// Whether `seqs` are 1, 2, 3 …: in order, none twice, none skipped.
+    private static func inOrderOnce(_ seqs: [UInt64]) -> Bool {
+        seqs.enumerated().allSatisfy { $0.element == UInt64($0.offset + 1) }
     }
 
     /// Redis paused (SIGSTOP) for 700 ms while the generation streams and emits its final
@@ -70,14 +58,17 @@ final class RedTeamGenerationTests: RelayTestCase {
         let (host, probes) = try start(h, count: 200, rate: 400)
         try eventually(10, "some acked") { host.seqs.value.count >= 20 }
         kill(pid, SIGSTOP)
-        usleep(700_000)   // the upstream finishes meanwhile (200 tokens at 400/s)
+        // Paused for 0.7 s, in which the upstream finishes (200 tokens at 400/s).
+        try consistently(for: 0.7, "acknowledgements in order and once while Redis is paused") { Self.inOrderOnce(host.seqs.value) }
         kill(pid, SIGCONT)
         try eventually(20, "ended") { host.inner.ended.value == 1 }
-        usleep(300_000)
+        try consistently(for: 0.3, "ended once, nothing acknowledged twice") {
+            host.inner.ended.value == 1 && Self.inOrderOnce(host.seqs.value)
+        }
         XCTAssertEqual(host.seqs.value, Array(1...201), "each seq acknowledged once, in order")
         XCTAssertEqual(host.inner.ended.value, 1)
         XCTAssertEqual(host.inner.settled.value.count, 1)
-        assertFreed(h, probes, "paused")
+        try assertGenerationFreed(h, probes, "paused")
     }
 
     /// The command connection closed by Redis (CLIENT KILL) repeatedly while the generation
@@ -88,16 +79,18 @@ final class RedTeamGenerationTests: RelayTestCase {
         try eventually(10, "connected") { h.connections.value > 0 }
         let (host, probes) = try start(h, count: 300, rate: 1000)
         for _ in 0..<6 {
-            usleep(60_000)
+            usleep(60_000)   // pacing on purpose: a kill every 60 ms while the answer runs
             _ = try? redis.cli("CLIENT", "KILL", "TYPE", "normal")
         }
         try eventually(30, "ended") { host.inner.ended.value == 1 }
-        usleep(300_000)
+        try consistently(for: 0.3, "ended once, nothing acknowledged twice") {
+            host.inner.ended.value == 1 && Self.inOrderOnce(host.seqs.value)
+        }
         let seqs = host.seqs.value
         XCTAssertEqual(seqs, Array(1...UInt64(seqs.count)), "in order, no duplicates")
         XCTAssertEqual(seqs.last, 301)
         XCTAssertEqual(host.inner.ended.value, 1)
         XCTAssertEqual(host.inner.settled.value.count, 1)
-        assertFreed(h, probes, "killed connection")
+        try assertGenerationFreed(h, probes, "killed connection")
     }
 }
