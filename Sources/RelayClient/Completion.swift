@@ -1,3 +1,5 @@
+import RelayCore
+
 /// How an answer ended: the completion signal the app turns into a haptic and into
 /// the buttons it offers.
 public enum Completion: Sendable, Equatable {
@@ -11,7 +13,7 @@ public enum Completion: Sendable, Equatable {
     /// manual Resume (re-sending the whole request) is offered.
     case needsResume
     /// An `error` event or an HTTP error; `status` and `code` as in docs/PROTOCOL.md §8.
-    case failed(status: Int, code: String, message: String)
+    case failed(status: Int, code: ErrorCode, message: String)
 
     /// The haptic a UI plays for it.
     public enum Haptic: String, Sendable { case success, warning, error }

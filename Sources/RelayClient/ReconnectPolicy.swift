@@ -182,7 +182,7 @@ public struct ReconnectPolicy: Sendable, Equatable {
                                         retryAfterMs: Int64? = nil, jitterMs: Int64 = 0, now: Int64) -> Action {
         guard case .connecting(let attempt) = state else { return .none }
         guard status == 200 else {
-            let e = error ?? APIError(status: status, code: "http_\(status)", message: "HTTP \(status)")
+            let e = error ?? APIError(status: status, code: ErrorCode(rawValue: "http_\(status)"), message: "HTTP \(status)")
             if status == 503 {
                 return drop(now: now, waitMs: max(retryAfterMs ?? 0, backoffMs) + jitterMs)
             }

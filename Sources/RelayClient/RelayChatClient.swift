@@ -171,8 +171,8 @@ public final class RelayChatClient: Sendable {
     static func apiError(status: Int, body: Data) -> APIError {
         if let obj = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any],
            let e = obj["error"] as? [String: Any], let code = e["code"] as? String {
-            return APIError(status: status, code: code, message: e["message"] as? String ?? "")
+            return APIError(status: status, code: ErrorCode(rawValue: code), message: e["message"] as? String ?? "")
         }
-        return APIError(status: status, code: "http_\(status)", message: "HTTP \(status)")
+        return APIError(status: status, code: ErrorCode(rawValue: "http_\(status)"), message: "HTTP \(status)")
     }
 }

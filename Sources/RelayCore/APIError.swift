@@ -5,11 +5,11 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
     /// HTTP status code (RFC 9110 §15).
     public var status: Int
     /// Machine-readable code, one of docs/PROTOCOL.md §8's (`invalid_request`, `stream_not_found`, …).
-    public var code: String
+    public var code: ErrorCode
     /// Human-readable explanation; never contains user content or tokens.
     public var message: String
 
-    public init(status: Int, code: String, message: String) {
+    public init(status: Int, code: ErrorCode, message: String) {
         self.status = status
         self.code = code
         self.message = message
@@ -17,7 +17,7 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The JSON body: `{"error":{"code":"…","message":"…"}}`.
     public var body: String {
-        "{\"error\":{\"code\":\(JSONText.quoted(code)),\"message\":\(JSONText.quoted(message))}}"
+        "{\"error\":{\"code\":\(JSONText.quoted(code.rawValue)),\"message\":\(JSONText.quoted(message))}}"
     }
 
     /// The same error as a stream `error` event.
@@ -27,11 +27,11 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// An error with one of the relay's own codes; its status is the code's.
     public init(_ code: ErrorCode, _ message: String) {
-        self.init(status: code.status, code: code.rawValue, message: message)
+        self.init(status: code.status, code: code, message: message)
     }
 
     /// The relay's own code, `nil` for codes from elsewhere (a client-side `http_503`).
-    public var errorCode: ErrorCode? { ErrorCode(rawValue: code) }
+    public var errorCode: ErrorCode? { code.isRelayCode ? code : nil }
 
     /// 400 `invalid_request`.
     public static func invalidRequest(_ m: String) -> APIError { .init(.invalidRequest, m) }

@@ -1,34 +1,78 @@
-/// Every error code the relay itself sends on the wire (docs/PROTOCOL.md §8), with its HTTP
-/// status and when it is sent. The error table of docs/PROTOCOL.md §8 is rendered from this type
-/// (`ErrorCode.markdownTable`, checked by `ErrorTableTests`).
-public enum ErrorCode: String, CaseIterable, Sendable {
-    case invalidRequest = "invalid_request"
-    case invalidJSON = "invalid_json"
-    case invalidLastEventID = "invalid_last_event_id"
-    case modelNotAllowed = "model_not_allowed"
-    case unauthorized
-    case sessionRevoked = "session_revoked"
-    case tokenExpired = "token_expired"
-    case streamNotFound = "stream_not_found"
-    case routeNotFound = "not_found"
-    case methodNotAllowed = "method_not_allowed"
-    case resumeGap = "resume_gap"
-    case bodyTooLarge = "body_too_large"
-    case tokenBudgetExhausted = "token_budget_exhausted"
-    case tooManyStreams = "too_many_streams"
-    case internalError = "internal_error"
-    case upstreamError = "upstream_error"
-    case notReady = "not_ready"
-    case upstreamLost = "upstream_lost"
-    case redisUnavailable = "redis_unavailable"
-    case streamLost = "stream_lost"
-    case upstreamTimeout = "upstream_timeout"
-    case requestTimeout = "request_timeout"
-    case uriTooLong = "uri_too_long"
-    case headerFieldsTooLarge = "request_header_fields_too_large"
-    case notImplemented = "not_implemented"
-    case httpVersionNotSupported = "http_version_not_supported"
-    case tooManyPendingRequests = "too_many_pending_requests"
+/// An error code on the wire: the `code` of an error body or `error` event
+/// (docs/PROTOCOL.md §8). The relay's own codes are the static members below, each with
+/// its HTTP status and when it is sent; the error table of docs/PROTOCOL.md §8 is rendered
+/// from them (`ErrorCode.markdownTable`, checked by `ErrorTableTests`). A client may also
+/// hold codes it makes itself (`http_503`, `unreachable`) or that a newer relay sends, so
+/// the set is open: a code is its wire text.
+public struct ErrorCode: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible, CaseIterable {
+    /// The wire text (`snake_case`).
+    public let rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { rawValue = value }
+    public var description: String { rawValue }
+
+    public static let invalidRequest: ErrorCode = "invalid_request"
+    public static let invalidJSON: ErrorCode = "invalid_json"
+    public static let invalidLastEventID: ErrorCode = "invalid_last_event_id"
+    public static let modelNotAllowed: ErrorCode = "model_not_allowed"
+    public static let unauthorized: ErrorCode = "unauthorized"
+    public static let sessionRevoked: ErrorCode = "session_revoked"
+    public static let tokenExpired: ErrorCode = "token_expired"
+    public static let streamNotFound: ErrorCode = "stream_not_found"
+    public static let routeNotFound: ErrorCode = "not_found"
+    public static let methodNotAllowed: ErrorCode = "method_not_allowed"
+    public static let resumeGap: ErrorCode = "resume_gap"
+    public static let bodyTooLarge: ErrorCode = "body_too_large"
+    public static let tokenBudgetExhausted: ErrorCode = "token_budget_exhausted"
+    public static let tooManyStreams: ErrorCode = "too_many_streams"
+    public static let internalError: ErrorCode = "internal_error"
+    public static let upstreamError: ErrorCode = "upstream_error"
+    public static let notReady: ErrorCode = "not_ready"
+    public static let upstreamLost: ErrorCode = "upstream_lost"
+    public static let redisUnavailable: ErrorCode = "redis_unavailable"
+    public static let streamLost: ErrorCode = "stream_lost"
+    public static let upstreamTimeout: ErrorCode = "upstream_timeout"
+    public static let requestTimeout: ErrorCode = "request_timeout"
+    public static let uriTooLong: ErrorCode = "uri_too_long"
+    public static let headerFieldsTooLarge: ErrorCode = "request_header_fields_too_large"
+    public static let notImplemented: ErrorCode = "not_implemented"
+    public static let httpVersionNotSupported: ErrorCode = "http_version_not_supported"
+    public static let tooManyPendingRequests: ErrorCode = "too_many_pending_requests"
+
+    /// The relay's own codes, in the order of the error table.
+    public static let allCases: [ErrorCode] = [
+        .invalidRequest,
+        .invalidJSON,
+        .invalidLastEventID,
+        .modelNotAllowed,
+        .unauthorized,
+        .sessionRevoked,
+        .tokenExpired,
+        .streamNotFound,
+        .routeNotFound,
+        .methodNotAllowed,
+        .resumeGap,
+        .bodyTooLarge,
+        .tokenBudgetExhausted,
+        .tooManyStreams,
+        .internalError,
+        .upstreamError,
+        .notReady,
+        .upstreamLost,
+        .redisUnavailable,
+        .streamLost,
+        .upstreamTimeout,
+        .requestTimeout,
+        .uriTooLong,
+        .headerFieldsTooLarge,
+        .notImplemented,
+        .httpVersionNotSupported,
+        .tooManyPendingRequests
+    ]
+
+    /// Whether the relay itself sends this code (one of `allCases`).
+    public var isRelayCode: Bool { ErrorCode.allCases.contains(self) }
 
     /// When a code is sent.
     public enum Delivery: String, Sendable {
@@ -59,6 +103,7 @@ public enum ErrorCode: String, CaseIterable, Sendable {
         case .upstreamError: return 502
         case .notReady, .upstreamLost, .redisUnavailable, .streamLost, .tooManyPendingRequests: return 503
         case .upstreamTimeout: return 504
+        default: return 500
         }
     }
 
@@ -105,10 +150,11 @@ public enum ErrorCode: String, CaseIterable, Sendable {
         case .notImplemented: return "a transfer coding other than `chunked` (RFC 9112 §6.1); the connection is closed"
         case .httpVersionNotSupported: return "an HTTP version other than 1.0 and 1.1; the connection is closed"
         case .tooManyPendingRequests: return "this worker already has `RELAY_MAX_PENDING_REQUESTS` connections part-way through sending a request; retry"
+        default: return "not a code of the relay's"
         }
     }
 
-    /// The error table of docs/PROTOCOL.md §8 (Markdown), one row per code in declaration order.
+    /// The error table of docs/PROTOCOL.md §8 (Markdown), one row per code in `allCases` order.
     public static var markdownTable: String {
         var out = "| status | code | sent | meaning |\n|---|---|---|---|\n"
         for c in allCases {

@@ -37,7 +37,7 @@ public enum StreamEvent: Sendable, Equatable {
     /// (written as `"budget_limited":true`, omitted when false).
     case done(finishReason: FinishReason, usage: Usage, budgetLimited: Bool = false)
     /// The stream failed; `status` is the HTTP-like status (401, 502, 503, …).
-    case error(status: Int, code: String, message: String)
+    case error(status: Int, code: ErrorCode, message: String)
 
     /// `true` for `done` and `error`: the relay ends the response after it.
     public var isTerminal: Bool {
@@ -62,7 +62,7 @@ public enum StreamEvent: Sendable, Equatable {
             let limited = budgetLimited ? ",\"budget_limited\":true" : ""
             return "{\"type\":\"done\",\"finish_reason\":\(JSONText.quoted(reason.rawValue)),\"usage\":{\"prompt_tokens\":\(u.promptTokens),\"completion_tokens\":\(u.completionTokens),\"total_tokens\":\(u.totalTokens)}\(limited)}"
         case .error(let status, let code, let message):
-            return "{\"type\":\"error\",\"status\":\(status),\"code\":\(JSONText.quoted(code)),\"message\":\(JSONText.quoted(message))}"
+            return "{\"type\":\"error\",\"status\":\(status),\"code\":\(JSONText.quoted(code.rawValue)),\"message\":\(JSONText.quoted(message))}"
         }
     }
 
@@ -118,7 +118,7 @@ public enum StreamEvent: Sendable, Equatable {
                          budgetLimited: obj["budget_limited"] == .bool(true))
         case "error":
             self = .error(status: obj["status"]?.intValue ?? 500,
-                          code: obj["code"]?.stringValue ?? "error",
+                          code: ErrorCode(rawValue: obj["code"]?.stringValue ?? "error"),
                           message: obj["message"]?.stringValue ?? "")
         default:
             throw StreamEventDecodingError.unknownType(type)

@@ -51,9 +51,9 @@ public final class BudgetLedger {
                     args: [id.value, String(nowMs), String(nowMs + BudgetLedger.reservationLapseMs), String(limit),
                            String(promptEstimate), String(wantedCompletion), String(minimumCompletion),
                            String(BudgetLedger.ttlMs)]) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if let f = r.failure { return done(.failure(f)) }
             guard let a = r.array, a.count == 2, let kind = a[0].int, let n = a[1].int else {
-                return done(.failure(RedisFailure("ERR unexpected reserve reply")))
+                return done(.failure(RedisFailure(code: .other("ERR"), message: "unexpected reserve reply")))
             }
             switch kind {
             case 1: done(.success(.granted(tokens: Int(n))))
@@ -69,7 +69,7 @@ public final class BudgetLedger {
     public func settle(key: String, id: RequestID, tokens: Int, done: ((Result<Bool, RedisFailure>) -> Void)? = nil) {
         scripts.run(BudgetLedger.settleScript, keys: [key, BudgetLedger.expiriesKey(key)],
                     args: [id.value, String(max(0, tokens)), String(BudgetLedger.ttlMs)]) { r in
-            if let e = r.errorMessage { done?(.failure(RedisFailure(e))); return }
+            if let f = r.failure { done?(.failure(f)); return }
             done?(.success((r.int ?? -1) >= 0))
         }
     }
@@ -92,7 +92,7 @@ public final class BudgetLedger {
     /// `used` and `reserved` (lapsed reservations purged first).
     public func read(key: String, nowMs: Int64, done: @escaping (Result<(used: Int, reserved: Int), RedisFailure>) -> Void) {
         scripts.run(BudgetLedger.readScript, keys: [key, BudgetLedger.expiriesKey(key)], args: [String(nowMs)]) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if let f = r.failure { return done(.failure(f)) }
             let a = r.array ?? []
             done(.success((used: Int(a.first?.int ?? 0), reserved: Int(a.count > 1 ? a[1].int ?? 0 : 0))))
         }

@@ -102,7 +102,7 @@ public final class ClusterClient: RedisCommandChannel {
         for c in nodes.values { c.close() }
         nodes = [:]
         bootstrap.close()
-        for p in retries.removeAll() { p.reply?(.error("DISCONNECTED cluster client closed")) }
+        for p in retries.removeAll() { p.reply?(.disconnected("cluster client closed")) }
     }
 
     public func send(_ args: [String], _ reply: ((RedisReply) -> Void)?) {
@@ -129,11 +129,11 @@ public final class ClusterClient: RedisCommandChannel {
     /// (a handler that `close()` answers may send again, and a send would otherwise open
     /// a new connection to the slot's primary, kept, reconnecting, until the client is freed).
     private func dispatch(_ p: Pending) {
-        guard !closed else { return p.reply?(.error("DISCONNECTED cluster client closed")) ?? () }
+        guard !closed else { return p.reply?(.disconnected("cluster client closed")) ?? () }
         switch ClusterRouting.of(p.args) {
         case .allPrimaries:
             let up = slotMap.primaries.compactMap { nodes[$0] }.filter(\.isConnected)
-            guard !up.isEmpty else { return p.reply?(.error("DISCONNECTED no Redis Cluster primary connected")) ?? () }
+            guard !up.isEmpty else { return p.reply?(.disconnected("no Redis Cluster primary connected")) ?? () }
             var left = up.count
             var delivered = false
             for c in up {
@@ -149,7 +149,7 @@ public final class ClusterClient: RedisCommandChannel {
         case .anyNode:
             let c = slotMap.primaries.lazy.compactMap { self.nodes[$0] }.first(where: \.isConnected)
                 ?? (bootstrap.isConnected ? bootstrap : nil)
-            guard let c else { return p.reply?(.error("DISCONNECTED no Redis Cluster node connected")) ?? () }
+            guard let c else { return p.reply?(.disconnected("no Redis Cluster node connected")) ?? () }
             send(p, on: c, p.reply)
         case .slot(let slot):
             guard let node = p.askTo ?? slotMap.primary(forSlot: slot) else {
@@ -159,7 +159,7 @@ public final class ClusterClient: RedisCommandChannel {
             let c = connection(to: node)
             guard c.isConnected else {
                 requestRefresh(.connectionLost)
-                return retry(p, why: "DISCONNECTED primary \(node) of slot \(slot) not connected")
+                return retry(p, why: "primary \(node) of slot \(slot) not connected")
             }
             if p.askTo != nil {
                 p.askTo = nil
@@ -173,7 +173,7 @@ public final class ClusterClient: RedisCommandChannel {
         let redirect = ClusterRedirect(error: r.errorMessage)
         switch redirect {
         case .none:
-            if let e = r.errorMessage, RedisErrorCode(message: e) == .disconnected { requestRefresh(.connectionLost) }
+            if r.failure?.isDisconnect == true { requestRefresh(.connectionLost) }
             p.reply?(r)
         case .moved(let slot, let node):
             counters.moved += 1
@@ -211,7 +211,7 @@ public final class ClusterClient: RedisCommandChannel {
         p.attempts += 1
         counters.retried += 1
         guard !closed, let wait = policy.delay(attempt: p.attempts, firstFailureMs: p.firstFailureMs!, nowMs: now) else {
-            p.reply?(.error(why.hasPrefix("DISCONNECTED") ? why : "DISCONNECTED Redis Cluster: \(why)"))
+            p.reply?(.disconnected("Redis Cluster: \(why)"))
             return
         }
         let wasEmpty = retries.isEmpty
@@ -237,7 +237,7 @@ public final class ClusterClient: RedisCommandChannel {
         for (i, p) in due.enumerated() {
             // A reply handler may close the client: the rest are answered, not sent.
             guard !closed else {
-                for q in due[i...] { q.reply?(.error("DISCONNECTED cluster client closed")) }
+                for q in due[i...] { q.reply?(.disconnected("cluster client closed")) }
                 return
             }
             dispatch(p)

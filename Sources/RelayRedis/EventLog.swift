@@ -109,7 +109,7 @@ public final class EventLog {
         scripts.run(Scripts.create, keys: [k.meta, k.lease, k.events, k.text, k.offsets],
                     args: [owner, sid, instance, String(nowMs), String(ttlMs), String(EventLog.leaseMs),
                            budgetKey, String(promptEstimate), maxLenArg]) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if let f = r.failure { return done(.failure(f)) }
             done(.success(r.int == 1))
         }
     }
@@ -118,7 +118,7 @@ public final class EventLog {
     public func open(_ id: RequestID, done: @escaping (Result<StreamInfo?, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
         scripts.run(Scripts.open, keys: [k.meta, k.events, k.text], args: []) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if let f = r.failure { return done(.failure(f)) }
             guard let a = r.array, a.count >= 6 else { return done(.success(nil)) }
             let fid = a[3].string ?? ""
             done(.success(StreamInfo(owner: a[0].string ?? "", state: StreamState(rawValue: a[1].string ?? ""),
@@ -132,7 +132,7 @@ public final class EventLog {
     /// doc, exclusive range), in seq order.
     public func range(_ id: RequestID, after seq: UInt64, done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
         connection.send(["XRANGE", StreamKeys(id).events, "(\(seq)-0", "+"]) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if let f = r.failure { return done(.failure(f)) }
             done(.success(EventLog.events(from: r)))
         }
     }
@@ -142,7 +142,7 @@ public final class EventLog {
     public func catchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<String?, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
         scripts.run(Scripts.catchUp, keys: [k.text, k.offsets], args: [String(from), String(to)]) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if let f = r.failure { return done(.failure(f)) }
             guard let a = r.array, a.count == 2 else { return done(.success(nil)) }
             done(.success(a[1].string ?? ""))
         }
@@ -194,8 +194,8 @@ public final class EventLog {
     /// The outcome of an append's `XADD` reply: an error reply as its text, a nil reply
     /// (`XADD … NOMKSTREAM` on a missing key) as `NOSTREAM`, else stored.
     public static func appendOutcome(_ r: RedisReplyView) -> Result<Void, RedisFailure> {
-        if let e = r.errorMessage { return .failure(RedisFailure(e)) }
-        if r.isNull { return .failure(RedisFailure("NOSTREAM stream expired (XADD NOMKSTREAM)")) }
+        if let f = r.failure { return .failure(f) }
+        if r.isNull { return .failure(.noStream("stream expired (XADD NOMKSTREAM)")) }
         return .success(())
     }
 
@@ -269,7 +269,7 @@ public final class EventLog {
         }
         scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets], args: args,
                     retryNoScript: false) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if let f = r.failure { return done(.failure(f)) }
             done(.success(()))
         }
     }
@@ -320,7 +320,7 @@ public final class EventLog {
                              done: @escaping (Result<StoredTail, RedisFailure>) -> Void) {
         scripts.run(Scripts.appendStatus, keys: [k.events, k.meta, k.text, k.offsets],
                     args: [String(ackedSeq), String(count), String(textThrough)]) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if let f = r.failure { return done(.failure(f)) }
             guard let a = r.array, a.count == 4 else { return done(.success(StoredTail(state: nil, topSeq: 0, entries: []))) }
             let textEnd = a[3].int ?? -1
             done(.success(StoredTail(state: a[0].string, topSeq: EventLog.seq(ofEntryID: a[1].string ?? "") ?? 0,
@@ -361,7 +361,7 @@ public final class EventLog {
     /// `PUBLISH relay:cancel <id>` (docs/DATA_MODEL.md §7).
     public func publishCancel(_ id: RequestID, done: @escaping (Result<Void, RedisFailure>) -> Void) {
         connection.send(["PUBLISH", StreamKeys.cancelChannel, id.value]) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if let f = r.failure { return done(.failure(f)) }
             done(.success(()))
         }
     }
@@ -388,7 +388,7 @@ public final class EventLog {
         let k = StreamKeys(id)
         scripts.run(expireLeaseScript, keys: [k.events, k.meta, k.live, k.lease, k.text, k.offsets],
                     args: [String(maxLen), String(ttlMs), event.json, lossless ? "1" : "0"]) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if let f = r.failure { return done(.failure(f)) }
             let a = r.array ?? []
             done(.success(LeaseExpiry(reply: a.first?.int ?? 0, budgetKey: a.count > 1 ? a[1].string ?? "" : "",
                                       promptEstimate: a.count > 2 ? Int(a[2].string ?? "0") ?? 0 : 0)))
@@ -435,7 +435,7 @@ private final class TextWriteOutcome {
     }
 
     func replied(_ r: RedisReplyView) {
-        if let e = r.errorMessage, failure == nil { failure = RedisFailure(e) }
+        if let f = r.failure, failure == nil { failure = f }
         remaining -= 1
         if remaining == 0 { done(failure.map { .failure($0) } ?? .success(())) }
     }

@@ -237,7 +237,7 @@ public final class RedisConnection {
         freeContext()
         let was = isConnected
         isConnected = false
-        failPending("DISCONNECTED connection to Redis lost")
+        failPending("connection to Redis lost")
         if was { onDisconnect?(why) }
         if !closed { scheduleReconnect() }
     }
@@ -267,7 +267,7 @@ public final class RedisConnection {
     }
 
     /// Sends one command (arguments are binary-safe; see each command's Redis doc).
-    /// `reply` runs on the loop thread with the reply, or `.error("DISCONNECTED …")`
+    /// `reply` runs on the loop thread with the reply, or `.disconnected(reason)`
     /// when the connection is down or drops before answering.
     public func send(_ args: [String], _ reply: ((RedisReply) -> Void)?) {
         if let reply { send(args, handler: .reply(reply)) } else { send(args, handler: .none) }
@@ -311,9 +311,9 @@ public final class RedisConnection {
     /// cannot or hiredis refused the command.
     private func submit(_ handler: ReplyHandler, _ write: (UnsafeMutablePointer<redisContext>) -> Int32) {
         guard let c = context, isConnected || role == .commands else {
-            return RedisConnection.fail(handler, "DISCONNECTED Redis is not connected")
+            return RedisConnection.fail(handler, "Redis is not connected")
         }
-        if write(c) != REDIS_OK { RedisConnection.fail(handler, "DISCONNECTED command not sent") }
+        if write(c) != REDIS_OK { RedisConnection.fail(handler, "command not sent") }
     }
 
     /// Writes `args` in RESP into the connection's reused `RESPCommand` and hands the
@@ -373,19 +373,19 @@ public final class RedisConnection {
     }
 
     /// Fails every handler still waiting with the error `message`, oldest first (once each).
-    private func failPending(_ message: String) {
+    private func failPending(_ why: String) {
         let waiting = handlers.removeAll()
         pendingReplies = 0
         timing = false
-        for e in waiting { RedisConnection.fail(e.handler, message) }
+        for e in waiting { RedisConnection.fail(e.handler, why) }
     }
 
-    /// Runs `handler` with the error reply `message`.
-    private static func fail(_ handler: ReplyHandler, _ message: String) {
+    /// Runs `handler` with the local failure `RedisReply.disconnected(why)`.
+    private static func fail(_ handler: ReplyHandler, _ why: String) {
         switch handler {
         case .none: break
-        case .reply(let body): body(.error(message))
-        case .view(let body): body(RedisReplyView(.error(message)))
+        case .reply(let body): body(.disconnected(why))
+        case .view(let body): body(RedisReplyView(.disconnected(why)))
         }
     }
 
@@ -396,7 +396,7 @@ public final class RedisConnection {
         reconnectTimer = nil
         freeContext()
         isConnected = false
-        failPending("DISCONNECTED connection to Redis closed")
+        failPending("connection to Redis closed")
     }
 
     /// `CLOCK_MONOTONIC`, ns.

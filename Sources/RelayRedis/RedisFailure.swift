@@ -1,8 +1,9 @@
 import RelayStreamLogic
 
-/// The kind of a Redis failure, read once from the error reply's first word (RESP:
-/// "the first word after the `-`, up to the first space or newline, is the kind of
-/// error returned") or from the connection layer's `DISCONNECTED`.
+/// The kind of a Redis failure: read once from an error reply's first word (RESP: "the
+/// first word after the `-`, up to the first space or newline, is the kind of error
+/// returned"), or set by the relay itself for a local failure (`RedisReply.disconnected`,
+/// a missing stream found by a nil `XADD … NOMKSTREAM` reply).
 public enum RedisErrorCode: Sendable, Equatable {
     /// The command never reached Redis or its reply was lost (connection layer).
     case disconnected
@@ -22,12 +23,11 @@ public enum RedisErrorCode: Sendable, Equatable {
     /// Any other error kind (`ERR`, `WRONGTYPE`, `LOADING`, `BUSY`, …).
     case other(String)
 
-    /// Classifies an error text.
+    /// Classifies the text of an error reply from Redis.
     public init(message: String) {
         let words = message.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
         let kind = words.first.map(String.init) ?? ""
         switch kind {
-        case "DISCONNECTED": self = .disconnected
         case "NOSCRIPT": self = .noScript
         case "NOSTREAM": self = .noStream
         case "FINISHED": self = .finished
@@ -46,10 +46,20 @@ public struct RedisFailure: Error, Sendable, CustomStringConvertible {
     public let message: String
     /// The failure's kind.
     public let code: RedisErrorCode
+    /// The failure of an error reply from Redis, classified by its first word.
     public init(_ m: String) {
         message = m
         code = RedisErrorCode(message: m)
     }
+    /// A failure the relay itself reports, typed: `message` is for logs and display.
+    public init(code: RedisErrorCode, message: String) {
+        self.message = message
+        self.code = code
+    }
+    /// A local failure: the command never reached Redis, or its reply was lost.
+    public static func disconnected(_ why: String) -> RedisFailure { RedisFailure(code: .disconnected, message: "DISCONNECTED " + why) }
+    /// The stream does not exist (expired or gone), found by the relay itself.
+    public static func noStream(_ why: String) -> RedisFailure { RedisFailure(code: .noStream, message: "NOSTREAM " + why) }
     /// `true` when the command never reached Redis or its reply was lost.
     public var isDisconnect: Bool { code == .disconnected }
     public var description: String { message }

@@ -10,12 +10,15 @@ public enum RedisReply: Sendable, Equatable {
     case array([RedisReply])
     /// Null bulk or null array.
     case null
-    /// An error reply (`ERR …`, `NOSCRIPT …`), or a local failure (`DISCONNECTED …`).
+    /// An error reply from Redis (`ERR …`, `NOSCRIPT …`, a relay script's `NOSTREAM …`).
     case error(String)
+    /// A local failure, not a reply: the command never reached Redis or its reply was
+    /// lost (connection down or closed, no cluster node for the slot); the reason.
+    case disconnected(String)
 
     init(_ r: UnsafeMutablePointer<redisReply>?) {
         guard let r else {
-            self = .error("DISCONNECTED connection to Redis lost")
+            self = .disconnected("connection to Redis lost")
             return
         }
         let p = r.pointee
@@ -62,10 +65,23 @@ public enum RedisReply: Sendable, Equatable {
         return nil
     }
 
-    /// The error text of an error reply, else `nil`.
+    /// The error text of an error reply or a local failure (`DISCONNECTED <reason>`, for
+    /// logs and display), else `nil`. Decide on `failure`'s code, never on this text.
     public var errorMessage: String? {
-        if case .error(let e) = self { return e }
-        return nil
+        switch self {
+        case .error(let e): return e
+        case .disconnected(let why): return "DISCONNECTED " + why
+        default: return nil
+        }
+    }
+
+    /// The failure an error reply or a local failure stands for, typed; else `nil`.
+    public var failure: RedisFailure? {
+        switch self {
+        case .error(let e): return RedisFailure(e)
+        case .disconnected(let why): return .disconnected(why)
+        default: return nil
+        }
     }
 }
 
@@ -85,7 +101,7 @@ public struct RedisReplyView {
     private let source: Source
 
     init(_ r: UnsafeMutablePointer<redisReply>?) {
-        source = r.map { .hiredis($0) } ?? .copied(.error("DISCONNECTED connection to Redis lost"))
+        source = r.map { .hiredis($0) } ?? .copied(.disconnected("connection to Redis lost"))
     }
 
     /// A view of an already copied reply (channels without in-place replies, local errors).
@@ -93,7 +109,7 @@ public struct RedisReplyView {
         source = .copied(reply)
     }
 
-    /// `true` for an error reply (`ERR …`, `WRONGTYPE …`) or a local failure (`DISCONNECTED …`).
+    /// `true` for an error reply (`ERR …`, `WRONGTYPE …`) or a local failure (`RedisReply.disconnected`).
     public var isError: Bool {
         switch source {
         case .hiredis(let r): return r.pointee.type == REDIS_REPLY_ERROR
@@ -109,11 +125,19 @@ public struct RedisReplyView {
         }
     }
 
-    /// The error text of an error reply (copied), else `nil`.
+    /// The error text of an error reply or a local failure (copied), else `nil`.
     public var errorMessage: String? {
         switch source {
         case .hiredis(let r): return r.pointee.type == REDIS_REPLY_ERROR ? String(cString: r.pointee.str) : nil
         case .copied(let c): return c.errorMessage
+        }
+    }
+
+    /// The failure an error reply or a local failure stands for, typed; else `nil`.
+    public var failure: RedisFailure? {
+        switch source {
+        case .hiredis(let r): return r.pointee.type == REDIS_REPLY_ERROR ? RedisFailure(String(cString: r.pointee.str)) : nil
+        case .copied(let c): return c.failure
         }
     }
 

@@ -22,7 +22,7 @@ public final class SessionStore {
     /// their next command right after (pipelined) when they can.
     public func isRevoked(sid: String, done: @escaping (Result<Bool, RedisFailure>) -> Void) {
         connection.send(["EXISTS", StreamKeys.revoked(sid: sid)]) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if let f = r.failure { return done(.failure(f)) }
             done(.success(r.int == 1))
         }
     }
@@ -35,7 +35,7 @@ public final class SessionStore {
     public func revoke(sid: String, ttlMs: Int, done: @escaping (Result<Void, RedisFailure>) -> Void) {
         connection.send(["SET", StreamKeys.revoked(sid: sid), "1", "PX", String(ttlMs)], nil)
         connection.send(["PUBLISH", StreamKeys.revocationsChannel, sid]) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if let f = r.failure { return done(.failure(f)) }
             done(.success(()))
         }
     }
@@ -46,7 +46,7 @@ public final class SessionStore {
                       done: @escaping (Result<Bool, RedisFailure>) -> Void) {
         scripts.run(Scripts.admit, keys: [SessionStore.streamsKey(owner: owner, sid: sid)],
                     args: [id.value, String(nowMs), String(nowMs + Int64(leaseMs)), String(max)]) { r in
-            if let e = r.errorMessage { return done(.failure(RedisFailure(e))) }
+            if let f = r.failure { return done(.failure(f)) }
             done(.success(r.int == 1))
         }
     }

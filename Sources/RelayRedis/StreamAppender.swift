@@ -295,17 +295,22 @@ public final class StreamAppender {
 
     private func failed() {
         guard let f = queue.failure else { return }
-        let message: String
+        let failure: RedisFailure
         switch f {
         case .streamGone:
             log.discardText(keys)
-            message = "NOSTREAM stream expired or lost"
-        case .ended(let state): message = "FINISHED \(state)"
-        case .foreignEntry(let seq): message = "FINISHED entry \(seq) was written by another writer (lease expired)"
-        case .storeWentBack(let top): message = "LOST the stream went back to \(top), below acknowledged seq \(queue.ackedSeq)"
-        case .hole(let after): message = "GAP the entry after \(after) is missing while a later one is stored"
-        case .textWentBack(let seq): message = "LOST the lossless-resume text stored through \(seq) is gone or short"
+            failure = .noStream("stream expired or lost")
+        case .ended(let state):
+            failure = RedisFailure(code: .finished, message: "FINISHED \(state)")
+        case .foreignEntry(let seq):
+            failure = RedisFailure(code: .finished, message: "FINISHED entry \(seq) was written by another writer (lease expired)")
+        case .storeWentBack(let top):
+            failure = RedisFailure(code: .other("LOST"), message: "LOST the stream went back to \(top), below acknowledged seq \(queue.ackedSeq)")
+        case .hole(let after):
+            failure = RedisFailure(code: .other("GAP"), message: "GAP the entry after \(after) is missing while a later one is stored")
+        case .textWentBack(let seq):
+            failure = RedisFailure(code: .other("LOST"), message: "LOST the lossless-resume text stored through \(seq) is gone or short")
         }
-        onPermanentFailure?(RedisFailure(message))
+        onPermanentFailure?(failure)
     }
 }

@@ -74,7 +74,7 @@ final class RequestGuard {
     /// Answers an error before the stream, and counts it.
     func fail(_ ex: HTTPExchange, _ e: APIError) {
         metrics.add(.requestErrors)
-        if e.code == ErrorCode.tokenBudgetExhausted.rawValue { metrics.add(.budgetRefusals) }
+        if e.code == .tokenBudgetExhausted { metrics.add(.budgetRefusals) }
         var headers: [(String, String)] = []
         if e.status == 401 { headers.append(("WWW-Authenticate", "Bearer")) }
         ex.respond(e, headers: headers)

@@ -161,7 +161,7 @@ final class ConformanceTests: XCTestCase {
         case .stopped: return ["kind": "stopped"]
         case .timedOut: return ["kind": "timedOut"]
         case .needsResume: return ["kind": "needsResume"]
-        case .failed(let status, let code, _): return ["kind": "failed", "status": Int64(status), "code": code]
+        case .failed(let status, let code, _): return ["kind": "failed", "status": Int64(status), "code": code.rawValue]
         }
     }
 
@@ -255,7 +255,7 @@ final class ConformanceTests: XCTestCase {
                     a = .none
                 case "response":
                     let status = (s["status"] as? NSNumber)?.intValue ?? 0
-                    let err = (s["code"] as? String).map { APIError(status: status, code: $0, message: "") }
+                    let err = (s["code"] as? String).map { APIError(status: status, code: ErrorCode(rawValue: $0), message: "") }
                     let retryAfter = (s["retryAfter"] as? NSNumber).map { $0.int64Value * 1000 }
                     a = p.responseOpened(status: status, contentType: s["contentType"] as? String, error: err,
                                          retryAfterMs: retryAfter, jitterMs: jitter, now: at)

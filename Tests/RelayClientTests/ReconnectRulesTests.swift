@@ -16,7 +16,7 @@ final class ReconnectRulesTests: XCTestCase {
         return p
     }
 
-    func e(_ status: Int, _ code: String) -> APIError { APIError(status: status, code: code, message: code) }
+    func e(_ status: Int, _ code: ErrorCode) -> APIError { APIError(status: status, code: code, message: code.rawValue) }
 
     /// A policy that dropped at 0 and is reconnecting (attempt 1) at 1 s.
     func reconnecting() -> ReconnectPolicy {

@@ -11,7 +11,7 @@ final class ProtocolTypesTests: XCTestCase {
             _ = try parse(json)
             return nil
         } catch let e as APIError {
-            return e.code
+            return e.code.rawValue
         } catch { return "other" }
     }
 

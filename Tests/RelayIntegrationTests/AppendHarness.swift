@@ -77,7 +77,7 @@ final class LossyChannel: RedisCommandChannel, @unchecked Sendable {
             self.inFlight -= 1
             if lose {
                 self.lostReplies += 1
-                reply?(.error("DISCONNECTED reply lost (test)"))
+                reply?(.disconnected("reply lost (test)"))
             } else {
                 reply?(r)
             }
@@ -129,8 +129,8 @@ final class AppendHarness: @unchecked Sendable {
     func stop() {
         let ch = channel, lp = loop
         loop.post { ch.close(); lp.stop() }
-        let until = Date().addingTimeInterval(5)
-        while !thread.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
+        let t = thread
+        pollUntil(timeout: 5) { t.isFinished }
     }
 }
 

@@ -55,8 +55,7 @@ final class ClusterHarness: @unchecked Sendable {
     func counters() throws -> ClusterClient.Counters {
         let got = LockedBox<ClusterClient.Counters?>(nil)
         withClient { got.value = $0.counters }
-        let until = Date().addingTimeInterval(5)
-        while got.value == nil && Date() < until { usleep(5_000) }   // poll interval, with a deadline
+        try eventually(5, "the counters read on the loop", every: 0.005) { got.value != nil }
         return try XCTUnwrap(got.value, "the counters")
     }
 
@@ -65,7 +64,7 @@ final class ClusterHarness: @unchecked Sendable {
         let lp = loop
         nonisolated(unsafe) let c = client
         loop.post { c.close(); lp.stop() }
-        let until = Date().addingTimeInterval(5)
-        while !thread.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
+        let t = thread
+        pollUntil(timeout: 5) { t.isFinished }
     }
 }

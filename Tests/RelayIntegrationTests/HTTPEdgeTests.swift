@@ -218,7 +218,7 @@ final class HTTPEdgeTests: RelayTestCase {
         // Keep trickling for ~3 s while the relay is out of descriptors.
         for round in 0..<8 {
             for c in tricklers { try? c.send(round % 2 == 0 ? "E" : "T") }
-            usleep(500_000)
+            usleep(500_000)   // pacing on purpose: the tricklers send a byte every 500 ms
         }
         // The keep-alive connection and the stream are still served meanwhile.
         try keepAlive.send("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")

@@ -102,7 +102,9 @@ final class LocalDeliveryTests: RelayTestCase {
         poster.close()
         // The worker notices at its next write; then the stream has no client there.
         try eventually(5, "the POSTing client gone") { try metric(a, "relay_live_connections") == 0 }
-        usleep(200_000)   // events acknowledged with no client on the worker
+        // Events stored (and acknowledged) with no client on the worker.
+        let gone = try topSeq(id)
+        try eventually(5, "three events stored with no client on the worker") { try self.topSeq(id) >= gone + 3 }
         XCTAssertEqual(try liveSubscribers(id), 0)
         var rng = SplitMix64(seed: 0x5_1AB5)
         var clients: [(from: UInt64, events: [SSEMessage])] = []
@@ -120,7 +122,10 @@ final class LocalDeliveryTests: RelayTestCase {
             XCTAssertTrue(try running(id), "round \(round): the events came while the stream ran")
             c.close()
             try eventually(5, "round \(round): the client gone") { try metric(a, "relay_live_connections") == 0 }
-            if round % 3 == 2 { usleep(150_000) }   // sometimes no client at all for a while
+            if round % 3 == 2 {   // sometimes no client at all for a while: a few events stored meanwhile
+                let left = try topSeq(id)
+                try eventually(5, "round \(round): events stored with no client") { try self.topSeq(id) >= left + 3 }
+            }
             seen = max(seen, UInt64(got.last?.lastEventId ?? "") ?? 0)
             clients.append((from, got))
         }

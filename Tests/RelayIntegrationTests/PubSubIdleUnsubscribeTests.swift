@@ -26,9 +26,7 @@ final class PubSubIdleUnsubscribeTests: RelayTestCase {
         thread.start()
         defer {
             loop.post { conn.close(); loop.stop() }
-            let until = Date().addingTimeInterval(5)
-            while !thread.isFinished && Date() < until { usleep(10_000) }   // poll interval, with a deadline
-            XCTAssertTrue(thread.isFinished, "the loop thread ended")
+            XCTAssertTrue(pollUntil(timeout: 5) { thread.isFinished }, "the loop thread ended")
         }
         let idle = "relay:test:idle-\(UUID().uuidString.prefix(8))", kept = "relay:test:kept-\(UUID().uuidString.prefix(8))"
         loop.post {

@@ -59,7 +59,7 @@ final class RevocationRaceTests: RelayTestCase {
                         ?? (try? Chat.start(port: port, token: token, maxTokens: 1000))
                     raced.mutate { $0 = c }
                 }
-                usleep(offsetUs)
+                usleep(offsetUs)   // pacing on purpose: the revoke lands a random 0–10 ms after the raced request
                 let revoke = try? HTTPClient.request(port: ports[1 - on], method: "POST", path: "/admin/sessions/\(sid)/revoke",
                                                      headers: [("Authorization", "Bearer \(Self.adminKey)")])
                 group.wait()

@@ -71,7 +71,7 @@ final class ScaleOutTests: RelayTestCase {
             let t = Thread {
                 shared.enter()
                 defer { shared.leave() }
-                usleep(UInt32(n) * 20_000)  // starts spread over 2 s
+                usleep(UInt32(n) * 20_000)  // pacing on purpose: the clients' starts spread over 2 s
                 // Streams one after another until the restarts are over (at least one).
                 repeat {
                     let client = ResumingStreamClient(port: lbPort, token: token, maxTokens: maxTokens,
@@ -216,7 +216,7 @@ final class ScaleOutTests: RelayTestCase {
     }
 
     private func errorCode(_ e: StreamEvent?) -> String? {
-        if case .error(_, let code, _)? = e { return code }
+        if case .error(_, let code, _)? = e { return code.rawValue }
         return nil
     }
 
@@ -248,9 +248,12 @@ final class ScaleOutTests: RelayTestCase {
             try eventually(2, "\(label): /readyz 503 on both relays while Redis is down") {
                 readyStatus(a) == 503 && readyStatus(b) == 503
             }
-            // The outage's length is the scenario (not a synchronization): Redis stays
-            // down for `outage` seconds.
-            Thread.sleep(until: down.addingTimeInterval(outage))
+            // The outage's length is the scenario: Redis stays down for `outage` seconds,
+            // and all that time both relays say they are not ready.
+            try consistently(for: max(0, down.addingTimeInterval(outage).timeIntervalSinceNow),
+                             "\(label): /readyz 503 on both relays while Redis is down", every: 0.1) {
+                readyStatus(a) == 503 && readyStatus(b) == 503
+            }
             try redis.start()
             let up = Date()
             try eventually(6, "\(label): /readyz 200 again after Redis returned") {
@@ -325,7 +328,7 @@ final class ScaleOutTests: RelayTestCase {
             if chunk.isEmpty { closedByRelay = true; break }
             received += chunk
             rssPeak = max(rssPeak, try ProcStatus.rssKiB(pid))
-            usleep(250_000)  // pacing, not synchronization: 256 bytes per 250 ms, ~1 KB/s
+            usleep(250_000)  // pacing on purpose: a slow reader, 256 bytes per 250 ms, ~1 KB/s
         }
         let slowSeconds = Date().timeIntervalSince(started)
         XCTAssertTrue(closedByRelay, "the relay closed the slow connection")

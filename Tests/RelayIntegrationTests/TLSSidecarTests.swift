@@ -55,14 +55,12 @@ final class TLSSidecarTests: XCTestCase {
         checkHost = localhost
         """.write(to: conf, atomically: true, encoding: .utf8)
         try spawn("stunnel4", [conf.path])
-        let until = Date().addingTimeInterval(10)
         var pong = ""
-        while Date() < until, pong != "PONG" {
+        try eventually(10, "redis-cli PING through the sidecar to answer PONG (last: \(pong))", every: 0.05) {
             pong = (try? run("redis-cli", ["-h", "127.0.0.1", "-p", String(plainPort), "PING"]))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            if pong != "PONG" { usleep(50_000) }
+            return pong == "PONG"
         }
-        XCTAssertEqual(pong, "PONG", "redis-cli through the sidecar")
         let relay = try RelayProcess(redisURL: "redis://127.0.0.1:\(plainPort)", env: ["RELAY_SIMULATED_TOKENS_PER_SECOND": "2000"])
         defer { relay.kill9() }
         let events = try Chat.start(port: relay.port, token: RelayProcess.token(), maxTokens: 20).readAll()

@@ -71,7 +71,7 @@ final class UpstreamDialectRelayTests: RelayTestCase {
             return XCTFail("ends with an error event, got \(events.map(\.data))")
         }
         XCTAssertGreaterThanOrEqual(status, 500)
-        XCTAssertFalse(code.isEmpty)
+        XCTAssertFalse(code.rawValue.isEmpty)
         XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "state"), "failed")
     }
 

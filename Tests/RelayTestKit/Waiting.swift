@@ -29,6 +29,7 @@ public struct WaitFailed: Error, CustomStringConvertible {
 /// passed (at least once, and once more at the deadline). Records nothing.
 /// - Returns: whether the condition held.
 @discardableResult
+@_disfavoredOverload   // in an async context the async twin below is chosen
 public func pollUntil(timeout: Double, every interval: Double = defaultPollInterval,
                       _ condition: () throws -> Bool) rethrows -> Bool {
     let until = Date().addingTimeInterval(timeout)
@@ -40,7 +41,7 @@ public func pollUntil(timeout: Double, every interval: Double = defaultPollInter
     }
 }
 
-/// `pollUntil` for async tests: sleeps with `Task.sleep`, so the waiting task frees its thread.
+/// `pollUntil` for async code: sleeps with `Task.sleep`, so the waiting task frees its thread.
 @discardableResult
 public func pollUntil(timeout: Double, every interval: Double = defaultPollInterval,
                       _ condition: () async throws -> Bool) async rethrows -> Bool {
@@ -57,6 +58,7 @@ public func pollUntil(timeout: Double, every interval: Double = defaultPollInter
 /// seconds. On timeout: fails the test with "timed out waiting for <what>" at the caller's
 /// file and line, then throws `WaitFailed` so the caller stops. `what` is built only then,
 /// so it may describe the state at the timeout. An error thrown by `condition` is passed on.
+@_disfavoredOverload   // in an async context the async twin below is chosen
 public func eventually(_ timeout: Double = 10, _ what: @autoclosure () -> String,
                        every interval: Double = defaultPollInterval,
                        file: StaticString = #filePath, line: UInt = #line,
@@ -65,7 +67,7 @@ public func eventually(_ timeout: Double = 10, _ what: @autoclosure () -> String
     throw recordWaitFailure("timed out waiting for \(what()) (\(timeout) s)", file: file, line: line)
 }
 
-/// `eventually` for async tests.
+/// `eventually` for async code: sleeps with `Task.sleep`, so the waiting task frees its thread.
 public func eventually(_ timeout: Double = 10, _ what: @autoclosure () -> String,
                        every interval: Double = defaultPollInterval,
                        file: StaticString = #filePath, line: UInt = #line,

@@ -81,7 +81,7 @@ class UpstreamTestCase: XCTestCase {
             return XCTFail("last event is not an error: \(String(describing: events.last))", file: file, line: line)
         }
         XCTAssertEqual(s, status, file: file, line: line)
-        XCTAssertEqual(c, code, file: file, line: line)
+        XCTAssertEqual(c.rawValue, code, file: file, line: line)
         XCTAssertTrue(m.contains(fragment), "message \"\(m)\" lacks \"\(fragment)\"", file: file, line: line)
     }
 
