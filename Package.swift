@@ -26,27 +26,44 @@ let package = Package(
 
         // Pure Swift: events, SSE framing and parsing, protocol types, error codes.
         .target(name: "RelayCore"),
+        // The server's HTTP/1.1: evhttp exchanges and connection gates on the worker loop
+        // (Server/), the strict request-head and body framing checks (RFC 9112) and the accept
+        // backoff (pure, in Decisions/), and the SSE event framing shared by every subscriber
+        // (WireFrame). Not in the client kit's graph.
+        .target(name: "RelayHTTP", dependencies: ["CLibevent", "RelayLoop", "RelayCore"],
+                swiftSettings: [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]),
         // Server configuration (pure Swift): every option's variable, flag, default, unit, doc.
         // Not in the client kit's graph.
         .target(name: "RelayConfiguration", dependencies: ["RelayCore"]),
-        // Pure decisions of the server's stream machinery (no C): replay/live merge,
-        // append ack/resend, pub/sub channel states, lease and Redis-outage policies.
-        // Cross-module optimization: the generic state machines here (AppendQueue<Item>, …)
-        // run once per event in RelayRedis/RelayServer, and unspecialized across the module
-        // boundary they cost ≈ 6 % of the relay's instructions per delivered event
-        // (callgrind, docs/BENCHMARKS.md). No product a client package uses contains it.
-        .target(name: "RelayStreamLogic", dependencies: ["RelayCore"],
-                swiftSettings: [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]),
         // One libevent event_base per worker thread, timers.
         .target(name: "RelayLoop", dependencies: ["CLibevent", "RelayCore"]),
-        // hiredis async connections on the worker loop: commands, scripts, pub/sub, event log.
-        .target(name: "RelayRedis", dependencies: ["CHiredis", "CLibevent", "RelayLoop", "RelayStreamLogic", "RelayConfiguration", "RelayCore"]),
+        // Cross-module optimization on the modules below that hold generic state machines
+        // (AppendQueue<Item>, ChannelTable<Handler>, RetryQueue<Item>, …) run once per event:
+        // unspecialized across a module boundary they cost ≈ 6 % of the relay's instructions per
+        // delivered event (callgrind, docs/BENCHMARKS.md).
+        // The Redis client: hiredis connections on the worker loop (RESP written by the relay),
+        // replies, failures, scripts, and the pub/sub channel states (Decisions/).
+        .target(name: "RelayRedis", dependencies: ["CHiredis", "CLibevent", "RelayLoop", "RelayConfiguration", "RelayCore"],
+                swiftSettings: [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]),
+        // Redis Cluster: the cluster client and sharded pub/sub; slots, redirects, routing,
+        // retries and topology refreshes are pure decisions (Decisions/).
+        .target(name: "RelayCluster", dependencies: ["CLibevent", "RelayRedis", "RelayLoop", "RelayConfiguration", "RelayCore"],
+                swiftSettings: [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]),
+        // The event store (docs/DATA_MODEL.md): the per-stream event log, the ordered appender,
+        // keys, Lua scripts, live channels, session slots and revocation markers; the append
+        // queue, trim, TTL refresh, text checkpoints and lease rules are pure decisions (Decisions/).
+        .target(name: "RelayEventStore", dependencies: ["CLibevent", "RelayRedis", "RelayCluster", "RelayLoop", "RelayConfiguration", "RelayCore"],
+                swiftSettings: [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]),
+        // Token budgets: the ledger in Redis (reserve, refresh, settle); limits by tier and the
+        // reservation arithmetic are pure decisions (Decisions/).
+        .target(name: "RelayBudgets", dependencies: ["RelayRedis", "RelayConfiguration", "RelayCore"],
+                swiftSettings: [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]),
         // Upstream adapters (simulated, and later OpenAI / Anthropic).
         .target(name: "RelayUpstream", dependencies: ["CCurl", "CLibevent", "RelayLoop", "RelayConfiguration", "RelayCore"]),
         // JWT verification and minting (libjwt), JWK sets (OpenSSL), claims, budgets by tier.
         .target(name: "RelayAuth", dependencies: ["CJWT", "COpenSSL", "RelayConfiguration", "RelayCore"]),
         // Workers, HTTP routes, generations, subscriptions.
-        .target(name: "RelayServer", dependencies: ["CLibevent", "RelayLoop", "RelayRedis", "RelayUpstream", "RelayAuth", "RelayStreamLogic", "RelayConfiguration", "RelayCore"]),
+        .target(name: "RelayServer", dependencies: ["CLibevent", "RelayHTTP", "RelayLoop", "RelayRedis", "RelayCluster", "RelayEventStore", "RelayBudgets", "RelayUpstream", "RelayAuth", "RelayConfiguration", "RelayCore"]),
         // Client kit: Foundation only, no C anywhere in its graph (builds for iOS).
         // Complete strict concurrency (Swift 6 language mode) with every warning an error, so
         // the Linux build stands for the iOS one as closely as it can.
@@ -55,7 +72,7 @@ let package = Package(
         // A libcurl transport for the kit, for the Linux CLI only: not part of the
         // kit's graph, which stays Foundation-only.
         .target(name: "RelayClientCurl", dependencies: ["CCurl", "RelayClient"]),
-        .executableTarget(name: "stream-relay", dependencies: ["RelayConfiguration", "RelayServer", "RelayRedis", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayClientCurl", "RelayCore"],
+        .executableTarget(name: "stream-relay", dependencies: ["RelayConfiguration", "RelayServer", "RelayRedis", "RelayCluster", "RelayEventStore", "RelayBudgets", "RelayLoop", "RelayAuth", "RelayUpstream", "RelayClient", "RelayClientCurl", "RelayCore"],
                           // Debian's mimalloc (libmimalloc-dev) as the process's malloc: linked
                           // before libc, it takes every malloc/free of the Swift runtime, hiredis,
                           // libevent and libcurl (with glibc's allocator, allocation is ≈ 15 % of the
@@ -66,20 +83,24 @@ let package = Package(
         // Writes BuildInfo.swift (the git commit, for `stream-relay --version`) before each build.
         .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         // Load generator and side-by-side benchmark with nginx + nchan (docs/BENCHMARKS.md).
-        .executableTarget(name: "stream-relay-bench", dependencies: ["RelayConfiguration", "CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis", "RelayStreamLogic", "RelayUpstream"]),
+        .executableTarget(name: "stream-relay-bench", dependencies: ["RelayConfiguration", "RelayHTTP", "CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis", "RelayCluster", "RelayEventStore", "RelayBudgets", "RelayUpstream"]),
 
         // The test kit of every test target: the virtual clock, the polls with a deadline
         // (`eventually`, `consistently(for:)`), the seeded generator. Foundation and XCTest only.
         .target(name: "RelayTestKit", path: "Tests/RelayTestKit"),
-        .target(name: "RelayTestSupport", dependencies: ["RelayCore", "RelayAuth", "RelayTestKit"], path: "Tests/RelayTestSupport"),
-        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayConfiguration", "RelayTestKit"]),
-        .testTarget(name: "RelayStreamLogicTests", dependencies: ["RelayStreamLogic", "RelayCore", "RelayTestKit"]),
+        .target(name: "RelayTestSupport", dependencies: ["RelayCore", "RelayHTTP", "RelayAuth", "RelayTestKit"], path: "Tests/RelayTestSupport"),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "RelayHTTP", "RelayConfiguration", "RelayTestKit"]),
+        .testTarget(name: "RelayHTTPTests", dependencies: ["RelayHTTP", "RelayCore", "RelayTestKit"]),
+        .testTarget(name: "RelayRedisTests", dependencies: ["RelayRedis", "RelayCore", "RelayTestKit"]),
+        .testTarget(name: "RelayClusterTests", dependencies: ["RelayCluster", "RelayRedis", "RelayEventStore", "RelayCore", "RelayTestKit"]),
+        .testTarget(name: "RelayEventStoreTests", dependencies: ["RelayEventStore", "RelayRedis", "RelayCore", "RelayTestKit"]),
+        .testTarget(name: "RelayBudgetsTests", dependencies: ["RelayBudgets", "RelayCore", "RelayTestKit"]),
         .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayConfiguration", "RelayCore", "RelayTestKit"]),
-        .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore", "RelayTestKit"]),
+        .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore", "RelayHTTP", "RelayTestKit"]),
         .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore", "RelayTestSupport", "RelayTestKit"]),
-        // The server's consumer and producer state machines in-process (no Redis, no sockets).
-        .testTarget(name: "RelayServerTests", dependencies: ["RelayServer", "RelayRedis", "RelayLoop", "RelayStreamLogic", "RelayConfiguration", "RelayCore", "RelayTestKit"]),
-        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayRedis", "RelayAuth", "RelayStreamLogic", "RelayClient", "RelayClientCurl", "RelayTestSupport", "RelayTestKit", "RelayCore", "RelayUpstream", "RelayLoop", "RelayConfiguration", "stream-relay"],
+        // The server's stream decisions and its consumer state machine in-process (no Redis, no sockets).
+        .testTarget(name: "RelayServerTests", dependencies: ["RelayServer", "RelayHTTP", "RelayRedis", "RelayEventStore", "RelayLoop", "RelayConfiguration", "RelayCore", "RelayTestKit"]),
+        .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayHTTP", "RelayRedis", "RelayCluster", "RelayEventStore", "RelayBudgets", "RelayAuth", "RelayClient", "RelayClientCurl", "RelayTestSupport", "RelayTestKit", "RelayCore", "RelayUpstream", "RelayLoop", "RelayConfiguration", "stream-relay"],
                     // A fake Redis some integration tests start (python3), not a resource.
                     exclude: ["fake_redis.py"]),
     ]

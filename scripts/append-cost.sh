@@ -37,8 +37,12 @@ if m: open(sys.argv[2], 'w').write(m.group(1))
 PY
 # The script's argument list tells its form: ARGV[8] (refresh TTLs only when due) or not;
 # no append script at all: the plain command group.
-if [ -n "$REV" ]; then HAS_CKPT=$(git cat-file -e "$REV:Sources/RelayStreamLogic/TextCheckpoint.swift" 2>/dev/null && echo 1 || true)
-else HAS_CKPT=$([ -f Sources/RelayStreamLogic/TextCheckpoint.swift ] && echo 1 || true); fi
+CKPT_PATHS="Sources/RelayEventStore/Decisions/TextCheckpoint.swift Sources/RelayStreamLogic/TextCheckpoint.swift"
+HAS_CKPT=
+for p in $CKPT_PATHS; do
+  if [ -n "$REV" ]; then git cat-file -e "$REV:$p" 2>/dev/null && HAS_CKPT=1
+  else [ -f "$p" ] && HAS_CKPT=1; fi
+done
 if [ -n "$HAS_CKPT" ]; then STYLE=grouped; SCRIPT=-
 elif [ ! -f "$D/append.lua" ]; then STYLE=plain; SCRIPT=-
 elif grep -q "ARGV\[8\]" "$D/append.lua"; then STYLE=new; SCRIPT="$D/append.lua"

@@ -29,6 +29,7 @@ SWIFTC="${SWIFTC:-swiftc}"
 # A trap under ASan otherwise waits on the Swift runtime backtracer; libFuzzer prints the stack.
 export SWIFT_BACKTRACE=enable=no
 C=Sources/RelayCore
+H=Sources/RelayHTTP/Decisions
 # Every target gets all of RelayCore (pure Swift), so a new file there never breaks a build.
 CORE_ERR="$C/*.swift"
 declare -A SOURCES=(
@@ -38,8 +39,8 @@ declare -A SOURCES=(
     [jwt_compact]="Sources/RelayAuth/CompactJWS.swift Sources/RelayAuth/Base64URL.swift Sources/RelayAuth/AuthError.swift $CORE_ERR"
     [openai_chunk]="fuzz/targets/dialect_support.swift"
     [anthropic_chunk]="fuzz/targets/dialect_support.swift"
-    [request_head]="fuzz/targets/fuzz_input.swift $C/RequestHead.swift $C/RequestHeadValidator.swift $CORE_ERR"
-    [request_framer]="fuzz/targets/fuzz_input.swift $C/RequestFramer.swift $C/RequestHead.swift $C/RequestHeadValidator.swift $CORE_ERR"
+    [request_head]="fuzz/targets/fuzz_input.swift $H/RequestHead.swift $H/RequestHeadValidator.swift $CORE_ERR"
+    [request_framer]="fuzz/targets/fuzz_input.swift $H/RequestFramer.swift $H/RequestHead.swift $H/RequestHeadValidator.swift $CORE_ERR"
 )
 DIALECT="Sources/RelayUpstream/HTTP/OpenAIDialect.swift Sources/RelayUpstream/HTTP/AnthropicDialect.swift Sources/RelayUpstream/HTTP/UpstreamDialect.swift Sources/RelayUpstream/HTTP/UpstreamErrorBody.swift $C/LenientJSON.swift $C/SurrogateJoiner.swift $C/SSEParser.swift $C/SSEMessage.swift $C/ChatRequest.swift $CORE_ERR"
 SOURCES[openai_chunk]+=" $DIALECT"

@@ -1,5 +1,3 @@
-import RelayStreamLogic
-
 /// The kind of a Redis failure: read once from an error reply's first word (RESP: "the
 /// first word after the `-`, up to the first space or newline, is the kind of error
 /// returned"), or set by the relay itself for a local failure (`RedisReply.disconnected`,
@@ -63,16 +61,4 @@ public struct RedisFailure: Error, Sendable, CustomStringConvertible {
     /// `true` when the command never reached Redis or its reply was lost.
     public var isDisconnect: Bool { code == .disconnected }
     public var description: String { message }
-
-    /// How the appender must treat this failure of an append (`AppendQueue`): a gone
-    /// stream is permanent; a refused entry ID, `OUTOFORDER` and `FINISHED` are
-    /// ambiguous (a resend of a stored event, or a fenced stream: the stored tail
-    /// decides); anything else (`DISCONNECTED`, `OOM`, `BUSY`, `NOSCRIPT`) is retryable.
-    public var appendReply: AppendReply {
-        switch code {
-        case .noStream: return .permanent
-        case .entryIDRefused, .outOfOrder, .finished: return .refused
-        default: return .retryable
-        }
-    }
 }

@@ -1,6 +1,10 @@
 import RelayAuth
 import RelayCore
 import RelayRedis
+import RelayEventStore
+import RelayCluster
+import RelayBudgets
+import RelayHTTP
 
 /// `GET /api/budget` and `POST /admin/sessions/{sid}/revoke` (docs/PROTOCOL.md §9). Loop
 /// thread only.

@@ -1,9 +1,12 @@
 import Foundation
 import RelayAuth
 import RelayCore
+import RelayHTTP
 import RelayRedis
-import RelayStreamLogic
 import RelayUpstream
+import RelayEventStore
+import RelayCluster
+import RelayBudgets
 
 /// `POST /api/chat/stream`, `GET` and `DELETE /api/chat/stream/{requestId}`
 /// (docs/PROTOCOL.md §3, §6, §7). Every error known before the first byte is plain HTTP;

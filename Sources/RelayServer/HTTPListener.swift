@@ -2,8 +2,8 @@ import CLibevent
 import Glibc
 import Synchronization
 import RelayCore
+import RelayHTTP
 import RelayLoop
-import RelayStreamLogic
 import RelayConfiguration
 
 /// The worker's HTTP/1.1 listener (docs/ARCHITECTURE.md): one `evhttp` on the worker's loop,
@@ -18,7 +18,7 @@ import RelayConfiguration
 /// * when `accept()` fails (file descriptors exhausted) the listening socket is paused with
 ///   `AcceptBackoff` instead of spinning, logged at most once a second with a count, and
 ///   counted in `relay_accept_errors_total`.
-final class HTTPListener {
+final class HTTPListener: ConnectionGateHost {
     private var http: OpaquePointer?
     private var boundSocket: OpaquePointer?
     private let handler: (HTTPExchange) -> Void

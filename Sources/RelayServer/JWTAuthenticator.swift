@@ -1,5 +1,6 @@
 import RelayAuth
 import RelayCore
+import RelayHTTP
 
 /// The production `Authenticator` (docs/TOKENS.md): exactly one `Authorization: Bearer
 /// <JWT>` header, verified by a `TokenVerifier`: `JWTVerifier` (one configured algorithm

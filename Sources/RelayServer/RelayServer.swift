@@ -4,6 +4,10 @@ import RelayLoop
 import RelayRedis
 import Synchronization
 import RelayConfiguration
+import RelayEventStore
+import RelayCluster
+import RelayBudgets
+import RelayHTTP
 
 /// A relay instance: N workers on N threads sharing one port, started by `start()`,
 /// drained by `drain()` (SIGTERM) and stopped by `stop()`.

@@ -2,6 +2,10 @@ import RelayAuth
 import RelayCore
 import RelayRedis
 import RelayConfiguration
+import RelayEventStore
+import RelayCluster
+import RelayBudgets
+import RelayHTTP
 
 /// The checks every route shares: authentication (docs/TOKENS.md), the session's
 /// revocation marker, the instance's connection limit, header parsing, and

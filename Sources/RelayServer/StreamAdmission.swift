@@ -1,7 +1,10 @@
 import RelayAuth
 import RelayCore
 import RelayRedis
-import RelayStreamLogic
+import RelayEventStore
+import RelayCluster
+import RelayBudgets
+import RelayHTTP
 
 /// Admission of a new generation (`POST /api/chat/stream`, docs/PROTOCOL.md §3, §9), in this
 /// order, each step atomic in Redis and idempotent per request id, so concurrent

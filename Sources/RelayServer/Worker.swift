@@ -4,6 +4,10 @@ import RelayLoop
 import RelayRedis
 import RelayUpstream
 import RelayConfiguration
+import RelayEventStore
+import RelayCluster
+import RelayBudgets
+import RelayHTTP
 
 /// One worker (docs/ARCHITECTURE.md): a thread owning one libevent loop and, on it, the parts
 /// that serve requests — the `HTTPListener` on the shared port (`SO_REUSEPORT`), the
@@ -48,7 +52,7 @@ final class Worker: @unchecked Sendable {
 
         let hub = self.hub
         commands.onConnect = { [unowned hub] in
-            log.connected()
+            log.connected(alsoLoading: BudgetLedger.allScripts)
             hub.redisConnected()
             Log.debug("redis connected", ["worker": index])
         }

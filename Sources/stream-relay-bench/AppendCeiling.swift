@@ -2,8 +2,10 @@ import Foundation
 import RelayCore
 import RelayLoop
 import RelayRedis
-import RelayStreamLogic
 import RelayConfiguration
+import RelayEventStore
+import RelayCluster
+import RelayBudgets
 
 extension Runner {
     /// `append-ceiling`: the relay's per-event append (`EventLog.append`: `XADD NOMKSTREAM`

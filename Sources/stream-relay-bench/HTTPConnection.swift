@@ -1,6 +1,7 @@
 import CLibevent
 import Foundation
 import RelayCore
+import RelayHTTP
 import RelayLoop
 
 /// Wall-clock microseconds (CLOCK_REALTIME), the clock the producers embed.

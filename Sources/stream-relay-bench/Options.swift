@@ -1,4 +1,5 @@
 import Foundation
+import RelayEventStore
 
 /// Command-line options of `stream-relay-bench`. Scenario defaults are set by
 /// `applyDefaults` (full run, or `--quick`), then flags override them.

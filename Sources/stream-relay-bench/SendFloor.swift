@@ -1,6 +1,7 @@
 import CLibevent
 import Foundation
 import RelayCore
+import RelayHTTP
 
 /// `send-floor`: what the one write per delivered event that a fast client gets (one
 /// event per token) costs by itself on this machine, with no relay.

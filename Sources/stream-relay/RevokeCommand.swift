@@ -3,6 +3,9 @@ import RelayCore
 import RelayLoop
 import RelayRedis
 import RelayConfiguration
+import RelayEventStore
+import RelayCluster
+import RelayBudgets
 
 /// `stream-relay revoke SESSION_ID`: sets `relay:revoked:{sid}` and publishes the sid
 /// on `relay:revocations` directly in Redis (`REDIS_URL`), so every relay instance

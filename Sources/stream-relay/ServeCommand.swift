@@ -4,6 +4,7 @@ import RelayCore
 import RelayServer
 import RelayUpstream
 import RelayConfiguration
+import RelayBudgets
 
 /// `stream-relay serve`: runs a relay instance until SIGTERM/SIGINT (graceful drain).
 enum ServeCommand {

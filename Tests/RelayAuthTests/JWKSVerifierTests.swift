@@ -4,7 +4,8 @@ import XCTest
 @testable import RelayAuth
 
 /// ``JWKSVerifier`` against an in-memory key store: both keys of a set verify, the attacks
-/// of issue 19 are 401, unknown `kid`s ask for a refetch at most once per interval.
+/// on a key set (docs/TOKENS.md) are 401, unknown `kid`s ask for a refetch at most once
+/// per interval.
 final class JWKSVerifierTests: XCTestCase {
     static let rsa = JWKTests.rsa
     static let ec = JWKTests.ec

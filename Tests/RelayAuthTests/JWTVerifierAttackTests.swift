@@ -2,7 +2,9 @@ import Foundation
 import XCTest
 @testable import RelayAuth
 
-/// One test per item of issue 3's attack and bad-input lists; every token is built here.
+/// One test per attack on and bad input to a bearer token (alg `none`, algorithm confusion,
+/// forged and truncated signatures, bad claims; docs/TOKENS.md, RFC 7515, RFC 7519,
+/// RFC 8725); every token is built here.
 final class JWTVerifierAttackTests: XCTestCase {
     // MARK: alg none
 

@@ -42,7 +42,8 @@ enum TestKeys {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["openssl"] + args
-        // Only PATH: no ambient OPENSSL_CONF or RANDFILE changes the keys (issue 20).
+        // Only PATH: no ambient OPENSSL_CONF or RANDFILE changes the keys (hermetic child
+        // processes, docs/TESTING.md).
         p.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
         let out = Pipe(), err = Pipe()
         p.standardOutput = out

@@ -2,9 +2,10 @@ import Foundation
 import RelayTestKit
 import XCTest
 import RelayCore
+import RelayHTTP
 @testable import RelayClient
 
-/// A `done` cut by the token budget (`"budget_limited":true`, issue 12): the flag on the
+/// A `done` cut by the token budget (`"budget_limited":true`, docs/PROTOCOL.md): the flag on the
 /// final render update and the budget pill right after it. Virtual clock, no sleeps.
 final class BudgetLimitedTests: XCTestCase {
     let limitedDone = #"{"type":"done","finish_reason":"length","usage":{"prompt_tokens":9,"completion_tokens":41,"total_tokens":50},"budget_limited":true}"#
@@ -66,7 +67,7 @@ final class BudgetLimitedTests: XCTestCase {
         XCTAssertEqual(b.remaining, 50)
         XCTAssertEqual(b.pillText, "~50 tokens remaining this month")
         let old = try BudgetState(json: Data(#"{"tier":"free","limit":500,"used":200,"remaining":300,"period":"month"}"#.utf8))
-        XCTAssertEqual(old.reserved, 0, "relays before issue 12 send no reserved")
+        XCTAssertEqual(old.reserved, 0, "a relay that sends no reserved: 0")
         let derived = try BudgetState(json: Data(#"{"limit":500,"used":200,"reserved":250}"#.utf8))
         XCTAssertEqual(derived.remaining, 50, "missing remaining is limit − used − reserved")
     }

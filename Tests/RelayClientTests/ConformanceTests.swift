@@ -3,7 +3,7 @@ import XCTest
 import RelayCore
 @testable import RelayClient
 
-/// Runs the language-neutral client-rule vectors in `conformance/` (issue 16) against
+/// Runs the language-neutral client-rule vectors in `conformance/` against
 /// RelayClient, exactly as `clients/js/test/conformance.test.js` runs them against the
 /// JavaScript kit, so the two kits cannot drift. Each failing case is reported as
 /// `conformance <file>: <case name>: …`. The vectors' formats are in `conformance/README.md`.

@@ -5,6 +5,7 @@ import XCTest
 import FoundationNetworking
 #endif
 import RelayCore
+import RelayHTTP
 @testable import RelayClient
 
 /// A scripted relay behind a `URLProtocol`, so `RelayStream` runs its real

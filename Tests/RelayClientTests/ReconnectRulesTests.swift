@@ -2,7 +2,8 @@ import XCTest
 import RelayCore
 @testable import RelayClient
 
-/// The `conformance/CLIENT_RULES.md` reconnect decisions added by issue 15, on the pure policy
+/// The `conformance/CLIENT_RULES.md` reconnect decisions (token expiry, `Retry-After`,
+/// background and foreground), on the pure policy
 /// (virtual times, fixed jitter).
 final class ReconnectRulesTests: XCTestCase {
     let stream = "text/event-stream"

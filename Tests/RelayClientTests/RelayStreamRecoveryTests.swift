@@ -2,9 +2,11 @@ import Foundation
 import RelayTestKit
 import XCTest
 import RelayCore
+import RelayHTTP
 @testable import RelayClient
 
-/// Issue 15 against a scripted relay (`ScriptedTransport`) on a virtual clock: token
+/// Recovery (conformance/CLIENT_RULES.md) against a scripted relay (`ScriptedTransport`)
+/// on a virtual clock: token
 /// expiry, 503 with `Retry-After`, a revoked session, a drop in the background and a
 /// late foreground, and a Stop whose `DELETE` is retried in the background.
 final class RelayStreamRecoveryTests: XCTestCase {
@@ -76,7 +78,7 @@ final class RelayStreamRecoveryTests: XCTestCase {
         let t = s.transport
         let log = UpdateLog(s.client.startChat(request))
         try await t.waitForRequests(1)
-        // The relay's expiry event repeats the last delta's seq (DESIGN §2).
+        // The relay's expiry event repeats the last delta's seq (docs/PROTOCOL.md "Numbering").
         t.open(0, frames: frames(0, 5) + SSEFrame.event(seq: 5, json: StreamEvent.error(status: 401, code: "token_expired", message: "expired").json))
         try await log.wait("the reconnection wait") { self.waits($0) == [[1, 100]] }   // jitter only, no backoff
         try await advance(s.clock, until: "the reconnection") { t.requests.count == 2 }

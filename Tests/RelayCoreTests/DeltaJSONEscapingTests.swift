@@ -3,7 +3,7 @@ import RelayTestKit
 import XCTest
 @testable import RelayCore
 
-/// Red team (issue 14's one-pass delta JSON): `StreamEvent.json` copies content that
+/// The one-pass delta JSON: `StreamEvent.json` copies content that
 /// `JSONText.mayNeedEscaping` passes straight into the event, and escapes the rest.
 /// Hostile content — every control character, DEL, `"`, `\`, `/`, `</script>`, NUL,
 /// U+2028/U+2029, U+0085, other 0xE2-lead characters, 4-byte scalars, replacement

@@ -1,7 +1,8 @@
 import XCTest
 import RelayConfiguration
 
-/// The JWKS options (issue 19): which URLs are accepted, the algorithm allow-list, durations.
+/// The JWKS options (docs/CONFIGURATION.md, docs/TOKENS.md): which URLs are accepted, the
+/// algorithm allow-list, durations.
 final class JWKSConfigTests: XCTestCase {
     private func load(_ env: [String: String]) throws -> RelayConfig {
         try RelayConfig.load(environment: env, arguments: [], defaultWorkers: 1)

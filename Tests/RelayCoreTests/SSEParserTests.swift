@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import RelayCore
+import RelayHTTP
 
 /// Vectors for `SSEParser`, written from WHATWG HTML §9.2.5 "Parsing an event stream" and
 /// §9.2.6 "Interpreting an event stream". Every vector goes through `assertParses`, which feeds
@@ -118,7 +119,7 @@ final class SSEParserTests: XCTestCase {
         assertParses(stream, [ev("73857293", type: "add"), ev("2153", type: "remove"), ev("113411", type: "add")])
     }
 
-    /// The relay's own frames (DESIGN §2, `SSEFrame`) round-trip.
+    /// The relay's own frames (docs/PROTOCOL.md, `SSEFrame`) round-trip.
     func testRelayFramesRoundTrip() throws {
         let json = #"{"type":"delta","content":"Clause 3 — عربي 😀"}"#
         let stream = SSEFrame.retry(milliseconds: 1000) + SSEFrame.ping + SSEFrame.event(seq: 7, json: json)

@@ -1,5 +1,6 @@
 import XCTest
 @testable import RelayCore
+import RelayHTTP
 
 final class StreamEventTests: XCTestCase {
     func testDeltaRoundTripsWithEscapes() throws {
@@ -23,7 +24,7 @@ final class StreamEventTests: XCTestCase {
         XCTAssertFalse(SequencedEvent(seq: 1, json: StreamEvent.delta("x").json).isTerminal)
     }
 
-    /// `isTerminal` compares bytes in place (issue 14): exactly the two prefixes, nothing
+    /// `isTerminal` compares bytes in place: exactly the two prefixes, nothing
     /// shorter, no other type, and a string without contiguous UTF-8 gets the same answer.
     func testIsTerminalIsExactlyTheDoneAndErrorPrefixes() {
         for (json, terminal) in [

@@ -3,9 +3,11 @@ import RelayConfiguration
 import RelayCore
 import RelayLoop
 import RelayRedis
-import RelayStreamLogic
 import RelayTestKit
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
 /// A command channel in front of a real `RedisConnection` that can lose replies the
 /// way a dropped connection does: after `loseReplies(afterXADDs:)`, the `n`-th next

@@ -1,11 +1,14 @@
 import Foundation
 import RelayCore
 import RelayRedis
-import RelayStreamLogic
 import RelayTestKit
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
-/// Issue 14: the per-event append as plain pipelined commands (no script), against a
+/// The per-event append as plain pipelined commands (no script; docs/DATA_MODEL.md
+/// "Appends"), against a
 /// real `redis-server`: the empty stream at creation, resends after lost replies and a
 /// dropped connection (text stored once, every event once, each published once), the
 /// fence after a lease expiry, and the catch-up still byte-exact.
@@ -124,8 +127,8 @@ final class AppendTests: RelayTestCase {
         try write(k, TextCheckpoint.Write(start: 6, text: "!", offsets: [.init(seq: 7, end: 7)]))
         XCTAssertEqual(try redis.cli("GET", k.text), "héllo!")
         XCTAssertEqual(try redis.cli("BITFIELD", k.offsets, "GET", "u32", "#7"), "7")
-        // Keys that are gone, written at a start past 0 (red team of session 7: the TTL was
-        // once only set by writes at 0, and such keys lived forever).
+        // Keys that are gone, written at a start past 0: such a write sets the TTL too (a
+        // key written only past 0 would otherwise live forever).
         let lost = StreamKeys(newID())
         try write(lost, TextCheckpoint.Write(start: 6, text: "abc", offsets: [.init(seq: 3, end: 9)]))
         for key in [k.text, k.offsets, lost.text, lost.offsets] {

@@ -3,7 +3,8 @@ import RelayCore
 import RelayTestSupport
 import XCTest
 
-/// Issue 2 "Bad input": each gets its documented error, and other streams keep going.
+/// Bad input: each gets its documented error (docs/PROTOCOL.md "Errors"), and other
+/// streams keep going.
 final class BadInputTests: RelayTestCase {
     func testBadRequestsGetTheirErrorsWhileAnotherStreamKeepsGoing() throws {
         let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "200"])

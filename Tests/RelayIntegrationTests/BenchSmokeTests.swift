@@ -2,7 +2,7 @@ import Foundation
 import RelayTestSupport
 import XCTest
 
-/// Issue 7: `stream-relay-bench <scenario> --quick` works against a real relay and a
+/// `stream-relay-bench <scenario> --quick` (docs/BENCHMARKS.md) works against a real relay and a
 /// real Redis: it exits 0 and reports nothing lost or duplicated. No timing is asserted.
 final class BenchSmokeTests: RelayTestCase {
     /// One bench user opens every stream: lift the per-session stream limit and the
@@ -31,7 +31,7 @@ final class BenchSmokeTests: RelayTestCase {
             // Coalescing is off in this relay (`startRelay`): one SSE event per delta.
             XCTAssertGreaterThan(s["delta_events"] as? Int ?? 0, 0, "\(s)")
             XCTAssertEqual(s["merged_deltas"] as? Int, 0, "no merged deltas: \(s)")
-            // Issue 14's targets read off directly: server CPU % × 10,000 / deliveries per s
+            // The per-delivery cost read off directly: server CPU % × 10,000 / deliveries per s
             // (one subscriber per stream: deliveries are the events).
             let cpu = try XCTUnwrap(s["server_cpu_pct"] as? Double, "\(s)")
             let perDelivery = try XCTUnwrap(s["server_cpu_us_per_delivery"] as? Double, "\(s)")
@@ -39,7 +39,7 @@ final class BenchSmokeTests: RelayTestCase {
             XCTAssertEqual(perDelivery, cpu * 10_000 / deliveries, accuracy: 1e-6 * max(1, perDelivery))
             XCTAssertEqual(s["events_per_s"] as? Double ?? -1, deliveries, accuracy: 1e-9, "\(s)")
             XCTAssertNil(s["redis_cpu_us_per_event"], "no --redis-pid, no Redis figure: \(s)")
-            // The kernel's share of it (issue 14: most of what is left is the send per event).
+            // The kernel's share of it (most of what is left is the send per event).
             let kernel = try XCTUnwrap(s["server_kernel_cpu_us_per_delivery"] as? Double, "\(s)")
             XCTAssertGreaterThanOrEqual(kernel, 0, "\(s)")
             XCTAssertLessThanOrEqual(kernel, perDelivery, "\(s)")
@@ -61,7 +61,7 @@ final class BenchSmokeTests: RelayTestCase {
     /// `send-floor` needs no server: it paces one relay-framed event per connection at
     /// `--rate` and reports the sending thread's CPU per send, user + kernel; the report
     /// renders its table.
-    /// Issue 14's slow-link scenario: a throttled reader (4 KB/s, SO_RCVBUF 2 KB) and a
+    /// The slow-link scenario: a throttled reader (4 KB/s, SO_RCVBUF 2 KB) and a
     /// fast one on the same 150-token answer at 150 tokens/s; both get the answer exactly,
     /// the fast one as one event per token, the slow one in fewer, merged events (the
     /// link carries less than the answer's framing needs).

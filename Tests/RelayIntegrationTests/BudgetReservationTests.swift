@@ -1,12 +1,16 @@
 import Foundation
 import RelayAuth
 import RelayCore
-import RelayStreamLogic
 import RelayTestKit
 import RelayTestSupport
 import XCTest
+import RelayRedis
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
-/// Issue 12: budgets reserved at admission, clamped, and settled on every ending.
+/// Budgets reserved at admission, clamped, and settled on every ending (docs/PROTOCOL.md
+/// "Reservation and settlement", docs/DATA_MODEL.md "Budgets").
 final class BudgetReservationTests: RelayTestCase {
     static let adminKey = "admin-key-for-tests-0123456789"
 

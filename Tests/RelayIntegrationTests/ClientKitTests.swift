@@ -9,7 +9,8 @@ import RelayTestKit
 import RelayTestSupport
 import XCTest
 
-/// Issue 5 "Tests": `RelayClient` against real `stream-relay serve` processes and a
+/// The Swift client kit (docs/CLIENT_KITS.md): `RelayClient` against real
+/// `stream-relay serve` processes and a
 /// real Redis — cuts at random points (client-side drops and real TCP failures through
 /// `FlakyProxy`), three failed reconnections → `needsResume`, stop → `DELETE`, a
 /// revoked session, and the budget pill from `GET /api/budget`.
@@ -289,7 +290,7 @@ final class ClientKitTests: RelayTestCase {
     }
 
     /// Revocation while the client waits to reconnect: the reconnection is refused
-    /// with plain HTTP 401 `unauthorized` ("session revoked", DESIGN §2). A 401 to a
+    /// with plain HTTP 401 `unauthorized` ("session revoked", docs/PROTOCOL.md). A 401 to a
     /// reconnection may be an expired token (`conformance/CLIENT_RULES.md`), so the provider is asked
     /// once for a fresh token; the reconnection with it is refused again and the answer
     /// fails there — no third attempt, no loop.
@@ -305,7 +306,7 @@ final class ClientKitTests: RelayTestCase {
                 XCTAssertEqual(try? Self.revoke(relay, sid: sid), 202)
             }
         }
-        // Refused before the stream begins: plain HTTP 401 `unauthorized` (DESIGN §2).
+        // Refused before the stream begins: plain HTTP 401 `unauthorized` (docs/PROTOCOL.md).
         guard case .failed(401, "unauthorized", "session revoked")? = out.completion else {
             return XCTFail("fails with HTTP 401 unauthorized (session revoked), got \(String(describing: out.completion)); \(out.statuses)")
         }
@@ -366,7 +367,7 @@ final class ClientKitTests: RelayTestCase {
         XCTAssertFalse(refused.statuses.contains { if case .reconnecting = $0 { return true } else { return false } })
     }
 
-    // MARK: - 5b. An answer cut by the budget (issue 12)
+    // MARK: - 5b. An answer cut by the budget
 
     /// `RELAY_BUDGETS=free=300`: an answer that fits is not flagged; one asking for 1,000
     /// tokens is granted what remains, ends with `done` `length` + `budget_limited`, and the
@@ -482,7 +483,7 @@ final class ClientKitTests: RelayTestCase {
         XCTAssertEqual(crashes, [], "the client process crashed instead of resuming")
     }
 
-    // MARK: - 7. Issue 15: token expiry, a draining relay, `stream-relay chat`
+    // MARK: - 7. Token expiry, a draining relay, `stream-relay chat`
 
     /// A token minted with a 3 s lifetime (relay leeway 0): the relay ends the live
     /// stream with `token_expired`; the provider is asked once with `.expired`, and the

@@ -3,12 +3,14 @@ import RelayConfiguration
 import RelayCore
 import RelayLoop
 import RelayRedis
-import RelayStreamLogic
 import RelayTestKit
 import RelayTestSupport
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
-/// Red team of issue 14's append commands written straight in RESP (`RESPCommand`) on a
+/// The append commands written straight in RESP (`RESPCommand`) on a
 /// Redis Cluster: `ClusterClient` reads each command's arguments back from the bytes and
 /// resends them after `ASK` / `TRYAGAIN` / `MOVED` while the stream's slot migrates key
 /// by key under a running appender. Odd deltas (multi-byte UTF-8, NUL, CR LF, RESP

@@ -3,9 +3,12 @@ import RelayConfiguration
 import RelayCore
 import RelayLoop
 import RelayRedis
-import RelayStreamLogic
+import RelayTestKit
 import RelayTestSupport
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
 /// A `ClusterClient` on its own loop thread, as a worker runs it, and an `EventLog` over
 /// it (a lossless, sharded log: `maxLen` 1,000, TTL 60,000 ms). Everything is posted to

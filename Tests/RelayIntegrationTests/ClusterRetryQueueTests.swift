@@ -3,10 +3,12 @@ import RelayConfiguration
 import RelayCore
 import RelayLoop
 import RelayRedis
-import RelayStreamLogic
 import RelayTestKit
 import RelayTestSupport
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
 /// `ClusterClient`'s FIFO retry queue (repeated `MOVED`/`ASK`, with backoff within the
 /// outage grace) against a real Redis Cluster whose nodes are made to disagree: each

@@ -1,12 +1,15 @@
 import Foundation
 import RelayAuth
 import RelayCore
-import RelayStreamLogic
 import RelayTestKit
 import RelayTestSupport
 import XCTest
+import RelayRedis
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
-/// Issue 17: the relay on a real Redis Cluster (3 primaries + 3 replicas on loopback,
+/// The relay on a real Redis Cluster (docs/REDIS.md "Redis Cluster") (3 primaries + 3 replicas on loopback,
 /// `REDIS_URL=redis+cluster://…`): streams on every primary resumed across relays,
 /// revocation and Stop across relays, a slot migrated mid-stream, a primary killed
 /// mid-stream.

@@ -3,7 +3,7 @@ import RelayTestSupport
 import RelayUpstream
 import XCTest
 
-/// Issue 18 item 1: the `stream-relay` command overview, per-command help and version.
+/// The `stream-relay` command overview, per-command help and version (docs/OPERATIONS.md).
 final class CommandLineTests: XCTestCase {
     func relay(_ args: [String], env: [String: String] = [:]) throws -> ToolProcess.Result {
         try ToolProcess.run(TestPaths.relayBinary, args, environment: ChildEnvironment.minimal(env), timeout: 20)

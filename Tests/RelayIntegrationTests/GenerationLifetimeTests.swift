@@ -2,11 +2,13 @@ import Foundation
 import RelayCore
 import RelayLoop
 import RelayRedis
-import RelayStreamLogic
 import RelayTestKit
 import RelayUpstream
 import XCTest
 @testable import RelayServer
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
 /// A generation, its appender and its upstream refer to each other strongly (no
 /// `weak`, so none of them gets a refcount side table); `Generation.teardown` breaks the

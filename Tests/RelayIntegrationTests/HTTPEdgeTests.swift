@@ -2,9 +2,11 @@ import Foundation
 import RelayTestKit
 import XCTest
 import RelayCore
+import RelayHTTP
 import RelayTestSupport
 
-/// Issue 13 items 1–2 on a real relay: the strict HTTP/1.1 gate, the whole-request deadline,
+/// HTTP/1.1 edges on a real relay (docs/PROTOCOL.md "HTTP/1.1 rules", RFC 9112): the
+/// strict HTTP/1.1 gate, the whole-request deadline,
 /// the cap on pending requests, and file-descriptor exhaustion.
 final class HTTPEdgeTests: RelayTestCase {
     /// One raw exchange: sends `request`, reads to EOF.
@@ -55,7 +57,7 @@ final class HTTPEdgeTests: RelayTestCase {
         XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/healthz").status, 200)
     }
 
-    /// The stream's bytes are framed once and written through to the socket (issue 14):
+    /// The stream's bytes are framed once and written through to the socket:
     /// an HTTP/1.1 client gets them as chunks, an HTTP/1.0 client (no chunked coding, the
     /// response ends with the connection) as the bare SSE text. Both decode to the same
     /// events, 1 … n, ending with `done`.

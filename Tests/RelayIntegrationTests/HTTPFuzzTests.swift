@@ -4,7 +4,7 @@ import RelayCore
 import RelayTestKit
 import RelayTestSupport
 
-/// Issue 13 item 6: an HTTP-level fuzzer against a running relay (loopback only, bounded in
+/// An HTTP-level fuzzer against a running relay (loopback only, bounded in
 /// count and time). Mutates a seed set of valid requests, sends each on its own connection,
 /// and asserts: the relay never crashes, never answers a client's mistake with a 5xx other than
 /// the two RFC 9110 prescribes for one (501 for an unknown transfer coding, 505 for an

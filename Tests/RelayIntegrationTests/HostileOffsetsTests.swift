@@ -4,10 +4,12 @@ import RelayConfiguration
 import RelayCore
 import RelayLoop
 import RelayRedis
-import RelayStreamLogic
 import RelayTestKit
 import RelayTestSupport
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
 /// The lossless-resume offsets (binary `SETRANGE` runs, `OffsetRuns`; the offsets key of
 /// docs/DATA_MODEL.md) when their bytes break text handling: offsets whose big-endian
@@ -326,9 +328,8 @@ final class HostileOffsetsTests: RelayTestCase {
         // NODE` on the nodes in index order: a source told first redirects to a target
         // still importing, which redirects back), the client backs off from the second
         // redirect on (`ClusterRetryPolicy.immediateRedirects`) within the grace, so no
-        // write fails. (Before that, a write could fail with `MOVED` after 5 immediate
-        // redirects; the appender resends a failed text write, the same bytes,
-        // positional, and so does this test should one fail.)
+        // write fails. (Should one fail, this test resends it as the appender resends a
+        // failed text write: the same bytes, positional.)
         let firstFailures = bad.value
         XCTAssertEqual(firstFailures, [], "redirects are waited out within the grace")
         let resend = Array(Set(failedWrites.value)).sorted().map { writes[$0] }

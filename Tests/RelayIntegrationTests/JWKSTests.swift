@@ -5,7 +5,8 @@ import RelayTestKit
 import RelayTestSupport
 import XCTest
 
-/// Issue 19 against a real relay process: keys from a JWKS served on loopback by the test
+/// JSON Web Key Sets (docs/TOKENS.md, RFC 7517) against a real relay process: keys from a
+/// JWKS served on loopback by the test
 /// (`FakeUpstreamServer`, whose answers the test changes), rotation without a restart,
 /// the refetch rate limit, attacks, readiness, `file://` and `mint-token --jwk`.
 final class JWKSTests: RelayTestCase {

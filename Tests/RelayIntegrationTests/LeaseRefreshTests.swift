@@ -5,7 +5,8 @@ import RelayTestSupport
 import XCTest
 
 /// The owner lease of a running generation is refreshed on the generation's own phase
-/// (`LeasePolicy.refreshDue`, issue 14: no burst of every lease at once), once per
+/// (`LeasePolicy.refreshDue`: no burst of every lease at once; docs/DATA_MODEL.md "Leases
+/// and lost owners"), once per
 /// `leaseMs / 3`: observed from Redis while a generation runs past several leases.
 final class LeaseRefreshTests: RelayTestCase {
     func testTheLeaseOfALongGenerationNeverLapsesAndIsRefreshedAboutOncePerSecond() throws {

@@ -4,8 +4,11 @@ import RelayRedis
 import RelayTestKit
 import RelayTestSupport
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
-/// Issue 14: the worker running a generation delivers each event to its own clients once
+/// The worker running a generation delivers each event to its own clients once
 /// its `XADD` is acknowledged, without subscribing the stream's live channel
 /// (`LiveSource`); clients elsewhere still read the channel. Observed from Redis itself
 /// (`PUBSUB NUMSUB`).
@@ -85,8 +88,8 @@ final class LocalDeliveryTests: RelayTestCase {
         XCTAssertTrue(referenceText(maxTokens: 400).hasPrefix(Chat.text(events)), "the text before it is the answer's prefix")
     }
 
-    /// Red team (issue 14: the running generation holds its worker's `StreamSubscribers`
-    /// entry). On the owning worker the POSTing client leaves early, so the stream has
+    /// The running generation holds its worker's `StreamSubscribers` entry. On the
+    /// owning worker the POSTing client leaves early, so the stream has
     /// no client there for a while; then clients join at random positions and leave
     /// after a random number of events while the generation runs. Each one gets live
     /// events while the stream is still running (an entry dropped and re-made while the

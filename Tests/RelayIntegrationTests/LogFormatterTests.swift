@@ -2,7 +2,7 @@ import Foundation
 @testable import RelayServer
 import XCTest
 
-/// Issue 18 item 2: log lines (pure formatter, injected time; no relay process).
+/// Log lines (docs/OPERATIONS.md "Logs"; pure formatter, injected time; no relay process).
 final class LogFormatterTests: XCTestCase {
     /// 2026-11-30T23:59:14.123Z
     let t = Date(timeIntervalSince1970: 1_796_083_154.123_4)

@@ -2,12 +2,15 @@ import Foundation
 import RelayAuth
 import RelayCore
 import RelayRedis
-import RelayStreamLogic
 import RelayTestKit
 import RelayTestSupport
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
-/// Issue 8: resumes older than the 200-event window still lose nothing.
+/// Resumes older than the 200-event window still lose nothing (docs/LOSSLESS_RESUME.md);
+/// the catch-up counter counts the merged events.
 final class LosslessResumeTests: RelayTestCase {
     /// Text of events 1…k of `events` (k = 0: nothing).
     func prefix(_ events: [SSEMessage], _ k: Int) -> String { Chat.text(Array(events.prefix(k))) }

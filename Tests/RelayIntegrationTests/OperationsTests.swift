@@ -3,7 +3,7 @@ import RelayTestKit
 import RelayTestSupport
 import XCTest
 
-/// Issue 18 item 4: the `/metrics` exposition passes `promtool check metrics`, the alert
+/// Operations (docs/OPERATIONS.md): the `/metrics` exposition passes `promtool check metrics`, the alert
 /// rules pass `promtool check rules` and their unit tests, and every metric the Grafana
 /// dashboard and the alerts query is one a live relay exports.
 final class OperationsTests: RelayTestCase {
@@ -132,7 +132,7 @@ final class OperationsTests: RelayTestCase {
     }
 }
 
-/// Issue 18 item 2 end to end: a relay's own log lines (not a terminal, so JSON).
+/// A relay's own log lines end to end (not a terminal, so JSON; docs/OPERATIONS.md "Logs").
 final class RelayLogLineTests: RelayTestCase {
     func testRelayLogLinesAreJSONWithRFC3339TimesAndNoSecrets() throws {
         let secretPrompt = "confidential clause about /etc/secret-plans"

@@ -3,7 +3,7 @@ import RelayCore
 import RelayTestSupport
 import XCTest
 
-/// Issue 20: operator settings that no test changed before — `RELAY_DRAIN_TIMEOUT`
+/// Operator settings (docs/CONFIGURATION.md) observed where they take effect — `RELAY_DRAIN_TIMEOUT`
 /// expiring, `RELAY_REVOCATION_TTL`, a non-default `RELAY_BUFFER_EVENTS` — and refusing
 /// an address already in use. Each is observed where it takes effect (the exit, a Redis
 /// key's PTTL, XLEN and the resume edge, the start-up error).

@@ -4,8 +4,11 @@ import RelayLoop
 import RelayRedis
 import RelayTestKit
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
-/// Issue 20: pub/sub idle unsubscribe against a real `redis-server` — `PubSub` on its own
+/// Pub/sub idle unsubscribe against a real `redis-server` — `PubSub` on its own
 /// event loop thread, as a worker runs it. A channel nobody uses any more is
 /// `UNSUBSCRIBE`d after `idleUnsubscribeMs` (at the next sweep, every 5 s); a channel
 /// still in use stays subscribed. Observed from Redis itself (`PUBSUB NUMSUB`).

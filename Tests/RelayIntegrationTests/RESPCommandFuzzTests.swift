@@ -2,8 +2,11 @@ import RelayCore
 import RelayRedis
 import RelayTestKit
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
-/// Red team of `RESPCommand` (issue 14): random commands of odd arguments written one
+/// `RESPCommand` fuzzed: random commands of odd arguments written one
 /// after another into one small reused buffer match an independent RESP encoding of the
 /// same arguments byte for byte (a bulk length is the UTF-8 byte count, never a
 /// character count), read back (`arguments()`) as the same strings, and come out of

@@ -1,8 +1,11 @@
 import RelayCore
 import RelayRedis
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
-/// `RESPCommand` (issue 14: the append path's commands written straight in RESP): the
+/// `RESPCommand` (the append path's commands written straight in RESP): the
 /// exact bytes of the Redis protocol ("Redis serialization protocol specification":
 /// `*<argc>\r\n`, then `$<len>\r\n<bytes>\r\n` per argument), integers as their decimal
 /// text, the live payload as `LivePayload.message`, and the arguments read back for a

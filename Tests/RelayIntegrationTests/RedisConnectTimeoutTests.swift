@@ -3,10 +3,12 @@ import RelayConfiguration
 import RelayCore
 import RelayLoop
 import RelayRedis
-import RelayStreamLogic
 import RelayTestKit
 import RelayTestSupport
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
 /// `RedisConnection`'s connect timeout against real `redis-server` processes and a
 /// listener that never completes a connect (`BlackHoleListener`): a connect that

@@ -6,6 +6,9 @@ import RelayTestSupport
 import RelayTestKit
 import RelayUpstream
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
 /// Base class: one real `redis-server` per test (temp Unix socket), relays started
 /// on demand and stopped afterwards.

@@ -3,10 +3,14 @@ import RelayCore
 import RelayRedis
 import RelayTestSupport
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
-/// Issue 2: resuming from `Last-Event-ID` on any instance, exactly once, in order.
+/// Resuming from `Last-Event-ID` on any instance, exactly once, in order
+/// (docs/PROTOCOL.md "Resuming").
 final class ResumeTests: RelayTestCase {
-    /// Issue 13 item 3: a finished stream resumed from its final event answers 204 No Content
+    /// A finished stream resumed from its final event answers 204 No Content
     /// (what stops a standard EventSource); one event earlier still replays the end; an
     /// unknown id keeps its 404.
     func testResumeOfAFinishedStreamFromItsFinalEventIs204() throws {

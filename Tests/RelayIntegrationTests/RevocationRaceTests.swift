@@ -4,7 +4,8 @@ import RelayTestKit
 import RelayTestSupport
 import XCTest
 
-/// Issue 12: a revocation racing a POST or a resume of the same session, sent through
+/// A revocation (docs/PROTOCOL.md "Revocation") racing a POST or a resume of the same
+/// session, sent through
 /// the other instance at a random 0–10 ms offset, is never missed: the request gets
 /// 401, or its stream ends with `session_revoked` — no answer runs on.
 final class RevocationRaceTests: RelayTestCase {

@@ -4,7 +4,7 @@ import RelayTestKit
 import RelayTestSupport
 import XCTest
 
-/// Issue 6, "The proof on this machine": real nginx (deploy/nginx.conf) in front of
+/// Scale-out on one machine (docs/DEPLOYING.md): real nginx (deploy/nginx.conf) in front of
 /// three relay processes and one real redis-server; instances die, drain and restart
 /// under load; Redis restarts; a slow reader is cut; /metrics and the drain.
 final class ScaleOutTests: RelayTestCase {

@@ -3,7 +3,7 @@ import RelayCore
 import RelayTestSupport
 import XCTest
 
-/// Issue 20: the server side of token verification as configured by an operator —
+/// The server side of token verification as configured by an operator (docs/TOKENS.md) —
 /// `RELAY_JWT_PUBLIC_KEY` (RS256 and ES256 keys from `openssl genpkey`), `RELAY_JWT_ISSUER`
 /// and `RELAY_JWT_AUDIENCE` — and `stream-relay mint-token`, each against a real relay.
 /// Tokens are signed by openssl, not by the relay's code.

@@ -3,7 +3,8 @@ import RelayCore
 import RelayTestSupport
 import XCTest
 
-/// Issue 3: JWT on every connect, revocation across instances, expiry, budgets.
+/// Sessions (docs/TOKENS.md, docs/PROTOCOL.md "Budgets, sessions and models"): JWT on
+/// every connect, revocation across instances, expiry, budgets.
 final class SessionTests: RelayTestCase {
     static let adminKey = "admin-key-for-tests-0123456789"
 
@@ -25,7 +26,7 @@ final class SessionTests: RelayTestCase {
         let bob = ("Authorization", "Bearer \(RelayProcess.token(sub: "bob"))")
         XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)", headers: [bob]).status, 404)
         XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "DELETE", path: "/api/chat/stream/\(id)", headers: [bob]).status, 404)
-        // Issue 12: bob's POST with alice's id is a fresh stream of bob's (no existence
+        // Request ids are scoped to their user: bob's POST with alice's id is a fresh stream of bob's (no existence
         // oracle: the same answer as for an unused id), and alice's stream is untouched.
         let bobs = try Chat.start(port: relay.port, token: RelayProcess.token(sub: "bob"), requestID: id, maxTokens: 7)
         XCTAssertEqual(bobs.status, 200)
@@ -173,7 +174,7 @@ final class SessionTests: RelayTestCase {
         XCTAssertEqual(obj["tier"] as? String, "free")
         XCTAssertEqual(obj["remaining"] as? Int, max(0, 100 - usage.totalTokens))
         XCTAssertNotNil(obj["period"] as? String)
-        // Issue 12: max_tokens 120 was clamped to what the budget of 100 left.
+        // max_tokens 120 was clamped to what the budget of 100 left.
         XCTAssertTrue(events.last!.data.contains("\"finish_reason\":\"length\"") && events.last!.data.contains("\"budget_limited\":true"),
                       events.last!.data)
         XCTAssertLessThanOrEqual(usage.totalTokens, 105, "at most the estimation error (5 %) over the limit")

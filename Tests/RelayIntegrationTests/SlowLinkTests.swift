@@ -5,7 +5,8 @@ import RelayTestSupport
 import RelayUpstream
 import XCTest
 
-/// Issue 14: adaptive coalescing. A client on a slow link gets its deltas merged into
+/// Adaptive coalescing (docs/PROTOCOL.md "Slow links and slow consumers"). A client on
+/// a slow link gets its deltas merged into
 /// fewer, larger deltas (each with the highest seq it covers, losing nothing) so the
 /// answer keeps pace with the generation; a fast client on the same stream still gets
 /// one event per token.
@@ -60,7 +61,7 @@ final class SlowLinkTests: RelayTestCase {
         let help = try HTTPClient.request(port: relay.port, method: "GET", path: "/metrics").text
         XCTAssertTrue(help.contains("# HELP relay_deltas_merged_total "))
     }
-    /// Red team (issue 14's pass-through writes): one reader that keeps up, then stops
+    /// Pass-through writes under a changing link: one reader that keeps up, then stops
     /// reading (the link backs up: its deltas are merged), then drains and keeps up
     /// again until the relay goes back to one event per token, then stops again and
     /// drops the connection mid-coalescing; it resumes on another relay from the last

@@ -3,9 +3,11 @@ import RelayConfiguration
 import RelayCore
 import RelayLoop
 import RelayRedis
-import RelayStreamLogic
 import RelayTestKit
 import XCTest
+import RelayCluster
+import RelayEventStore
+import RelayBudgets
 
 /// The offsets the text writes store (binary `SETRANGE` runs, `OffsetRuns`; the offsets
 /// key of docs/DATA_MODEL.md) on a real `redis-server`, compared with what one Redis

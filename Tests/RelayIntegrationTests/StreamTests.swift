@@ -4,7 +4,8 @@ import RelayTestKit
 import RelayTestSupport
 import XCTest
 
-/// Issue 2: streams through a real Redis, SSE framing, the event log's shape.
+/// Streams through a real Redis: SSE framing (docs/PROTOCOL.md "Stream responses"), the
+/// event log's shape (docs/DATA_MODEL.md "The event stream").
 final class StreamTests: RelayTestCase {
     func testHeadersFramingAndGaplessSequence() throws {
         let relay = try startRelay()
@@ -50,7 +51,7 @@ final class StreamTests: RelayTestCase {
     /// The keys' TTL is set by the first append (text and offsets: by the first text
     /// write, which creates them), refreshed at least once per interval
     /// (`TTLRefreshPolicy`: a tenth of the TTL, here 2 s) while the generation appends,
-    /// and set to the full TTL by the final append (issue 14: not on every event).
+    /// and set to the full TTL by the final append (not on every event).
     func testTTLIsSetRefreshedWhileAppendingAndRenewedByTheFinalAppend() throws {
         let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "200", "RELAY_BUFFER_TTL": "20s"])
         let id = Chat.newID()

@@ -1,10 +1,11 @@
 import Foundation
 import RelayCore
+import RelayTestKit
 import RelayTestSupport
 import XCTest
 
-/// Issue 17, "Managed Redis with TLS": hiredis 0.14 has no TLS, so `rediss://` is refused
-/// at startup with a pointer to the README recipe, and that recipe (a `stunnel4` client
+/// Managed Redis with TLS (docs/REDIS.md): hiredis 0.14 has no TLS, so `rediss://` is
+/// refused at startup with a pointer to the recipe, and that recipe (a `stunnel4` client
 /// sidecar in front of `redis-server --tls-port`) works end to end.
 final class TLSSidecarTests: XCTestCase {
     private var processes: [Process] = []

@@ -3,7 +3,7 @@ import RelayCore
 import RelayTestSupport
 import XCTest
 
-/// Issue 20: what a relay configured for an HTTP upstream does end to end, with the fake
+/// What a relay configured for an HTTP upstream (docs/UPSTREAMS.md) does end to end, with the fake
 /// upstream server speaking each dialect: `RELAY_UPSTREAM=anthropic`, summary mode
 /// (`"mode":"summary"`, `RELAY_SUMMARY_MAX_TOKENS`) for both dialects, and
 /// `RELAY_UPSTREAM_IDLE_TIMEOUT` against an upstream that stalls.

@@ -3,7 +3,8 @@ import RelayCore
 import RelayTestSupport
 import XCTest
 
-/// Issue 4 at the relay level: a real OpenAI-compatible upstream (the fake server),
+/// An HTTP upstream at the relay level (docs/UPSTREAMS.md): a real OpenAI-compatible
+/// upstream (the fake server),
 /// Stop from any instance, an owner that dies, and memory over many cancels.
 final class UpstreamRelayTests: RelayTestCase {
     /// One OpenAI-style chunk carrying `text` (JSON-escaped).
@@ -42,7 +43,8 @@ final class UpstreamRelayTests: RelayTestCase {
         XCTAssertEqual(req.json["stream"] as? Bool, true)
     }
 
-    /// Issue 13 items 4 and 7: a split emoji is joined, an unpaired half and a chunk of an
+    /// Upstream text repairs (docs/UPSTREAMS.md): a split emoji is joined, an unpaired half
+    /// and a chunk of an
     /// unknown shape are counted in `/metrics` and the answer still ends with `done`.
     func testUpstreamTextRepairsAreCountedInMetrics() throws {
         var steps: [FakeUpstreamServer.Step] = [.head(status: 200, contentType: "text/event-stream")]
@@ -68,7 +70,7 @@ final class UpstreamRelayTests: RelayTestCase {
         XCTAssertTrue(text.contains("# HELP relay_upstream_unpaired_surrogates_total "))
     }
 
-    /// Issue 13 item 5: one 300,000-byte delta followed at once by more events reaches a
+    /// One 300,000-byte delta followed at once by more events reaches a
     /// client that reads at full speed (RELAY_MAX_PENDING_BYTES 256 KiB), complete with `done`.
     func testEventLargerThanThePendingLimitReachesAFastReader() throws {
         let big = String(repeating: "Large clause text. ", count: 300_000 / 19 + 1)

@@ -5,7 +5,8 @@ import RelayTestKit
 import RelayTestSupport
 import XCTest
 
-/// Issue 12: session limits and request ids scoped to their user; retries of one
+/// Session limits and request ids scoped to their user (docs/PROTOCOL.md "Request ids and
+/// idempotency", "Sessions"); retries of one
 /// `X-Request-Id` at the session limit; the model policy by tier.
 final class UserScopeTests: RelayTestCase {
     func post(_ port: Int, token: String, id: String? = nil, body: [UInt8] = Chat.body()) throws -> HTTPResponse {

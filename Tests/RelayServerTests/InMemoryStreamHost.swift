@@ -1,10 +1,11 @@
 import Foundation
 import RelayCore
+import RelayHTTP
 import RelayLoop
 import RelayRedis
-import RelayStreamLogic
 import RelayConfiguration
 @testable import RelayServer
+import RelayEventStore
 
 /// A `StreamSink` that records the SSE text a subscription writes, in order.
 final class RecordingSink: StreamSink {

@@ -1,9 +1,10 @@
 import XCTest
 import RelayCore
+import RelayHTTP
 import RelayRedis
-import RelayStreamLogic
 import RelayConfiguration
 @testable import RelayServer
+import RelayEventStore
 
 /// The consumer's state machine in-process (docs/PROTOCOL.md §6): attach to the live
 /// channel, replay what the client lacks, then live events, each seq written once and

@@ -6,7 +6,7 @@ import Foundation
 ///
 /// It reads in both units the code under test uses: `nowMs()` (`Int64`, the client kit's
 /// `RelayClock`; `RelayClientTests` declares that conformance) and `loopMs` (`UInt64`,
-/// the relay's loop milliseconds that the `RelayStreamLogic` policies take).
+/// the relay's loop milliseconds that the pure decisions take).
 public final class VirtualClock: @unchecked Sendable {
     private let lock = NSLock()
     private var now: Int64

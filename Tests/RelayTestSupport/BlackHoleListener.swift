@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestKit
 
 /// A TCP listener on 127.0.0.1 whose accept queue is full (backlog 0, one completed
 /// connection never accepted): further SYNs are dropped, so a connect to it never
@@ -23,7 +24,19 @@ public final class BlackHoleListener {
             fillers.append(f)
             _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(f, $0, len) } }
         }
-        usleep(50_000)   // the fillers' handshakes (loopback: well under a millisecond)
+        // The first filler's handshake completes (loopback: well under a millisecond) and
+        // fills the accept queue; the others' SYNs are dropped from then on.
+        let connected = pollUntil(timeout: 5, every: 0.001) { fillers.contains(where: Self.isConnected) }
+        guard connected else { throw TestFailure("no connection to the black-hole listener completed") }
+    }
+
+    /// Whether the non-blocking connect of `fd` has completed (it has a peer).
+    private static func isConnected(_ fd: Int32) -> Bool {
+        var peer = sockaddr_in()
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        return withUnsafeMutablePointer(to: &peer) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &len) }
+        } == 0
     }
 
     /// Accepts (and closes) whatever waits: the next SYN completes again.

@@ -4,7 +4,7 @@ import Foundation
 /// `chat`/`mint-token` subcommands, promtool, the bench tool): `PATH`, `HOME`, `TMPDIR`
 /// and `LANG` only, plus what the test sets. Never the test runner's own environment, so
 /// an ambient `RELAY_ADMIN_KEY`, `RELAY_LOSSLESS_RESUME` or `REDIS_URL` cannot change
-/// what a test tests (issue 20).
+/// what a test tests (docs/TESTING.md "Child processes are hermetic").
 public enum ChildEnvironment {
     /// The variables passed through from the runner (when set there).
     public static let passedThrough = ["PATH", "HOME", "TMPDIR", "LANG"]

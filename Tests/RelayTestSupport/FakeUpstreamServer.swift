@@ -206,7 +206,7 @@ public final class FakeUpstreamServer: @unchecked Sendable {
                     let j = min(bytes.count, i + size)
                     guard sendBody(fd, Array(bytes[i..<j]), chunked: chunked) else { return noteClose(path) }
                     i = j
-                    if pauseMs > 0 { usleep(UInt32(pauseMs * 1000)) }
+                    if pauseMs > 0 { usleep(UInt32(pauseMs * 1000)) }   // pacing on purpose: the scripted upstream trickles
                 }
             case .flood(let line, let total):
                 var sent = 0
@@ -217,7 +217,7 @@ public final class FakeUpstreamServer: @unchecked Sendable {
                     sent += block.count
                 }
             case .pause(let ms):
-                usleep(UInt32(ms * 1000))
+                usleep(UInt32(ms * 1000))   // pacing on purpose: the scripted upstream's pause
             case .hangUp:
                 return false
             case .holdOpen:

@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestKit
 
 /// A TCP proxy on 127.0.0.1 in front of a relay, for real network failures in
 /// client tests: it forwards bytes both ways, and can cut a connection after a given
@@ -90,8 +91,7 @@ public final class FlakyProxy: @unchecked Sendable {
     public func stop() {
         lock.withLock { listening = false }
         // The accept loop polls with a timeout and closes the socket itself.
-        let until = Date().addingTimeInterval(2)
-        while lock.withLock({ listenFD >= 0 }) && Date() < until { usleep(2_000) }
+        pollUntil(timeout: 2, every: 0.002) { lock.withLock { listenFD < 0 } }
     }
 
     // MARK: - Accepting

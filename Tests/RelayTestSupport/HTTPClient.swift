@@ -1,5 +1,6 @@
 import Foundation
 import RelayCore
+import RelayHTTP
 
 /// A complete HTTP response read by the test client.
 public struct HTTPResponse {

@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestKit
 
 /// Real nginx (Debian's `nginx` binary) as the load balancer in front of test relays:
 /// `deploy/nginx.conf` rendered by `scripts/render-nginx-conf.sh` with the given
@@ -62,13 +63,11 @@ public final class NginxProcess: @unchecked Sendable {
         p.standardError = log    // error_log stderr
         try p.run()
         process = p
-        let until = Date().addingTimeInterval(10)
-        while Date() < until {
+        let up = try pollUntil(timeout: 10, every: 0.05) {
             if !p.isRunning { throw TestFailure("nginx exited: \(errorLog)\n\(accessLog.suffix(2000))") }
-            if let r = try? HTTPClient.request(port: port, method: "GET", path: "/lb-healthz", timeout: 2), r.status == 200 { return }
-            usleep(50_000)
+            return (try? HTTPClient.request(port: port, method: "GET", path: "/lb-healthz", timeout: 2))?.status == 200
         }
-        throw TestFailure("nginx did not start: \(errorLog)")
+        if !up { throw TestFailure("nginx did not start: \(errorLog)") }
     }
 
     /// nginx's error log (startup) so far.
@@ -80,8 +79,8 @@ public final class NginxProcess: @unchecked Sendable {
     public func stop() {
         if process.isRunning {
             Foundation.kill(process.processIdentifier, SIGQUIT)
-            let until = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < until { usleep(20_000) }
+            let p = process
+            pollUntil(timeout: 5) { !p.isRunning }
             if process.isRunning {
                 Foundation.kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()

@@ -4,7 +4,8 @@ import Foundation
 public enum ProcStatus {
     /// `VmRSS` of `pid` from `/proc/<pid>/status`, KiB.
     /// - Throws: `TestFailure` when `/proc` is missing or the line unreadable: a memory
-    ///   assertion must fail then, never pass on a 0 (issue 20).
+    ///   assertion must fail then, never pass on a 0 (docs/TESTING.md "It can fail where
+    ///   it matters").
     public static func rssKiB(_ pid: Int32) throws -> Int {
         let path = "/proc/\(pid)/status"
         guard let s = try? String(contentsOfFile: path, encoding: .utf8) else {

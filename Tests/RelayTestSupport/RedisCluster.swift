@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestKit
 
 /// A real Redis Cluster for integration tests: `primaries` primaries and as many
 /// replicas (`redis-cli --cluster create … --cluster-replicas 1 --cluster-yes`), each a
@@ -58,29 +59,24 @@ public final class RedisCluster: @unchecked Sendable {
                        "--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no",
                        "--cluster-replica-validity-factor", "0",
                        "--save", "", "--appendonly", "no", "--dir", directory.path, "--loglevel", "warning"])
-        let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline {
-            if (try? cli(n.port, ["PING"])) == "PONG" { return }
-            usleep(20_000)
+        guard pollUntil(timeout: 5, { (try? cli(n.port, ["PING"])) == "PONG" }) else {
+            throw TestFailure("redis-server :\(n.port) (cluster) did not start")
         }
-        throw TestFailure("redis-server :\(n.port) (cluster) did not start")
     }
 
     /// Waits until every running node says `cluster_state:ok`, every slot is served and
     /// every node sees the same primaries for every slot.
     public func waitHealthy(timeout: Double) throws {
-        let deadline = Date().addingTimeInterval(timeout)
         var last = ""
-        while Date() < deadline {
+        let healthy = pollUntil(timeout: timeout, every: 0.05) {
             let running = nodes.filter(\.isRunning)
             let states = running.map { (try? cli($0.port, ["CLUSTER", "INFO"])) ?? "" }
             let maps = running.map { n in (try? primaries(askingPort: n.port)) ?? [:] }
-            if states.allSatisfy({ $0.contains("cluster_state:ok") && $0.contains("cluster_slots_assigned:16384") }),
-               let first = maps.first, !first.isEmpty, maps.allSatisfy({ $0 == first }) { return }
             last = states.first ?? ""
-            usleep(50_000)
+            return states.allSatisfy({ $0.contains("cluster_state:ok") && $0.contains("cluster_slots_assigned:16384") })
+                && maps.first.map { first in !first.isEmpty && maps.allSatisfy({ $0 == first }) } == true
         }
-        throw TestFailure("Redis Cluster not healthy after \(timeout) s: \(last)")
+        if !healthy { throw TestFailure("Redis Cluster not healthy after \(timeout) s: \(last)") }
     }
 
     /// The primaries (port, slot ranges) as node `askingPort` sees them (`CLUSTER SHARDS`
@@ -148,7 +144,7 @@ public final class RedisCluster: @unchecked Sendable {
             let r = try cli(from, ["MIGRATE", "127.0.0.1", String(to), "", "0", "5000", "REPLACE", "KEYS", k])
             guard r == "OK" || r == "NOKEY" else { throw TestFailure("MIGRATE \(k): \(r)") }
             moved += 1
-            if pauseMs > 0 { usleep(pauseMs * 1000) }
+            if pauseMs > 0 { usleep(pauseMs * 1000) }   // pacing on purpose: a slow migration, key by key
         }
         for n in nodes where n.isRunning {
             _ = try? cli(n.port, ["CLUSTER", "SETSLOT", String(slot), "NODE", toID])

@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestKit
 
 /// A real `redis-server` for integration tests, on a Unix socket in a fresh temp
 /// directory, no persistence. Stopped (and the directory removed) by `stop()`.
@@ -31,12 +32,7 @@ public final class RedisServer: @unchecked Sendable {
         p.standardError = FileHandle.nullDevice
         try p.run()
         process = p
-        let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline {
-            if (try? cli("PING")) == "PONG" { return }
-            usleep(20_000)
-        }
-        throw TestFailure("redis-server did not start")
+        guard pollUntil(timeout: 5, { (try? cli("PING")) == "PONG" }) else { throw TestFailure("redis-server did not start") }
     }
 
     /// Stops the server (SIGTERM) and waits for it.

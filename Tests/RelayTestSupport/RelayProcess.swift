@@ -1,5 +1,6 @@
 import Foundation
 import RelayAuth
+import RelayTestKit
 
 /// A `stream-relay serve` process for integration tests, on an ephemeral port of
 /// 127.0.0.1. The port is read from its `listening` log line.
@@ -32,10 +33,10 @@ public final class RelayProcess: @unchecked Sendable {
         p.standardOutput = h
         try p.run()
         process = p
-        let deadline = Date().addingTimeInterval(15)
         var found: Int?
-        while Date() < deadline, found == nil {
-            if let text = try? String(contentsOf: logURL, encoding: .utf8) {
+        let log = logURL
+        pollUntil(timeout: 15) {
+            if let text = try? String(contentsOf: log, encoding: .utf8) {
                 for line in text.split(separator: "\n") where line.contains("\"msg\":\"listening\"") {
                     if let data = line.data(using: .utf8),
                        let obj = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
@@ -44,8 +45,7 @@ public final class RelayProcess: @unchecked Sendable {
                     }
                 }
             }
-            if !p.isRunning { break }
-            if found == nil { usleep(20_000) }
+            return found != nil || !p.isRunning
         }
         guard let port = found else {
             p.terminate()
@@ -53,12 +53,9 @@ public final class RelayProcess: @unchecked Sendable {
         }
         self.port = port
         if waitReady {
-            let until = Date().addingTimeInterval(10)
-            while Date() < until {
-                if let r = try? HTTPClient.request(port: port, method: "GET", path: "/readyz"), r.status == 200 { return }
-                usleep(20_000)
+            guard pollUntil(timeout: 10, { (try? HTTPClient.request(port: port, method: "GET", path: "/readyz"))?.status == 200 }) else {
+                throw TestFailure("relay never became ready")
             }
-            throw TestFailure("relay never became ready")
         }
     }
 
@@ -81,8 +78,8 @@ public final class RelayProcess: @unchecked Sendable {
     }
 
     private func waitExit(_ timeout: Double) -> Int32? {
-        let until = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < until { usleep(10_000) }
+        let p = process
+        pollUntil(timeout: timeout, every: 0.01) { !p.isRunning }
         return process.isRunning ? nil : process.terminationStatus
     }
 

@@ -65,7 +65,7 @@ public struct ResumingStreamClient {
         while Date() < deadline {
             if !first {
                 r.resumes += 1
-                usleep(UInt32.random(in: 50_000...300_000, using: &rng))
+                usleep(UInt32.random(in: 50_000...300_000, using: &rng))   // pacing on purpose: the client's think time before a resume
             }
             first = false
             let c: SSEConnection

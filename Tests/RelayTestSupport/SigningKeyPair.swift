@@ -4,7 +4,7 @@ import Foundation
 /// signed with it by `openssl dgst -sha256 -sign` — independently of the relay's own
 /// code (RFC 7515 compact serialization; RFC 7518 §3.3 RS256, §3.4 ES256 with the
 /// signature as the 64-byte R‖S, not DER). For relays started with
-/// `RELAY_JWT_PUBLIC_KEY` (issue 20).
+/// `RELAY_JWT_PUBLIC_KEY` (docs/TOKENS.md).
 public final class SigningKeyPair: @unchecked Sendable {
     /// The JWS `alg` of the pair.
     public enum Algorithm: String, Sendable { case rs256 = "RS256", es256 = "ES256" }

@@ -2,14 +2,15 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import RelayTestKit
 
 /// Runs a program to completion with `posix_spawn` and `waitpid` — not
-/// `Foundation.Process`, whose exit detection on Linux can miss a child's exit: a suite
-/// run hung 18 minutes in `waitUntilExit()` for a `redis-cli` that had exited (a zombie),
-/// and went on the moment another child of the test process (a relay) was killed.
-/// swift-corelibs-foundation tracks exits through a socket the child inherits and
-/// SIGCHLD; issue #4795 shows one way that misses (the socket inherited by another
-/// process). `waitpid` on the child's own pid depends on neither.
+/// `Foundation.Process`, whose exit detection on Linux can miss a child's exit:
+/// `waitUntilExit()` can hang for a `redis-cli` that has exited (a zombie) until another
+/// child of the test process (a relay) is killed. swift-corelibs-foundation tracks exits
+/// through a socket the child inherits and SIGCHLD; its GitHub issue #4795 shows one way
+/// that misses (the socket inherited by another process). `waitpid` on the child's own
+/// pid depends on neither.
 ///
 /// stdin, stdout and stderr are files (no pipe to deadlock on, nothing inherited: the
 /// descriptors are opened `O_CLOEXEC` and only their `dup2` copies reach the child).
@@ -49,17 +50,17 @@ public enum Spawn {
         guard rc == 0 else { throw TestFailure("\(executable): posix_spawn failed: \(String(cString: strerror(rc)))") }
 
         var status: Int32 = 0
-        let until = Date().addingTimeInterval(timeout)
-        var timedOut = false
-        while true {
+        func reaped() throws -> Bool {
             let r = waitpid(pid, &status, WNOHANG)
-            if r == pid { break }
             if r < 0 && errno != EINTR { throw TestFailure("\(executable): waitpid failed: \(String(cString: strerror(errno)))") }
-            if Date() >= until && !timedOut {
-                timedOut = true
-                kill(pid, SIGKILL)
+            return r == pid
+        }
+        let timedOut = try !pollUntil(timeout: timeout, every: 0.002, reaped)
+        if timedOut {
+            kill(pid, SIGKILL)
+            guard try pollUntil(timeout: 10, every: 0.001, reaped) else {
+                throw TestFailure("\(executable) did not die of SIGKILL within 10 s")
             }
-            usleep(timedOut ? 1_000 : 2_000)
         }
         if timedOut {
             throw TestFailure("\(executable) \(arguments.prefix(6).joined(separator: " ")) did not finish in \(timeout) s")

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A client on a slow link (issue 14: a GPRS/EDGE-class reader): a `RawConnection`
+/// A client on a slow link (a GPRS/EDGE-class reader): a `RawConnection`
 /// with a small `SO_RCVBUF` (so the TCP window, and with it what the relay can push
 /// ahead, stays small) read at `bytesPerSecond` by a token bucket that refills every
 /// 20 ms. Records every byte received, exactly, and when the last one arrived.
@@ -40,7 +40,7 @@ public final class ThrottledReader {
                 lastByteAt = Date()
                 allowance -= chunk.count
             }
-            // Pacing, not synchronization: the next 20 ms of link capacity.
+            // Pacing on purpose: the next 20 ms of link capacity.
             next = next.addingTimeInterval(tick)
             let wait = next.timeIntervalSinceNow
             if wait > 0 { usleep(useconds_t(wait * 1_000_000)) }

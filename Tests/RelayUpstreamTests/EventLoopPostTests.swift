@@ -3,8 +3,8 @@ import RelayLoop
 import Synchronization
 import XCTest
 
-/// `EventLoop.post` wakes the loop through an eventfd, without libevent's pthreads locking
-/// (issue 14): closures posted from other threads all run, on the loop thread, in each
+/// `EventLoop.post` wakes the loop through an eventfd, without libevent's pthreads locking:
+/// closures posted from other threads all run, on the loop thread, in each
 /// poster's order, including those posted before the loop runs and while it drains.
 final class EventLoopPostTests: XCTestCase {
     func testClosuresPostedFromManyThreadsAllRunOnTheLoopThreadInOrder() throws {
@@ -57,7 +57,7 @@ final class EventLoopPostTests: XCTestCase {
         XCTAssertTrue(ran)
     }
 
-    /// Red team: a poster that waits for each closure before posting the next finds the
+    /// A poster that waits for each closure before posting the next finds the
     /// loop asleep in `epoll_wait` every time (the wake-up path, not the drain path): no
     /// wake-up is lost over 3,000 round trips, with pauses of 0–200 µs between them.
     func testPingPongPostsToAnIdleLoopAreNeverLost() throws {
@@ -69,7 +69,7 @@ final class EventLoopPostTests: XCTestCase {
             for i in 0..<rounds {
                 loop.post { sem.signal() }
                 if sem.wait(timeout: .now() + 2) == .timedOut { lost.withLock { $0 += 1 }; break }
-                if i % 3 == 0 { usleep(UInt32(i % 200)) }
+                if i % 3 == 0 { usleep(UInt32(i % 200)) }   // pacing on purpose: 0–200 µs between round trips
             }
             loop.post { loop.stop() }
         }
@@ -81,7 +81,7 @@ final class EventLoopPostTests: XCTestCase {
         XCTAssertEqual(lost.withLock { $0 }, 0, "a posted closure waited 2 s for a wake-up")
     }
 
-    /// Red team: loops created, run and freed many times leave no file descriptor behind
+    /// Loops created, run and freed many times leave no file descriptor behind
     /// (the eventfd, libevent's epoll fd and signal pair), including loops never run and
     /// loops with closures still queued when freed.
     func testLoopsCreatedAndFreedManyTimesLeakNoDescriptor() throws {

@@ -39,8 +39,10 @@ final class UpstreamCancelTests: UpstreamTestCase {
         // Typically well under 1 ms; the bound holds on a loaded 2-core machine and still
         // fails when the close waits for a timeout (the idle timeout is 60 s).
         XCTAssertLessThan(ms, 2_000)
-        harness.spin(ms: 50)
+        XCTAssertTrue(harness.spin(for: 50, while: { box.events.count == deltas }), "nothing emitted after cancel(): \(box.events)")
         XCTAssertEqual(box.events.count, deltas, "nothing emitted after cancel()")
+        let m = harness.multi
+        XCTAssertTrue(harness.spin(upTo: 2_000) { m.activeTransfers == 0 && m.watchedSockets == 0 })
         XCTAssertEqual(harness.multi.activeTransfers, 0)
         XCTAssertEqual(harness.multi.watchedSockets, 0)
         return (usage, ms, box)
@@ -87,7 +89,8 @@ final class UpstreamCancelTests: UpstreamTestCase {
         let closes = s.waitForCloses(1)
         XCTAssertEqual(closes.count, 1)
         print(String(format: "cancel→close (re-entrant): %.3f ms", Double((closes.first?.atNanos ?? t0) &- t0) / 1e6))
-        harness.spin(ms: 30)
+        let m = harness.multi
+        XCTAssertTrue(harness.spin(upTo: 2_000) { m.activeTransfers == 0 && m.watchedSockets == 0 })
         XCTAssertEqual(harness.multi.activeTransfers, 0)
         XCTAssertEqual(harness.multi.watchedSockets, 0)
     }
@@ -103,7 +106,7 @@ final class UpstreamCancelTests: UpstreamTestCase {
         XCTAssertEqual(u1, u2)
         XCTAssertEqual(u1.completionTokens, 0)
         XCTAssertEqual(s.waitForCloses(1).count, 1)
-        harness.spin(ms: 30)
+        XCTAssertTrue(harness.spin(for: 30, while: { events.isEmpty }), "nothing emitted after cancel(): \(events)")
         XCTAssertEqual(events, [])
         XCTAssertEqual(harness.multi.activeTransfers, 0)
     }
@@ -124,7 +127,8 @@ final class UpstreamCancelTests: UpstreamTestCase {
         let before = try ProcStatus.selfRssKiB()
         try round(300)
         XCTAssertEqual(s.waitForCloses(350, timeout: 10).count, 350)
-        harness.spin(ms: 50)
+        let m = harness.multi
+        XCTAssertTrue(harness.spin(upTo: 2_000) { m.activeTransfers == 0 && m.watchedSockets == 0 }, "drained and closed")
         let after = try ProcStatus.selfRssKiB()
         print("RSS over 300 cancelled generations: \(before) KiB → \(after) KiB")
         XCTAssertEqual(harness.multi.activeTransfers, 0)

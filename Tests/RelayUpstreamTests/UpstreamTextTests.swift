@@ -4,7 +4,7 @@ import RelayCore
 @testable import RelayUpstream
 import XCTest
 
-/// Issue 13 item 4, against the fake server: upstream text never kills an answer (split
+/// Against the fake server (docs/UPSTREAMS.md): upstream text never kills an answer (split
 /// surrogate halves joined, unpaired halves and invalid UTF-8 → U+FFFD, undocumented chunk
 /// shapes skipped and counted), in both dialects; the dialects' error shapes still end it.
 final class UpstreamTextTests: UpstreamTestCase {

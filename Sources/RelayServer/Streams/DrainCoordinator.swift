@@ -1,5 +1,8 @@
 import RelayCore
-import RelayStreamLogic
+import RelayEventStore
+import RelayCluster
+import RelayBudgets
+import RelayHTTP
 
 /// A worker's drain (SIGTERM; docs/PROTOCOL.md §4): live client responses end at once
 /// (their clients resume on another instance), generations owned here keep running

@@ -1,9 +1,12 @@
 import RelayLoop
-import RelayStreamLogic
+import RelayEventStore
+import RelayCluster
+import RelayBudgets
+import RelayHTTP
 
 /// The worker's view of its Redis command connection, on the loop clock: records when
 /// it went down and came up, and answers the outage policy's questions
-/// (`RelayStreamLogic.RedisOutage`). Shared by the connection sweep (cut live streams
+/// (`RedisOutage`, in Decisions/). Shared by the connection sweep (cut live streams
 /// after the grace) and the owner leases (judge owners only once Redis has been up for a
 /// lease). Loop thread only.
 final class RedisOutageWatch {

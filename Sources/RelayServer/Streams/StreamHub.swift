@@ -1,8 +1,11 @@
 import RelayCore
+import RelayHTTP
 import RelayLoop
 import RelayRedis
-import RelayStreamLogic
 import RelayConfiguration
+import RelayEventStore
+import RelayCluster
+import RelayBudgets
 
 /// The worker's live streams (docs/ARCHITECTURE.md): the registry of subscriptions and
 /// generations keyed by `RequestID`, and the dispatch of pub/sub messages — live events,

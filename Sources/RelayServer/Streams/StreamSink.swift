@@ -1,4 +1,5 @@
 import RelayCore
+import RelayHTTP
 
 /// Where a `Subscription` writes its client's response: the evhttp connection
 /// (`HTTPExchange`) in the relay, an in-memory recorder in tests. Loop thread only.

@@ -1,7 +1,10 @@
 import RelayCore
+import RelayHTTP
 import RelayLoop
 import RelayRedis
-import RelayStreamLogic
+import RelayEventStore
+import RelayCluster
+import RelayBudgets
 
 /// One client connection reading a stream (docs/ARCHITECTURE.md, "Subscription"; docs/PROTOCOL.md §6): attached to the
 /// stream's live events first — the live channel, or on the worker running the
@@ -12,7 +15,7 @@ import RelayStreamLogic
 /// Every event is written once, in seq order. The merge decisions — duplicates
 /// dropped, a live event that skips a seq triggers a replay, live events wait during
 /// a replay, catch-up vs `409 resume_gap` when the retained window moved past the
-/// client — are `RelayStreamLogic.ReplayMerge`'s; this class performs them (reads,
+/// client — are `ReplayMerge`'s (Decisions/); this class performs them (reads,
 /// writes, ends). Loop thread only.
 final class Subscription {
     let id: RequestID

@@ -1,7 +1,10 @@
 import RelayCore
 import RelayLoop
 import RelayRedis
-import RelayStreamLogic
+import RelayEventStore
+import RelayCluster
+import RelayBudgets
+import RelayHTTP
 
 /// What a `Subscription` may ask of the worker that hosts it (implemented by
 /// `StreamHub`; in tests, by an in-memory host): the clock and timers, the reads of the

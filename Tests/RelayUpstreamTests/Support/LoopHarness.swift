@@ -42,7 +42,7 @@ final class LoopHarness {
         return events
     }
 
-    /// Runs the loop for `ms` milliseconds (lets drains and closes finish).
+    /// Runs the loop for `ms` milliseconds.
     func spin(ms: UInt64) {
         let loop = self.loop
         let t = LoopTimer(loop: loop) { loop.stop() }
@@ -50,7 +50,9 @@ final class LoopHarness {
         loop.run()
     }
 
-    /// Spins until `condition` holds or `ms` passed; returns whether it holds.
+    /// `eventually` for a loop that runs on the test thread (what the condition waits for
+    /// happens only while the loop runs): runs the loop in 10 ms steps until `condition`
+    /// holds or `ms` passed; returns whether it holds.
     @discardableResult
     func spin(upTo ms: UInt64, until condition: () -> Bool) -> Bool {
         var waited: UInt64 = 0
@@ -59,6 +61,18 @@ final class LoopHarness {
             waited += 10
         }
         return condition()
+    }
+
+    /// `consistently(for:)` for a loop that runs on the test thread: runs the loop for
+    /// `ms` milliseconds in 10 ms steps; returns whether `condition` held at every step.
+    func spin(for ms: UInt64, while condition: () -> Bool) -> Bool {
+        var waited: UInt64 = 0
+        while condition() {
+            if waited >= ms { return true }
+            spin(ms: 10)
+            waited += 10
+        }
+        return false
     }
 }
 

@@ -1,0 +1,16 @@
+import RelayRedis
+import RelayCluster
+
+extension RedisFailure {
+    /// How the appender must treat this failure of an append (`AppendQueue`): a gone
+    /// stream is permanent; a refused entry ID, `OUTOFORDER` and `FINISHED` are
+    /// ambiguous (a resend of a stored event, or a fenced stream: the stored tail
+    /// decides); anything else (`DISCONNECTED`, `OOM`, `BUSY`, `NOSCRIPT`) is retryable.
+    public var appendReply: AppendReply {
+        switch code {
+        case .noStream: return .permanent
+        case .entryIDRefused, .outOfOrder, .finished: return .refused
+        default: return .retryable
+        }
+    }
+}

@@ -1,0 +1,445 @@
+import RelayCore
+import RelayRedis
+import RelayCluster
+
+/// What a resume needs to know about a stream (`Scripts.open`).
+public struct StreamInfo: Sendable, Equatable {
+    /// Owner (the `sub` that created it).
+    public var owner: String
+    /// `running`, `done`, `cancelled` or `failed` (`StreamState`); `nil` for a value
+    /// this version does not know.
+    public var state: StreamState?
+    /// The last appended seq (0 before the first event).
+    public var lastSeq: UInt64
+    /// The seq of the oldest retained entry, `nil` when no entry is retained.
+    public var firstRetainedSeq: UInt64?
+    /// Session id that created the stream.
+    public var sid: String
+    /// Length of the full text kept for lossless resume, bytes (0 when off or empty).
+    public var textLength: Int
+}
+
+/// The per-worker view of the Redis event log (docs/DATA_MODEL.md §2–§5): stream creation, appends,
+/// resume checks, replays, and lossless catch-ups. Confined to the worker's loop thread.
+public final class EventLog {
+    /// Entries kept per stream at most (`XADD MAXLEN`, exact; trimmed in steps:
+    /// `StreamTrim`).
+    public let maxLen: Int
+    /// TTL of a stream's keys, ms (`PEXPIRE`), refreshed by the appends that
+    /// `TTLRefreshPolicy` marks (first, final, and one per interval).
+    public let ttlMs: Int
+    /// Keep the full text and per-seq offsets for lossless resume.
+    public let lossless: Bool
+    /// The worker's command connection.
+    public let connection: any RedisCommandChannel
+    /// Runs the event log's Lua scripts (`EVALSHA`, `EVAL` fallback).
+    public let scripts: ScriptRunner
+
+    /// Which appends trim the stream, and to what length (`StreamTrim`).
+    public let trim: StreamTrim
+
+    // Constant command arguments, formatted once instead of once per append.
+    private let maxLenArg: String
+    private let trimmedLengthArg: String
+    private let ttlArg: String
+    private let losslessArg: String
+    /// `PUBLISH`, or `SPUBLISH` on a cluster (the live channel is a sharded channel).
+    private let publishCommand: String
+    /// The lease-expiry script in use (`SPUBLISH` variant on a cluster).
+    private let expireLeaseScript: String
+    /// The reply handler of the commands whose reply only matters when it is an error
+    /// (TTLs, publish): one shared closure, no allocation per command.
+    /// It reads the reply in place (`RedisReplyView`): nothing is copied. Not optional:
+    /// a closure taken out of an `Optional` is re-wrapped (a thunk allocated) each time
+    /// it is passed on; a placeholder until `init` can capture `self`.
+    @exclusivity(unchecked) private var auxiliaryReply: (RedisReplyView) -> Void = { _ in }
+    /// The append path's commands are written here, one at a time, straight in RESP
+    /// (`RESPCommand`: no argument array or integer strings per command).
+    /// Loop thread; each command is sent before the next is started.
+    private let command = RESPCommand(capacity: 4096)
+
+    /// Called with the error text of each error reply to an append's auxiliary commands
+    /// (`PEXPIRE`, `PUBLISH`): their order and effect rest on the `XADD` reply, so they
+    /// are only reported (the worker counts them in `/metrics`,
+    /// `relay_append_auxiliary_errors_total`). Loop thread.
+    @exclusivity(unchecked) public var onAuxiliaryFailure: ((String) -> Void)?
+    /// Counts (re)connections: an appender that sees it change verifies the stored tail
+    /// before sending more (a restart or failover may have lost acknowledged events).
+    /// Read on every append; loop-thread confined, so not checked for exclusivity at run time.
+    @exclusivity(unchecked) public private(set) var connectionEpoch = 0
+
+    /// - Parameter sharded: publish live events with `SPUBLISH` (Redis Cluster: the
+    ///   live channel is a sharded channel, subscribed with `ShardedPubSub`).
+    public init(connection: any RedisCommandChannel, maxLen: Int, ttlMs: Int, lossless: Bool, sharded: Bool = false) {
+        expireLeaseScript = sharded ? Scripts.expireLeaseSharded : Scripts.expireLease
+        publishCommand = sharded ? "SPUBLISH" : "PUBLISH"
+        self.connection = connection
+        self.maxLenArg = String(maxLen)
+        self.trim = StreamTrim(maxLen: maxLen)
+        self.trimmedLengthArg = String(trim.trimmedLength)
+        self.ttlArg = String(ttlMs)
+        self.losslessArg = lossless ? "1" : "0"
+        self.scripts = ScriptRunner(connection: connection)
+        self.maxLen = maxLen
+        self.ttlMs = ttlMs
+        self.lossless = lossless
+        auxiliaryReply = { [unowned self] r in
+            if let e = r.errorMessage { self.onAuxiliaryFailure?(e) }
+        }
+    }
+
+    /// Loads the scripts, and `others` that share this connection's script runner (the
+    /// budget ledger's); call after each (re)connection. A script not loaded yet still runs
+    /// (`ScriptRunner`: `EVALSHA`, then `EVAL` on `NOSCRIPT`).
+    public func connected(alsoLoading others: [String] = []) {
+        connectionEpoch &+= 1
+        scripts.load([Scripts.create, Scripts.appendFinal, Scripts.appendStatus, Scripts.open, Scripts.catchUp,
+                      expireLeaseScript, Scripts.admit] + others)
+    }
+
+    /// Owner lease of a running generation, ms (`relay:{id}:lease` `PX`); refreshed
+    /// every `leaseMs / 3`.
+    public static let leaseMs = 3_000
+
+    /// Creates the stream (meta hash and an empty stream key, `Scripts.create`) unless
+    /// the id is taken, and takes the lease.
+    /// `budgetKey` and `promptEstimate` (tokens) are kept in the meta for a settlement
+    /// by another instance. `done(.success(true))` when created, `false` when it already existed.
+    public func create(_ id: RequestID, owner: String, sid: String, instance: String, nowMs: UInt64,
+                       budgetKey: String, promptEstimate: Int,
+                       done: @escaping (Result<Bool, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(Scripts.create, keys: [k.meta, k.lease, k.events, k.text, k.offsets],
+                    args: [owner, sid, instance, String(nowMs), String(ttlMs), String(EventLog.leaseMs),
+                           budgetKey, String(promptEstimate), maxLenArg]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            done(.success(r.int == 1))
+        }
+    }
+
+    /// Reads a stream's resume facts; `nil` when it does not exist (or expired).
+    public func open(_ id: RequestID, done: @escaping (Result<StreamInfo?, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(Scripts.open, keys: [k.meta, k.events, k.text], args: []) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            guard let a = r.array, a.count >= 6 else { return done(.success(nil)) }
+            let fid = a[3].string ?? ""
+            done(.success(StreamInfo(owner: a[0].string ?? "", state: StreamState(rawValue: a[1].string ?? ""),
+                                     lastSeq: EventLog.seq(ofEntryID: a[2].string ?? "") ?? 0,
+                                     firstRetainedSeq: EventLog.seq(ofEntryID: fid),
+                                     sid: a[4].string ?? "", textLength: Int(a[5].int ?? 0))))
+        }
+    }
+
+    /// Reads the retained events after `seq`: `XRANGE key (<seq>-0 +` (Redis `XRANGE`
+    /// doc, exclusive range), in seq order.
+    public func range(_ id: RequestID, after seq: UInt64, done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
+        connection.send(["XRANGE", StreamKeys(id).events, "(\(seq)-0", "+"]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            done(.success(EventLog.events(from: r)))
+        }
+    }
+
+    /// The text between the end of event `from` and the end of event `to`, bytes, for
+    /// a lossless catch-up; `nil` when the text has expired.
+    public func catchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<String?, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(Scripts.catchUp, keys: [k.text, k.offsets], args: [String(from), String(to)]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            guard let a = r.array, a.count == 2 else { return done(.success(nil)) }
+            done(.success(a[1].string ?? ""))
+        }
+    }
+
+    /// Sends one non-final append as plain pipelined commands, no per-event script
+    /// (docs/DATA_MODEL.md §5):
+    /// 1. `XADD events NOMKSTREAM [MAXLEN <trim.trimmedLength>] <seq>-0 e <json>`; the
+    ///    exact trim only on the seqs `StreamTrim` picks, so the stream never holds more
+    ///    than `maxLen` entries. A nil reply (the stream is gone) is reported as
+    ///    `NOSTREAM`; a refused ID as `RedisErrorCode.entryIDRefused`.
+    /// 2. when `refreshTTL`: `PEXPIRE` of every key of the stream.
+    /// The event's lossless-resume text is not written here: the appender writes it
+    /// once per group of events (`writeText`, `TextCheckpoint`).
+    /// `reply` gets the `XADD`'s reply, read in place (`appendOutcome` turns it into the
+    /// outcome; one closure per event, the caller's); the `PEXPIRE` replies are only
+    /// counted (`onAuxiliaryFailure`). The caller publishes after a success (`publish`).
+    public func append(_ s: StreamCommands, seq: UInt64, json: String, refreshTTL: Bool,
+                       reply: @escaping (RedisReplyView) -> Void) {
+        let trims = trim.trims(seq: seq)
+        let c = command
+        c.start(argumentCount: trims ? 8 : 6)
+        c.add(s.xaddHead)   // XADD <events> NOMKSTREAM
+        if trims {
+            c.add(constant: "MAXLEN")
+            c.add(trimmedLengthArg)
+        }
+        c.add(entryID: seq)
+        c.add(constant: "e")
+        c.add(json)
+        connection.send(c, view: reply)
+        if refreshTTL { refreshTTLs(s.keys) }
+    }
+
+    /// `append(_:seq:json:refreshTTL:reply:)` for keys whose command heads were not made
+    /// (`commands(for:)` once per call: for tools and tests, not the per-event path).
+    public func append(_ k: StreamKeys, seq: UInt64, json: String, refreshTTL: Bool,
+                       reply: @escaping (RedisReplyView) -> Void) {
+        append(commands(for: k), seq: seq, json: json, refreshTTL: refreshTTL, reply: reply)
+    }
+
+    /// The per-event command heads of a stream (`StreamCommands`): made once per
+    /// appender, since its keys and this log's publish command do not change.
+    public func commands(for k: StreamKeys) -> StreamCommands {
+        StreamCommands(keys: k, xaddHead: RESPArguments(["XADD", k.events, "NOMKSTREAM"]),
+                       publishHead: RESPArguments([publishCommand, k.live]))
+    }
+
+    /// The outcome of an append's `XADD` reply: an error reply as its text, a nil reply
+    /// (`XADD … NOMKSTREAM` on a missing key) as `NOSTREAM`, else stored.
+    public static func appendOutcome(_ r: RedisReplyView) -> Result<Void, RedisFailure> {
+        if let f = r.failure { return .failure(f) }
+        if r.isNull { return .failure(.noStream("stream expired (XADD NOMKSTREAM)")) }
+        return .success(())
+    }
+
+    /// Writes buffered lossless-resume text (`TextCheckpoint.Write`): `SETRANGE text
+    /// <start> <text>` (skipped when empty) and `SETRANGE offsets <4 × first seq>
+    /// <4 bytes per event>` (each event's end offset, bytes, big-endian: the layout of
+    /// `BITFIELD … u32 #<seq>`, which `Scripts.catchUp` reads; one per run of consecutive
+    /// seqs, `OffsetRuns`). Both are positional, so a resend stores the same bytes. Then
+    /// `PEXPIRE` of both keys, with every write: any write may create them (`SETRANGE`
+    /// re-creates a key that was evicted, deleted or lost with a restart mid-stream, at
+    /// any offset, without a TTL), and a key that outlives its stream is never cleaned
+    /// up. `done` gets `.success` when every `SETRANGE` was answered without an error.
+    public func writeText(_ k: StreamKeys, _ w: TextCheckpoint.Write, done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        let runs = OffsetRuns.runs(w.offsets)
+        let replies = (w.text.isEmpty ? 0 : 1) + runs.count
+        guard replies > 0 else { return done(.success(())) }
+        let outcome = TextWriteOutcome(replies: replies, done: done)
+        // Whole events' UTF-8 for the text; binary bytes for the offsets, passed as they
+        // are (`RedisConnection` hands the RESP to hiredis; `ClusterClient` keeps the
+        // encoded command for resends).
+        if !w.text.isEmpty { setRange(k.text, at: w.start, w.text) { r in outcome.replied(r) } }
+        for run in runs { setRange(k.offsets, at: run.byteOffset, run.bytes) { r in outcome.replied(r) } }
+        expire(k.text)
+        expire(k.offsets)
+    }
+
+    /// `SETRANGE <key> <offset> <bytes>` (offset in bytes; Redis zero-pads a key shorter
+    /// than it).
+    private func setRange(_ key: String, at offset: Int, _ bytes: [UInt8], view: @escaping (RedisReplyView) -> Void) {
+        let c = command
+        c.start(argumentCount: 4)
+        c.add(constant: "SETRANGE")
+        c.add(key)
+        c.add(offset)
+        bytes.withUnsafeBufferPointer { c.add(bytes: $0) }
+        connection.send(c, view: view)
+    }
+
+    /// `PEXPIRE <key> <ttlMs>`, its reply only counted when an error (`auxiliaryReply`).
+    private func expire(_ key: String) {
+        let c = command
+        c.start(argumentCount: 3)
+        c.add(constant: "PEXPIRE")
+        c.add(key)
+        c.add(ttlArg)
+        connection.send(c, view: auxiliaryReply)
+    }
+
+    /// `PEXPIRE` of every key of a stream (`ttlMs`).
+    private func refreshTTLs(_ k: StreamKeys) {
+        expire(k.events)
+        expire(k.meta)
+        if lossless {
+            expire(k.text)
+            expire(k.offsets)
+        }
+    }
+
+    /// Sends the final event of a generation (`Scripts.appendFinal`: checks, `XADD`,
+    /// fence, the buffered text and offsets, `state`/`last_seq`, TTLs). `finalState`:
+    /// `done`, `cancelled` or `failed`. `text`: every event's text not yet confirmed
+    /// written, the final event's own included (`TextCheckpoint.pending`); `nil` when
+    /// none (or lossless resume is off). The caller publishes after `done` succeeds.
+    public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: StreamState,
+                            text: TextCheckpoint.Write?, done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        var args = [String(seq), json, maxLenArg, ttlArg, finalState.rawValue, losslessArg]
+        if lossless, let w = text {
+            args += [String(w.start), String(decoding: w.text, as: UTF8.self)]   // whole strings' bytes: valid UTF-8
+            args.reserveCapacity(args.count + 2 * w.offsets.count)
+            for o in w.offsets { args += [String(o.seq), String(o.end)] }
+        }
+        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets], args: args,
+                    retryNoScript: false) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            done(.success(()))
+        }
+    }
+
+    /// Publishes an acknowledged event on the stream's live channel: `PUBLISH` (or
+    /// `SPUBLISH` on a cluster) `relay:{id}:live "<seq> <json>"` (`LivePayload`).
+    /// `then`: runs once Redis answered it (the generation's last event: the process
+    /// may exit right after its generation ended, e.g. a drain, and must not leave the
+    /// publish unsent in the connection's output buffer). `then` gets the reply as it
+    /// is: an error reply is not counted here, `then` reports it (`auxiliaryReplied`,
+    /// as `StreamAppender` does). Pass a closure made once, not one per event (the
+    /// queue drains after most events of a steady stream).
+    public func publish(_ s: StreamCommands, seq: UInt64, json: String, then: @escaping (RedisReplyView) -> Void) {
+        connection.send(publishing(s, seq: seq, json: json), view: then)
+    }
+
+    /// `publish(_:seq:json:then:)` without a `then`: the reply is only counted when an error.
+    public func publish(_ s: StreamCommands, seq: UInt64, json: String) {
+        connection.send(publishing(s, seq: seq, json: json), view: auxiliaryReply)
+    }
+
+    /// `publish(_:seq:json:)` for keys whose command heads were not made (tools, tests).
+    public func publish(_ k: StreamKeys, seq: UInt64, json: String) {
+        publish(commands(for: k), seq: seq, json: json)
+    }
+
+    /// The `PUBLISH` of an event, in `command`; its payload is
+    /// `LivePayload.message(seq:json:)`, written in place.
+    private func publishing(_ s: StreamCommands, seq: UInt64, json: String) -> RESPCommand {
+        let c = command
+        c.start(argumentCount: 3)
+        c.add(s.publishHead)   // PUBLISH <live>
+        c.add(seq: seq, space: json)
+        return c
+    }
+
+    /// Reports an auxiliary command's error reply (`onAuxiliaryFailure`), for a reply
+    /// handler given to `publish(then:)`.
+    public func auxiliaryReplied(_ r: RedisReplyView) {
+        if let e = r.errorMessage { onAuxiliaryFailure?(e) }
+    }
+
+    /// Reads the stored tail after `ackedSeq` (`Scripts.appendStatus`, at most `count`
+    /// entries): `state` nil when the stream is gone. `textThrough`: the seq whose
+    /// lossless-resume text is confirmed stored (0: none); its stored end offset comes
+    /// back as `StoredTail.textEnd`.
+    public func appendStatus(_ k: StreamKeys, after ackedSeq: UInt64, count: Int, textThrough: UInt64 = 0,
+                             done: @escaping (Result<StoredTail, RedisFailure>) -> Void) {
+        scripts.run(Scripts.appendStatus, keys: [k.events, k.meta, k.text, k.offsets],
+                    args: [String(ackedSeq), String(count), String(textThrough)]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            guard let a = r.array, a.count == 4 else { return done(.success(StoredTail(state: nil, topSeq: 0, entries: []))) }
+            let textEnd = a[3].int ?? -1
+            done(.success(StoredTail(state: a[0].string, topSeq: EventLog.seq(ofEntryID: a[1].string ?? "") ?? 0,
+                                     entries: EventLog.events(from: a[2]),
+                                     textEnd: textThrough > 0 && textEnd >= 0 ? Int(textEnd) : nil)))
+        }
+    }
+
+    /// Deletes the text and offsets of a stream found gone (its pipelined `SETRANGE`s
+    /// may have re-created them without a TTL).
+    public func discardText(_ k: StreamKeys) {
+        guard lossless else { return }
+        connection.send(["DEL", k.text, k.offsets], view: auxiliaryReply)
+    }
+
+    /// Refreshes the owner lease of running generations (one pipelined `SET … PX` each).
+    /// `leaseKey`: `StreamKeys.lease` of the generation (kept by its owner: this runs for
+    /// every running generation every `leaseMs / 3`).
+    public func refreshLease(leaseKey: String, instance: String) {
+        let c = command
+        c.start(argumentCount: 5)
+        c.add(constant: "SET")
+        c.add(leaseKey)
+        c.add(instance)
+        c.add(constant: "PX")
+        c.add(EventLog.leaseMs)
+        connection.send(c, view: RedisReplyView.unread)
+    }
+
+    /// Gives a created id back when its request was refused after `create` (nothing
+    /// was generated under it): `DEL` of its meta hash and lease (Redis `DEL` doc).
+    public func discard(_ id: RequestID) {
+        let k = StreamKeys(id)
+        connection.send(["DEL", k.meta, k.lease], nil)
+    }
+
+    /// Asks the owning instance, wherever it is, to stop generating `id`:
+    /// `PUBLISH relay:cancel <id>` (docs/DATA_MODEL.md §7).
+    public func publishCancel(_ id: RequestID, done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        connection.send(["PUBLISH", StreamKeys.cancelChannel, id.value]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            done(.success(()))
+        }
+    }
+
+    /// Releases the lease of a finished generation.
+    public func releaseLease(_ id: RequestID) {
+        connection.send(["DEL", StreamKeys(id).lease], nil)
+    }
+
+    /// What `expireLease` did: `reply` is the seq appended, 0 when nothing was needed,
+    /// -1 when the stream no longer exists; with a seq, the budget to settle.
+    public struct LeaseExpiry: Sendable, Equatable {
+        /// The script's seq reply (see `LeasePolicy.expiry(fromReply:)`).
+        public var reply: Int64
+        /// The stream's budget hash (empty when none was recorded).
+        public var budgetKey: String
+        /// The prompt estimate stored at creation, tokens.
+        public var promptEstimate: Int
+    }
+
+    /// Appends `event` (an `upstream_lost` error) if the stream is still running and
+    /// its owner lease has lapsed (`Scripts.expireLease`).
+    public func expireLease(_ id: RequestID, event: StreamEvent, done: @escaping (Result<LeaseExpiry, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(expireLeaseScript, keys: [k.events, k.meta, k.live, k.lease, k.text, k.offsets],
+                    args: [String(maxLen), String(ttlMs), event.json, lossless ? "1" : "0"]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            let a = r.array ?? []
+            done(.success(LeaseExpiry(reply: a.first?.int ?? 0, budgetKey: a.count > 1 ? a[1].string ?? "" : "",
+                                      promptEstimate: a.count > 2 ? Int(a[2].string ?? "0") ?? 0 : 0)))
+        }
+    }
+
+    /// Parses a stream entry ID `<seq>-0` into its seq.
+    public static func seq(ofEntryID id: String) -> UInt64? {
+        guard let dash = id.firstIndex(of: "-") else { return nil }
+        return UInt64(id[..<dash])
+    }
+
+    /// Converts an `XRANGE` reply into events (entries without an `e` field are skipped).
+    static func events(from r: RedisReply) -> [SequencedEvent] {
+        guard let entries = r.array else { return [] }
+        var out: [SequencedEvent] = []
+        out.reserveCapacity(entries.count)
+        for entry in entries {
+            guard let pair = entry.array, pair.count == 2, let id = pair[0].string,
+                  let seq = seq(ofEntryID: id), let fields = pair[1].array else { continue }
+            var i = 0
+            while i + 1 < fields.count {
+                if fields[i].string == "e", let json = fields[i + 1].string {
+                    out.append(SequencedEvent(seq: seq, json: json))
+                    break
+                }
+                i += 2
+            }
+        }
+        return out
+    }
+}
+
+/// Collects the `SETRANGE` replies of one `EventLog.writeText` (text, offsets; a cluster
+/// redirect may reorder them) and reports once: `.success` when none is an error.
+private final class TextWriteOutcome {
+    private var remaining: Int
+    private var failure: RedisFailure?
+    private let done: (Result<Void, RedisFailure>) -> Void
+
+    init(replies: Int, done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        remaining = replies
+        self.done = done
+    }
+
+    func replied(_ r: RedisReplyView) {
+        if let f = r.failure, failure == nil { failure = f }
+        remaining -= 1
+        if remaining == 0 { done(failure.map { .failure($0) } ?? .success(())) }
+    }
+}

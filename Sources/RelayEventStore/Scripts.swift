@@ -1,0 +1,202 @@
+import RelayRedis
+import RelayCluster
+/// The Lua scripts of the event log (Redis `EVAL`/`EVALSHA` doc). Each runs atomically
+/// on the one slot of its stream's keys.
+public enum Scripts {
+    /// Creates a stream unless its id is taken: the meta hash, the owner lease, and the
+    /// stream key itself, empty (the per-event `XADD` uses `NOMKSTREAM`, so a
+    /// stream that expired or was lost with Redis' data is never silently re-created).
+    /// `XADD … MAXLEN 0 0-1` adds one entry and trims it at once: an empty stream whose
+    /// last generated ID is `0-1`, so seq 1 (`1-0`) is accepted; readers go by entries
+    /// (`XRANGE`/`XREVRANGE` return none), never by the last generated ID. A leftover
+    /// stream, text or offsets key of the same id (its meta expired first) is deleted.
+    /// The meta also records the budget hash charged for the stream and the prompt
+    /// estimate, so another instance can settle it when the owner dies (docs/DATA_MODEL.md §9), and
+    /// the owner's cap (`maxlen`, `RELAY_BUFFER_EVENTS`), which a lease expiry on
+    /// another instance trims with (its text hold follows that cap: `TextCheckpoint`).
+    /// `last_seq` is not kept per event: the top entry is the last seq; the final event
+    /// and a lease expiry write it.
+    /// KEYS: meta, lease, events, text, offsets. ARGV: owner, sid, instance, created_ms,
+    /// ttl_ms, lease_ms, budget key, prompt estimate (tokens), cap (entries).
+    /// Returns 1 when created, 0 when the id was taken.
+    public static let create = """
+    if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+    redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'sid', ARGV[2], 'instance', ARGV[3],
+      'state', 'running', 'created_ms', ARGV[4], 'budget', ARGV[7], 'prompt', ARGV[8], 'maxlen', ARGV[9])
+    redis.call('PEXPIRE', KEYS[1], ARGV[5])
+    redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
+    redis.call('XADD', KEYS[3], 'MAXLEN', '0', '0-1', 'e', '')
+    redis.call('PEXPIRE', KEYS[3], ARGV[5])
+    redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[6])
+    return 1
+    """
+
+    /// The largest stream entry ID: `XSETID` to it fences a stream after its terminal
+    /// event, so any later `XADD` (a lapsed owner's pipelined appends) is refused with
+    /// "The stream has exhausted the last possible ID" (Redis `XSETID`, `XADD` docs).
+    public static let fenceID = "18446744073709551615-18446744073709551615"
+
+    /// The seq of a stream's top entry, 0 when it holds none (Lua snippet: sets `top`).
+    static let topSeqLua = """
+    local tops = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+    local top = 0
+    if #tops > 0 then top = tonumber(string.match(tops[1][1], '^(%d+)')) end
+    """
+
+    /// Ends a running stream whose owner lease lapsed (the owning instance died or
+    /// stalled): appends, once and atomically, the given `error` event as the next seq
+    /// (the top entry + 1, exact `MAXLEN` of the owner's cap as the meta records it —
+    /// this instance's when none is recorded — since the owner holds back its events
+    /// by its own cap until their text is stored: `TextCheckpoint`), fences the stream (`XSETID` to `fenceID`: the old owner's
+    /// later `XADD`s are refused, so nothing follows the terminal event), sets `state` to
+    /// `failed` and `last_seq`, and publishes it (`upstream_lost`, docs/DATA_MODEL.md §6).
+    /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen (when the meta records none), ttl_ms, event JSON, lossless '1'/'0'.
+    /// Returns {seq appended, budget key, prompt estimate} (the caller settles the
+    /// budget: prompt + seq − 1 deltas), {0} when the stream is not running or the lease
+    /// is held, {-1} when the stream does not exist at all (expired, or lost with Redis' data).
+    public static let expireLease = """
+    local st = redis.call('HMGET', KEYS[2], 'state', 'budget', 'prompt', 'maxlen')
+    if not st[1] then return {-1} end
+    if st[1] ~= 'running' then return {0} end
+    if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
+    \(topSeqLua)
+    local seq = top + 1
+    redis.call('XADD', KEYS[1], 'MAXLEN', st[4] or ARGV[1], seq .. '-0', 'e', ARGV[3])
+    redis.call('XSETID', KEYS[1], '\(fenceID)')
+    if ARGV[4] == '1' then
+      -- No text or offset for the terminal event: a catch-up only ever reads the text
+      -- of events older than the oldest retained entry, and the entries after the
+      -- owner's last text write are retained (TextCheckpoint).
+      redis.call('PEXPIRE', KEYS[5], ARGV[2])
+      redis.call('PEXPIRE', KEYS[6], ARGV[2])
+    end
+    redis.call('HSET', KEYS[2], 'last_seq', seq, 'state', 'failed')
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    redis.call('PEXPIRE', KEYS[2], ARGV[2])
+    redis.call('PUBLISH', KEYS[3], seq .. ' ' .. ARGV[3])
+    return {seq, st[2] or '', st[3] or '0'}
+    """
+
+    /// Appends the final event of a generation (`done` or `error`; once per stream, so
+    /// a script is affordable): refuses unless the stream is `running` and its top entry
+    /// is seq − 1, then `XADD` (exact `MAXLEN`), the fence (`XSETID` to `fenceID`), the
+    /// text and offsets the appender had not written yet (`TextCheckpoint`: positional,
+    /// so text an earlier write already stored is rewritten with the same bytes),
+    /// `HSET state, last_seq`, and `PEXPIRE` of every key. It does not publish: the
+    /// appender publishes every event after its `XADD` was acknowledged, in seq order
+    /// (`StreamAppender`).
+    /// KEYS: events, meta, text, offsets.
+    /// ARGV: seq, event JSON, maxlen, ttl_ms, final state, lossless '1'/'0', then when
+    /// text is buffered: text start offset (bytes), the text, and a (seq, end offset)
+    /// pair per buffered event.
+    /// Errors: `NOSTREAM` (meta or stream gone), `FINISHED <state>` (stream already
+    /// ended), `OUTOFORDER <top seq>` (seq is not top + 1). Returns seq.
+    public static let appendFinal = """
+    local st = redis.call('HGET', KEYS[2], 'state')
+    if not st then return redis.error_reply('NOSTREAM stream expired') end
+    if st ~= 'running' then return redis.error_reply('FINISHED ' .. st) end
+    \(topSeqLua)
+    local seq = tonumber(ARGV[1])
+    if seq ~= top + 1 then return redis.error_reply('OUTOFORDER ' .. top) end
+    if not redis.call('XADD', KEYS[1], 'NOMKSTREAM', 'MAXLEN', ARGV[3], ARGV[1] .. '-0', 'e', ARGV[2]) then
+      return redis.error_reply('NOSTREAM stream expired')
+    end
+    redis.call('XSETID', KEYS[1], '\(fenceID)')
+    if ARGV[6] == '1' then
+      if #ARGV >= 8 then
+        if ARGV[8] ~= '' then redis.call('SETRANGE', KEYS[3], ARGV[7], ARGV[8]) end
+        local bf = {}
+        for i = 9, #ARGV - 1, 2 do
+          bf[#bf + 1] = 'SET'; bf[#bf + 1] = 'u32'; bf[#bf + 1] = '#' .. ARGV[i]; bf[#bf + 1] = ARGV[i + 1]
+        end
+        if #bf > 0 then redis.call('BITFIELD', KEYS[4], unpack(bf)) end
+      end
+      redis.call('PEXPIRE', KEYS[3], ARGV[4])
+      redis.call('PEXPIRE', KEYS[4], ARGV[4])
+    end
+    redis.call('HSET', KEYS[2], 'last_seq', ARGV[1], 'state', ARGV[5])
+    redis.call('PEXPIRE', KEYS[1], ARGV[4])
+    redis.call('PEXPIRE', KEYS[2], ARGV[4])
+    return seq
+    """
+
+    /// What an appender needs after a failed or ambiguous append (rare path): the meta
+    /// `state`, the top entry's ID, the entries after the acknowledged seq, and — when
+    /// its lossless-resume text is confirmed stored through a seq — what Redis holds of
+    /// it: that seq's end offset (`BITFIELD GET u32`), or -1 when the `text` key is
+    /// shorter than that offset (a failover or restart can lose a text write whose
+    /// reply came back while keeping the acknowledged `XADD`s that preceded it).
+    /// KEYS: events, meta, text, offsets. ARGV: acknowledged seq, most entries to
+    /// return, seq the text is confirmed through ('0': none).
+    /// Returns {} when the meta hash or the stream key is gone, else
+    /// {state, top entry ID or '', entries (as `XRANGE`), stored end offset or -1 (-1
+    /// too when not asked)}.
+    public static let appendStatus = """
+    local st = redis.call('HGET', KEYS[2], 'state')
+    if not st or redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+    local tops = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+    local top = ''
+    if #tops > 0 then top = tops[1][1] end
+    local textEnd = -1
+    if ARGV[3] ~= '0' then
+      textEnd = redis.call('BITFIELD', KEYS[4], 'GET', 'u32', '#' .. ARGV[3])[1]
+      if redis.call('STRLEN', KEYS[3]) < textEnd then textEnd = -1 end
+    end
+    return {st, top, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2]), textEnd}
+    """
+
+    /// Reads what a resume needs in one round trip.
+    /// KEYS: meta, events, text. Returns nil when the stream does not exist, else
+    /// {owner, state, top entry ID or '' (the last seq), first retained entry ID or '',
+    /// sid, text length}.
+    public static let open = """
+    local m = redis.call('HMGET', KEYS[1], 'owner', 'state', 'sid')
+    if not m[1] then return nil end
+    local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
+    local fid = ''
+    if #first > 0 then fid = first[1][1] end
+    local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+    local lid = ''
+    if #last > 0 then lid = last[1][1] end
+    return {m[1], m[2], lid, fid, m[3] or '', redis.call('STRLEN', KEYS[3])}
+    """
+
+    /// The text between the end of event `from` and the end of event `to` (bytes),
+    /// for a lossless catch-up. KEYS: text, offsets. ARGV: from, to.
+    /// Returns {start offset, text} or nil when the text has expired.
+    public static let catchUp = """
+    if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
+    local o = redis.call('BITFIELD', KEYS[2], 'GET', 'u32', '#' .. ARGV[1], 'GET', 'u32', '#' .. ARGV[2])
+    local s = o[1]
+    local e = o[2]
+    if tonumber(ARGV[1]) == 0 then s = 0 end
+    if e <= s then return {s, ''} end
+    return {s, redis.call('GETRANGE', KEYS[1], s, e - 1)}
+    """
+}
+
+extension Scripts {
+    /// Admits a new generation for a session unless it already runs `max` of them
+    /// (`RELAY_MAX_STREAMS_PER_SESSION`, docs/DATA_MODEL.md §8). The session's running streams are
+    /// a sorted set, score = lease expiry (unix ms), so a crashed instance's entries
+    /// lapse by themselves.
+    /// Idempotent per request id (a retried POST holds the same slot).
+    /// KEYS: `relay:streams:{<ownerHash>:<sid>}`. ARGV: request id, now ms, lease expiry ms, max.
+    /// Returns 1 when admitted, 0 when at the limit.
+    public static let admit = """
+    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+    if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 1 end
+    if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+    redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+    if redis.call('PEXPIRETIME', KEYS[1]) < tonumber(ARGV[3]) then
+      redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+    end
+    return 1
+    """
+}
+
+extension Scripts {
+    /// `expireLease` for Redis Cluster: the live channel is a sharded channel
+    /// (`SPUBLISH`, Redis 7; the channel hashes to the stream's slot, so the script stays on it).
+    public static let expireLeaseSharded = expireLease.replacingOccurrences(of: "redis.call('PUBLISH'", with: "redis.call('SPUBLISH'")
+}

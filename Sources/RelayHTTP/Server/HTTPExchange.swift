@@ -1,0 +1,365 @@
+import CLibevent
+import RelayCore
+
+/// HTTP methods the relay routes (libevent's `evhttp_cmd_type`).
+public enum HTTPMethod: String {
+    case get = "GET", post = "POST", delete = "DELETE", head = "HEAD", put = "PUT", options = "OPTIONS", patch = "PATCH", other = "OTHER"
+
+    public init(_ cmd: evhttp_cmd_type) {
+        switch cmd {
+        case EVHTTP_REQ_GET: self = .get
+        case EVHTTP_REQ_POST: self = .post
+        case EVHTTP_REQ_DELETE: self = .delete
+        case EVHTTP_REQ_HEAD: self = .head
+        case EVHTTP_REQ_PUT: self = .put
+        case EVHTTP_REQ_OPTIONS: self = .options
+        case EVHTTP_REQ_PATCH: self = .patch
+        default: self = .other
+        }
+    }
+}
+
+/// One HTTP request being answered, wrapping libevent's `evhttp_request *`.
+///
+/// Either `respond…` once (a plain reply), or `startStream()` and then `write` chunks
+/// and `endStream()`. libevent frees the request after the reply ends or the
+/// connection closes; after that the exchange is inert (`isOpen == false`).
+/// Loop thread only.
+public final class HTTPExchange {
+    public private(set) var req: OpaquePointer?
+    public let method: HTTPMethod
+    /// The URI path, percent-encoding kept (route parameters are validated strictly).
+    /// Emptied when a stream starts (routing is over; saves memory per idle stream).
+    public private(set) var path: String
+    /// The raw query string, or "". Emptied when a stream starts.
+    public private(set) var query: String
+    /// Called once if the client closes the connection while a stream is open.
+    public var onClose: (() -> Void)?
+    /// `true` between `startStream()` and `endStream()` / the client closing.
+    public private(set) var streaming = false
+    /// The connection's gate (its one close callback); set by `HTTPListener` before routing.
+    public weak var gate: ConnectionGate? {
+        didSet {
+            // However the connection ends (client gone, a rejected pipelined request, shutdown),
+            // the exchange stops touching the request evhttp is about to free.
+            gate?.onClose = { [weak self] in self?.connectionClosed() }
+        }
+    }
+    /// Keeps the exchange alive while a stream is open (the stream's owners hold it weakly).
+    private var selfWhileStreaming: HTTPExchange?
+    /// While streaming: the connection's output buffer (its bufferevent's) and socket,
+    /// looked up once in `startStream` instead of on every write. Valid while `req` is
+    /// set: evhttp frees them only with the connection, and `connectionClosed` clears `req`.
+    public private(set) var output: OpaquePointer?
+    public private(set) var socket: Int32 = -1
+    /// Whether the response uses the chunked coding (evhttp chose it in
+    /// `evhttp_send_reply_start`: an HTTP/1.1 request) and may carry a body at all (not HEAD).
+    private var chunked = false
+    private var bodyAllowed = true
+    /// The connection's loop, and the loop turn (its cached time, which libevent renews
+    /// once per turn) of the last write straight to the socket.
+    private var base: OpaquePointer?
+    private var lastDirectTurn = timeval()
+
+    public init(_ req: OpaquePointer) {
+        self.req = req
+        method = HTTPMethod(evhttp_request_get_command(req))
+        var p = "/"
+        var q = ""
+        if let uri = evhttp_request_get_evhttp_uri(req) {
+            if let cp = evhttp_uri_get_path(uri) { p = String(cString: cp) }
+            if let cq = evhttp_uri_get_query(uri) { q = String(cString: cq) }
+        }
+        path = p.isEmpty ? "/" : p
+        query = q
+    }
+
+    public var isOpen: Bool { req != nil }
+
+    /// Every value of header `name` (case-insensitive), in order.
+    public func headerValues(_ name: String) -> [String] {
+        guard let req, let headers = evhttp_request_get_input_headers(req) else { return [] }
+        var out: [String] = []
+        var kv = headers.pointee.tqh_first
+        while let e = kv {
+            if let k = e.pointee.key, strcasecmp(k, name) == 0, let v = e.pointee.value {
+                out.append(String(cString: v))
+            }
+            kv = e.pointee.next.tqe_next
+        }
+        return out
+    }
+
+    /// The first value of header `name`, or nil.
+    public func header(_ name: String) -> String? {
+        guard let req, let v = evhttp_find_header(evhttp_request_get_input_headers(req), name) else { return nil }
+        return String(cString: v)
+    }
+
+    /// The value of query parameter `name` (percent-decoded), or nil.
+    public func queryParameter(_ name: String) -> String? {
+        guard !query.isEmpty else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count >= 1, parts[0] == name else { continue }
+            let raw = parts.count == 2 ? String(parts[1]) : ""
+            guard let decoded = evhttp_uridecode(raw, 1, nil) else { return raw }
+            defer { free(decoded) }
+            return String(cString: decoded)
+        }
+        return nil
+    }
+
+    /// Percent-decodes a path segment (RFC 3986 §2.1); nil for a malformed escape or
+    /// bytes that are not UTF-8.
+    public static func percentDecoded(_ s: String) -> String? {
+        var out: [UInt8] = []
+        var it = Array(s.utf8)[...]
+        while let b = it.popFirst() {
+            if b == 0x25 {
+                guard it.count >= 2, let v = UInt8(String(decoding: it.prefix(2), as: UTF8.self), radix: 16) else { return nil }
+                out.append(v)
+                it = it.dropFirst(2)
+            } else {
+                out.append(b)
+            }
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
+    /// The request body bytes (already fully received by evhttp, bounded by
+    /// `evhttp_set_max_body_size`).
+    public func body() -> [UInt8] {
+        guard let req, let buf = evhttp_request_get_input_buffer(req) else { return [] }
+        let n = evbuffer_get_length(buf)
+        guard n > 0 else { return [] }
+        var out = [UInt8](repeating: 0, count: n)
+        _ = out.withUnsafeMutableBytes { evbuffer_copyout(buf, $0.baseAddress, n) }
+        return out
+    }
+
+    /// Peer address `ip:port`, for logs.
+    public var peer: String {
+        guard let req, let con = evhttp_request_get_connection(req) else { return "?" }
+        var addr: UnsafeMutablePointer<CChar>?
+        var port: UInt16 = 0
+        evhttp_connection_get_peer(con, &addr, &port)
+        return addr.map { "\(String(cString: $0)):\(port)" } ?? "?"
+    }
+
+    public func setHeader(_ name: String, _ value: String) {
+        guard let req else { return }
+        evhttp_add_header(evhttp_request_get_output_headers(req), name, value)
+    }
+
+    /// Sends a complete reply with `body` and ends the exchange.
+    public func respond(status: Int, contentType: String, body: String, headers: [(String, String)] = []) {
+        guard let req else { return }
+        setHeader("Content-Type", contentType)
+        setHeader("Cache-Control", "no-store")
+        for (k, v) in headers { setHeader(k, v) }
+        let buf = evbuffer_new()
+        if method == .head {
+            // HEAD: the same header section, no content (RFC 9110 §9.3.2). libevent 2.1
+            // would send the body and no Content-Length, so the next response on the
+            // connection would be misread.
+            setHeader("Content-Length", String(body.utf8.count))
+        } else {
+            _ = body.withCString { evbuffer_add(buf, $0, strlen($0)) }
+        }
+        evhttp_send_reply(req, Int32(status), HTTPExchange.reason(status), buf)
+        evbuffer_free(buf)
+        self.req = nil
+    }
+
+    /// Sends `204 No Content` (no body, no `Content-Type`) and ends the exchange.
+    public func respondNoContent(headers: [(String, String)] = []) {
+        guard let req else { return }
+        setHeader("Cache-Control", "no-store")
+        for (k, v) in headers { setHeader(k, v) }
+        evhttp_send_reply(req, 204, HTTPExchange.reason(204), nil)
+        self.req = nil
+    }
+
+    /// Sends `error` as `{"error":{"code","message"}}` with its status.
+    public func respond(_ error: APIError, headers: [(String, String)] = []) {
+        respond(status: error.status, contentType: "application/json", body: error.body, headers: headers)
+    }
+
+    /// Starts a chunked 200 response; headers must be set before.
+    public func startStream() {
+        guard let req else { return }
+        evhttp_send_reply_start(req, 200, "OK")
+        streaming = true
+        chunked = evhttp_find_header(evhttp_request_get_output_headers(req), "Transfer-Encoding")
+            .map { strcasecmp($0, "chunked") == 0 } ?? false
+        bodyAllowed = method != .head
+        // Everything needed from the request has been read; its headers (a bearer token,
+        // proxy headers …) would otherwise stay allocated for the whole stream.
+        evhttp_clear_headers(evhttp_request_get_input_headers(req))
+        // The response head is already in the output buffer; its header list would stay
+        // allocated for the whole stream too. evhttp reads it once more when the stream ends,
+        // for `Connection: close` only (`evhttp_is_request_connection_close`): that one stays.
+        if let out = evhttp_request_get_output_headers(req) {
+            let closes = evhttp_find_header(out, "Connection").map { strcasecmp($0, "close") == 0 } ?? false
+            evhttp_clear_headers(out)
+            if closes { evhttp_add_header(out, "Connection", "close") }
+        }
+        path = ""
+        query = ""
+        if let body = evhttp_request_get_input_buffer(req) { evbuffer_drain(body, evbuffer_get_length(body)) }
+        if let con = evhttp_request_get_connection(req) {
+            // The request timeout (`evhttp_set_timeout`) is a read timeout; a stream's
+            // client sends nothing more, so lift it for this connection. A peer that
+            // vanished is found by TCP instead: unacknowledged data for 60 s fails the
+            // socket (TCP_USER_TIMEOUT, tcp(7)), and heartbeats guarantee there is data.
+            var day = timeval(tv_sec: 86_400, tv_usec: 0)
+            evhttp_connection_set_timeout_tv(con, &day)
+            if let bev = evhttp_connection_get_bufferevent(con) {
+                output = bufferevent_get_output(bev)
+                socket = Int32(bufferevent_getfd(bev))
+                base = evhttp_connection_get_base(con)
+                var ms: UInt32 = 60_000
+                _ = setsockopt(socket, Int32(IPPROTO_TCP), 18 /* TCP_USER_TIMEOUT */, &ms,
+                               socklen_t(MemoryLayout<UInt32>.size))
+            }
+            selfWhileStreaming = self
+        }
+    }
+
+    /// evhttp frees the connection: the request goes with it.
+    private func connectionClosed() {
+        guard req != nil else { return }
+        req = nil
+        forgetConnection()
+        let wasStreaming = streaming
+        streaming = false
+        let cb = onClose
+        onClose = nil
+        selfWhileStreaming = nil
+        if wasStreaming { cb?() }
+    }
+
+    /// Writes `text` as one chunk (nothing for an empty text). Returns false when the
+    /// exchange is closed.
+    @discardableResult
+    public func write(_ text: String) -> Bool {
+        guard req != nil, streaming else { return false }
+        guard !text.isEmpty else { return true }
+        return write(WireFrame(text: text))
+    }
+
+    /// Writes an already framed chunk (`WireFrame`, shared by every subscriber of an
+    /// event): the whole chunk on a chunked response, its data alone otherwise (an
+    /// HTTP/1.0 client), nothing for HEAD. Returns false when the exchange is closed.
+    ///
+    /// Write-through: when nothing is queued in the connection's output buffer, the
+    /// bytes go to the socket at once (`send`, non-blocking) and only what the kernel
+    /// does not take is queued in the buffer, whose write event libevent then arms.
+    /// Queueing everything (what `evhttp_send_reply_chunk` does) costs, per event and
+    /// connection, a temporary evbuffer, a `printf` of the chunk size, a buffer chain
+    /// allocation and two `epoll_ctl`s (arm and disarm the write event) besides the
+    /// `writev` itself (profiled, docs/BENCHMARKS.md). At most one direct write per connection and
+    /// loop turn: further writes in the same turn (a burst of events, a relay catching
+    /// up) are queued and leave in one `writev` when libevent flushes the buffer, so a
+    /// busy relay makes fewer syscalls, not more. Bytes keep their order: the socket is
+    /// written directly only when the buffer is empty. A failed `send` (peer gone)
+    /// queues the bytes too, so libevent's own write finds the error and closes the
+    /// connection.
+    @discardableResult
+    public func write(_ frame: WireFrame) -> Bool {
+        guard req != nil, streaming else { return false }
+        guard bodyAllowed, let out = output else { return true }
+        let range = chunked ? 0..<frame.count : frame.body
+        frame.withUnsafeBytes { all in
+            let p = UnsafeRawBufferPointer(rebasing: all[range])
+            guard let start = p.baseAddress, p.count > 0 else { return }
+            var sent = 0
+            if socket >= 0, evbuffer_get_length(out) == 0, let base {
+                var turn = timeval()
+                event_base_gettimeofday_cached(base, &turn)
+                if turn.tv_sec != lastDirectTurn.tv_sec || turn.tv_usec != lastDirectTurn.tv_usec {
+                    lastDirectTurn = turn
+                    let n = send(socket, start, p.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+                    if n > 0 { sent = n }
+                }
+            }
+            if sent < p.count { evbuffer_add(out, start + sent, p.count - sent) }
+        }
+        return true
+    }
+
+    /// Drops the cached output buffer and socket (the connection is ending or gone).
+    private func forgetConnection() {
+        output = nil
+        socket = -1
+        base = nil
+    }
+
+    /// Bytes accepted by `write` but not yet sent to the client's socket.
+    public var pendingOutputBytes: Int {
+        guard req != nil, let output else { return 0 }
+        return evbuffer_get_length(output)
+    }
+
+    /// Ends a stream (the last chunk) and releases the request.
+    public func endStream() {
+        guard let req else { return }
+        evhttp_send_reply_end(req)
+        self.req = nil
+        forgetConnection()
+        streaming = false
+        onClose = nil
+        selfWhileStreaming = nil
+    }
+
+    /// Closes the client's connection at once (drain, slow consumer): the client sees
+    /// the body end without `done` and resumes from Redis.
+    ///
+    /// "At once" means a reset (`SO_LINGER` 0): a plain `close()` would queue the FIN
+    /// behind everything still in the kernel's send buffer, so a client reading at
+    /// 1 KB/s would only notice after minutes of stale bytes (and the kernel would
+    /// keep that memory until then). The client resumes from the last complete event
+    /// it got, so nothing is lost.
+    public func abort() {
+        guard let req else { return }
+        let con = evhttp_request_get_connection(req)
+        if let con, let bev = evhttp_connection_get_bufferevent(con) {
+            let fd = bufferevent_getfd(bev)
+            if fd >= 0 {
+                var lg = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(Int32(fd), SOL_SOCKET, SO_LINGER, &lg, socklen_t(MemoryLayout<linger>.size))
+            }
+        }
+        self.req = nil
+        forgetConnection()
+        streaming = false
+        onClose = nil
+        selfWhileStreaming = nil
+        if let con { evhttp_connection_free(con) }
+    }
+
+    public static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: return "OK"
+        case 202: return "Accepted"
+        case 204: return "No Content"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
+        case 409: return "Conflict"
+        case 413: return "Content Too Large"
+        case 414: return "URI Too Long"
+        case 415: return "Unsupported Media Type"
+        case 429: return "Too Many Requests"
+        case 431: return "Request Header Fields Too Large"
+        case 501: return "Not Implemented"
+        case 505: return "HTTP Version Not Supported"
+        case 500: return "Internal Server Error"
+        case 503: return "Service Unavailable"
+        default: return "Status"
+        }
+    }
+}
