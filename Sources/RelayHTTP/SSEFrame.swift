@@ -13,11 +13,13 @@ public enum SSEFrame {
     /// The heartbeat comment `: ping\n\n` (docs/PROTOCOL.md §4).
     public static let ping = ": ping\n\n"
 
-    /// One event as SSE text, `id: <seq>\ndata: <json>\n\n`: the body of
-    /// `WireFrame.event(seq:json:)`, the one place events are framed.
-    /// `json` must not contain CR or LF (JSON text from `StreamEvent.json` never does).
+    /// One event as SSE text, `id: <seq>\ndata: <json>\n\n` (`WireFrame.appendText`, the
+    /// body of `WireFrame.event(seq:json:)`). `json` must not contain CR or LF (JSON text
+    /// from `StreamEvent.json` never does).
     public static func event(seq: UInt64, json: String) -> String {
-        WireFrame.event(seq: seq, json: json).text
+        var s = ""
+        WireFrame.appendText(seq: seq, json: json, to: &s)
+        return s
     }
 
     /// Content type of every stream response.

@@ -79,6 +79,18 @@ public struct WireFrame: @unchecked Sendable, Equatable {   // `storage` is neve
         }
     }
 
+    /// Appends one event's SSE text, `id: <seq>\ndata: <json>\n\n`, to `text`: the same
+    /// bytes as `event(seq:json:)`'s data, for a batch framed as one chunk
+    /// (`WireFrame(text:)`). `json` must not contain CR or LF.
+    public static func appendText(seq: UInt64, json: String, to text: inout String) {
+        text.reserveCapacity(text.utf8.count + json.utf8.count + 32)
+        text.append("id: ")
+        text.append(String(seq))
+        text.append("\ndata: ")
+        text.append(json)
+        text.append("\n\n")
+    }
+
     /// Builds a chunk of `length` (> 0) data bytes that `fill` writes.
     private init(length: Int, fill: (UnsafeMutableRawBufferPointer) -> Void) {
         precondition(length > 0, "an empty chunk would end the response")

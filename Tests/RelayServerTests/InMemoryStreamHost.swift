@@ -88,7 +88,7 @@ final class InMemoryStreamHost: SubscriptionHost {
             self.readCount += 1
             if self.failNextReads > 0 {
                 self.failNextReads -= 1
-                return done(.failure(RedisFailure("DISCONNECTED connection lost")))
+                return done(.failure(.disconnected("connection lost")))
             }
             done(.success(self.retained.filter { $0.seq > seq }))
         }

@@ -26,7 +26,7 @@ public enum HTTPMethod: String {
 /// connection closes; after that the exchange is inert (`isOpen == false`).
 /// Loop thread only.
 public final class HTTPExchange {
-    public private(set) var req: OpaquePointer?
+    @exclusivity(unchecked) private(set) var req: OpaquePointer?
     public let method: HTTPMethod
     /// The URI path, percent-encoding kept (route parameters are validated strictly).
     /// Emptied when a stream starts (routing is over; saves memory per idle stream).
@@ -36,7 +36,7 @@ public final class HTTPExchange {
     /// Called once if the client closes the connection while a stream is open.
     public var onClose: (() -> Void)?
     /// `true` between `startStream()` and `endStream()` / the client closing.
-    public private(set) var streaming = false
+    @exclusivity(unchecked) private(set) var streaming = false
     /// The connection's gate (its one close callback); set by `HTTPListener` before routing.
     public weak var gate: ConnectionGate? {
         didSet {
@@ -50,16 +50,16 @@ public final class HTTPExchange {
     /// While streaming: the connection's output buffer (its bufferevent's) and socket,
     /// looked up once in `startStream` instead of on every write. Valid while `req` is
     /// set: evhttp frees them only with the connection, and `connectionClosed` clears `req`.
-    public private(set) var output: OpaquePointer?
-    public private(set) var socket: Int32 = -1
+    @exclusivity(unchecked) private(set) var output: OpaquePointer?
+    @exclusivity(unchecked) private(set) var socket: Int32 = -1
     /// Whether the response uses the chunked coding (evhttp chose it in
     /// `evhttp_send_reply_start`: an HTTP/1.1 request) and may carry a body at all (not HEAD).
-    private var chunked = false
-    private var bodyAllowed = true
+    @exclusivity(unchecked) private var chunked = false
+    @exclusivity(unchecked) private var bodyAllowed = true
     /// The connection's loop, and the loop turn (its cached time, which libevent renews
     /// once per turn) of the last write straight to the socket.
-    private var base: OpaquePointer?
-    private var lastDirectTurn = timeval()
+    @exclusivity(unchecked) private var base: OpaquePointer?
+    @exclusivity(unchecked) private var lastDirectTurn = timeval()
 
     public init(_ req: OpaquePointer) {
         self.req = req

@@ -42,9 +42,9 @@ final class OwnerLeases {
 
     /// One round. `owned`: the generations running on this worker; `readHere`: the
     /// streams with readers on this worker and no generation here, with when their
-    /// readers last got an event; `readers(id)`: the readers of a stream when a reply
-    /// comes back.
-    func round(owned: some Sequence<Generation>, readHere: [(id: RequestID, quietSinceMs: UInt64?)],
+    /// readers last got an event (listed only when owners are judged); `readers(id)`: the
+    /// readers of a stream when a reply comes back.
+    func round(owned: some Sequence<Generation>, readHere: () -> [(id: RequestID, quietSinceMs: UInt64?)],
                readers: @escaping (RequestID) -> [Subscription]) {
         guard log.connection.isConnected else { return }
         let now = loop.nowMs
@@ -59,7 +59,7 @@ final class OwnerLeases {
         }
         guard round.judgesOwners(nowMs: now, leaseMs: leaseMs, outage: outage.state) else { return }
         let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
-        for id in OwnerLeaseRound.streamsToCheck(readHere, nowMs: now, leaseMs: leaseMs) {
+        for id in OwnerLeaseRound.streamsToCheck(readHere(), nowMs: now, leaseMs: leaseMs) {
             log.expireLease(id, event: lost) { [settler] r in
                 guard case .success(let x) = r else { return }
                 switch LeasePolicy.expiry(fromReply: x.reply) {

@@ -12,12 +12,9 @@ import RelayHTTP
 /// `RevocationRecheck`. Loop thread only.
 final class RevocationWatcher {
     private let sessions: SessionStore
-    /// Cuts every live stream and generation of a session on this worker.
-    private let cutSession: (String) -> Void
 
-    init(sessions: SessionStore, cutSession: @escaping (String) -> Void) {
+    init(sessions: SessionStore) {
         self.sessions = sessions
-        self.cutSession = cutSession
     }
 
     /// Register first, then check: called after a generation and/or a subscription of
@@ -26,14 +23,15 @@ final class RevocationWatcher {
     /// (`SessionStore.revoke`) and is seen here. Cuts the session's streams on this
     /// worker when the marker exists. `then(true)` when the session is still valid;
     /// `then(false)` when revoked or when Redis could not say (the caller fails closed:
-    /// it ends what it registered).
-    func recheck(sid: String, then: ((Bool) -> Void)? = nil) {
-        sessions.isRevoked(sid: sid) { [cutSession] r in
+    /// it ends what it registered). `cut` cuts every live stream and generation of the
+    /// session on this worker; the reply holds it (and what it captures) until it comes.
+    func recheck(sid: String, cut: @escaping (String) -> Void, then: ((Bool) -> Void)? = nil) {
+        sessions.isRevoked(sid: sid) { r in
             switch RevocationRecheck.outcome(isRevoked: try? r.get()) {
             case .valid:
                 then?(true)
             case .revoked:
-                cutSession(sid)
+                cut(sid)
                 then?(false)
             case .unknown:
                 then?(false)
@@ -44,9 +42,9 @@ final class RevocationWatcher {
     /// Revocations published while this worker was not subscribed to
     /// `relay:revocations` (before its first confirmation, or while the pub/sub
     /// connection was down) were never delivered: checks every live session's marker.
-    func recheckAll(subscriptionSessions: [String], generationSessions: [String]) {
+    func recheckAll(subscriptionSessions: [String], generationSessions: [String], cut: @escaping (String) -> Void) {
         for sid in RevocationRecheck.sessionsToRecheck(subscriptions: subscriptionSessions, generations: generationSessions) {
-            recheck(sid: sid)
+            recheck(sid: sid, cut: cut)
         }
     }
 }

@@ -45,7 +45,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     let settler: ReservationSettler
     private let sweeper: ConnectionSweeper
     private let leases: OwnerLeases
-    private(set) var revocations: RevocationWatcher!
+    private let revocations: RevocationWatcher
     private let drainer = DrainCoordinator()
     private let retries: ReplayRetries
     private var sweepTimer: LoopTimer?
@@ -68,7 +68,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         leases = OwnerLeases(loop: loop, log: log, sessions: sessions, ledger: ledger, settler: settler, outage: outage,
                              instance: context.instance, wallMs: context.nowMs)
         retries = ReplayRetries(loop: loop)
-        revocations = RevocationWatcher(sessions: sessions) { [unowned self] sid in self.cutSession(sid) }
+        revocations = RevocationWatcher(sessions: sessions)
         pubsub.onMessage = { [unowned self] ch, payload in self.message(channel: ch, payload: payload) }
         pubsub.onResubscribed = { [unowned self] ch in
             if ch == StreamKeys.revocationsChannel { return self.recheckAllSessions() }
@@ -168,11 +168,12 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     /// Register first, then check: see `RevocationWatcher.recheck`.
     func recheckRevocation(sid: String, then: ((Bool) -> Void)? = nil) {
-        revocations.recheck(sid: sid, then: then)
+        revocations.recheck(sid: sid, cut: { self.cutSession($0) }, then: then)
     }
 
     private func recheckAllSessions() {
-        revocations.recheckAll(subscriptionSessions: allSubscriptions.map(\.sid), generationSessions: generations.values.map(\.sid))
+        revocations.recheckAll(subscriptionSessions: allSubscriptions.map(\.sid), generationSessions: generations.values.map(\.sid),
+                               cut: { self.cutSession($0) })
     }
 
     // MARK: Pub/sub dispatch
@@ -217,13 +218,13 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     }
 
     private func leaseRound() {
-        let readHere = subscriptions.compactMap { id, subs -> (id: RequestID, quietSinceMs: UInt64?)? in
-            guard generations[id] == nil, let rid = subs.members.first?.id else { return nil }
-            return (rid, subs.members.map(\.lastEventMs).max())
-        }
-        leases.round(owned: generations.values, readHere: readHere) { [unowned self] id in
-            Array(self.subscriptions[id.value]?.members ?? [])
-        }
+        // The reply closure holds the hub strongly until the reply comes (see above).
+        leases.round(owned: generations.values, readHere: {
+            self.subscriptions.compactMap { id, subs -> (id: RequestID, quietSinceMs: UInt64?)? in
+                guard self.generations[id] == nil, let rid = subs.members.first?.id else { return nil }
+                return (rid, subs.members.map(\.lastEventMs).max())
+            }
+        }, readers: { id in Array(self.subscriptions[id.value]?.members ?? []) })
     }
 
     /// Adds the per-event counters to the shared `Metrics` (before `/metrics` answers).

@@ -187,7 +187,14 @@ final class Subscription {
         writeHeld()
         let (now, terminal) = merge.take(events)
         guard !now.isEmpty else { return }
-        for e in now { sink.write(WireFrame.event(seq: e.seq, json: e.json)) }
+        if now.count == 1 {
+            sink.write(WireFrame.event(seq: now[0].seq, json: now[0].json))
+        } else {
+            // A replayed batch leaves as one chunk: one write, one frame to allocate.
+            var text = ""
+            for e in now { WireFrame.appendText(seq: e.seq, json: e.json, to: &text) }
+            sink.write(WireFrame(text: text))
+        }
         eventsWritten += now.count
         if terminal, let last = now.last { outcome = last.kind == .done ? "done" : "error" }
         lastWriteMs = host.nowMs
