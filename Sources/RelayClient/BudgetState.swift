@@ -88,8 +88,8 @@ public struct BudgetState: Sendable, Equatable {
         return Double(remaining) < Double(limit) * Self.warningFraction
     }
 
-    /// The pill: `~2,400 tokens remaining this month`; the count is rounded down to two
-    /// significant digits above 100 and grouped with `,` (fixed en-US style);
+    /// The pill: `~2,400 tokens remaining this month`; the count is rounded down to three
+    /// significant digits (`conformance/budget.json`) and grouped with `,` (fixed en-US style);
     /// `No tokens remaining this month` at 0.
     public var pillText: String {
         let span = Self.periodPhrase(period)
@@ -98,11 +98,12 @@ public struct BudgetState: Sendable, Equatable {
         return "~\(Self.grouped(n)) \(n == 1 ? "token" : "tokens") remaining \(span)"
     }
 
-    /// Rounds down to two significant digits (2,437 → 2,400; 87 stays 87).
-    static func approximate(_ n: Int) -> Int {
-        guard n >= 100 else { return n }
+    /// Rounds down to three significant digits (19,522 → 19,500; 499,312 → 499,000; 987
+    /// stays 987): never more than 1 % below the real count.
+    public static func approximate(_ n: Int) -> Int {
+        guard n >= 1_000 else { return n }
         var unit = 1
-        while n / unit >= 100 { unit *= 10 }
+        while n / unit >= 1_000 { unit *= 10 }
         return n / unit * unit
     }
 

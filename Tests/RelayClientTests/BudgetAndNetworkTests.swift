@@ -6,7 +6,7 @@ final class BudgetStateTests: XCTestCase {
     func testDecodesBudgetJSONAndFormatsPill() throws {
         let b = try BudgetState(json: Data(#"{"tier":"free","limit":10000,"used":7563,"remaining":2437,"period":"2026-11"}"#.utf8))
         XCTAssertEqual(b.tier, "free")
-        XCTAssertEqual(b.pillText, "~2,400 tokens remaining this month")
+        XCTAssertEqual(b.pillText, "~2,430 tokens remaining this month")
         XCTAssertTrue(b.canSend)
         XCTAssertFalse(b.isWarning, "24 % left")
     }
@@ -21,7 +21,7 @@ final class BudgetStateTests: XCTestCase {
         b.apply(Usage(promptTokens: 35, completionTokens: 410))
         XCTAssertEqual(b.remaining, 555)
         XCTAssertEqual(b.used, 4_445)
-        XCTAssertEqual(b.pillText, "~550 tokens remaining this month")
+        XCTAssertEqual(b.pillText, "~555 tokens remaining this month")
         b.apply(Usage(promptTokens: 100, completionTokens: 900))
         XCTAssertEqual(b.remaining, 0)
         XCTAssertFalse(b.canSend)
@@ -35,10 +35,12 @@ final class BudgetStateTests: XCTestCase {
         XCTAssertEqual(BudgetState.grouped(1_000), "1,000")
         XCTAssertEqual(BudgetState.grouped(1_234_567), "1,234,567")
         XCTAssertEqual(BudgetState.approximate(87), 87)
-        XCTAssertEqual(BudgetState.approximate(2_437), 2_400)
-        XCTAssertEqual(BudgetState.approximate(1_999_999), 1_900_000)
+        XCTAssertEqual(BudgetState.approximate(2_437), 2_430)
+        XCTAssertEqual(BudgetState.approximate(19_522), 19_500)
+        XCTAssertEqual(BudgetState.approximate(987), 987)
+        XCTAssertEqual(BudgetState.approximate(1_999_999), 1_990_000)
         XCTAssertEqual(BudgetState(tier: "", limit: 2_000_000, used: 0, remaining: 1_234_567, period: "month").pillText,
-                       "~1,200,000 tokens remaining this month")
+                       "~1,230,000 tokens remaining this month")
         XCTAssertEqual(BudgetState(tier: "", limit: 10, used: 9, remaining: 1, period: "month").pillText,
                        "~1 token remaining this month")
     }

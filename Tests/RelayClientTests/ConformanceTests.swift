@@ -171,6 +171,16 @@ final class ConformanceTests: XCTestCase {
     /// no text may be released before the delta that completes the sample
     /// (`decidedAfterDelta`), and the layout of the first released text — or, when none
     /// is released before the end, the layout at `done` — must be the expected one.
+    /// The budget pill's text for each remaining count and period.
+    func testBudgetPills() throws {
+        for c in try cases("budget.json") {
+            let remaining = (c["remaining"] as? NSNumber)?.intValue ?? -1
+            let b = BudgetState(tier: "", limit: max(remaining, 1) * 2, used: max(remaining, 1) * 2 - remaining,
+                                remaining: remaining, period: c["period"] as? String ?? "")
+            XCTAssertEqual(b.pillText, c["pill"] as? String, "budget.json: \(c["name"] ?? "")")
+        }
+    }
+
     func testRTLDecisions() throws {
         for c in try cases("rtl.json") {
             let deltas = c["deltas"] as? [String] ?? []

@@ -352,7 +352,7 @@ final class ClientKitTests: RelayTestCase {
         XCTAssertEqual(b1.remaining, local.remaining)
         XCTAssertTrue(b1.isWarning)
         XCTAssertTrue(b1.canSend)
-        XCTAssertEqual(b1.pillText, "~\(BudgetState.grouped(b1.remaining >= 100 ? b1.remaining / 10 * 10 : b1.remaining)) tokens remaining this month")
+        XCTAssertEqual(b1.pillText, "~\(BudgetState.grouped(BudgetState.approximate(b1.remaining))) tokens remaining this month")
 
         // Use the rest: Send disabled; a request anyway fails with 429, no reconnection.
         _ = try await collect(free.startChat(request(maxTokens: 300)))

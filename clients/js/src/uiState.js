@@ -74,7 +74,7 @@ export class BudgetState {
   get canSend() { return this.remaining > 0; }
   /** `true` under 20 % of the limit remaining. */
   get isWarning() { return this.limit > 0 ? this.remaining < this.limit * BUDGET_WARNING_FRACTION : this.remaining <= 0; }
-  /** `~2,400 tokens remaining this month` (two significant digits, rounded down). */
+  /** `~2,400 tokens remaining this month` (three significant digits, rounded down: conformance/budget.json). */
   get pillText() {
     const span = periodPhrase(this.period);
     if (this.remaining <= 0) return `No tokens remaining ${span}`;
@@ -84,8 +84,8 @@ export class BudgetState {
 }
 /** `Answer shortened: this month's token budget is used up` (`today's`, `this week's`). @param {string} [period] */
 export function budgetLimitedNote(period = 'month') { return `Answer shortened: ${periodPhrase(period)}'s token budget is used up`; }
-/** 2,437 → 2,400 (two significant digits, rounded down); below 100 unchanged. @param {number} n */
-export function approximate(n) { if (n < 100) return n; let u = 1; while (Math.floor(n / u) >= 100) u *= 10; return Math.floor(n / u) * u; }
+/** 19,522 → 19,500 (three significant digits, rounded down: never more than 1 % low); below 1,000 unchanged. @param {number} n */
+export function approximate(n) { if (n < 1000) return n; let u = 1; while (Math.floor(n / u) >= 1000) u *= 10; return Math.floor(n / u) * u; }
 /** 2400 → "2,400" (en-US grouping, independent of locale). @param {number} n */
 export function grouped(n) { return String(Math.abs(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ',').replace(/^/, n < 0 ? '-' : ''); }
 /** `this month` / `today` / `this week` / `this <period>`. @param {string} p */

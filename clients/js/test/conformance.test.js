@@ -7,7 +7,7 @@ import { SSEParser } from '../src/sseParser.js';
 import { DirectionDecider } from '../src/textDirection.js';
 import { ResponseRenderer } from '../src/responseRenderer.js';
 import { ReconnectPolicy } from '../src/reconnectPolicy.js';
-import { networkAdvice } from '../src/uiState.js';
+import { networkAdvice, BudgetState } from '../src/uiState.js';
 
 const dir = fileURLToPath(new URL('../../../conformance/', import.meta.url));
 const load = (name) => JSON.parse(readFileSync(dir + name, 'utf8'));
@@ -35,6 +35,14 @@ for (const c of load('sse.json').cases) {
     const plans = [['whole', [b]], ['byte by byte', Array.from(b, (_, i) => b.subarray(i, i + 1))]];
     for (let k = 0; k <= b.length; k++) plans.push([`split at ${k}`, [b.subarray(0, k), b.subarray(k)]]);
     for (const [name, chunks] of plans) assert.deepEqual(runSSE(chunks), c.expect, name);
+  });
+}
+
+for (const c of load('budget.json').cases) {
+  test(`budget pill: ${c.name}`, () => {
+    const b = new BudgetState({ limit: Math.max(c.remaining, 1) * 2, used: Math.max(c.remaining, 1) * 2 - c.remaining, period: c.period });
+    assert.equal(b.remaining, c.remaining);
+    assert.equal(b.pillText, c.pill);
   });
 }
 

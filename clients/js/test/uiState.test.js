@@ -4,7 +4,7 @@ import { BudgetState, budgetLimitedNote, networkAdvice, TypingIndicator, AutoScr
 
 test('budget pill: text, 20 % warning, send disabled at 0', () => {
   const b = BudgetState.fromJSON({ tier: 'pro', limit: 20000, used: 17563, remaining: 2437, period: '2026-11' });
-  assert.equal(b.pillText, '~2,400 tokens remaining this month');
+  assert.equal(b.pillText, '~2,430 tokens remaining this month');
   assert.equal(b.isWarning, true);
   assert.equal(b.canSend, true);
   b.apply({ total_tokens: 5000 });
@@ -12,7 +12,7 @@ test('budget pill: text, 20 % warning, send disabled at 0', () => {
   assert.equal(b.canSend, false);
   assert.equal(b.pillText, 'No tokens remaining this month');
   assert.equal(new BudgetState({ limit: 1000, used: 800, period: 'day' }).isWarning, false, 'exactly 20 % is not under 20 %');
-  assert.equal(new BudgetState({ limit: 1000, used: 801, period: 'day' }).pillText, '~190 tokens remaining today');
+  assert.equal(new BudgetState({ limit: 1000, used: 801, period: 'day' }).pillText, '~199 tokens remaining today');
   assert.throws(() => BudgetState.fromJSON({ limit: 'x' }), TypeError);
 });
 
