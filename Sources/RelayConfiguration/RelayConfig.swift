@@ -226,15 +226,19 @@ public struct RelayConfig: Sendable, Equatable {
         public let unit: String
         /// One line: what the option does.
         public let doc: String
+        /// A test fault injection, not an operator setting: accepted, but left out of
+        /// `--help` and the configuration table (`testOptionsHelpText` lists it).
+        public let testOnly: Bool
         let apply: @Sendable (inout RelayConfig, String) throws -> Void
 
-        init(env: String, flag: String, default d: String, unit: String, doc: String,
+        init(env: String, flag: String, default d: String, unit: String, doc: String, testOnly: Bool = false,
              apply: @escaping @Sendable (inout RelayConfig, String) throws -> Void) {
             self.env = env
             self.flag = flag
             self.defaultValue = d
             self.unit = unit
             self.doc = doc
+            self.testOnly = testOnly
             self.apply = apply
         }
 
@@ -249,7 +253,7 @@ public struct RelayConfig: Sendable, Equatable {
     /// docs/CONFIGURATION.md's configuration table (Markdown), one row per option in `--help` order.
     public static var markdownTable: String {
         var out = "| variable | flag | default | unit | meaning |\n|---|---|---|---|---|\n"
-        for o in options {
+        for o in options where !o.testOnly {
             out += "| `\(o.env)` | `\(o.flag)` | \(o.defaultValue == "—" ? "—" : "`\(o.defaultValue)`") | \(o.unit) | \(o.doc) |\n"
         }
         return out
@@ -476,7 +480,7 @@ public struct RelayConfig: Sendable, Equatable {
             c.revocationTTLms = try duration(v, "RELAY_REVOCATION_TTL", 1000...(400 * 86_400_000))
         },
         Option(env: "RELAY_DEBUG_REPLAY_DELAY", flag: "--debug-replay-delay", default: "0", unit: "duration",
-               doc: "test fault injection: stall between subscribe and replay") { c, v in
+               doc: "test fault injection: stall between subscribe and replay", testOnly: true) { c, v in
             c.debugReplayDelayMs = try duration(v, "RELAY_DEBUG_REPLAY_DELAY", 0...60_000)
         },
         Option(env: "RELAY_LOSSLESS_RESUME", flag: "--lossless-resume", default: "on", unit: "on/off",
@@ -516,11 +520,30 @@ public struct RelayConfig: Sendable, Equatable {
     }
 
     /// The `--help` text of the options.
+    ///
+    /// The operator's options, then the logging settings (environment only, read by the
+    /// log at startup), in two columns aligned to the longest left column.
     public static var helpText: String {
-        options.map { o in
-            let left = "  \(o.flag) / \(o.env)"
-            return left.padding(toLength: max(left.count + 2, 52), withPad: " ", startingAt: 0) + o.help
-        }.joined(separator: "\n")
+        columns(options.filter { !$0.testOnly }.map { ("\($0.flag) / \($0.env)", $0.help) })
+            + "\n\nLogging (environment only):\n"
+            + columns(loggingSettings)
+    }
+
+    /// The log's settings, read from the environment at startup: variable, meaning.
+    public static let loggingSettings: [(String, String)] = [
+        ("RELAY_LOG_LEVEL", "lowest level written: debug, info, warn, error (default info)"),
+        ("RELAY_LOG_FORMAT", "json, text, or auto: text when stderr is a terminal, JSON otherwise (default auto)"),
+    ]
+
+    /// The test-only options (`Option.testOnly`), for `stream-relay help serve --test-options`.
+    public static var testOptionsHelpText: String {
+        columns(options.filter(\.testOnly).map { ("\($0.flag) / \($0.env)", $0.help) })
+    }
+
+    /// Two columns, the left padded to the longest left entry plus two spaces.
+    static func columns(_ rows: [(String, String)]) -> String {
+        let width = (rows.map { $0.0.count }.max() ?? 0) + 4
+        return rows.map { ("  " + $0.0).padding(toLength: width, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n")
     }
 
     static func int(_ v: String, _ name: String, _ range: ClosedRange<Int>) throws -> Int {

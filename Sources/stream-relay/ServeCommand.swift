@@ -16,8 +16,12 @@ enum ServeCommand {
     """
 
     static func run(arguments: [String]) -> Int32 {
+        if arguments.contains("--test-options") {
+            print("Test fault injection only; never set in production:\n" + RelayConfig.testOptionsHelpText)
+            return 0
+        }
         if arguments.contains("--help") || arguments.contains("-h") {
-            print(usage + RelayConfig.helpText)
+            print(usage + RelayConfig.helpText + "\n\n(--test-options lists the test-only fault injections.)")
             return 0
         }
         var config: RelayConfig
