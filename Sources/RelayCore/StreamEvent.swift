@@ -156,19 +156,8 @@ public struct SequencedEvent: Sendable, Equatable {
     /// What the event is.
     public let kind: StreamEventKind
 
-    /// An event the relay produces: encoded here, once.
-    public init(seq: UInt64, event: StreamEvent) {
-        self.seq = seq
-        self.json = event.json
-        switch event {
-        case .delta: kind = .delta
-        case .done: kind = .done
-        case .error: kind = .error
-        }
-    }
-
-    /// An event read back (from the Redis stream or the live channel): its kind is
-    /// decoded from the `type` the relay writes first (`{"type":"done"` /
+    /// An event by its JSON (stored, published, or acknowledged by the appender): its
+    /// kind is read once from the `type` the relay writes first (`{"type":"done"` /
     /// `{"type":"error"`; anything else is a delta).
     public init(seq: UInt64, json: String) {
         self.seq = seq

@@ -1,5 +1,4 @@
 import RelayRedis
-import RelayCluster
 
 extension RedisFailure {
     /// How the appender must treat this failure of an append (`AppendQueue`): a gone

@@ -1,6 +1,5 @@
 import RelayCore
 import RelayRedis
-import RelayCluster
 
 /// What a resume needs to know about a stream (`Scripts.open`).
 public struct StreamInfo: Sendable, Equatable {

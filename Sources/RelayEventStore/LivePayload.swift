@@ -1,6 +1,5 @@
 import RelayCore
 import RelayRedis
-import RelayCluster
 
 /// The live channel's message format (docs/DATA_MODEL.md §7, `relay:{id}:live`): `<seq> <event JSON>`,
 /// published by `StreamAppender` once an event is stored (and `Scripts.expireLease`) and read by every worker's pub/sub dispatch.

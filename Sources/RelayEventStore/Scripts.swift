@@ -1,5 +1,4 @@
 import RelayRedis
-import RelayCluster
 /// The Lua scripts of the event log (Redis `EVAL`/`EVALSHA` doc). Each runs atomically
 /// on the one slot of its stream's keys.
 public enum Scripts {

@@ -1,6 +1,5 @@
 import RelayCore
 import RelayRedis
-import RelayCluster
 
 /// Session-level state in Redis (docs/DATA_MODEL.md §8): revocation markers
 /// (global by `sid`) and the running generations of each session, keyed by the

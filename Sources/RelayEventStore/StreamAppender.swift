@@ -1,7 +1,6 @@
 import RelayCore
 import RelayLoop
 import RelayRedis
-import RelayCluster
 
 /// The ordered, pipelined appends of one generation, plain commands per event, no script
 /// (docs/DATA_MODEL.md §5).

@@ -1,5 +1,4 @@
 import RelayRedis
-import RelayCluster
 /// One stream's per-event command heads, written once when its appender starts
 /// (`EventLog.commands(for:)`): the keys, and the RESP of `XADD <events> NOMKSTREAM` and
 /// of `PUBLISH <live>` (`SPUBLISH` with sharded pub/sub).

@@ -1,6 +1,5 @@
 import RelayCore
 import RelayRedis
-import RelayCluster
 
 /// The Redis keys of one stream (docs/DATA_MODEL.md §1). All share the hash tag
 /// `{<ownerHash>:<requestId>}` (`RequestID.scoped(by:)`), so one Lua script

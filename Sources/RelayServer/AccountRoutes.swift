@@ -1,8 +1,6 @@
 import RelayAuth
 import RelayCore
 import RelayRedis
-import RelayEventStore
-import RelayCluster
 import RelayBudgets
 import RelayHTTP
 

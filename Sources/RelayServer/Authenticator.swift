@@ -1,5 +1,4 @@
 import RelayCore
-import RelayHTTP
 
 /// Who is calling: the `sub` (user, owner of streams), the session id, the budget
 /// tier, and the token's expiry (unix seconds) when it has one (docs/TOKENS.md).

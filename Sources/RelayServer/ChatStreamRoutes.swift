@@ -5,7 +5,6 @@ import RelayHTTP
 import RelayRedis
 import RelayUpstream
 import RelayEventStore
-import RelayCluster
 import RelayBudgets
 
 /// `POST /api/chat/stream`, `GET` and `DELETE /api/chat/stream/{requestId}`

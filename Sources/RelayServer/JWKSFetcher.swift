@@ -3,7 +3,6 @@ import RelayAuth
 import RelayConfiguration
 import RelayLoop
 import RelayUpstream
-import RelayHTTP
 
 /// The one fetcher of the relay's JSON Web Key Set (docs/TOKENS.md), on worker 0's loop.
 ///

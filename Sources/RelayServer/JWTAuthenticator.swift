@@ -1,6 +1,5 @@
 import RelayAuth
 import RelayCore
-import RelayHTTP
 
 /// The production `Authenticator` (docs/TOKENS.md): exactly one `Authorization: Bearer
 /// <JWT>` header, verified by a `TokenVerifier`: `JWTVerifier` (one configured algorithm

@@ -1,6 +1,5 @@
 import Foundation
 import Synchronization
-import RelayHTTP
 
 /// Structured logs on stderr, one line per record (docs/OPERATIONS.md "Logs"): JSON
 /// (`{"ts":"2026-11-30T23:59:14.123Z","level":"info","msg":…,…}`) or human-readable text,

@@ -1,6 +1,5 @@
 import Foundation
 import RelayCore
-import RelayHTTP
 
 /// Severity of a log line, lowest first. `RELAY_LOG_LEVEL` drops lines below it.
 public enum LogLevel: Int, Comparable, CaseIterable, Sendable {

@@ -1,6 +1,5 @@
 import Synchronization
 import RelayUpstream
-import RelayHTTP
 
 /// Process-wide counters, gauges and histograms, shared by all workers and rendered
 /// by `GET /metrics` in the Prometheus text exposition format (version 0.0.4).

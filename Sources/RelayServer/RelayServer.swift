@@ -4,9 +4,6 @@ import RelayLoop
 import RelayRedis
 import Synchronization
 import RelayConfiguration
-import RelayEventStore
-import RelayCluster
-import RelayBudgets
 import RelayHTTP
 
 /// A relay instance: N workers on N threads sharing one port, started by `start()`,

@@ -3,8 +3,6 @@ import RelayCore
 import RelayRedis
 import RelayConfiguration
 import RelayEventStore
-import RelayCluster
-import RelayBudgets
 import RelayHTTP
 
 /// The checks every route shares: authentication (docs/TOKENS.md), the session's

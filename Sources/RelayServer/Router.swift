@@ -1,9 +1,6 @@
 import RelayCore
 import RelayRedis
 import RelayUpstream
-import RelayEventStore
-import RelayCluster
-import RelayBudgets
 import RelayHTTP
 
 /// The routing table (docs/PROTOCOL.md §1): maps method and path to a route handler

@@ -3,7 +3,6 @@ import RelayCore
 import RelayUpstream
 import RelayConfiguration
 import RelayBudgets
-import RelayHTTP
 
 /// What every worker shares: immutable configuration, the authenticator, the metrics,
 /// and how to make a worker's upstream factory. Safe to read from any thread.

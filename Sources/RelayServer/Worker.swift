@@ -7,7 +7,6 @@ import RelayConfiguration
 import RelayEventStore
 import RelayCluster
 import RelayBudgets
-import RelayHTTP
 
 /// One worker (docs/ARCHITECTURE.md): a thread owning one libevent loop and, on it, the parts
 /// that serve requests — the `HTTPListener` on the shared port (`SO_REUSEPORT`), the

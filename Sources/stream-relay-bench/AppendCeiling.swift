@@ -5,7 +5,6 @@ import RelayRedis
 import RelayConfiguration
 import RelayEventStore
 import RelayCluster
-import RelayBudgets
 
 extension Runner {
     /// `append-ceiling`: the relay's per-event append (`EventLog.append`: `XADD NOMKSTREAM`

@@ -1,7 +1,5 @@
 import Foundation
 import RelayEventStore
-import RelayCluster
-import RelayBudgets
 
 /// `stream-relay-bench report`: turns the JSON result lines of a run and its meta
 /// data (machine, versions, commands) into the generated section of

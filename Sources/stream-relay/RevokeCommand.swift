@@ -5,7 +5,6 @@ import RelayRedis
 import RelayConfiguration
 import RelayEventStore
 import RelayCluster
-import RelayBudgets
 
 /// `stream-relay revoke SESSION_ID`: sets `relay:revoked:{sid}` and publishes the sid
 /// on `relay:revocations` directly in Redis (`REDIS_URL`), so every relay instance

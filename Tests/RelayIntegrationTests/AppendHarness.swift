@@ -5,9 +5,7 @@ import RelayLoop
 import RelayRedis
 import RelayTestKit
 import XCTest
-import RelayCluster
 import RelayEventStore
-import RelayBudgets
 
 /// A command channel in front of a real `RedisConnection` that can lose replies the
 /// way a dropped connection does: after `loseReplies(afterXADDs:)`, the `n`-th next

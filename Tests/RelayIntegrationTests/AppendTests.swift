@@ -3,9 +3,7 @@ import RelayCore
 import RelayRedis
 import RelayTestKit
 import XCTest
-import RelayCluster
 import RelayEventStore
-import RelayBudgets
 
 /// The per-event append as plain pipelined commands (no script; docs/DATA_MODEL.md
 /// "Appends"), against a

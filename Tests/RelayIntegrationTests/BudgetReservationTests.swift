@@ -5,8 +5,6 @@ import RelayTestKit
 import RelayTestSupport
 import XCTest
 import RelayRedis
-import RelayCluster
-import RelayEventStore
 import RelayBudgets
 
 /// Budgets reserved at admission, clamped, and settled on every ending (docs/PROTOCOL.md

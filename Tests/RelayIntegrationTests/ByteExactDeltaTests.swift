@@ -5,9 +5,6 @@ import RelayTestKit
 import RelayTestSupport
 import RelayUpstream
 import XCTest
-import RelayCluster
-import RelayEventStore
-import RelayBudgets
 
 /// Deltas that break text handling — NUL, CR/LF, RESP markers (`$`, `*`), U+2028,
 /// emoji, Arabic, deltas of nearly 1 MiB — reach every reader byte for byte: live on the

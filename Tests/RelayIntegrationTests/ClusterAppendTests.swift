@@ -8,7 +8,6 @@ import RelayTestSupport
 import XCTest
 import RelayCluster
 import RelayEventStore
-import RelayBudgets
 
 /// The append commands written straight in RESP (`RESPCommand`) on a
 /// Redis Cluster: `ClusterClient` reads each command's arguments back from the bytes and

@@ -8,7 +8,6 @@ import RelayTestSupport
 import XCTest
 import RelayCluster
 import RelayEventStore
-import RelayBudgets
 
 /// A `ClusterClient` on its own loop thread, as a worker runs it, and an `EventLog` over
 /// it (a lossless, sharded log: `maxLen` 1,000, TTL 60,000 ms). Everything is posted to

@@ -7,8 +7,6 @@ import RelayTestKit
 import RelayTestSupport
 import XCTest
 import RelayCluster
-import RelayEventStore
-import RelayBudgets
 
 /// `ClusterClient`'s FIFO retry queue (repeated `MOVED`/`ASK`, with backoff within the
 /// outage grace) against a real Redis Cluster whose nodes are made to disagree: each

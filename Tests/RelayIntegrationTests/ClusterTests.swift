@@ -6,8 +6,6 @@ import RelayTestSupport
 import XCTest
 import RelayRedis
 import RelayCluster
-import RelayEventStore
-import RelayBudgets
 
 /// The relay on a real Redis Cluster (docs/REDIS.md "Redis Cluster") (3 primaries + 3 replicas on loopback,
 /// `REDIS_URL=redis+cluster://…`): streams on every primary resumed across relays,

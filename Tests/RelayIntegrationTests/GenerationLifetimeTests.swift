@@ -6,7 +6,6 @@ import RelayTestKit
 import RelayUpstream
 import XCTest
 @testable import RelayServer
-import RelayCluster
 import RelayEventStore
 import RelayBudgets
 

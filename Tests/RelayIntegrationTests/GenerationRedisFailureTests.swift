@@ -6,9 +6,7 @@ import RelayTestKit
 import RelayUpstream
 import XCTest
 @testable import RelayServer
-import RelayCluster
 import RelayEventStore
-import RelayBudgets
 
 /// A generation (which holds its appender and upstream strongly) while Redis is paused
 /// or its connection killed as the answer runs and finishes: the generation ends once,

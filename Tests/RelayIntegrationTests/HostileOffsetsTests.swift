@@ -9,7 +9,6 @@ import RelayTestSupport
 import XCTest
 import RelayCluster
 import RelayEventStore
-import RelayBudgets
 
 /// The lossless-resume offsets (binary `SETRANGE` runs, `OffsetRuns`; the offsets key of
 /// docs/DATA_MODEL.md) when their bytes break text handling: offsets whose big-endian

@@ -4,9 +4,7 @@ import RelayRedis
 import RelayTestKit
 import RelayTestSupport
 import XCTest
-import RelayCluster
 import RelayEventStore
-import RelayBudgets
 
 /// The worker running a generation delivers each event to its own clients once
 /// its `XADD` is acknowledged, without subscribing the stream's live channel

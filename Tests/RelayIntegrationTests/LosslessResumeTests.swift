@@ -6,8 +6,6 @@ import RelayTestKit
 import RelayTestSupport
 import XCTest
 import RelayCluster
-import RelayEventStore
-import RelayBudgets
 
 /// Resumes older than the 200-event window still lose nothing (docs/LOSSLESS_RESUME.md);
 /// the catch-up counter counts the merged events.

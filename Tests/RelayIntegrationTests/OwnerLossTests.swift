@@ -5,9 +5,6 @@ import RelayTestKit
 import RelayTestSupport
 import RelayUpstream
 import XCTest
-import RelayCluster
-import RelayEventStore
-import RelayBudgets
 
 /// An owner lost mid-answer — stopped (SIGSTOP) past its lease, or killed — while its
 /// stream is read elsewhere: another relay ends the stream with `upstream_lost` at the

@@ -4,9 +4,7 @@ import RelayLoop
 import RelayRedis
 import RelayTestKit
 import XCTest
-import RelayCluster
 import RelayEventStore
-import RelayBudgets
 
 /// Pub/sub idle unsubscribe against a real `redis-server` — `PubSub` on its own
 /// event loop thread, as a worker runs it. A channel nobody uses any more is

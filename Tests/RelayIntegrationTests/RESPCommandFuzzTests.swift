@@ -2,9 +2,7 @@ import RelayCore
 import RelayRedis
 import RelayTestKit
 import XCTest
-import RelayCluster
 import RelayEventStore
-import RelayBudgets
 
 /// `RESPCommand` fuzzed: random commands of odd arguments written one
 /// after another into one small reused buffer match an independent RESP encoding of the

@@ -1,9 +1,7 @@
 import RelayCore
 import RelayRedis
 import XCTest
-import RelayCluster
 import RelayEventStore
-import RelayBudgets
 
 /// `RESPCommand` (the append path's commands written straight in RESP): the
 /// exact bytes of the Redis protocol ("Redis serialization protocol specification":

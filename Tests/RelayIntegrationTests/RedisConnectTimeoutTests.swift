@@ -6,9 +6,6 @@ import RelayRedis
 import RelayTestKit
 import RelayTestSupport
 import XCTest
-import RelayCluster
-import RelayEventStore
-import RelayBudgets
 
 /// `RedisConnection`'s connect timeout against real `redis-server` processes and a
 /// listener that never completes a connect (`BlackHoleListener`): a connect that

@@ -6,8 +6,6 @@ import RelayRedis
 import RelayTestKit
 import XCTest
 import RelayCluster
-import RelayEventStore
-import RelayBudgets
 
 /// `RedisConnection` on hiredis' non-blocking context when things go wrong: fake
 /// servers that misbehave (`fake_redis.py`), callbacks that close or send at awkward

@@ -6,9 +6,6 @@ import RelayRedis
 import RelayTestKit
 import RelayTestSupport
 import XCTest
-import RelayCluster
-import RelayEventStore
-import RelayBudgets
 
 /// `RedisConnection`'s reply path against a real `redis-server`: handlers in a FIFO
 /// instead of a box per command must still get exactly their own reply, in send order,

@@ -5,9 +5,6 @@ import RelayTestKit
 import RelayTestSupport
 import RelayUpstream
 import XCTest
-import RelayCluster
-import RelayEventStore
-import RelayBudgets
 
 /// Redis failing under a running stream — every client connection killed again and
 /// again, the command connections killed while appends are in flight, Redis out of

@@ -6,9 +6,7 @@ import RelayTestSupport
 import RelayTestKit
 import RelayUpstream
 import XCTest
-import RelayCluster
 import RelayEventStore
-import RelayBudgets
 
 /// Base class: one real `redis-server` per test (temp Unix socket), relays started
 /// on demand and stopped afterwards.

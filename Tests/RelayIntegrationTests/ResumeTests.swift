@@ -3,9 +3,7 @@ import RelayCore
 import RelayRedis
 import RelayTestSupport
 import XCTest
-import RelayCluster
 import RelayEventStore
-import RelayBudgets
 
 /// Resuming from `Last-Event-ID` on any instance, exactly once, in order
 /// (docs/PROTOCOL.md "Resuming").

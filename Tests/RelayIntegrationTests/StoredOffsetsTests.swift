@@ -5,9 +5,7 @@ import RelayLoop
 import RelayRedis
 import RelayTestKit
 import XCTest
-import RelayCluster
 import RelayEventStore
-import RelayBudgets
 
 /// The offsets the text writes store (binary `SETRANGE` runs, `OffsetRuns`; the offsets
 /// key of docs/DATA_MODEL.md) on a real `redis-server`, compared with what one Redis

@@ -1,6 +1,5 @@
 import XCTest
 @testable import RelayServer
-import RelayEventStore
 
 /// The connection sweep's verdicts, in their order of precedence, on a virtual clock.
 final class ConnectionSweepTests: XCTestCase {

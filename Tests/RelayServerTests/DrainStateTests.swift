@@ -1,6 +1,5 @@
 import XCTest
 @testable import RelayServer
-import RelayEventStore
 
 /// A drain reports completion exactly once, when no generation is left.
 final class DrainStateTests: XCTestCase {

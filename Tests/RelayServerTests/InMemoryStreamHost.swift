@@ -5,7 +5,6 @@ import RelayLoop
 import RelayRedis
 import RelayConfiguration
 @testable import RelayServer
-import RelayEventStore
 
 /// A `StreamSink` that records the SSE text a subscription writes, in order.
 final class RecordingSink: StreamSink {

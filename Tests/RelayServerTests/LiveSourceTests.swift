@@ -1,6 +1,5 @@
 import XCTest
 @testable import RelayServer
-import RelayEventStore
 
 /// `LiveSource`: local delivery on the generation's worker (no channel, replay only what
 /// the client lacks), the channel elsewhere, the fallback when the local generation

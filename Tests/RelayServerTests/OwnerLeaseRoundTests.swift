@@ -1,6 +1,5 @@
 import XCTest
 @testable import RelayServer
-import RelayEventStore
 
 /// The owner-lease schedule on a virtual clock: refreshes on each generation's own
 /// phase, owners judged every third of a lease and only once Redis has been up a lease.

@@ -2,7 +2,6 @@ import RelayCore
 import RelayTestKit
 import XCTest
 @testable import RelayServer
-import RelayEventStore
 
 private func ev(_ seq: UInt64, _ type: String = "delta") -> SequencedEvent {
     type == "delta" ? SequencedEvent(seq: seq, json: "{\"type\":\"delta\",\"content\":\"t\(seq)\"}")

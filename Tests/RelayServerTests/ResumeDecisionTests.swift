@@ -1,6 +1,5 @@
 import XCTest
 @testable import RelayServer
-import RelayEventStore
 
 /// Every answer a resume can get (docs/PROTOCOL.md §6.2), decided from what opening the
 /// stream found and the client's position.

@@ -1,6 +1,5 @@
 import XCTest
 @testable import RelayServer
-import RelayEventStore
 
 /// The "register, then check" re-read of a revocation marker fails closed.
 final class RevocationRecheckTests: XCTestCase {

@@ -1,7 +1,6 @@
 import RelayTestKit
 import XCTest
 @testable import RelayServer
-import RelayEventStore
 
 final class SlowConsumerPolicyTests: XCTestCase {
     func testOneEventLargerThanTheLimitThatDrainsIsNotSlow() {

@@ -1,7 +1,6 @@
 import XCTest
 import RelayCore
 @testable import RelayServer
-import RelayEventStore
 
 final class SlowLinkCoalescerTests: XCTestCase {
     private func delta(_ seq: UInt64, _ text: String) -> SequencedEvent {

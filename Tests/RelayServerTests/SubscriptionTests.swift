@@ -4,7 +4,6 @@ import RelayHTTP
 import RelayRedis
 import RelayConfiguration
 @testable import RelayServer
-import RelayEventStore
 
 /// The consumer's state machine in-process (docs/PROTOCOL.md §6): attach to the live
 /// channel, replay what the client lacks, then live events, each seq written once and

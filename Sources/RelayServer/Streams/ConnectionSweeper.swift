@@ -1,9 +1,5 @@
 import RelayCore
 import RelayConfiguration
-import RelayEventStore
-import RelayCluster
-import RelayBudgets
-import RelayHTTP
 
 /// The worker's periodic sweep of its live client connections and their
 /// backpressure (docs/PROTOCOL.md §4): ends streams when Redis has been away longer

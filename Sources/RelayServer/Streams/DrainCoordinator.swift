@@ -1,8 +1,4 @@
 import RelayCore
-import RelayEventStore
-import RelayCluster
-import RelayBudgets
-import RelayHTTP
 
 /// A worker's drain (SIGTERM; docs/PROTOCOL.md §4): live client responses end at once
 /// (their clients resume on another instance), generations owned here keep running

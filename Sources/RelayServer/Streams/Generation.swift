@@ -2,9 +2,7 @@ import RelayCore
 import RelayRedis
 import RelayUpstream
 import RelayEventStore
-import RelayCluster
 import RelayBudgets
-import RelayHTTP
 
 /// What a generation may spend and where it is charged (docs/PROTOCOL.md §9): the reservation
 /// taken at admission (`BudgetLedger`) and the clamp it put on `max_tokens`.

@@ -2,9 +2,7 @@ import RelayCore
 import RelayLoop
 import RelayRedis
 import RelayEventStore
-import RelayCluster
 import RelayBudgets
-import RelayHTTP
 
 /// Owner leases, both sides (docs/DATA_MODEL.md §6). Every `LeasePolicy.refreshTickMs`
 /// it refreshes the leases of the generations this worker owns that are due (with

@@ -1,8 +1,4 @@
 import RelayLoop
-import RelayEventStore
-import RelayCluster
-import RelayBudgets
-import RelayHTTP
 
 /// The worker's view of its Redis command connection, on the loop clock: records when
 /// it went down and came up, and answers the outage policy's questions

@@ -1,5 +1,4 @@
 import RelayLoop
-import RelayHTTP
 
 /// Subscriptions whose Redis read failed, replayed again after `delayMs` (all due ones
 /// at once). A subscription that ends meanwhile is forgotten. If Redis stays away

@@ -1,9 +1,6 @@
 import RelayCore
 import RelayRedis
-import RelayEventStore
-import RelayCluster
 import RelayBudgets
-import RelayHTTP
 
 /// Settles budget reservations (docs/DATA_MODEL.md §9): a generation's on its ending,
 /// and a lost owner's when this worker ended its stream with `upstream_lost`.

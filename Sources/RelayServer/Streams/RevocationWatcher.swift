@@ -1,8 +1,5 @@
 import RelayRedis
 import RelayEventStore
-import RelayCluster
-import RelayBudgets
-import RelayHTTP
 
 /// Revocation on one worker (docs/PROTOCOL.md §9, docs/DATA_MODEL.md §8): the
 /// "register, then check" re-read of a session's marker after a stream was registered

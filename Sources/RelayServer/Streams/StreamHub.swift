@@ -4,7 +4,6 @@ import RelayLoop
 import RelayRedis
 import RelayConfiguration
 import RelayEventStore
-import RelayCluster
 import RelayBudgets
 
 /// The worker's live streams (docs/ARCHITECTURE.md): the registry of subscriptions and

@@ -1,4 +1,3 @@
-import RelayHTTP
 /// The subscriptions of one stream on one worker (`StreamHub`'s registry entry), in
 /// attach order. A class so that the stream's running generation can hold its entry
 /// (`Generation.subscribers`) and deliver each acknowledged event without looking the

@@ -2,9 +2,6 @@ import RelayCore
 import RelayHTTP
 import RelayLoop
 import RelayRedis
-import RelayEventStore
-import RelayCluster
-import RelayBudgets
 
 /// One client connection reading a stream (docs/ARCHITECTURE.md, "Subscription"; docs/PROTOCOL.md §6): attached to the
 /// stream's live events first — the live channel, or on the worker running the

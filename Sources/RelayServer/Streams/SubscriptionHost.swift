@@ -2,8 +2,6 @@ import RelayCore
 import RelayLoop
 import RelayRedis
 import RelayEventStore
-import RelayCluster
-import RelayBudgets
 import RelayHTTP
 
 /// What a `Subscription` may ask of the worker that hosts it (implemented by

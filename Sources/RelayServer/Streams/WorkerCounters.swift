@@ -1,4 +1,3 @@
-import RelayHTTP
 /// The per-event counters of one worker — events delivered to clients and events
 /// appended — kept without a lock and added to the shared `Metrics` on every
 /// connection sweep (at most a second behind) and before `/metrics` answers. The

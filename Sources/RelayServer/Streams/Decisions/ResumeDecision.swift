@@ -1,4 +1,3 @@
-import RelayEventStore
 /// What a resume (`GET /api/chat/stream/{id}` with `Last-Event-ID`; docs/PROTOCOL.md
 /// §6.2) answers, from what opening the stream found (`Scripts.open`) and the client's
 /// position. Pure. The answer is the route's; once streaming, the replay is merged by
