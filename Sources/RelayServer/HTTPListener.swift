@@ -10,7 +10,7 @@ import RelayConfiguration
 /// accepting on the worker's `SO_REUSEPORT` socket, handing every request to
 /// `handler` as an `HTTPExchange`. Owns the `evhttp` handle; loop thread only.
 ///
-/// Connection-level policy lives here (docs/PROTOCOL.md §11):
+/// Connection-level policy lives here (docs/PROTOCOL.md §12):
 /// * every connection's bytes pass a `ConnectionGate` (strict RFC 9112 framing, the relay's
 ///   JSON errors, the whole-request deadline `RELAY_REQUEST_TIMEOUT`) before evhttp parses them;
 /// * at most `RELAY_MAX_PENDING_REQUESTS` connections of this worker may be part-way through

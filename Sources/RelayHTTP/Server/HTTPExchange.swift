@@ -33,7 +33,8 @@ public final class HTTPExchange {
     public private(set) var path: String
     /// The raw query string, or "". Emptied when a stream starts.
     public private(set) var query: String
-    /// Called once if the client closes the connection while a stream is open.
+    /// Called once if the client closes the connection while a stream is open, or before
+    /// the reply was sent (a long-poll waiting for its answer).
     public var onClose: (() -> Void)?
     /// `true` between `startStream()` and `endStream()` / the client closing.
     @exclusivity(unchecked) private(set) var streaming = false
@@ -232,12 +233,11 @@ public final class HTTPExchange {
         guard req != nil else { return }
         req = nil
         forgetConnection()
-        let wasStreaming = streaming
         streaming = false
         let cb = onClose
         onClose = nil
         selfWhileStreaming = nil
-        if wasStreaming { cb?() }
+        cb?()
     }
 
     /// Writes `text` as one chunk (nothing for an empty text). Returns false when the
