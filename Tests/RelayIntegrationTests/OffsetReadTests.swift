@@ -113,11 +113,10 @@ final class OffsetReadTests: RelayTestCase {
         XCTAssertEqual(r.status, 200, r.text)
         XCTAssertTrue(r.text.hasPrefix("[{\"type\":\"delta\""), r.text)
         XCTAssertTrue(r.text.contains("world"), r.text)
-        XCTAssertNotNil(r.header("Stream-Cursor"))
+        XCTAssertTrue([offset(2), offset(3)].contains(r.header("Stream-Next-Offset") ?? ""), "the events up to the one that woke it, or the next")
+        XCTAssertEqual(r.header("Stream-Closed") == nil, r.header("Stream-Cursor") != nil, "a cursor while the answer is open (DS §5.7)")
         XCTAssertEqual(try generationsStarted([b]), 0, "nothing was generated on the polled instance")
-        let rest = try live.readAll()
-        XCTAssertEqual(r.header("Stream-Next-Offset"), offset(Int(rest.first!.lastEventId)!),
-                       "the answer carries the events up to the one that woke it")
+        XCTAssertEqual(try live.readAll().map(\.lastEventId), ["2", "3"])
     }
 
     func testLongPollTimesOutWith204AndTheCurrentOffset() throws {
@@ -183,6 +182,51 @@ final class OffsetReadTests: RelayTestCase {
             XCTAssertEqual(Chat.text(sse), referenceText(model: model, maxTokens: 300), model)
             XCTAssertEqual(next, offset(sse.count))
         }
+    }
+
+    /// A client that goes away while its long-poll waits frees the wait (its subscription
+    /// and connection slot) at once, not at the timeout.
+    func testAClientClosingAWaitingLongPollEndsTheWaitAtOnce() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let relay = try startRelay(openAIEnv(fake, ["RELAY_LONG_POLL_TIMEOUT": "600s"]))
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        for _ in 0..<3 {
+            let c = try RawConnection(port: relay.port)
+            try c.send("GET /api/chat/stream/\(id)?offset=\(offset(1))&live=long-poll HTTP/1.1\r\nHost: x\r\n" +
+                       "Authorization: Bearer \(token)\r\n\r\n")
+            try eventually(10, "the poll waits") { try self.metric(relay, "relay_live_connections") == 2 }
+            c.close()
+            try eventually(10, "the wait ended with its client") { try self.metric(relay, "relay_live_connections") == 1 }
+        }
+        live.close()
+    }
+
+    /// An offset read behind the retained window gets the lossless catch-up delta first
+    /// (docs/PROTOCOL.md §6.3), then the retained events: the whole text, nothing twice.
+    func testAnOffsetReadBehindTheRetainedWindowIsCaughtUpLosslessly() throws {
+        let relay = try startRelay()
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 400).readAll()
+        XCTAssertEqual(all.count, 401)
+        let firstKept = try XCTUnwrap(try storedSeqs(id).first)
+        XCTAssertGreaterThan(firstKept, 2, "the window moved")
+        let r = try get(relay, token, id, "offset=-1")
+        XCTAssertEqual(r.status, 200)
+        let items = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.body)) as? [[String: Any]])
+        XCTAssertEqual(items.count, all.count - Int(firstKept) + 2, "one catch-up delta, then the retained events")
+        let text = items.compactMap { $0["type"] as? String == "delta" ? $0["content"] as? String : nil }.joined()
+        XCTAssertEqual(text, Chat.text(all))
+        XCTAssertEqual(text, referenceText(maxTokens: 400))
+        XCTAssertEqual(r.header("Stream-Closed"), "true")
+        XCTAssertEqual(r.header("Stream-Next-Offset"), offset(all.count))
+        let off = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)?offset=-1",
+                                         headers: [("Authorization", "Bearer \(token)")])
+        XCTAssertEqual(off.status, 200)
     }
 
     func testOffsetReadRefusals() throws {
@@ -275,32 +319,43 @@ final class OffsetReadTests: RelayTestCase {
     }
 
     /// The Durable Streams Python client (`durable-streams` on PyPI) reads a whole answer
-    /// given its URL and the bearer token.
+    /// given its URL and the bearer token: live (its `auto` mode: a catch-up, then
+    /// long-polls), while the answer is generated, and once ended in one catch-up
+    /// (`live=False`). Its 0.1.0 release does not read `Stream-Closed`, so the live reader
+    /// stops at the relay's terminal event (`done`/`error`, docs/PROTOCOL.md §5).
     func testDurableStreamsPythonClientReadsTheWholeAnswer() throws {
         let python = try Self.pythonWithDurableStreams()
         let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "300"])
         let token = RelayProcess.token()
         let id = Chat.newID()
-        let live = try Chat.start(port: relay.port, token: token, requestID: id, model: "simulated-ar", maxTokens: 200)
-        _ = try XCTUnwrap(try live.nextEvent())
+        let live = try Chat.start(port: relay.port, token: token, requestID: id, model: "simulated-ar", maxTokens: 150)
+        let first = try XCTUnwrap(try live.nextEvent())
         let script = """
         import json, sys
         from durable_streams import stream
-        url, token = sys.argv[1], sys.argv[2]
+        url, token, mode = sys.argv[1], sys.argv[2], sys.argv[3]
         out = []
-        with stream(url, offset="-1", headers={"Authorization": "Bearer " + token}) as res:
+        with stream(url, offset="-1", live=(False if mode == "catch-up" else "auto"),
+                    headers={"Authorization": "Bearer " + token}) as res:
             for item in res.iter_json():
                 out.append(item)
+                if item.get("type") in ("done", "error"):
+                    break
         json.dump(out, sys.stdout)
         """
-        let run = try ToolProcess.run(python, ["-c", script, "http://127.0.0.1:\(relay.port)/api/chat/stream/\(id)", token], timeout: 60)
-        XCTAssertEqual(run.status, 0, run.stderr)
-        let items = try XCTUnwrap(try JSONSerialization.jsonObject(with: run.stdoutData) as? [[String: Any]])
-        let sse = try live.readAll()
-        XCTAssertEqual(items.count, sse.count + 1, "every event, the one read before included")
-        let text = items.compactMap { $0["type"] as? String == "delta" ? $0["content"] as? String : nil }.joined()
-        XCTAssertEqual(text, referenceText(model: "simulated-ar", maxTokens: 200))
-        XCTAssertEqual(items.last?["type"] as? String, "done")
+        let url = "http://127.0.0.1:\(relay.port)/api/chat/stream/\(id)"
+        var sse: [SSEMessage]?
+        for mode in ["live", "catch-up"] {
+            let run = try ToolProcess.run(python, ["-c", script, url, token, mode], timeout: 60)
+            XCTAssertEqual(run.status, 0, run.stderr)
+            let items = try XCTUnwrap(try JSONSerialization.jsonObject(with: run.stdoutData) as? [[String: Any]], mode)
+            if sse == nil { sse = [first] + (try live.readAll()) }
+            let expected = try sse!.map { try XCTUnwrap(try JSONSerialization.jsonObject(with: Data($0.data.utf8)) as? NSDictionary) }
+            XCTAssertEqual(items.map { $0 as NSDictionary }, expected, "\(mode): every event, as the SSE answer carries it")
+            let text = items.compactMap { $0["type"] as? String == "delta" ? $0["content"] as? String : nil }.joined()
+            XCTAssertEqual(text, referenceText(model: "simulated-ar", maxTokens: 150), mode)
+            XCTAssertEqual(items.last?["type"] as? String, "done", mode)
+        }
     }
 
     /// A `python3` that imports `durable_streams` (`pip install durable-streams`).

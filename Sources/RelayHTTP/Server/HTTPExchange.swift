@@ -1,4 +1,5 @@
 import CLibevent
+import Glibc
 import RelayCore
 
 /// HTTP methods the relay routes (libevent's `evhttp_cmd_type`).
@@ -61,6 +62,11 @@ public final class HTTPExchange {
     /// once per turn) of the last write straight to the socket.
     @exclusivity(unchecked) private var base: OpaquePointer?
     @exclusivity(unchecked) private var lastDirectTurn = timeval()
+
+    /// The watch for the client closing while a reply is awaited (`watchForPeerClose`).
+    private var closeWatch: OpaquePointer?
+
+    deinit { stopCloseWatch() }
 
     public init(_ req: OpaquePointer) {
         self.req = req
@@ -168,6 +174,7 @@ public final class HTTPExchange {
         } else {
             _ = body.withCString { evbuffer_add(buf, $0, strlen($0)) }
         }
+        stopCloseWatch()
         evhttp_send_reply(req, Int32(status), HTTPExchange.reason(status), buf)
         evbuffer_free(buf)
         self.req = nil
@@ -178,6 +185,7 @@ public final class HTTPExchange {
         guard let req else { return }
         setHeader("Cache-Control", "no-store")
         for (k, v) in headers { setHeader(k, v) }
+        stopCloseWatch()
         evhttp_send_reply(req, 204, HTTPExchange.reason(204), nil)
         self.req = nil
     }
@@ -187,9 +195,47 @@ public final class HTTPExchange {
         respond(status: error.status, contentType: "application/json", body: error.body, headers: headers)
     }
 
+    /// While the reply is awaited (a long-poll waiting for an event), watches the socket
+    /// for the client closing it: evhttp reads nothing more once a request is complete, so
+    /// it would notice only when the reply is written. On end of file or a socket error the
+    /// connection is freed at once, which runs `onClose` (through the gate's close
+    /// callback). Bytes the client sends meanwhile (a pipelined request) are evhttp's to
+    /// read: the watch ends without consuming them. Ended by any reply. Loop thread only.
+    public func watchForPeerClose() {
+        guard let req, closeWatch == nil, let con = evhttp_request_get_connection(req),
+              let bev = evhttp_connection_get_bufferevent(con), let base = evhttp_connection_get_base(con) else { return }
+        let fd = bufferevent_getfd(bev)
+        guard fd >= 0 else { return }
+        closeWatch = event_new(base, fd, Int16(EV_READ), { fd, _, arg in
+            let me = Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue()
+            withExtendedLifetime(me) { me.peerReadable(Int32(fd)) }
+        }, Unmanaged.passUnretained(self).toOpaque())
+        event_add(closeWatch, nil)
+    }
+
+    private func peerReadable(_ fd: Int32) {
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+        if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            event_add(closeWatch, nil)
+            return
+        }
+        stopCloseWatch()
+        guard n <= 0, let req, let con = evhttp_request_get_connection(req) else { return }
+        // End of file or an error: the client is gone.
+        evhttp_connection_free(con)
+    }
+
+    private func stopCloseWatch() {
+        guard let w = closeWatch else { return }
+        closeWatch = nil
+        event_free(w)
+    }
+
     /// Starts a chunked 200 response; headers must be set before.
     public func startStream() {
         guard let req else { return }
+        stopCloseWatch()
         evhttp_send_reply_start(req, 200, "OK")
         streaming = true
         chunked = evhttp_find_header(evhttp_request_get_output_headers(req), "Transfer-Encoding")
@@ -291,6 +337,7 @@ public final class HTTPExchange {
 
     /// Drops the cached output buffer and socket (the connection is ending or gone).
     private func forgetConnection() {
+        stopCloseWatch()
         output = nil
         socket = -1
         base = nil

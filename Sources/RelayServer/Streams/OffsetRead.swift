@@ -232,6 +232,7 @@ final class OffsetRead {
         if mode != .sse {
             // The client going away ends the wait (and frees its connection slot) at once.
             ex.onClose = { [weak self] in self?.finish() }
+            ex.watchForPeerClose()
         }
     }
 

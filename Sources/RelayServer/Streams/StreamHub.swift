@@ -244,9 +244,29 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     /// Ends live client responses (clients resume elsewhere), keeps owned generations
     /// running until they finish; calls `done` when none is left.
+    /// Waiting offset reads (docs/PROTOCOL.md §12.5) are answered `204` at once; the
+    /// worker then stops no sooner than `offsetReadFlushMs` later, so those answers leave
+    /// before their connections are closed.
     func drain(done: @escaping () -> Void) {
-        drainer.begin(subscriptions: allSubscriptions, generationsLeft: generations.count, done: done)
+        let subs = allSubscriptions
+        guard subs.contains(where: { $0.sink is OffsetReadWake }) else {
+            return drainer.begin(subscriptions: subs, generationsLeft: generations.count, done: done)
+        }
+        var flushed = false, drained = false
+        drainFlushTimer = LoopTimer(loop: loop) {
+            flushed = true
+            if drained { done() }
+        }
+        drainFlushTimer?.schedule(afterMs: StreamHub.offsetReadFlushMs)
+        drainer.begin(subscriptions: subs, generationsLeft: generations.count) {
+            drained = true
+            if flushed { done() }
+        }
     }
+
+    /// How long a drain leaves the `204` answers of waiting offset reads to leave, ms.
+    static let offsetReadFlushMs: UInt64 = 200
+    private var drainFlushTimer: LoopTimer?
 
     /// Drain timeout: end the remaining generations with an error.
     func abortGenerations() { drainer.timeOut(Array(generations.values)) }
