@@ -126,6 +126,9 @@ final class OffsetReadDecisionTests: XCTestCase {
         XCTAssertEqual(StreamCursor.next(wallMs: clock.loopMs, client: "1000", jitterSeconds: 3600), 1180, "3600 s = 180 intervals")
         XCTAssertEqual(StreamCursor.next(wallMs: clock.loopMs, client: "5000", jitterSeconds: 30), 5002)
         XCTAssertEqual(StreamCursor.next(wallMs: clock.loopMs, client: "junk", jitterSeconds: 30), 1000)
+        XCTAssertEqual(StreamCursor.next(wallMs: clock.loopMs, client: "18446744073709551615", jitterSeconds: 30), .max,
+                       "a cursor at the top stays there, never wraps backwards")
+        XCTAssertEqual(StreamCursor.next(wallMs: clock.loopMs, client: "18446744073709551614", jitterSeconds: 3600), .max)
         clock.advance(by: Int64(StreamCursor.intervalMs))
         XCTAssertEqual(StreamCursor.next(wallMs: clock.loopMs, client: nil, jitterSeconds: 1), 1001)
     }

@@ -184,10 +184,11 @@ public enum StreamCursor {
 
     /// The cursor to send. `wallMs`: Unix time, ms. `client`: the request's `cursor`
     /// (ignored unless 1–20 digits). `jitterSeconds`: a random 1…3600 chosen by the caller.
+    /// Never below the current interval nor the client's cursor (`UInt64.max` stays there).
     public static func next(wallMs: UInt64, client: String?, jitterSeconds: UInt64) -> UInt64 {
         let current = wallMs > epochMs ? (wallMs - epochMs) / intervalMs : 0
         guard let client, (1...20).contains(client.utf8.count), let c = UInt64(client), c >= current else { return current }
         let jitterIntervals = max(1, (min(max(jitterSeconds, 1), 3600) * 1000 + intervalMs - 1) / intervalMs)
-        return c &+ jitterIntervals
+        return c > UInt64.max - jitterIntervals ? UInt64.max : c + jitterIntervals   // saturates: never wraps backwards
     }
 }
