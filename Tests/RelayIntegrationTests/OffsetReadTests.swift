@@ -229,6 +229,48 @@ final class OffsetReadTests: RelayTestCase {
         XCTAssertEqual(off.status, 200)
     }
 
+    /// A long-poll waits longer than `RELAY_REQUEST_TIMEOUT` (a limit on receiving the
+    /// request, not on answering it) and is still answered by its own timeout.
+    func testALongPollOutlastsTheRequestTimeout() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let relay = try startRelay(openAIEnv(fake, ["RELAY_REQUEST_TIMEOUT": "1s", "RELAY_LONG_POLL_TIMEOUT": "2500ms"]))
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let r = try get(relay, token, id, "offset=\(offset(1))&live=long-poll", timeout: 20)
+        XCTAssertEqual(r.status, 204)
+        XCTAssertEqual(r.header("Stream-Next-Offset"), offset(1))
+        live.close()
+    }
+
+    /// DS SSE on another instance than the generating one: the events arrive live as
+    /// `data` + `control` pairs, the last control closes the stream.
+    func testDurableStreamsSSEModeFollowsALiveAnswerOnAnotherInstance() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 1000, second: " world")
+        defer { fake.stop() }
+        let a = try startRelay(openAIEnv(fake))
+        let b = try startRelay()
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test")
+        let first = try XCTUnwrap(try live.nextEvent())
+        let c = try SSEConnection(port: b.port, method: "GET", path: "/api/chat/stream/\(id)?offset=-1&live=sse",
+                                  headers: [("Authorization", "Bearer \(token)")])
+        XCTAssertEqual(c.status, 200)
+        let messages = try c.readAll(timeout: 20)
+        let sse = [first] + (try live.readAll())
+        let data = messages.filter { $0.type == "data" }.map { String($0.data.dropFirst().dropLast()) }
+        XCTAssertEqual(data.joined(separator: ","), sse.map(\.data).joined(separator: ","))
+        XCTAssertGreaterThanOrEqual(data.count, 2, "the first event, then the live ones in later data events")
+        XCTAssertEqual(messages.last?.type, "control")
+        XCTAssertTrue(messages.last?.data.contains("\"streamClosed\":true") ?? false)
+        for (i, m) in messages.enumerated() where m.type == "data" {
+            XCTAssertEqual(messages[i + 1].type, "control", "every data event is followed by its control event")
+        }
+    }
+
     func testOffsetReadRefusals() throws {
         let relay = try startRelay(["RELAY_ADMIN_KEY": Self.adminKey])
         let sid = "s-" + UUID().uuidString
