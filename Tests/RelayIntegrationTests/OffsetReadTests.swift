@@ -271,6 +271,29 @@ final class OffsetReadTests: RelayTestCase {
         }
     }
 
+    /// A waiting long-poll holds a slot of `RELAY_MAX_CONNECTIONS` like a stream, and gives
+    /// it back when answered.
+    func testAWaitingLongPollCountsAgainstTheConnectionLimit() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let a = try startRelay(openAIEnv(fake))
+        let b = try startRelay(["RELAY_MAX_CONNECTIONS": "1", "RELAY_LONG_POLL_TIMEOUT": "1500ms"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let poll = try SSEConnectionInBackground(port: b.port, path: "/api/chat/stream/\(id)?offset=\(offset(1))&live=long-poll", token: token)
+        try eventually(10, "the poll waits") { try self.metric(b, "relay_live_connections") == 1 }
+        let refused = try get(b, token, id, "offset=\(offset(1))&live=long-poll")
+        XCTAssertEqual(refused.status, 503)
+        XCTAssertEqual(refused.errorCode, "not_ready")
+        XCTAssertEqual(refused.header("Retry-After"), "1")
+        XCTAssertEqual(try poll.result(timeout: 20).status, 204)
+        try eventually(10, "the slot is free again") { try self.metric(b, "relay_live_connections") == 0 }
+        XCTAssertEqual(try get(b, token, id, "offset=-1").status, 200)
+        live.close()
+    }
+
     func testOffsetReadRefusals() throws {
         let relay = try startRelay(["RELAY_ADMIN_KEY": Self.adminKey])
         let sid = "s-" + UUID().uuidString
