@@ -277,7 +277,6 @@ final class OffsetRead {
         guard !finished else { return }
         subscription = nil
         if mode == .sse {
-            finished = true
             ex.abort()
             return finish()
         }
@@ -342,7 +341,7 @@ final class OffsetRead {
     /// Ends the read once: the subscription, the timers, the keep-alive.
     private func finish(endStream: Bool = false) {
         if endStream && ex.isOpen { ex.endStream() }
-        guard !finished || keepAlive != nil else { return }
+        guard !finished else { return }
         finished = true
         deadline?.cancel()
         wakeTimer?.cancel()
