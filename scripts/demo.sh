@@ -36,16 +36,22 @@ timeout "$CHAT_LIMIT_S" "$BIN" chat --url "http://127.0.0.1:$PORT_B" --token "$T
   --prompt "$PROMPT" --output "$work/reference.txt" >"$work/reference.out" 2>"$work/reference.err" &
 reference_pid=$!
 
+chat=(timeout --foreground "$CHAT_LIMIT_S" "$BIN" chat --url "http://127.0.0.1:$PORT_A" --url "http://127.0.0.1:$PORT_B"
+  --token "$TOKEN" --model simulated --prompt "$PROMPT" --drop-after "$DROP_AFTER" --output "$work/resumed.txt")
 chat_status=0
-timeout "$CHAT_LIMIT_S" "$BIN" chat --url "http://127.0.0.1:$PORT_A" --url "http://127.0.0.1:$PORT_B" --token "$TOKEN" \
-  --model simulated --prompt "$PROMPT" \
-  --drop-after "$DROP_AFTER" --output "$work/resumed.txt" 2>&1 | tee "$work/chat.out" || chat_status=$?
+if [ -t 0 ] && [ -t 1 ] && command -v script >/dev/null; then
+  # On a terminal, chat gets one (a pty through script(1), recorded in chat.out) so its status
+  # lines stand on their own lines without splitting the answer's (`stream-relay chat --help`).
+  script -qefc "$(printf '%q ' "${chat[@]}")" "$work/chat.out" || chat_status=$?
+else
+  "${chat[@]}" 2>&1 | tee "$work/chat.out" || chat_status=$?
+fi
 if [ "$chat_status" -eq 124 ]; then
   echo "✗ the chat did not finish within $CHAT_LIMIT_S s" >&2; exit 1
 elif [ "$chat_status" -ne 0 ]; then
   echo "✗ the chat failed (exit $chat_status)" >&2; exit 1
 fi
-telemetry=$(grep '^{"latencyMs"' "$work/chat.out" | tail -n 1 || true)
+telemetry=$(grep -ao '{"latencyMs"[^}]*}' "$work/chat.out" | tail -n 1 || true)
 
 echo
 echo "== waiting for the uninterrupted reference run (relay B, no drop; at most $CHAT_LIMIT_S s)"
