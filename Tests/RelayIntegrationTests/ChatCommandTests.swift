@@ -125,4 +125,31 @@ final class ChatCommandTests: RelayTestCase {
         XCTAssertTrue(r.stderr.contains("keeps generating this answer until it ends by itself"), r.stderr)
         XCTAssertTrue(r.stderr.contains("charges every token"), r.stderr)
     }
+    /// On a terminal (a pty from script(1), 60 columns): the status line of the resume after
+    /// a drop at event 150 (mid-line in the draft: "6. Return and ", and the text before the
+    /// drop is on screen by then, a second after it) erases the answer's unfinished line,
+    /// stands in its place, and the unfinished line is written again below it, so the line
+    /// reads whole after the status lines.
+    func testOnATerminalTheUnfinishedLineMovesBelowTheStatusLine() throws {
+        let script = "/usr/bin/script"
+        guard FileManager.default.isExecutableFile(atPath: script) else { throw XCTSkip("no script(1)") }
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "400"])
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("chat-tty-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let typescript = dir.appendingPathComponent("typescript")
+        let command = "stty cols 60 rows 40; '\(TestPaths.relayBinary)' chat 'Draft a mutual NDA' --max-tokens 400 --drop-after 150 "
+            + "--token '\(RelayProcess.token())' --url http://127.0.0.1:\(relay.port)"
+        let r = try ToolProcess.run(script, ["-qec", command, typescript.path], environment: ChildEnvironment.minimal(), timeout: 30)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let shown = String(decoding: try Data(contentsOf: typescript), as: UTF8.self)
+        let status = try XCTUnwrap(shown.range(of: "\u{1B}[J⟳ resuming after event 150"), "the status line erases first: \(shown.suffix(2000))")
+        let before = shown[..<status.lowerBound]
+        let erase = try XCTUnwrap(before.range(of: "\r", options: .backwards))   // CR, then CUU when the line wrapped
+        let unfinished = before[..<erase.lowerBound].components(separatedBy: "\r\n").last ?? ""
+        XCTAssertFalse(unfinished.isEmpty, "the drop came mid-line (event 150 of the draft)")
+        let after = shown[status.upperBound...]
+        let statusEnd = try XCTUnwrap(after.range(of: "\r\n"))
+        XCTAssertTrue(after[statusEnd.upperBound...].hasPrefix(unfinished), "the unfinished line is written again below the status line")
+    }
 }
