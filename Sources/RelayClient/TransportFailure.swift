@@ -31,6 +31,7 @@ public struct TransportFailure: Error, Sendable, Equatable, CustomStringConverti
     /// The transport's own message (libcurl's error buffer, `URLError`'s description).
     public var detail: String
 
+    /// A failure of `kind`, with the transport's own message as `detail`.
     public init(kind: Kind, detail: String) {
         self.kind = kind
         self.detail = detail
