@@ -220,7 +220,8 @@ enum ChatCommand {
                 if let c = r.completion {
                     completion = c
                     out.endOfAnswer()
-                    if case .needsResume = c, let u = transport.takeUnreached() ?? unreached { unreached = u } else { unreached = nil }
+                    // The last attempt's failure, recorded before the kit gave up: not reached at all?
+                    if case .needsResume = c { unreached = transport.takeUnreached() } else { unreached = nil }
                 }
                 if r.budgetLimited { out.status("✂ " + BudgetState.budgetLimitedNote(period: client.budget?.period ?? "month")) }
             case .budget(let b):
@@ -274,7 +275,7 @@ enum ChatCommand {
         let why = d.failed > 0 ? "no relay answered the DELETE (\(attempts))"
                                : "the DELETE was not answered within \(Double(stopConfirmationWaitMs) / 1000) s (\(attempts))"
         let endpoint = url.appendingPathComponent("api/chat/stream/\(requestId)").absoluteString
-        return "! stop not confirmed: \(why). Unless a DELETE reaches it, the relay keeps generating this answer "
+        return "! stop not confirmed: \(why). If no DELETE reached it, the relay keeps generating this answer "
             + "until it ends by itself (its done, or the max_tokens its budget reservation granted) and charges "
             + "every token to the budget (docs/PROTOCOL.md §3.3, §9.2). To retry the stop: "
             + "curl -X DELETE -H \"Authorization: Bearer $RELAY_TOKEN\" \(endpoint)"
