@@ -83,7 +83,7 @@ let package = Package(
         // Writes BuildInfo.swift (the git commit, for `stream-relay --version`) before each build.
         .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         // Load generator and side-by-side benchmark with nginx + nchan (docs/BENCHMARKS.md).
-        .executableTarget(name: "stream-relay-bench", dependencies: ["RelayConfiguration", "RelayHTTP", "CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis", "RelayCluster", "RelayEventStore", "RelayBudgets", "RelayUpstream"]),
+        .executableTarget(name: "stream-relay-bench", dependencies: ["RelayConfiguration", "RelayHTTP", "CLibevent", "RelayLoop", "RelayCore", "RelayAuth", "RelayRedis", "RelayCluster", "RelayEventStore", "RelayBudgets", "RelayUpstream", "RelayClient"]),
 
         // The test kit of every test target: the virtual clock, the polls with a deadline
         // (`eventually`, `consistently(for:)`), the seeded generator. Foundation and XCTest only.

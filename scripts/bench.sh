@@ -4,10 +4,11 @@
 #   scripts/bench.sh            full run (bounded to < 25 min on a 2-core machine),
 #                               writes docs/BENCHMARKS.md (generated section)
 #   scripts/bench.sh --quick    seconds-long smoke run, writes .build/bench/BENCHMARKS.quick.md
-#   options: --out FILE  --only "stream send-floor fanout idle resume-storm slow-link append-ceiling"
+#   options: --out FILE  --only "stream send-floor fanout idle resume-storm storm slow-link append-ceiling"
 #            --targets "relay nchan"   (which systems to run, default both)
 #   BENCH_ARGS="--duration 5 …" is passed to every stream-relay-bench run (exploration);
 #   RELAY_BIN=/path/to/stream-relay runs another relay build (before/after comparisons).
+#   BENCH_CONFIG=debug builds and runs the debug build (a quick check of the scenarios only).
 #
 # Installs what it needs (libnginx-mod-nchan), builds release, starts a fresh
 # redis-server (no persistence) on 127.0.0.1, and for every scenario starts a fresh
@@ -19,7 +20,7 @@ ROOT=$PWD
 
 QUICK=""
 OUT=""
-ONLY="stream send-floor fanout idle resume-storm slow-link append-ceiling"
+ONLY="stream send-floor fanout idle resume-storm storm slow-link append-ceiling"
 TARGETS="relay nchan"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,9 +38,10 @@ fi
 
 scripts/install-deps.sh libnginx-mod-nchan
 START=$(date +%s)
-echo "== building release" >&2
-swift build -c release 2>&1 | tail -1 >&2
-BIN=$(swift build -c release --show-bin-path)
+echo "== building ${BENCH_CONFIG:-release}" >&2
+CONFIG=${BENCH_CONFIG:-release}
+swift build -c "$CONFIG" 2>&1 | tail -1 >&2
+BIN=$(swift build -c "$CONFIG" --show-bin-path)
 RELAY="${RELAY_BIN:-$BIN/stream-relay}"
 BENCH="$BIN/stream-relay-bench"
 
@@ -57,13 +59,15 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_http() { for _ in $(seq 1 200); do curl -fs -m 1 "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "not up: $1" >&2; return 1; }
 
 REDIS_PORT=$(free_port)
-REDIS_PID=""; RELAY_PID=""; NGINX_PID=""
+REDIS_PID=""; RELAY_PID=""; NGINX_PID=""; STORM_PIDS=""; LB_PID=""
 cleanup() {
   [ -n "$RELAY_PID" ] && kill "$RELAY_PID" 2>/dev/null || true
+  for p in $STORM_PIDS; do kill "$p" 2>/dev/null || true; done
+  [ -n "$LB_PID" ] && kill "$LB_PID" 2>/dev/null || true
   [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
   sleep 0.3
   [ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null || true
-  rm -rf "$WORK"
+  if [ -n "${BENCH_KEEP:-}" ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 
@@ -105,6 +109,45 @@ start_nchan() {
 }
 stop_nchan() { kill -QUIT "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true; NGINX_PID=""; }
 
+# storm: three relays behind real nginx (deploy/nginx.conf, rendered by
+# scripts/render-nginx-conf.sh), one of them SIGKILLed by the load generator. Relay-only:
+# nchan has no instance that could take over another's subscribers (docs/BENCHMARKS.md,
+# "Reconnect storm"). nginx gets room for 10,000 readers (2 sockets each, split over its
+# workers); the relays keep their production RELAY_MAX_CONNECTIONS (10,000 each).
+run_storm() {
+  local rate ports=() pids=() i
+  if [ -n "$QUICK" ]; then rate=5; else rate=5; fi
+  for i in 1 2 3; do
+    local port; port=$(free_port); ports+=("$port")
+    echo "RELAY_JWT_SECRET=… RELAY_INSTANCE=storm-$i RELAY_LISTEN=127.0.0.1:$port REDIS_URL=$REDIS_URL RELAY_WORKERS=$CORES RELAY_HEARTBEAT=${HB_S}s RELAY_SIMULATED_TOKENS_PER_SECOND=$rate RELAY_MAX_STREAMS_PER_SESSION=1000000 RELAY_BUDGETS=free=20000,pro=1000000000000 RELAY_DRAIN_TIMEOUT=1s stream-relay serve" >> "$COMMANDS"
+    RELAY_JWT_SECRET="$SECRET" RELAY_INSTANCE="storm-$i" RELAY_LISTEN="127.0.0.1:$port" REDIS_URL="$REDIS_URL" RELAY_WORKERS="$CORES" \
+      RELAY_HEARTBEAT="${HB_S}s" RELAY_SIMULATED_TOKENS_PER_SECOND="$rate" \
+      RELAY_MAX_STREAMS_PER_SESSION=1000000 RELAY_BUDGETS=free=20000,pro=1000000000000 \
+      RELAY_DRAIN_TIMEOUT=1s "$RELAY" serve >"$WORK/relay-$i.log" 2>&1 &
+    pids+=("$!"); STORM_PIDS="$STORM_PIDS $!"
+  done
+  for i in 0 1 2; do wait_http "http://127.0.0.1:${ports[$i]}/readyz"; done
+  local lb_port prefix="$WORK/lb"; lb_port=$(free_port)
+  rm -rf "$prefix"; mkdir -p "$prefix"
+  # The production config; only the connection limits are raised (10,000 readers hold
+  # 20,000 sockets in nginx), and the access log goes to a file.
+  scripts/render-nginx-conf.sh --listen "127.0.0.1:$lb_port" "127.0.0.1:${ports[0]}" "127.0.0.1:${ports[1]}" "127.0.0.1:${ports[2]}" \
+    | sed -e 's/^worker_processes auto;/worker_processes auto;\nworker_rlimit_nofile 20000;/' \
+          -e 's/worker_connections 8192;/worker_connections 19000;/' \
+          -e "s#access_log /dev/stdout relay;#access_log $prefix/access.log relay;#" > "$prefix/nginx.conf"
+  local user=""; [ "$(id -u)" = 0 ] && user="user root;"
+  echo "nginx -p <tmp> -c <tmp>/nginx.conf   # deploy/nginx.conf via scripts/render-nginx-conf.sh, 3 upstreams, worker_rlimit_nofile 20000, worker_connections 19000" >> "$COMMANDS"
+  nginx -p "$prefix/" -e "$prefix/error.log" -c "$prefix/nginx.conf" -g "pid $prefix/nginx.pid; daemon off; $user" >"$WORK/lb.out" 2>&1 &
+  LB_PID=$!
+  wait_http "http://127.0.0.1:$lb_port/lb-healthz"
+  local lb_pids; lb_pids="$LB_PID,$(pgrep -P "$LB_PID" | paste -sd, -)"
+  bench storm relay --port "$lb_port" --create-ports "${ports[1]},${ports[2]}" --kill-pid "${pids[0]}" \
+    --server-pids "${pids[1]},${pids[2]}" --lb-pids "$lb_pids" --redis-url "$REDIS_URL" --rate "$rate"
+  kill -QUIT "$LB_PID" 2>/dev/null || true; wait "$LB_PID" 2>/dev/null || true; LB_PID=""
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  STORM_PIDS=""
+}
+
 bench() { # scenario target args…
   local scenario=$1 target=$2; shift 2
   echo "stream-relay-bench $scenario $QUICK --target $target --redis-pid $REDIS_PID ${BENCH_ARGS:-} --json-out results.jsonl $*" | sed 's/ \+/ /g' >> "$COMMANDS"
@@ -133,6 +176,9 @@ for scenario in $ONLY; do
         bench "$scenario" nchan --port "$NCHAN_PORT" --server-pids "$NGINX_PIDS"
         stop_nchan
       fi
+      ;;
+    storm)
+      if [[ " $TARGETS " == *" relay "* ]]; then run_storm; fi
       ;;
     append-ceiling)
       bench append-ceiling relay --redis-url "$REDIS_URL"

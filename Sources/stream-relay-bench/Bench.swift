@@ -38,12 +38,13 @@ enum Bench {
             }
         }
         // CPU and memory figures are read off these pids: a wrong or dead one would read 0.
-        let missing = Proc.missing(opts.serverPids + (opts.redisPid.map { [$0] } ?? []))
+        let missing = Proc.missing(opts.serverPids + opts.lbPids + (opts.redisPid.map { [$0] } ?? []) + (opts.killPid.map { [$0] } ?? []))
         if !missing.isEmpty {
             FileHandle.standardError.write(Data("stream-relay-bench: no process with pid \(missing.map(String.init).joined(separator: ", ")) (--server-pids / --redis-pid)\n".utf8))
             return 2
         }
-        if usesServer, !opts.serverPids.isEmpty, Proc.listening(pids: opts.serverPids, port: opts.port) == false {
+        // storm: the server pids are the relays behind the load balancer, not its listener.
+        if usesServer, opts.scenario != "storm", !opts.serverPids.isEmpty, Proc.listening(pids: opts.serverPids, port: opts.port) == false {
             FileHandle.standardError.write(Data("stream-relay-bench: none of the server pids \(opts.serverPids) listens on port \(opts.port)\n".utf8))
             return 2
         }
@@ -64,6 +65,7 @@ enum Bench {
         case "resume-storm": ok = runner.resumeStormScenario()
         case "send-floor": ok = runner.sendFloorScenario()
         case "slow-link": ok = runner.slowLinkScenario()
+        case "storm": ok = runner.stormScenario()
         case "append-ceiling":
             guard let url = opts.redisURL, let ep = try? RedisEndpoint.parse(url) else {
                 FileHandle.standardError.write(Data("stream-relay-bench: append-ceiling needs --redis-url\n".utf8))

@@ -34,6 +34,13 @@ struct Options {
     var receiveBuffer = 2_048
     /// slow-link: the answer's first N tokens only (nil: the whole 3,019-token answer).
     var maxTokens: Int?
+    /// storm: the instance to `SIGKILL`, the ports of the instances that generate the
+    /// answers, the load balancer's pids (its CPU), and how long after the kill the
+    /// answers stay live, s.
+    var killPid: Int32?
+    var createPorts: [Int] = []
+    var lbPids: [Int32] = []
+    var after = 10.0
     var jsonOut: String?
     var label: String?
     var results: [String] = []
@@ -52,6 +59,12 @@ struct Options {
                       server RSS per connection, kernel memory
       resume-storm    --streams clients on --streams streams drop at once after --warm s,
                       stay away --offline s, reconnect at once with Last-Event-ID
+      storm           --streams answers at --rate tokens/s generated on --create-ports, read
+                      by --connections readers through the load balancer at --port; --warm s
+                      after all are in, --kill-pid gets SIGKILL: time until every affected
+                      reader is caught up, Redis CPU, the other readers' latency before and
+                      during the storm, lost and duplicated events (readers reconnect by the
+                      kits' ReconnectPolicy); answers stay live --after s after the kill
       append-ceiling  the relay's per-event append (EventLog.append) against --redis-url, no HTTP
       slow-link       the 3,019-token NDA answer at --rate tokens/s to a reader throttled to
                       --link-rate bytes/s with a --receive-buffer SO_RCVBUF, next to a fast
@@ -78,6 +91,7 @@ struct Options {
       --hold S  --warm S  --offline S  --connect-rate N/s (default 2000)
       --sources K             spread connections over 127.0.0.1…127.0.0.K (default: 1 per 20k connections)
       --pipeline N  --connection-steps a,b   (append-ceiling)
+      --kill-pid P  --create-ports a,b  --lb-pids a,b,…  --after S   (storm)
       --link-rate B/s  --receive-buffer BYTES  --max-tokens N   (slow-link; default 4096, 2048, all)
       --lossless on|off       append-ceiling: lossless-resume text and offsets (default on)
       --continue-after-fail   stream: keep stepping after a failed step
@@ -140,6 +154,10 @@ struct Options {
             case "--link-rate": o.linkBytesPerSecond = max(1, Int(try value()) ?? 4_096)
             case "--receive-buffer": o.receiveBuffer = max(256, Int(try value()) ?? 2_048)
             case "--max-tokens": o.maxTokens = max(1, Int(try value()) ?? 1)
+            case "--kill-pid": o.killPid = Int32(try value())
+            case "--create-ports": o.createPorts = try ints(try value())
+            case "--lb-pids": o.lbPids = try value().split(separator: ",").compactMap { Int32($0) }
+            case "--after": o.after = try num(try value())
             case "--json-out": o.jsonOut = try value()
             case "--label": o.label = try value()
             case "--results": o.results.append(try value())
@@ -178,6 +196,12 @@ struct Options {
             streams = quick ? 20 : 1000
             warm = quick ? 1 : 3
             offline = quick ? 1 : 2
+        case "storm":
+            rate = quick ? 5 : 5
+            streams = quick ? 300 : 10_000
+            connections = quick ? 300 : 10_000
+            warm = quick ? 2 : 5
+            after = quick ? 6 : 10
         case "slow-link":
             rate = 150
             maxTokens = quick ? 150 : nil

@@ -254,6 +254,39 @@ enum Report {
             md.append("")
         }
 
+        // reconnect storm
+        if let r = pick("storm", "relay") {
+            md.append("### storm: \(f(num(r, "readers"), 0)) readers of \(f(num(r, "answers"), 0)) live answers (\(f(num(r, "rate"), 0)) tokens/s) through nginx over \(f(num(r, "instances"), 0)) relays; one relay SIGKILLed")
+            md.append("")
+            md.append("StreamRelay only: nchan has no instance that could take over another's subscribers (see \"Reconnect storm\" above). Readers reconnect by the kits' `ReconnectPolicy` (1 s + 0–250 ms after a drop; `max(Retry-After, 1 s)` + 0–250 ms after a `503`). Goal: every affected reader caught up within 2 s of the kill, nothing lost or duplicated.")
+            md.append("")
+            md.append("| metric | value |")
+            md.append("|---|---:|")
+            func row(_ label: String, _ key: String, _ digits: Int = 1) { md.append("| \(label) | \(f(num(r, key), digits)) |") }
+            row("readers on the killed relay (affected)", "affected", 0)
+            row("… caught up", "caught_up", 0)
+            row("kill → caught up p50, ms", "p50_ms")
+            row("kill → caught up p99, ms", "p99_ms")
+            row("kill → caught up max, ms", "max_ms")
+            row("reconnect requests per affected reader, max", "max_attempts", 0)
+            row("`503` refusals during the storm", "refused_503", 0)
+            row("lost events (SSE id and delta index)", "lost", 0)
+            row("duplicated events", "duplicates", 0)
+            row("readers without the whole answer at the end", "incomplete", 0)
+            row("other readers: delivery latency p99 before the kill, ms", "latency_p99_before_ms", 2)
+            row("other readers: delivery latency p99 during the storm, ms", "latency_p99_during_ms", 2)
+            row("other readers: inter-event gap p99 before, ms", "gap_p99_before_ms")
+            row("other readers: inter-event gap p99 during, ms", "gap_p99_during_ms")
+            row("Redis CPU before the kill, % of one core", "redis_cpu_before_pct")
+            row("Redis CPU during the storm, % of one core", "redis_cpu_storm_pct")
+            row("Redis CPU peak (100 ms windows), %", "redis_cpu_peak_pct")
+            row("surviving relays' CPU before → during, % of one core", "server_cpu_before_pct")
+            md[md.count - 1] = "| surviving relays' CPU before → during, % of one core | \(f(num(r, "server_cpu_before_pct"))) → \(f(num(r, "server_cpu_storm_pct"))) |"
+            md.append("| nginx CPU before → during, % of one core | \(f(num(r, "lb_cpu_before_pct"))) → \(f(num(r, "lb_cpu_storm_pct"))) |")
+            row("load average (1 min) at the end", "loadavg_1m", 2)
+            md.append("")
+        }
+
         // slow link
         if pick("slow-link", "relay") != nil || pick("slow-link", "nchan") != nil {
             let r = pick("slow-link", "relay"), c = pick("slow-link", "nchan")

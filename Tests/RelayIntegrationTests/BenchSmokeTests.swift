@@ -58,6 +58,44 @@ final class BenchSmokeTests: RelayTestCase {
         XCTAssertEqual(r["caught_up"] as? Int, r["clients"] as? Int, "\(r)")
     }
 
+    /// `storm --quick`: three relays behind real nginx (deploy/nginx.conf), 300 readers of
+    /// 300 live answers generated on two of them, the third SIGKILLed by the bench while
+    /// its readers stream. Its readers reconnect through nginx by the kits' reconnect
+    /// policy with `Last-Event-ID`; every reader must end with the whole answer, each
+    /// event once (SSE id and delta index continuous). No timing is asserted.
+    func testStormQuickLosesAndDuplicatesNothingWhenARelayIsKilled() throws {
+        guard NginxProcess.isAvailable else {
+            try XCTSkipIf(ProcessInfo.processInfo.environment["RELAY_TEST_ALLOW_NO_NGINX"] == "1", "nginx is not installed")
+            return XCTFail("nginx is not installed (scripts/install-deps.sh installs it)")
+        }
+        let ports = try (0..<3).map { _ in try FreePort.find() }
+        let relays = try (0..<3).map { i in
+            try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "5", "RELAY_HEARTBEAT": "1s", "RELAY_WORKERS": "2",
+                            "RELAY_LISTEN": "127.0.0.1:\(ports[i])", "RELAY_INSTANCE": "storm-\(i + 1)"].merging(Self.loadTestLimits) { $1 })
+        }
+        let nginx = try NginxProcess(upstreams: ports)
+        defer { nginx.stop() }
+        let pids = relays.map { String($0.process.processIdentifier) }
+        let run = try BenchRun.run(["storm", "--quick", "--port", String(nginx.port), "--rate", "5",
+                                    "--create-ports", "\(ports[1]),\(ports[2])", "--kill-pid", pids[0],
+                                    "--server-pids", "\(pids[1]),\(pids[2])", "--redis-url", redis.url], timeout: 180)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let r = try XCTUnwrap(run.results.first { $0["scenario"] as? String == "storm" }, run.stderr)
+        XCTAssertEqual(r["readers"] as? Int, 300, "\(r)")
+        let affected = try XCTUnwrap(r["affected"] as? Int, "\(r)")
+        // Round robin over three upstreams: about a third of the readers were on the killed one.
+        XCTAssertGreaterThan(affected, 30, "\(r)")
+        XCTAssertLessThan(affected, 300, "the readers on the other two were not affected: \(r)")
+        XCTAssertEqual(r["caught_up"] as? Int, affected, "\(r)")
+        XCTAssertEqual(r["lost"] as? Int, 0, "\(r)")
+        XCTAssertEqual(r["duplicates"] as? Int, 0, "\(r)")
+        XCTAssertEqual(r["incomplete"] as? Int, 0, "every reader got the whole answer: \(r)")
+        XCTAssertEqual(r["failures"] as? Int, 0, "\(r)")
+        XCTAssertEqual(r["ok"] as? Bool, true, "\(r)")
+        XCTAssertFalse(relays[0].process.isRunning, "the bench killed the first relay")
+        XCTAssertTrue(run.stderr.contains("scenario storm"), "parameters printed: \(run.stderr)")
+    }
+
     /// `send-floor` needs no server: it paces one relay-framed event per connection at
     /// `--rate` and reports the sending thread's CPU per send, user + kernel; the report
     /// renders its table.
