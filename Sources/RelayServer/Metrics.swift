@@ -13,6 +13,7 @@ public final class Metrics: Sendable {
         case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
         case acceptErrors, requestHeadRejections, requestDeadlineCuts, pendingRequestRefusals
         case deltasMerged, catchUpMerged, appendAuxiliaryErrors
+        case cancelsPending
 
         var name: String {
             switch self {
@@ -41,6 +42,7 @@ public final class Metrics: Sendable {
             case .deltasMerged: return "relay_deltas_merged_total"
             case .catchUpMerged: return "relay_catch_up_merged_total"
             case .appendAuxiliaryErrors: return "relay_append_auxiliary_errors_total"
+            case .cancelsPending: return "relay_cancels_pending_total"
             }
         }
 
@@ -54,6 +56,7 @@ public final class Metrics: Sendable {
                 return "Resume requests (GET /api/chat/stream/{id}) by outcome: ok, gap (409 resume_gap), not_found (404), catch_up (lossless catch-up)."
             case .revocations: return "Live streams cut because their session was revoked."
             case .cancels: return "Generations stopped by DELETE /api/chat/stream/{id}."
+            case .cancelsPending: return "DELETE /api/chat/stream/{id} calls that came before their stream existed and left a cancel marker (docs/PROTOCOL.md §7)."
             case .slowConsumerDisconnects: return "Client connections cut because their unsent backlog exceeded the backpressure limit."
             case .requestErrors: return "Requests answered with an HTTP error before any stream began."
             case .upstreamErrors: return "Generations that ended with an upstream error event."

@@ -121,10 +121,12 @@ export class RelayChatClient {
 
   /**
    * `DELETE /api/chat/stream/{id}`: at most 3 attempts 1 s apart, rotating base URLs from
-   * `preferredIndex`, each with a 10 s timeout. Resolves to the status (202) or null.
+   * `preferredIndex`, each with a 10 s timeout. Resolves to the status (202; 404 only when
+   * every attempt got 404, which is retried: the relay may not have seen the POST yet) or null.
    * @param {string} requestId @param {number} [preferredIndex]
    */
   async cancel(requestId, preferredIndex = 0) {
+    let notFound = false;
     for (let k = 0; k < STOP_ATTEMPTS; k++) {
       if (k > 0) await new Promise((r) => this.clock.setTimeout(() => r(undefined), STOP_RETRY_MS));
       const ac = new AbortController();
@@ -135,10 +137,13 @@ export class RelayChatClient {
           method: 'DELETE', headers: { Authorization: `Bearer ${token}`, 'X-Request-Id': requestId }, signal: ac.signal,
         });
         try { await res.text(); } catch { /* body irrelevant */ }
-        if (res.status < 500) return res.status;
+        // A 404 may come from a relay that has not seen the POST yet and keeps no cancel for
+        // it (PROTOCOL.md §7; a relay that does answers 202 "pending"): retried like a failure.
+        if (res.status === 404) notFound = true;
+        else if (res.status < 500) return res.status;
       } catch { /* network error or timeout: next attempt */ } finally { this.clock.clearTimeout(timer); }
     }
-    return null;
+    return notFound ? 404 : null;
   }
 }
 
