@@ -1,4 +1,5 @@
 import RelayAuth
+import RelayCore
 import RelayHTTP
 import RelayLoop
 
@@ -48,12 +49,17 @@ final class JWKSKeyWait: @unchecked Sendable {
         }
     }
 
-    /// Stops: forgets the store's handler and answers every parked request now (its token
-    /// verified against the current set). Loop thread.
+    /// Stops (the worker stops): forgets the store's handler and answers every parked
+    /// request `503 not_ready` without routing it. Loop thread.
     func stop() {
         if let id = handlerID { store.removeFetchEndHandler(id) }
         handlerID = nil
-        for w in Array(waiters.values) { release(w) }
+        for w in Array(waiters.values) {
+            waiters[ObjectIdentifier(w)] = nil
+            w.timer?.cancel()
+            w.timer = nil
+            if w.exchange.isOpen { w.exchange.respond(.notReady("the relay is stopping")) }
+        }
     }
 
     /// Parks `ex` when its token names a key the set lacks and a refetch may bring it;
