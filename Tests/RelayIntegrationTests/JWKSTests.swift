@@ -97,6 +97,30 @@ final class JWKSTests: RelayTestCase {
         XCTAssertEqual(jwksRequests(server), 2, "a known kid never fetches")
     }
 
+    func testOneFetchWakesTheWaitingRequestsOfEveryWorker() throws {
+        // Waiting requests are only released by the fetch's end here: their own bound
+        // (RELAY_JWT_JWKS_TIMEOUT, 60 s) is far beyond the test client's 10 s.
+        let (server, relay) = try start(Self.serve([Self.rsa], cacheControl: "public, max-age=604800"),
+                                        env: ["RELAY_WORKERS": "4", "RELAY_JWT_JWKS_TIMEOUT": "60s",
+                                              "RELAY_JWT_JWKS_UNKNOWN_KID_INTERVAL": "3s"])
+        let fresh = try JWKKeyBuilder.generate(.ec, kid: "fresh")
+        let tokens = (0..<40).map { _ in Self.token(fresh) }
+        server.setRoute("/jwks", Self.serve([Self.rsa, fresh], cacheControl: "public, max-age=604800"))
+        let statuses = LockedBox([Int]())
+        let group = DispatchGroup()
+        for t in tokens {
+            DispatchQueue.global().async(group: group) {
+                let st = (try? HTTPClient.request(port: relay.port, method: "GET", path: "/api/budget",
+                                                  headers: [("Authorization", "Bearer \(t)")], timeout: 10).status) ?? -1
+                statuses.mutate { $0.append(st) }
+            }
+        }
+        group.wait()
+        XCTAssertEqual(statuses.value, [Int](repeating: 200, count: 40))
+        XCTAssertLessThanOrEqual(jwksRequests(server), 3, "the start, then one fetch (two when some arrived during the first)")
+        XCTAssertGreaterThanOrEqual(try value(relay, "relay_jwks_waiting_requests_total"), 1)
+    }
+
     func testJunkKidsThenARealNewKeyPassesOnItsFirstUse() throws {
         let (server, relay) = try start(Self.serve([Self.rsa], cacheControl: "public, max-age=604800"))
         let junk = try (0..<4).map { try JWKKeyBuilder.generate(.ec, kid: "junk-\($0)") }
