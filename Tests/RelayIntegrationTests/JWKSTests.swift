@@ -121,6 +121,18 @@ final class JWKSTests: RelayTestCase {
         XCTAssertGreaterThanOrEqual(try value(relay, "relay_jwks_waiting_requests_total"), 1)
     }
 
+    func testAPostSignedWithANewKeyWaitsWithItsBodyAndStreams() throws {
+        let (server, relay) = try start(Self.serve([Self.rsa], cacheControl: "public, max-age=604800"))
+        let fresh = try JWKKeyBuilder.generate(.ec, kid: "fresh-post")
+        server.setRoute("/jwks", Self.serve([Self.rsa, fresh], cacheControl: "public, max-age=604800"))
+        let c = try Chat.start(port: relay.port, token: Self.token(fresh), maxTokens: 20)
+        XCTAssertEqual(c.status, 200, "the POST, parked with its body until the refetch, is admitted")
+        let events = try c.readAll()
+        assertSequence(events)
+        XCTAssertEqual(events.count, 21)
+        XCTAssertEqual(try value(relay, "relay_jwks_waiting_requests_total"), 1)
+    }
+
     func testJunkKidsThenARealNewKeyPassesOnItsFirstUse() throws {
         let (server, relay) = try start(Self.serve([Self.rsa], cacheControl: "public, max-age=604800"))
         let junk = try (0..<4).map { try JWKKeyBuilder.generate(.ec, kid: "junk-\($0)") }
