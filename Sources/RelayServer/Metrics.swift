@@ -12,7 +12,7 @@ public final class Metrics: Sendable {
         case budgetReservations, budgetSettlements
         case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
         case acceptErrors, connectionsShed, requestHeadRejections, requestDeadlineCuts, pendingRequestRefusals
-        case deltasMerged, catchUpMerged, appendAuxiliaryErrors
+        case deltasMerged, catchUpMerged, appendAuxiliaryErrors, replaysWaited
 
         var name: String {
             switch self {
@@ -42,6 +42,7 @@ public final class Metrics: Sendable {
             case .deltasMerged: return "relay_deltas_merged_total"
             case .catchUpMerged: return "relay_catch_up_merged_total"
             case .appendAuxiliaryErrors: return "relay_append_auxiliary_errors_total"
+            case .replaysWaited: return "relay_replays_waited_total"
             }
         }
 
@@ -74,6 +75,8 @@ public final class Metrics: Sendable {
                 return "Delta events not sent on their own: a backed-up client got them merged into one larger delta with the highest seq (k merged deltas count k - 1)."
             case .catchUpMerged:
                 return "Events not sent on their own because a replay found them trimmed out of the retained window: the client got them as one lossless catch-up delta with the highest seq (a catch-up standing for k events counts k - 1)."
+            case .replaysWaited:
+                return "Replay reads that waited for one of their worker's RELAY_REPLAY_CONCURRENCY slots (a resume burst) before starting."
             case .appendAuxiliaryErrors:
                 return "Error replies to an append's TTL or publish command (PEXPIRE, PUBLISH); the event itself stands or falls with its XADD, and a failed text write (SETRANGE of the text or the offsets) is resent, not counted here."
             }

@@ -294,6 +294,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         } else {
             waitingReplays[ticket] = run
             metrics.gauge(.queuedReplays, 1)
+            metrics.add(.replaysWaited)
         }
     }
 
