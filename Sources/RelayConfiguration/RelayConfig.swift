@@ -203,6 +203,9 @@ public struct RelayConfig: Sendable, Equatable {
     /// Connections per worker that may be part-way through sending a request at once; the next
     /// is refused with `503 too_many_pending_requests`; default 512.
     public var maxPendingRequests = 512
+    /// Replay reads (a resume's or a gap's `XRANGE`, a catch-up's text read) a worker keeps
+    /// outstanding at once; more wait in arrival order (`ReplayAdmission`); default 32.
+    public var replayConcurrency = 32
     /// How long a revocation marker lives, ms (should cover the longest token
     /// lifetime); default 24 h.
     public var revocationTTLms = 86_400_000
@@ -481,6 +484,10 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_MAX_PENDING_REQUESTS", flag: "--max-pending-requests", default: "512", unit: "connections",
                doc: "connections per worker still sending their request; the next: 503 too_many_pending_requests") { c, v in
             c.maxPendingRequests = try int(v, "RELAY_MAX_PENDING_REQUESTS", 1...1_000_000)
+        },
+        Option(env: "RELAY_REPLAY_CONCURRENCY", flag: "--replay-concurrency", default: "32", unit: "reads",
+               doc: "replay reads per worker outstanding at once; more wait their turn (relay_replays_queued)") { c, v in
+            c.replayConcurrency = try int(v, "RELAY_REPLAY_CONCURRENCY", 1...100_000)
         },
         Option(env: "RELAY_REVOCATION_TTL", flag: "--revocation-ttl", default: "24h", unit: "duration",
                doc: "how long a session revocation lasts; cover the longest token lifetime") { c, v in
