@@ -12,8 +12,11 @@ import RelayCore
 ///   RTT > 500 ms, plus 0–250 ms — then reconnects with `Last-Event-ID` on the next base
 ///   URL. At most 3 reconnections in a row without an event in between; the next failure
 ///   ends in `needsResume` (a manual Resume re-sends the whole request).
-/// * **503** (a draining relay, or one at its connection cap) is a drop that waits
-///   `max(Retry-After × 1000, backoffMs) + jitter` (RFC 9110 §10.2.3); it counts toward the 3.
+/// * **502, 503, 504** are drops that wait `max(Retry-After × 1000, backoffMs) + jitter`
+///   (RFC 9110 §10.2.3) and rotate the base URL; they count toward the 3. The relay answers
+///   only 503 before a stream (a draining relay, or one at its connection cap); its 502/504
+///   codes are in-stream `error` events (PROTOCOL.md §8.2), so a 502/504 response is a
+///   gateway or load balancer in front of it whose instance is down or timed out.
 /// * **`token_expired`** (an `error` event, or a 401 `token_expired`/`unauthorized` answer
 ///   to a reconnection) asks the token provider for a fresh token (`freshTokenNeeded`)
 ///   and reconnects from `lastEventId` after the jitter only; it counts toward the 3. Once
@@ -183,7 +186,7 @@ public struct ReconnectPolicy: Sendable, Equatable {
         guard case .connecting(let attempt) = state else { return .none }
         guard status == 200 else {
             let e = error ?? APIError(status: status, code: ErrorCode(rawValue: "http_\(status)"), message: "HTTP \(status)")
-            if status == 503 {
+            if Self.isRetryableGatewayStatus(status) {
                 return drop(now: now, waitMs: max(retryAfterMs ?? 0, backoffMs) + jitterMs)
             }
             if status == 401, attempt > 0, e.code == "token_expired" || e.code == "unauthorized", !refreshedForExpiry {
@@ -333,6 +336,12 @@ public struct ReconnectPolicy: Sendable, Equatable {
         f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let d = f.date(from: v) else { return nil }
         return min(max(0, Int64(d.timeIntervalSince(date) * 1000)), 3_600_000)
+    }
+
+    /// `true` for the statuses that are retryable drops: 503 (`not_ready`, or a gateway's)
+    /// and 502/504, which only a gateway or load balancer in front of the relay sends.
+    public static func isRetryableGatewayStatus(_ status: Int) -> Bool {
+        status == 502 || status == 503 || status == 504
     }
 
     /// `true` for `text/event-stream`, parameters and case ignored (RFC 9110 §8.3.1).
