@@ -183,6 +183,8 @@ enum ChatCommand {
                     out.status(String(format: "⟳ connection lost — reconnecting in %.1f s (attempt %d of %d)", Double(ms) / 1000, attempt, ReconnectPolicy.maxAttempts))
                 case .reconnecting(_, let url, let last):
                     out.status("⟳ resuming after event \(last) on \(url.absoluteString)")
+                case .longPoll(let reason, let last):
+                    out.status("⇄ reading over long-poll after event \(last)\(reason.map { " (\($0.rawValue): a proxy buffers the stream)" } ?? "")")
                 }
             case .render(let r):
                 if !layoutShown, let l = r.layout, !r.text.isEmpty {

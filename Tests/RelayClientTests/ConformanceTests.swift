@@ -309,7 +309,7 @@ final class ConformanceTests: XCTestCase {
             var d = ProxyBufferingDetector(sentAt: num(c["sent"]) ?? 0)
             var got: [String: AnyHashable] = ["decision": "sse", "at": NSNull(), "reason": NSNull()]
             func note(_ v: ProxyBufferingDetector.Verdict, _ at: Int64) {
-                if case .longPoll(let r) = v, got["decision"] == "sse" {
+                if case .longPoll(let r) = v, got["decision"] == AnyHashable("sse") {
                     got = ["decision": "longPoll", "at": at, "reason": r.rawValue]
                 }
             }
