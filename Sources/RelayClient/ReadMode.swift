@@ -27,6 +27,15 @@ final class ReadState: Sendable {
     var longPoll: Bool { box.value.longPoll }
     var reason: ProxyBufferingDetector.Reason? { box.value.reason }
 
+    /// A long-poll read was answered with an event stream: the relay has no long-poll
+    /// read, so SSE from now on, without switching again.
+    func longPollUnsupported() {
+        box.mutate {
+            $0.longPoll = false
+            $0.mode = .sse
+        }
+    }
+
     /// A response of the client was buffered: long-poll from now on.
     func buffered(_ reason: ProxyBufferingDetector.Reason) {
         box.mutate {

@@ -220,6 +220,13 @@ final class StreamDriver: @unchecked Sendable {
             if now - connectStartedAt > Int64(NetworkAdvice.slowRttMs) {
                 policy.backoffMs = max(reportedBackoff, NetworkAdvice.slowBackoffMs)
             }
+            if readingLongPoll, status == 200, ReconnectPolicy.isEventStream(contentType) {
+                // A relay without the long-poll read ignored `offset` and resumed over SSE
+                // (from the start: the seqs already seen are skipped). This client reads
+                // over SSE again and never switches back.
+                client.reads.longPollUnsupported()
+                readingLongPoll = false
+            }
             if readingLongPoll, status == 200 || status == 204 {
                 pollStatus = status
                 pollFields = fields

@@ -241,4 +241,41 @@ final class LongPollTests: XCTestCase {
         let u = try await log.finished()
         XCTAssertEqual(u.completion, .failed(status: 204, code: "stream_closed", message: "the answer ended without its terminal event"))
     }
+
+    func testARelayWithoutTheLongPollReadIsReadOverSSEWithoutRepeats() async throws {
+        let s = setup()
+        let t = s.transport
+        s.client.readMode = .longPoll
+        let log = UpdateLog(s.client.startChat(request))
+        try await t.waitForRequests(1)
+        t.send([sse], to: 0)
+        try await t.waitForRequests(2)
+        t.send(poll(0, 4), to: 1)
+        try await t.waitForRequests(3)
+        t.open(2, frames: frames(0, all.count))   // the whole answer again, over SSE
+        t.send([.end(error: nil)], to: 2)
+        let u = try await log.finished()
+        XCTAssertEqual(u.completion, .finished(finishReason: "stop"))
+        XCTAssertEqual(u.finalText, words.joined(), "nothing repeated")
+        XCTAssertFalse(s.client.readsOverLongPoll)
+        XCTAssertEqual(s.client.readMode, .sse)
+    }
+
+    func testABudgetLimitedDoneOverLongPollFlagsTheFinalUpdate() async throws {
+        let s = setup()
+        let t = s.transport
+        s.client.readMode = .longPoll
+        let log = UpdateLog(s.client.startChat(request))
+        try await t.waitForRequests(1)
+        t.send([sse], to: 0)
+        try await t.waitForRequests(2)
+        let body = #"[{"type":"delta","content":"Clause 1"},{"type":"done","finish_reason":"length","usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3},"budget_limited":true}]"#
+        t.send([.response(status: 200, contentType: "application/json", retryAfter: nil,
+                          stream: StreamReadHeaders(nextOffset: "00000000000000000002", closed: true)),
+                .data(Data(body.utf8)), .end(error: nil)], to: 1)
+        let u = try await log.finished()
+        XCTAssertEqual(u.completion, .finished(finishReason: "length"))
+        XCTAssertEqual(u.renders.last?.budgetLimited, true)
+        XCTAssertEqual(u.finalText, "Clause 1")
+    }
 }

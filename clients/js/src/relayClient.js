@@ -2,7 +2,7 @@
 // fetch + ReadableStream, applying ReconnectPolicy and ResponseRenderer
 // (conformance/CLIENT_RULES.md).
 import { SSEParser } from './sseParser.js';
-import { ReconnectPolicy } from './reconnectPolicy.js';
+import { ReconnectPolicy, isEventStream } from './reconnectPolicy.js';
 import { ResponseRenderer, isBudgetLimited } from './responseRenderer.js';
 import { RENDER_INTERVAL_MS } from './renderBuffer.js';
 import { BudgetState, networkAdvice, telemetryRecord, SLOW_RTT_MS, SLOW_BACKOFF_MS } from './uiState.js';
@@ -401,6 +401,15 @@ export class RelayStream {
       this._pollNext(0);
       return;
     }
+    await this._readSSE(res, id, sentAt, now);
+  }
+
+  /**
+   * Reads an open 200 text/event-stream response to its end, watching it for a buffering proxy.
+   * @param {any} res @param {number} id the connection @param {number} sentAt @param {number} now when the head arrived
+   */
+  async _readSSE(res, id, sentAt, now) {
+    const clock = this.client.clock;
     this._emit({ kind: 'connection', status: 'streaming' });
     if (this.client.readMode === 'auto') this._watch(new ProxyBufferingDetector(sentAt), now);
     try {
@@ -505,6 +514,17 @@ export class RelayStream {
     try {
       res = await this.client.fetch(url, init);
       if (id !== this._connId || this._ended) return;
+      if (res.status === 200 && isEventStream(res.headers.get('content-type'))) {
+        // A relay without the long-poll read ignored `offset` and resumed over SSE (from the start:
+        // the seqs already seen are skipped). This client reads over SSE again and never switches back.
+        this.client.longPoll = false;
+        this.client.readMode = 'sse';
+        const now = clock.now();
+        this._perform(this.policy.responseOpened(200, res.headers.get('content-type'), {}, now));
+        if (this.policy.state !== 'streaming') return;
+        await this._readSSE(res, id, sentAt, now);
+        return;
+      }
       body = res.status === 204 ? '' : await res.text();
     } catch {
       if (id !== this._connId || this._ended) return;

@@ -202,3 +202,20 @@ test('long-poll: 204 Stream-Closed without the terminal event fails; an empty re
   assert.equal(c2.length, 2);
   assert.equal(s2.completion.code, 'stream_not_found');
 });
+
+test('a relay without the long-poll read answers it with an SSE resume from the start: read as SSE, seen events skipped, SSE from then on', async () => {
+  const old = new Body();
+  const answers = [poll([dlt('one '), dlt('two ')], 2), { body: old }];
+  const { clock, calls, c } = client((call) => (call.method === 'POST' ? { body: new Body() } : answers.shift()), { readMode: 'longPoll' });
+  const s = c.startChat(request, { requestId: 'req-proxy-000000008' });
+  const updates = [];
+  s.subscribe((u) => updates.push(u));
+  await clock.advance(10);
+  assert.equal(calls.length, 3);
+  old.write(delta(1, 'one ') + delta(2, 'two ') + delta(3, 'three.') + done(4));
+  await clock.advance(10);
+  assert.deepEqual(s.completion, { kind: 'finished', finishReason: 'stop' });
+  assert.equal(rendered(updates), 'one two three.', 'nothing repeated');
+  assert.equal(c.longPoll, false);
+  assert.equal(c.readMode, 'sse');
+});
