@@ -502,6 +502,7 @@ final class StreamDriver: @unchecked Sendable {
 
     private func dropConnection() {
         connectionID += 1   // events of the old connection are ignored from now on
+        detector = nil
         connection?.cancel()
         connection = nil
     }
