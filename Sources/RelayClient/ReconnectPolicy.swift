@@ -223,17 +223,23 @@ public struct ReconnectPolicy: Sendable, Equatable {
     /// The head of a long-poll response: `200 application/json` (events follow) or `204`
     /// (none yet) → reading; `204` with `Stream-Closed: true` (`closed`) → the answer ended
     /// without its terminal event reaching the kit: failed (`streamClosed`). A `200` of
-    /// another type fails (`bad_content_type`); other statuses go to
-    /// `responseOpened(status:…)`, after their error body.
-    public mutating func pollOpened(status: Int, contentType: String?, closed: Bool, now: Int64) -> Action {
+    /// another type fails (`bad_content_type`). Other statuses exactly as
+    /// `responseOpened(status:…)` (call it after their error body): a 401 is treated as on
+    /// a resume.
+    public mutating func pollOpened(status: Int, contentType: String?, closed: Bool, error: APIError? = nil,
+                                    retryAfterMs: Int64? = nil, jitterMs: Int64 = 0, now: Int64) -> Action {
         guard case .connecting = state else { return .none }
         if status == 204, closed { return streamClosed(now: now) }
         if status == 204 || (status == 200 && Self.isJSON(contentType)) {
             set(.streaming, now: now)
             return .none
         }
-        return end(.failed(status: status, code: "bad_content_type",
-                           message: "expected application/json, got \(contentType ?? "none")"), now: now)
+        if status == 200 {
+            return end(.failed(status: status, code: "bad_content_type",
+                               message: "expected application/json, got \(contentType ?? "none")"), now: now)
+        }
+        return responseOpened(status: status, contentType: contentType, error: error, retryAfterMs: retryAfterMs,
+                              jitterMs: jitterMs, now: now)
     }
 
     /// A long-poll read said `Stream-Closed: true` but the terminal event never came:

@@ -273,6 +273,15 @@ final class ConformanceTests: XCTestCase {
                     let json = try JSONSerialization.data(withJSONObject: s["event"] ?? [:])
                     let ev = try? StreamEvent(json: String(decoding: json, as: UTF8.self))
                     a = p.eventReceived(seq: (s["seq"] as? NSNumber)?.uint64Value, event: ev, jitterMs: jitter, now: at)
+                case "pollSent":
+                    p.pollSent(now: at)
+                    a = .none
+                case "pollResponse":
+                    let status = (s["status"] as? NSNumber)?.intValue ?? 0
+                    let err = (s["code"] as? String).map { APIError(status: status, code: ErrorCode(rawValue: $0), message: "") }
+                    a = p.pollOpened(status: status, contentType: s["contentType"] as? String, closed: s["closed"] as? Bool ?? false,
+                                     error: err, retryAfterMs: (s["retryAfter"] as? NSNumber).map { $0.int64Value * 1000 },
+                                     jitterMs: jitter, now: at)
                 case "drop": a = p.connectionLost(jitterMs: jitter, now: at)
                 case "tick": a = p.tick(now: at)
                 case "background":

@@ -113,6 +113,8 @@ for (const c of load('reconnect.json').cases) {
         case 'rtt': p.backoffMs = networkAdvice({ rtt: s.rttMs }).reconnectBackoffMs; a = { type: 'none' }; break;
         case 'response': a = p.responseOpened(s.status, s.contentType, { code: s.code, message: '', retryAfterSec: s.retryAfter ?? null }, s.at); break;
         case 'event': a = p.eventReceived(s.seq, s.event, s.at); break;
+        case 'pollSent': p.pollSent(s.at); a = { type: 'none' }; break;
+        case 'pollResponse': a = p.pollOpened(s.status, s.contentType, s.closed ?? false, { code: s.code, message: '', retryAfterSec: s.retryAfter ?? null }, s.at); break;
         case 'drop': a = p.connectionLost(s.at); break;
         case 'tick': a = p.tick(s.at); break;
         case 'background': p.enterBackground(s.at); a = { type: 'none' }; break;

@@ -143,3 +143,17 @@ test('without a streaming fetch, the client picks XHR by itself', async () => {
   }
   assert.equal(new RelayChatClient({ baseURLs: ['http://a'], token: () => 't' }).transport, 'fetch');
 });
+
+test('the SSE parser needs no TextDecoder for text (React Native has none)', async () => {
+  const { SSEParser } = await import('../src/sseParser.js');
+  const saved = globalThis.TextDecoder;
+  delete globalThis.TextDecoder;
+  try {
+    const p = new SSEParser();
+    const items = [...p.feed('retry: 1000\n\nid: 1\ndata: {"type":"delta","content":"مر'), ...p.feed('حبا"}\n\n')];
+    p.finish();
+    assert.deepEqual(items.map((i) => i.kind === 'event' && [i.data, i.lastEventId]).filter(Boolean), [['{"type":"delta","content":"مرحبا"}', '1']]);
+  } finally {
+    globalThis.TextDecoder = saved;
+  }
+});
