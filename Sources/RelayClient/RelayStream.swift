@@ -11,11 +11,17 @@ import RelayCore
 /// Behaviour (rules in `ReconnectPolicy`, `ResponseRenderer`):
 /// * `POST /api/chat/stream` with `X-Request-Id`, streamed through the client's
 ///   `RelayTransport`; events parsed by `RelayCore.SSEParser`; `lastEventId` kept in memory.
-/// * On a drop or a 503: wait 1 s (3 s when the measured RTT — request sent to response
+/// * On a drop, a refused connection or a 502/503/504: wait 1 s (3 s when the measured RTT — request sent to response
 ///   headers — or the reported one is over 500 ms; at least `Retry-After`) plus 0–250 ms
 ///   of jitter, then `GET /api/chat/stream/{id}` with `Last-Event-ID`, rotating through
 ///   the client's base URLs; at most 3 times, then the completion `needsResume`, and
 ///   `resume()` re-sends the whole request.
+/// * A buffered SSE response (`ProxyBufferingDetector`: a head without a byte for 20 s,
+///   or the whole body in one read at the end) switches the client to long-poll reads
+///   (`GET /api/chat/stream/{id}?offset=<lastEventId>&live=long-poll`, `-1` before any
+///   event) for the rest of its life; this answer goes on at once from `lastEventId`. A
+///   read's JSON array goes through the same event path as SSE events; a `204` reads
+///   again; errors are handled as on a resume (`ReconnectPolicy.pollOpened`).
 /// * The bearer token is asked from the client's provider on every connection; after
 ///   `token_expired` it is asked with `.expired` and the answer resumes.
 /// * In the background a drop waits; `enterForeground()` resumes at once.

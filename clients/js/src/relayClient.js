@@ -1,6 +1,7 @@
 // The networking layer: RelayChatClient starts answers; RelayStream runs one answer over
-// fetch + ReadableStream, applying ReconnectPolicy and ResponseRenderer
-// (conformance/CLIENT_RULES.md).
+// fetch + ReadableStream (or XMLHttpRequest progress events, src/xhrTransport.js), applying
+// ReconnectPolicy and ResponseRenderer, and switches to long-poll reads when a proxy buffers the
+// event stream (ProxyBufferingDetector) (conformance/CLIENT_RULES.md).
 import { SSEParser } from './sseParser.js';
 import { ReconnectPolicy, isEventStream } from './reconnectPolicy.js';
 import { ResponseRenderer, isBudgetLimited } from './responseRenderer.js';
