@@ -280,7 +280,7 @@ final class StreamDriver: @unchecked Sendable {
                 dropConnection()
                 return await perform(policy.connectionLost(jitterMs: client.jitter(), now: now))
             }
-            if var det = detector {
+            if var det = detector, det.verdict == .undecided {
                 var events = 0
                 var terminal = false
                 for case .event(let msg) in items {

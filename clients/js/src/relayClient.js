@@ -578,9 +578,9 @@ export class RelayStream {
     try { items = this._parser.feed(chunk); } catch { this._dropConnection(); this._lost(); return false; }
     const id = this._connId;
     const d = this._detector;
-    if (d) {
+    if (d && d.verdict.decision === 'undecided') {
       const events = items.filter((it) => it.kind === 'event');
-      const terminal = events.some((it) => /"type"\s*:\s*"(done|error)"/.test(it.data));
+      const terminal = events.some((it) => { try { const t = JSON.parse(it.data)?.type; return t === 'done' || t === 'error'; } catch { return false; } });
       const before = d.verdict.decision;
       const v = d.read(this.client.clock.now(), chunk.length, events.length, terminal);
       if (v.decision === 'longPoll' && before !== 'longPoll') {
