@@ -134,7 +134,9 @@ function run(stream, view) {
   const markdown = new MarkdownView(view.text, renderMarkdown);
   current = stream;
   setBusy(true);
+  view.answer.classList.add('streaming');
   const end = () => {
+    view.answer.classList.remove('streaming');
     view.typing.hidden = true;     // every ending: done, error, stop, lost connection, timeout
     view.progress.hidden = true;   // progress is for drafting; the answer is over
   };
