@@ -32,10 +32,14 @@ const modelSelect = /** @type {HTMLSelectElement} */ ($('model'));
 /** @type {import('../src/relayClient.js').RelayStream | null} */
 let current = null;
 
+// A Markdown marker left as text: `**`, `##`, `---`, a code fence, or a line of markers only.
+const MARKER_TEXT = /\*\*|##|---|``|(^|\n)[ \t]*([-*+#>]|\d+[.)])[ \t]*(\n|$)/;
+
 // Records, in order, every change of an answer container: `dir` set (attributes, with the
 // value before and after) and content inserted (childList / characterData, with the number of
-// characters that change added). Records are in mutation order, so "dir before the first glyph"
-// means: the container's first record is the attribute change, before any text record.
+// characters that change added, and `marker`: the first Markdown marker in the inserted text, if
+// any). Records are in mutation order, so "dir before the first glyph" means: the container's
+// first record is the attribute change, before any text record.
 new MutationObserver((records) => {
   for (const m of records) {
     const el = m.type === 'characterData' ? m.target.parentElement : m.target;
@@ -43,7 +47,12 @@ new MutationObserver((records) => {
     if (!box) continue;
     const entry = { answer: Number(box.dataset.index), type: m.type };
     if (m.type === 'attributes') { entry.oldDir = m.oldValue; entry.dir = box.getAttribute('dir'); }
-    else entry.added = m.type === 'childList' ? Array.from(m.addedNodes, (n) => n.textContent.length).reduce((a, b) => a + b, 0) : m.target.textContent.length;
+    else {
+      const text = m.type === 'childList' ? Array.from(m.addedNodes, (n) => (n.nodeName === 'PRE' ? '' : n.textContent)).join('\n') : m.target.textContent;
+      entry.added = text.length;
+      const marker = MARKER_TEXT.exec(text);
+      if (marker) entry.marker = text.slice(Math.max(0, marker.index - 40), marker.index + marker[0].length + 10);
+    }
     demo.mutations.push(entry);
   }
 }).observe(transcript, { subtree: true, childList: true, characterData: true, attributes: true, attributeFilter: ['dir'], attributeOldValue: true });

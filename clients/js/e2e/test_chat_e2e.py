@@ -15,8 +15,9 @@ the demo page through chromedriver.
 
 * Layout, at a phone's 390 × 844 CSS px (mobile emulation) and at 1280 × 800: Send and Stop
   inside the viewport, the budget pill on one line and not cut, no horizontal scrolling; the
-  rendered answer never shows a Markdown marker (`**`, `##`, `---`, a `- ` or `# ` line) in its
-  visible text, sampled all through the stream and at the end; the typing indicator is hidden
+  rendered answer never shows a Markdown marker (`**`, `##`, `---`, a `- ` or `# ` line): not in
+  any block the page inserted while streaming (the page's MutationObserver checks each), not in
+  its visible text polled all through the stream and at the end; the typing indicator is hidden
   on every ending (done, stop, lost connection).
 
 Screenshots (empty state; English and Arabic, streaming and finished; phone and desktop) go to
@@ -378,6 +379,15 @@ class ChatDemoEndToEnd(unittest.TestCase):
         self.assertIsNone(m, f"{where}: Markdown marker {m and m.group(0)!r} visible: …{text[max(0, (m.start() if m else 0) - 80):(m.end() if m else 0) + 40]!r}")
         return text
 
+    def assert_no_marker_ever_inserted(self, index):
+        """Every block the page inserted into answer `index` while it streamed (the page's
+        MutationObserver checks each insertion's text) was free of Markdown markers."""
+        muts = self.driver.execute_script("return window.relayDemo.mutations.filter(m => m.answer === arguments[0])", index)
+        inserted = [m for m in muts if m["type"] == "childList" and m["added"] > 0]
+        self.assertGreater(len(inserted), 20, "the answer was rendered in many steps")
+        flashes = [m["marker"] for m in muts if "marker" in m]
+        self.assertEqual(flashes, [], f"{len(flashes)} of {len(inserted)} insertions showed a Markdown marker")
+
     def assert_layout(self, where, busy, index=None):
         """Send (idle) or Stop (busy: while answer `index` runs) inside the viewport, the pill on
         one line and whole, no sideways scroll."""
@@ -433,6 +443,7 @@ class ChatDemoEndToEnd(unittest.TestCase):
         self.assertEqual(count("strong"), text.count("**") // 2)
         self.assertGreater(count("li"), 5)
         self.assert_no_markers(index, "finished")
+        self.assert_no_marker_ever_inserted(index)
         self.assertFalse(self.typing_visible(index), "typing indicator visible after the answer ended")
         for size, name in shots.items():
             self.viewport(size)
