@@ -671,7 +671,8 @@ final class ClientKitTests: RelayTestCase {
         XCTAssertEqual(p.terminationStatus, 0, errText)
         XCTAssertEqual(try String(contentsOf: outFile, encoding: .utf8), reference)
         XCTAssertTrue(errText.contains("resuming after event 5 "), "the drop after 5 events resumed: \(errText)")
-        let lines = String(decoding: stdout.value, as: UTF8.self).split(separator: "\n")
+        XCTAssertEqual(String(decoding: stdout.value, as: UTF8.self), reference, "standard output is exactly the answer")
+        let lines = errText.split(separator: "\n")   // the telemetry JSON is standard error's last line
         let tele = try JSONSerialization.jsonObject(with: Data((lines.last ?? "").utf8)) as? [String: Any]
         XCTAssertGreaterThanOrEqual(tele?["reconnections"] as? Int ?? 0, 2, "the drop and the token expiry: \(errText)")
         XCTAssertEqual(Set(tele?.keys.map { $0 } ?? []), ["requestId", "tokensReceived", "latencyMs", "reconnections"])
