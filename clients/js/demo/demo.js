@@ -4,6 +4,7 @@ import { RelayChatClient, AutoScroll, browserNetworkConditions, networkAdvice, b
 import { createMarkdownRenderer, plainTextHTML } from './markdownRenderer.js';
 import { MarkdownView } from './markdownView.js';
 import { completionStatus, connectionText } from './answerStatus.js';
+import { periodPhrase } from '../src/uiState.js';
 
 const params = new URLSearchParams(location.hash.slice(1));
 const token = params.get('token') ?? localStorage.getItem('relayToken') ?? '';
@@ -75,9 +76,10 @@ function updateSend() {
   note.dataset.tone = canSend ? '' : 'warning';
 }
 
+/** When the budget renews, from its period ("today" → "tomorrow"). */
 function periodEnd() {
-  const p = client.budget ? client.budget.pillText.replace(/^.*remaining /, '') : 'this month';
-  return p === 'today' ? 'tomorrow' : p === 'this week' ? 'next week' : p === 'this month' ? 'next month' : 'later';
+  const p = periodPhrase(client.budget ? client.budget.period : 'month');
+  return p === 'today' ? 'tomorrow' : p === 'this week' ? 'next week' : p === 'this month' ? 'next month' : 'at the next period';
 }
 
 function showBudget(b) {
@@ -116,6 +118,8 @@ transcript.addEventListener('scroll', () => {
   $('jump').hidden = !scroll.showsJumpToLatest;
 });
 $('jump').addEventListener('click', () => { scroll.jumpToLatest(); $('jump').hidden = true; follow(); });
+// A rotation, a resized window or the on-screen keyboard keeps a following transcript at its end.
+window.addEventListener('resize', follow);
 
 /** Shows `status` (answerStatus.js) under the answer, with its button when it has one. */
 function showStatus(view, status, onAction) {
@@ -199,6 +203,7 @@ function run(stream, view) {
         record.completion = c;
         record.telemetry = u.record;
         end();
+        if (c.kind !== 'finished') view.answer.classList.add('interrupted');
         current = null;
         setBusy(false);
         const status = completionStatus(c, { budgetLimited: record.budgetLimited, resent: view.turn.dataset.resent === '1' });

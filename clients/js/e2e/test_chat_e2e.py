@@ -325,6 +325,10 @@ class ChatDemoEndToEnd(unittest.TestCase):
         self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                     {"width": w, "height": h, "deviceScaleFactor": 1, "mobile": size == PHONE})
         self.driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": size == PHONE})
+        if self.driver.execute_script("return document.readyState === 'complete' && !!document.getElementById('transcript')"):
+            wait_until(f"a {w} px viewport", lambda: self.driver.execute_script("return window.innerWidth") == w, 5)
+            # Two animation frames: the page's resize handler has run and the layout is painted.
+            self.driver.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(done))")
 
     def open_page(self, base="/a,/b", size=PHONE):
         self.viewport(size)
@@ -519,7 +523,7 @@ class ChatDemoEndToEnd(unittest.TestCase):
         self.assert_finished_rendering(i, ref_path.read_bytes(), {DESKTOP: "desktop-arabic-finished.png", PHONE: "phone-arabic-finished.png"})
 
     def test_3_resume_button_after_three_failed_reconnections(self):
-        self.open_page(base="/a", size=DESKTOP)
+        self.open_page(base="/a", size=PHONE)
         ref_proc, ref_path = self.reference("simulated")
         self.proxy.die_after_cut = True
         self.proxy.arm(after_bytes=20_000)
@@ -534,6 +538,7 @@ class ChatDemoEndToEnd(unittest.TestCase):
             self.assertEqual(self.status_text(i).splitlines()[0].strip(), "Connection lost.")
             self.assertFalse(self.typing_visible(i), "typing indicator visible after the connection was lost")
             self.assert_layout("connection lost", busy=False)
+            self.screenshot("phone-connection-lost.png")
         finally:
             self.proxy.die_after_cut = False
             self.proxy.dead = False
