@@ -125,6 +125,9 @@ test('held back: unfinished emphasis, code span, link, marker lines, fence opene
   assert.equal(renderablePrefix('Text\n\n```js\nlet a = "**";\n``', false), 'Text\n\n```js\nlet a = "**";\n');
   assert.equal(renderablePrefix('Text\n\n| a | b |\n', false), 'Text\n\n');
   assert.equal(renderablePrefix('Text\n\n| a | b |\n| - | - |\n| 1 |', false), 'Text\n\n| a | b |\n| - | - |\n');
+  assert.equal(renderablePrefix('Para.\r\n\r\n## ', false), 'Para.\r\n\r\n', 'CRLF line endings');
+  assert.equal(renderablePrefix('- a\r\n- **b', false), '- a\r\n');
+  assert.equal(renderablePrefix('x\r\n\r\n| a |\r\n|---|\r\n| 1', false), 'x\r\n\r\n| a |\r\n|---|\r\n');
   assert.equal(renderablePrefix('snake_case_name and 2*3 ', false).length, renderableLength('snake_case_name and 2*3 ', false));
 });
 
