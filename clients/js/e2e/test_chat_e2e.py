@@ -12,6 +12,8 @@ the demo page through chromedriver.
   MutationObserver in the page records every change), and the text equals the reference.
 * Stop: the page sends DELETE (202) and the relay stops generating: replaying the stream
   from relay B ends with `done` / `finish_reason: "cancelled"` well before the document's end.
+* `upstream_lost` in the stream (the proxy answers with that `error` event): the page says "The
+  relay restarted; continuing with a fresh answer…" and re-sends the request once, to relay B.
 
 * Layout, at a phone's 390 × 844 CSS px (mobile emulation) and at 1280 × 800: Send and Stop
   inside the viewport, the budget pill on one line and not cut, no horizontal scrolling; the
@@ -131,6 +133,7 @@ class CuttingProxy:
         self.dead = False
         self.die_after_cut = False
         self.dead_answers = 0
+        self.error_next = None
         self.closed = False
         self.sockets = set()
         threading.Thread(target=self._accept, daemon=True).start()
@@ -147,6 +150,11 @@ class CuttingProxy:
                 return
             if self.dead:
                 threading.Thread(target=self._die, args=(client,), daemon=True).start()
+                continue
+            with self.lock:
+                error, self.error_next = self.error_next, None
+            if error is not None:
+                threading.Thread(target=self._fail, args=(client, error), daemon=True).start()
                 continue
             try:
                 upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=5)
@@ -172,6 +180,28 @@ class CuttingProxy:
             client.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
             with self.lock:
                 self.dead_answers += 1
+        except OSError:
+            pass
+        client.close()
+
+    def fail_next(self, event):
+        """The next connection gets a 200 `text/event-stream` whose only event is `event` (a
+        relay's in-stream `error`, docs/PROTOCOL.md §5.4), then the end of the body."""
+        with self.lock:
+            self.error_next = event
+
+    def _fail(self, client, event):
+        try:
+            client.settimeout(5)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                data = client.recv(65536)
+                if not data:
+                    break
+                head += data
+            body = f"id: 1\ndata: {json.dumps(event)}\n\n".encode()
+            client.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " + str(len(body)).encode()
+                           + b"\r\nConnection: close\r\n\r\n" + body)
         except OSError:
             pass
         client.close()
@@ -549,6 +579,24 @@ class ChatDemoEndToEnd(unittest.TestCase):
         self.assertNotEqual(b["requestId"], a["requestId"], "Resume re-sends the whole request")
         self.assertEqual(b["text"].encode("utf-8"), ref_path.read_bytes())
         self.assertEqual(b["telemetry"]["reconnections"], 4, "3 reconnections + the manual resume")
+
+    def test_3b_upstream_lost_is_said_in_words_and_the_request_re_sent_once(self):
+        # docs/PROTOCOL.md §8.3: `upstream_lost` → re-send the request; the page does it once by itself.
+        self.open_page(size=PHONE)
+        self.proxy.fail_next({"type": "error", "status": 503, "code": "upstream_lost", "message": "the instance generating the answer stopped"})
+        self.driver.find_element(By.CSS_SELECTOR, ".suggestion[data-model='simulated']").click()
+        i = self.started()
+        a = self.wait_finished(i, 15)
+        self.assertEqual(a["completion"]["code"], "upstream_lost")
+        self.assertEqual(self.status_text(i).strip(), "The relay restarted; continuing with a fresh answer…")
+        self.assertFalse(self.typing_visible(i), "typing indicator visible under the failure")
+        self.assertEqual(self.driver.find_elements(By.ID, f"resume-{i}"), [], "no button: the page re-sends by itself")
+        b = wait_until("the re-sent answer", lambda: self.answer(i + 1), 10)
+        self.assertEqual(b["urls"][0], "/b", "re-sent to the next relay")
+        self.assertNotEqual(b["requestId"], a["requestId"])
+        self.wait_finished(i + 1)
+        self.assertEqual(self.answer(i + 1)["completion"], {"kind": "finished", "finishReason": "stop"})
+        self.assert_no_markers(i + 1, "re-sent answer")
 
     def test_4_stop_sends_delete_and_the_relay_stops_generating(self):
         self.open_page(size=DESKTOP)
