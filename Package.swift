@@ -103,7 +103,8 @@ let package = Package(
         // `stream-relay`'s own pure decisions (Sources/stream-relay/Decisions), e.g. the chat's status-line layout.
         .testTarget(name: "StreamRelayCommandTests", dependencies: ["stream-relay"]),
         .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayHTTP", "RelayRedis", "RelayCluster", "RelayEventStore", "RelayBudgets", "RelayAuth", "RelayClient", "RelayClientCurl", "RelayTestSupport", "RelayTestKit", "RelayCore", "RelayUpstream", "RelayLoop", "RelayConfiguration", "stream-relay"],
-                    // A fake Redis some integration tests start (python3), not a resource.
-                    exclude: ["fake_redis.py"]),
+                    // A fake Redis some integration tests start (python3) and the pinned Python packages of
+                    // OffsetReadTests (python/requirements.txt): not resources.
+                    exclude: ["fake_redis.py", "python"]),
     ]
 )
