@@ -113,8 +113,15 @@ prompt.addEventListener('keydown', (e) => {
 function el(tag, cls, text) { const e = document.createElement(tag); if (cls) e.className = cls; if (text) e.textContent = text; return e; }
 
 function follow() { if (scroll.shouldScrollOnUpdate) transcript.scrollTop = transcript.scrollHeight; }
+// Only the reader moves the transcript up: a scroll event that did not move it up (text growing,
+// the page following, the browser clamping after a block was replaced) never stops following;
+// reaching the end again resumes it.
+let lastScrollTop = 0;
 transcript.addEventListener('scroll', () => {
-  scroll.userScrolled(transcript.scrollHeight - transcript.clientHeight - transcript.scrollTop);
+  const distance = transcript.scrollHeight - transcript.clientHeight - transcript.scrollTop;
+  const movedUp = transcript.scrollTop < lastScrollTop - 1;
+  lastScrollTop = transcript.scrollTop;
+  if (movedUp || distance <= scroll.bottomTolerance) scroll.userScrolled(distance);
   $('jump').hidden = !scroll.showsJumpToLatest;
 });
 $('jump').addEventListener('click', () => { scroll.jumpToLatest(); $('jump').hidden = true; follow(); });

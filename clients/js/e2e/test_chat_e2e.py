@@ -79,7 +79,7 @@ const main = document.getElementById('transcript');
 const wide = main.scrollWidth > main.clientWidth + 1
   ? Array.from(main.querySelectorAll('*')).filter((e) => e.getBoundingClientRect().right > main.getBoundingClientRect().right + 1)
       .slice(0, 3).map((e) => `${e.tagName}.${e.className} ${Math.round(e.getBoundingClientRect().width)}px`) : null;
-return {ended: !!(a && a.completion), wide, vw, vh, send: inside('send'), stop: inside('stop'), pillLines: lines, pillCut: pill.scrollWidth > pill.clientWidth + 1,
+return {ended: !!(a && a.completion), jump: !document.getElementById('jump').hidden, wide, vw, vh, send: inside('send'), stop: inside('stop'), pillLines: lines, pillCut: pill.scrollWidth > pill.clientWidth + 1,
   pillRight: pill.getBoundingClientRect().right, overflowX: document.documentElement.scrollWidth > vw};
 """
 ANSWER_TEXT_JS = "const e = document.querySelector(`.answer-text[data-index='${arguments[0]}']`); return e ? e.innerText : null"
@@ -439,6 +439,7 @@ class ChatDemoEndToEnd(unittest.TestCase):
         self.assertLessEqual(f["pillRight"], f["vw"], f"{where}: the pill leaves the viewport: {f}")
         self.assertFalse(f["overflowX"], f"{where}: the page scrolls sideways: {f}")
         self.assertIsNone(f["wide"], f"{where}: the transcript scrolls sideways: {f}")
+        self.assertFalse(f["jump"], f"{where}: 'Jump to latest' shown though nobody scrolled: {f}")
 
     def watch_stream(self, index, shots, min_chars=3000):
         """While answer `index` streams: checks the layout and the visible text for markers at
