@@ -42,6 +42,8 @@ public final class RelayChatClient: Sendable {
     let jitter: @Sendable () -> Int64
     let budgetBox = LockedBox<BudgetState?>(nil)
     let stops = StopDelivery()
+    /// The read mode and whether a buffering proxy switched this client to long-poll.
+    let reads = ReadState()
 
     /// - Parameters:
     ///   - baseURLs: at least one relay base URL.
