@@ -265,8 +265,9 @@ enum ChatCommand {
     /// How long `chat` waits for the relay to confirm a stop (`DELETE`) before exiting, ms.
     static let stopConfirmationWaitMs = 2_500
 
-    /// The last status line after a stop: whether a relay confirmed the `DELETE` (202, or
-    /// 404 for a stream already gone, docs/PROTOCOL.md §7), else what happens to the
+    /// The last status line after a stop: whether a relay confirmed the `DELETE` (`202`, with
+    /// `"state":"pending"` when it arrived before its stream, docs/PROTOCOL.md §7; the kit
+    /// retries a `404` within the wait), else what happens to the
     /// answer: the relay generates it to its own end (docs/PROTOCOL.md §3.3: "The generation
     /// runs to its end even if the client disconnects") — its `done`, or the `max_tokens` the
     /// budget reservation granted (§9.2 "Clamp") — and settles the budget to every token
