@@ -141,9 +141,12 @@ public struct RelayConfig: Sendable, Equatable {
     public var jwtJWKSURL: String?
     /// JWKS refresh interval without cache headers, ms; default 600,000 (10 min).
     public var jwtJWKSRefreshMs = 600_000
-    /// Shortest time between JWKS refetches for unknown `kid`s (and the floor for
-    /// `Cache-Control: max-age`), ms; default 60,000.
+    /// Floor of `Cache-Control: max-age` between JWKS refreshes, and the retry after a
+    /// failed refresh with a set in hand, ms; default 60,000.
     public var jwtJWKSMinIntervalMs = 60_000
+    /// Shortest time between the starts of two JWKS fetches wanted by tokens naming unknown
+    /// `kid`s (`UnknownKidRefetch`), ms; default 1,000.
+    public var jwtJWKSUnknownKidIntervalMs = 1_000
     /// Whole-fetch timeout of the JWKS, ms; default 10,000.
     public var jwtJWKSTimeoutMs = 10_000
     /// `alg` values accepted with a JWKS, comma-separated; default all of
@@ -203,6 +206,9 @@ public struct RelayConfig: Sendable, Equatable {
     /// Connections per worker that may be part-way through sending a request at once; the next
     /// is refused with `503 too_many_pending_requests`; default 512.
     public var maxPendingRequests = 512
+    /// Replay reads (a resume's or a gap's `XRANGE`, a catch-up's text read) a worker keeps
+    /// outstanding at once; more wait in arrival order (`ReplayAdmission`); default 32.
+    public var replayConcurrency = 32
     /// How long a revocation marker lives, ms (should cover the longest token
     /// lifetime); default 24 h.
     public var revocationTTLms = 86_400_000
@@ -384,11 +390,15 @@ public struct RelayConfig: Sendable, Equatable {
             c.jwtJWKSRefreshMs = try duration(v, "RELAY_JWT_JWKS_REFRESH", 100...86_400_000)
         },
         Option(env: "RELAY_JWT_JWKS_MIN_INTERVAL", flag: "--jwt-jwks-min-interval", default: "60s", unit: "duration",
-               doc: "at most one JWKS refetch per interval for unknown kids; floor of max-age") { c, v in
+               doc: "floor of the JWKS Cache-Control max-age; retry after a failed refresh") { c, v in
             c.jwtJWKSMinIntervalMs = try duration(v, "RELAY_JWT_JWKS_MIN_INTERVAL", 100...86_400_000)
         },
+        Option(env: "RELAY_JWT_JWKS_UNKNOWN_KID_INTERVAL", flag: "--jwt-jwks-unknown-kid-interval", default: "1s", unit: "duration",
+               doc: "at most one JWKS fetch per interval for tokens naming unknown kids (they wait for it)") { c, v in
+            c.jwtJWKSUnknownKidIntervalMs = try duration(v, "RELAY_JWT_JWKS_UNKNOWN_KID_INTERVAL", 100...60_000)
+        },
         Option(env: "RELAY_JWT_JWKS_TIMEOUT", flag: "--jwt-jwks-timeout", default: "10s", unit: "duration",
-               doc: "whole-fetch timeout of the JWKS") { c, v in
+               doc: "whole-fetch timeout of the JWKS; longest wait of a token naming an unknown kid") { c, v in
             c.jwtJWKSTimeoutMs = try duration(v, "RELAY_JWT_JWKS_TIMEOUT", 100...300_000)
         },
         Option(env: "RELAY_JWT_JWKS_ALGORITHMS", flag: "--jwt-jwks-algorithms", default: RelayConfig.jwksAlgorithms, unit: "alg,…",
@@ -481,6 +491,10 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_MAX_PENDING_REQUESTS", flag: "--max-pending-requests", default: "512", unit: "connections",
                doc: "connections per worker still sending their request; the next: 503 too_many_pending_requests") { c, v in
             c.maxPendingRequests = try int(v, "RELAY_MAX_PENDING_REQUESTS", 1...1_000_000)
+        },
+        Option(env: "RELAY_REPLAY_CONCURRENCY", flag: "--replay-concurrency", default: "32", unit: "reads",
+               doc: "replay reads per worker outstanding at once; more wait their turn (relay_replays_queued)") { c, v in
+            c.replayConcurrency = try int(v, "RELAY_REPLAY_CONCURRENCY", 1...100_000)
         },
         Option(env: "RELAY_REVOCATION_TTL", flag: "--revocation-ttl", default: "24h", unit: "duration",
                doc: "how long a session revocation lasts; cover the longest token lifetime") { c, v in

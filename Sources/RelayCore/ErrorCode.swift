@@ -142,7 +142,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, ExpressibleByStri
         case .tooManyStreams: return "the session already generates `RELAY_MAX_STREAMS_PER_SESSION` answers"
         case .internalError: return "request id collision, or the upstream call cannot be set up; retry"
         case .upstreamError: return "the upstream failed (connect, non-2xx, malformed or oversized stream)"
-        case .notReady: return "Redis unreachable, draining, or at `RELAY_MAX_CONNECTIONS` (that one with `Retry-After: 1`)"
+        case .notReady: return "Redis unreachable, draining, or at `RELAY_MAX_CONNECTIONS`; with `Retry-After` (1–3 s, §4.3)"
         case .upstreamLost: return "the instance generating the answer stopped; retry the request"
         case .redisUnavailable: return "Redis was unreachable longer than `RELAY_REDIS_OUTAGE_GRACE`; resume later"
         case .streamLost: return "Redis no longer has the stream (restart without persistence, expiry); re-send the request"

@@ -102,6 +102,7 @@ final class Worker: @unchecked Sendable {
         listener = nil
         jwksFetcher?.stop()
         jwksFetcher = nil
+        router?.keyWait?.stop()
         hub.stop()
         commands.close()
         pubsubConnection.close()

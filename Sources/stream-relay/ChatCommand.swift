@@ -202,6 +202,8 @@ enum ChatCommand {
                     connectionAttempts += 1
                     out.status(last == 0 && !eventsSeen ? "⟳ sending the request again to \(url.absoluteString)"
                                                         : "⟳ resuming after event \(last) on \(url.absoluteString)")
+                case .longPoll(let reason, let last):
+                    out.status("⇄ reading over long-poll after event \(last)\(reason.map { " (\($0.rawValue): a proxy buffers the stream)" } ?? "")")
                 }
             case .render(let r):
                 if !layoutShown, let l = r.layout, !r.text.isEmpty {
@@ -263,8 +265,9 @@ enum ChatCommand {
     /// How long `chat` waits for the relay to confirm a stop (`DELETE`) before exiting, ms.
     static let stopConfirmationWaitMs = 2_500
 
-    /// The last status line after a stop: whether a relay confirmed the `DELETE` (202, or
-    /// 404 for a stream already gone, docs/PROTOCOL.md §7), else what happens to the
+    /// The last status line after a stop: whether a relay confirmed the `DELETE` (`202`, with
+    /// `"state":"pending"` when it arrived before its stream, docs/PROTOCOL.md §7; the kit
+    /// retries a `404` within the wait), else what happens to the
     /// answer: the relay generates it to its own end (docs/PROTOCOL.md §3.3: "The generation
     /// runs to its end even if the client disconnects") — its `done`, or the `max_tokens` the
     /// budget reservation granted (§9.2 "Clamp") — and settles the budget to every token

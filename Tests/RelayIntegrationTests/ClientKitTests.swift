@@ -203,6 +203,31 @@ final class ClientKitTests: RelayTestCase {
         XCTAssertEqual(out.completion, .finished(finishReason: "length"))
     }
 
+    /// A load balancer in front of a relay that is down (a plain nginx, relay A's port
+    /// closed) answers `502 Bad Gateway` with its HTML page: a retryable drop, so the
+    /// `POST` goes to the next base URL (relay B) after the backoff and the answer
+    /// completes — over URLSession and libcurl alike.
+    func testA502FromALoadBalancerWhoseRelayIsDownMovesToTheNextBaseURL() async throws {
+        try XCTSkipUnless(NginxProcess.isAvailable, "nginx is not installed")
+        let relay = try startRelay()
+        let reference = referenceText(maxTokens: 120)
+        let dead = try FlakyProxy(upstreamPort: relay.port)
+        dead.stop()   // its port is now closed: relay A is down
+        let lb = try NginxProcess(plainProxyTo: dead.port)
+        defer { lb.stop() }
+        for transport in [URLSessionTransport(configuration: .ephemeral) as any RelayTransport, CurlTransport()] {
+            let c = RelayChatClient(baseURLs: [url(lb.port), url(relay.port)], tokenProvider: { _ in RelayProcess.token(sub: "lb") },
+                                    clock: FastClock(), transport: transport)
+            let out = try await collect(c.startChat(request(maxTokens: 120)))
+            let what = "\(type(of: transport)): \(out.statuses)"
+            XCTAssertEqual(out.completion, .finished(finishReason: "length"), what)
+            XCTAssertEqual(out.text, reference, what)
+            XCTAssertTrue(out.statuses.contains { if case .reconnecting(_, let u, 0) = $0 { return u == url(relay.port) } else { return false } },
+                          "the POST went to the next base URL: \(what)")
+        }
+        XCTAssertTrue(lb.accessLog.contains("\" 502 "), "the load balancer answered 502: \(lb.accessLog.suffix(500))")
+    }
+
     // MARK: - 3. stop() → DELETE → generation cancelled
 
     /// Stop mid-answer: the stream completes as `stopped` without any reconnection,
@@ -540,8 +565,8 @@ final class ClientKitTests: RelayTestCase {
         }
     }
 
-    /// A relay at its connection cap answers the resume with `503 not_ready` and
-    /// `Retry-After: 1`: a retryable drop — the client waits `max(1 s, backoff) + jitter`,
+    /// A relay at its connection cap answers the resume with `503 not_ready` and a
+    /// `Retry-After` of R = 1–3 s: a retryable drop — the client waits `max(R, backoff) + jitter`,
     /// rotates to the other base URL and completes the answer.
     func test503WithRetryAfterOnAResumeIsARetryableDrop() async throws {
         let capped = try startRelay(["RELAY_MAX_CONNECTIONS": "1", "RELAY_SIMULATED_TOKENS_PER_SECOND": "50"])
@@ -562,7 +587,10 @@ final class ClientKitTests: RelayTestCase {
             if case .waitingToReconnect(let a, let d) = s { return [Int64(a), d] }
             return nil
         }
-        XCTAssertEqual(waits, [[1, 1_040], [2, 1_040]], "the drop, then the 503 (Retry-After: 1 s), each + 40 ms jitter")
+        XCTAssertEqual(waits.first, [1, 1_040], "the drop: the backoff + 40 ms jitter")
+        XCTAssertEqual(waits.count, 2, "\(waits)")
+        XCTAssertTrue(waits.count == 2 && waits[1][0] == 2 && [1_040, 2_040, 3_040].contains(waits[1][1]),
+                      "then the 503: its Retry-After (1–3 s) + 40 ms jitter: \(waits)")
         let urls = out.statuses.compactMap { s -> URL? in if case .reconnecting(_, let u, _) = s { return u } else { return nil } }
         XCTAssertEqual(urls, [url(capped.port), url(relay.port)], "refused by the capped relay, then back on the other")
     }

@@ -190,8 +190,16 @@ public final class HTTPExchange {
         self.req = nil
     }
 
-    /// Sends `error` as `{"error":{"code","message"}}` with its status.
+    /// Sends `error` as `{"error":{"code","message"}}` with its status. An overload answer
+    /// (`RetryAfter.applies`: every 503, `429 too_many_streams`) gets a `Retry-After` drawn
+    /// for this response (`RetryAfter.overload`, 1–3 s) unless `headers` has one.
     public func respond(_ error: APIError, headers: [(String, String)] = []) {
+        var headers = headers
+        if RetryAfter.applies(status: error.status, code: error.code),
+           !headers.contains(where: { $0.0.lowercased() == "retry-after" }) {
+            var random = SystemRandomNumberGenerator()
+            headers.append(("Retry-After", RetryAfter.overload.headerValue(using: &random)))
+        }
         respond(status: error.status, contentType: "application/json", body: error.body, headers: headers)
     }
 
@@ -260,8 +268,12 @@ public final class HTTPExchange {
             // client sends nothing more, so lift it for this connection. A peer that
             // vanished is found by TCP instead: unacknowledged data for 60 s fails the
             // socket (TCP_USER_TIMEOUT, tcp(7)), and heartbeats guarantee there is data.
-            var day = timeval(tv_sec: 86_400, tv_usec: 0)
-            evhttp_connection_set_timeout_tv(con, &day)
+            if let gate {
+                gate.liftReadTimeout()  // the gate sets it per request otherwise
+            } else {
+                var day = timeval(tv_sec: 86_400, tv_usec: 0)
+                evhttp_connection_set_timeout_tv(con, &day)
+            }
             if let bev = evhttp_connection_get_bufferevent(con) {
                 output = bufferevent_get_output(bev)
                 socket = Int32(bufferevent_getfd(bev))
