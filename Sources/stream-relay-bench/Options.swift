@@ -197,7 +197,7 @@ struct Options {
             warm = quick ? 1 : 3
             offline = quick ? 1 : 2
         case "storm":
-            rate = quick ? 5 : 5
+            rate = quick ? 5 : 1
             streams = quick ? 300 : 10_000
             connections = quick ? 300 : 10_000
             warm = quick ? 2 : 5

@@ -110,6 +110,7 @@ extension Runner {
         var lbBefore = CPUWindow(opts.lbPids)
         serverBefore.start()
         lbBefore.start()
+        let selfBefore0 = (selfCPUSeconds(), monoMs())
         let cmdWarm = opts.redisURL.map { RedisCommandStats.read(url: $0) } ?? [:]
         let warmFrom = nowMicros()
         spin(timeoutMs: UInt64(max(1, opts.warm - 1) * 1000))
@@ -118,6 +119,7 @@ extension Runner {
         let serverBeforePct = serverBefore.percent()
         let lbBeforePct = lbBefore.percent()
         let dropsBefore = stats.drops.values.reduce(0, +)
+        let benchBeforePct = (selfCPUSeconds() - selfBefore0.0) / (Double(monoMs() - selfBefore0.1) / 1000) * 100
 
         // 3. The kill.
         var serverDuring = CPUWindow(opts.serverPids)
@@ -126,6 +128,7 @@ extension Runner {
         serverDuring.start()
         lbDuring.start()
         steal.begin()
+        let selfDuring0 = (selfCPUSeconds(), monoMs())
         killAt = nowMicros()
         for r in readers { r.killAt = killAt }
         guard kill(killPid, SIGKILL) == 0 else {
@@ -142,11 +145,16 @@ extension Runner {
         }
         let affected = readers.filter { $0.affected }
         let catchUps = affected.compactMap { r in r.caughtUpAt.map { $0 > killAt ? $0 - killAt : 0 } }.sorted()
+        func sinceKill(_ v: [UInt64?]) -> [UInt64] { v.compactMap { $0.map { $0 > killAt ? $0 - killAt : 0 } }.sorted() }
+        let reconnects = sinceKill(affected.map { $0.resumedFrom })
+        let accepted = sinceKill(affected.map { $0.resumedAt })
+        let firstLive = sinceKill(affected.map { $0.firstLiveAt })
         let lastCatchUp = catchUps.last.map { killAt + $0 } ?? nowMicros()
         duringTo = max(lastCatchUp, killAt + 1_000_000)
         let serverDuringSplit = serverDuring.split()
         let lbDuringPct = lbDuring.percent()
         let stolen = steal.percent()
+        let benchDuringPct = (selfCPUSeconds() - selfDuring0.0) / (Double(max(1, monoMs() - selfDuring0.1)) / 1000) * 100
         let cmdAfter = opts.redisURL.map { RedisCommandStats.read(url: $0) } ?? [:]
         // The storm's window for the command counts runs to that `INFO`.
         let cmdS = Double(nowMicros() - killAt) / 1e6
@@ -201,8 +209,9 @@ extension Runner {
         let stormS = Double(duringTo - killAt) / 1e6
 
         log("  → \(affected.count) readers affected (\(dropsBefore) drops before the kill), \(catchUps.count) caught up: p50 \(fmt(q(catchUps, 0.5))) ms p99 \(fmt(q(catchUps, 0.99))) ms max \(fmt(q(catchUps, 1.0))) ms after the kill; reconnect requests per affected reader \(attempts.max() ?? 0) max (\(refusals) refused 503)")
+        log("    kill → the reconnection's request p50 \(fmt(q(reconnects, 0.5))) p99 \(fmt(q(reconnects, 0.99))) ms, → its 200 p50 \(fmt(q(accepted, 0.5))) p99 \(fmt(q(accepted, 0.99))) ms, → the first live event p50 \(fmt(q(firstLive, 0.5))) p99 \(fmt(q(firstLive, 0.99))) ms")
         log("    unaffected readers: delivery latency p99 \(fmt(before.quantileMs(0.99), 2)) ms before, \(fmt(duringLat.quantileMs(0.99), 2)) ms during the storm; inter-event gap p99 \(fmt(beforeGaps.quantileMs(0.99), 1)) → \(fmt(duringGaps.quantileMs(0.99), 1)) ms (\(rate) tokens/s: \(fmt(1000 / rate, 1)) ms nominal)")
-        log("    redis CPU \(fmt(redisBefore.avg))% before, \(fmt(redisStorm.avg))% during the storm (peak \(fmt(redisStorm.peak))% per 100 ms, \(fmt(redisStorm.seconds, 2)) CPU-s over \(fmt(stormS, 2)) s); surviving relays \(fmt(serverBeforePct))% → \(fmt(serverDuringSplit?.total))%; load balancer \(fmt(lbBeforePct))% → \(fmt(lbDuringPct))%; stolen \(fmt(stolen))%")
+        log("    redis CPU \(fmt(redisBefore.avg))% before, \(fmt(redisStorm.avg))% during the storm (peak \(fmt(redisStorm.peak))% per 100 ms, \(fmt(redisStorm.seconds, 2)) CPU-s over \(fmt(stormS, 2)) s); surviving relays \(fmt(serverBeforePct))% → \(fmt(serverDuringSplit?.total))%; load balancer \(fmt(lbBeforePct))% → \(fmt(lbDuringPct))%; load generator \(fmt(benchBeforePct))% → \(fmt(benchDuringPct))%; stolen \(fmt(stolen))%")
         if !topCommands.isEmpty {
             log("    redis commands from the kill to \(fmt(cmdS, 2)) s after it (same span before the kill): " + topCommands.map {
                 let steady = cmdSteady[$0.key].map { Double($0.calls) * cmdS / warmS } ?? 0
@@ -220,6 +229,9 @@ extension Runner {
             "max_attempts": attempts.max() ?? 0, "storm_s": stormS,
         ]
         let rows: [(String, Double?)] = [
+            ("reconnect_p50_ms", q(reconnects, 0.5)), ("reconnect_p99_ms", q(reconnects, 0.99)),
+            ("accepted_p50_ms", q(accepted, 0.5)), ("accepted_p99_ms", q(accepted, 0.99)),
+            ("first_live_p50_ms", q(firstLive, 0.5)), ("first_live_p99_ms", q(firstLive, 0.99)),
             ("p50_ms", q(catchUps, 0.5)), ("p99_ms", q(catchUps, 0.99)), ("max_ms", q(catchUps, 1.0)),
             ("latency_p99_before_ms", before.quantileMs(0.99)), ("latency_p99_during_ms", duringLat.quantileMs(0.99)),
             ("latency_p50_before_ms", before.quantileMs(0.5)), ("latency_p50_during_ms", duringLat.quantileMs(0.5)),
@@ -227,7 +239,8 @@ extension Runner {
             ("redis_cpu_before_pct", redisBefore.avg), ("redis_cpu_storm_pct", redisStorm.avg),
             ("redis_cpu_peak_pct", redisStorm.peak), ("redis_cpu_s", redisStorm.seconds),
             ("server_cpu_before_pct", serverBeforePct), ("server_cpu_storm_pct", serverDuringSplit?.total),
-            ("lb_cpu_before_pct", lbBeforePct), ("lb_cpu_storm_pct", lbDuringPct), ("steal_pct", stolen),
+            ("lb_cpu_before_pct", lbBeforePct), ("lb_cpu_storm_pct", lbDuringPct),
+            ("bench_cpu_before_pct", benchBeforePct), ("bench_cpu_storm_pct", benchDuringPct), ("steal_pct", stolen),
         ]
         for (k, v) in rows { if let v, v.isFinite { d[k] = v } }
         if !topCommands.isEmpty {

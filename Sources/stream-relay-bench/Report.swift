@@ -265,9 +265,12 @@ enum Report {
             func row(_ label: String, _ key: String, _ digits: Int = 1) { md.append("| \(label) | \(f(num(r, key), digits)) |") }
             row("readers on the killed relay (affected)", "affected", 0)
             row("… caught up", "caught_up", 0)
+            md.append("| kill → reconnection sent, p50 / p99, ms | \(f(num(r, "reconnect_p50_ms"))) / \(f(num(r, "reconnect_p99_ms"))) |")
+            md.append("| kill → its `200`, p50 / p99, ms | \(f(num(r, "accepted_p50_ms"))) / \(f(num(r, "accepted_p99_ms"))) |")
             row("kill → caught up p50, ms", "p50_ms")
             row("kill → caught up p99, ms", "p99_ms")
             row("kill → caught up max, ms", "max_ms")
+            md.append("| kill → first live event after the reconnection, p50 / p99, ms | \(f(num(r, "first_live_p50_ms"))) / \(f(num(r, "first_live_p99_ms"))) |")
             row("reconnect requests per affected reader, max", "max_attempts", 0)
             row("`503` refusals during the storm", "refused_503", 0)
             row("lost events (SSE id and delta index)", "lost", 0)
@@ -283,6 +286,7 @@ enum Report {
             row("surviving relays' CPU before → during, % of one core", "server_cpu_before_pct")
             md[md.count - 1] = "| surviving relays' CPU before → during, % of one core | \(f(num(r, "server_cpu_before_pct"))) → \(f(num(r, "server_cpu_storm_pct"))) |"
             md.append("| nginx CPU before → during, % of one core | \(f(num(r, "lb_cpu_before_pct"))) → \(f(num(r, "lb_cpu_storm_pct"))) |")
+            md.append("| load generator CPU before → during, % of one core | \(f(num(r, "bench_cpu_before_pct"))) → \(f(num(r, "bench_cpu_storm_pct"))) |")
             row("load average (1 min) at the end", "loadavg_1m", 2)
             md.append("")
         }

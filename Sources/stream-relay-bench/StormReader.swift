@@ -46,11 +46,16 @@ final class StormReader {
     /// Requests sent after the drop (the successful one included), and the `503`s among them.
     private(set) var attempts = 0
     private(set) var refusals503 = 0
+    /// When the reconnection's `200` head arrived, µs.
+    private(set) var resumedAt: UInt64?
     /// Arrival of the last event produced by the reconnect time (stamp ≤ `resumedFrom`).
     private var lastReplayArrival: UInt64?
-    /// Caught up (µs): the arrival of the stream's latest event at the reconnect, or of
-    /// the next live event when it had missed none.
+    /// Caught up (µs): the arrival of the stream's latest event at the reconnect (the last
+    /// one stamped at or before the reconnect's request), or the reconnection's `200` head
+    /// when the reader already had that event; known once a later event (or `done`) arrives.
     private(set) var caughtUpAt: UInt64?
+    /// Arrival of the first event produced after the reconnect (a live one), µs.
+    private(set) var firstLiveAt: UInt64?
 
     /// Delivery latency (arrival − the delta's stamp, µs) and the gap since this reader's
     /// previous delta (µs), for the scenario's before/during windows.
@@ -111,6 +116,7 @@ final class StormReader {
                 self.conn = nil
             } else if self.droppedAt != nil, self.resumedFrom == nil {
                 self.resumedFrom = sentAt
+                self.resumedAt = nowMicros()
             }
             let action = self.policy.responseOpened(status: status, contentType: Self.header("content-type", in: head),
                                                     retryAfterMs: retryAfter, jitterMs: Self.jitterMs(), now: Self.nowMs())
@@ -194,7 +200,7 @@ final class StormReader {
                 decoded = try? StreamEvent(json: m.data)
                 if case .done? = decoded {
                     finished = true
-                    if resumedFrom != nil, caughtUpAt == nil { caughtUpAt = lastReplayArrival ?? now }
+                    if resumedFrom != nil, caughtUpAt == nil { caughtUpAt = lastReplayArrival ?? resumedAt ?? now }
                     stats.done += 1
                 } else if case .error? = decoded {
                     stats.errorEvents += 1
@@ -218,7 +224,12 @@ final class StormReader {
         lastArrival = now
         onDelta?(self, now > t ? now - t : 0, gap, now)
         if let r = resumedFrom, caughtUpAt == nil {
-            if t <= r { lastReplayArrival = now } else { caughtUpAt = lastReplayArrival ?? now }
+            if t <= r {
+                lastReplayArrival = now
+            } else {
+                caughtUpAt = lastReplayArrival ?? resumedAt ?? now
+                firstLiveAt = now
+            }
         }
     }
 
