@@ -27,7 +27,8 @@ extension Runner {
         let ids = (0..<answers).map { Runner.newID($0) }
         // The generations must outlast the setup, the warm-up and the storm (`--after` s of
         // live answer after the kill), then end with `done`.
-        let setupS = Double(answers + readersN) / Double(opts.connectRate) + 5
+        // Setup: the connect phases at `--connect-rate`, with room for them to take twice that.
+        let setupS = Double(answers + readersN) / Double(opts.connectRate) * 2 + 5
         let tokens = Int(((setupS + opts.warm + opts.after) * rate).rounded(.up))
         let started = monoMs()
 
@@ -146,6 +147,11 @@ extension Runner {
         let affected = readers.filter { $0.affected }
         let catchUps = affected.compactMap { r in r.caughtUpAt.map { $0 > killAt ? $0 - killAt : 0 } }.sorted()
         func sinceKill(_ v: [UInt64?]) -> [UInt64] { v.compactMap { $0.map { $0 > killAt ? $0 - killAt : 0 } }.sorted() }
+        let dropsSeen = sinceKill(affected.map { $0.droppedAt })
+        let lateness = affected.compactMap { r -> UInt64? in
+            guard let due = r.firstReconnectDue, let sent = r.firstReconnectSent else { return nil }
+            return sent > due ? sent - due : 0
+        }.sorted()
         let reconnects = sinceKill(affected.map { $0.resumedFrom })
         let accepted = sinceKill(affected.map { $0.resumedAt })
         let firstLive = sinceKill(affected.map { $0.firstLiveAt })
@@ -209,6 +215,7 @@ extension Runner {
         let stormS = Double(duringTo - killAt) / 1e6
 
         log("  → \(affected.count) readers affected (\(dropsBefore) drops before the kill), \(catchUps.count) caught up: p50 \(fmt(q(catchUps, 0.5))) ms p99 \(fmt(q(catchUps, 0.99))) ms max \(fmt(q(catchUps, 1.0))) ms after the kill; reconnect requests per affected reader \(attempts.max() ?? 0) max (\(refusals) refused 503)")
+        log("    kill → drop seen p50 \(fmt(q(dropsSeen, 0.5))) p99 \(fmt(q(dropsSeen, 0.99))) ms; the load generator sent the first reconnection late by p50 \(fmt(q(lateness, 0.5))) p99 \(fmt(q(lateness, 0.99))) ms (after the policy's wait)")
         log("    kill → the reconnection's request p50 \(fmt(q(reconnects, 0.5))) p99 \(fmt(q(reconnects, 0.99))) ms, → its 200 p50 \(fmt(q(accepted, 0.5))) p99 \(fmt(q(accepted, 0.99))) ms, → the first live event p50 \(fmt(q(firstLive, 0.5))) p99 \(fmt(q(firstLive, 0.99))) ms")
         log("    unaffected readers: delivery latency p99 \(fmt(before.quantileMs(0.99), 2)) ms before, \(fmt(duringLat.quantileMs(0.99), 2)) ms during the storm; inter-event gap p99 \(fmt(beforeGaps.quantileMs(0.99), 1)) → \(fmt(duringGaps.quantileMs(0.99), 1)) ms (\(rate) tokens/s: \(fmt(1000 / rate, 1)) ms nominal)")
         log("    redis CPU \(fmt(redisBefore.avg))% before, \(fmt(redisStorm.avg))% during the storm (peak \(fmt(redisStorm.peak))% per 100 ms, \(fmt(redisStorm.seconds, 2)) CPU-s over \(fmt(stormS, 2)) s); surviving relays \(fmt(serverBeforePct))% → \(fmt(serverDuringSplit?.total))%; load balancer \(fmt(lbBeforePct))% → \(fmt(lbDuringPct))%; load generator \(fmt(benchBeforePct))% → \(fmt(benchDuringPct))%; stolen \(fmt(stolen))%")
@@ -229,6 +236,8 @@ extension Runner {
             "max_attempts": attempts.max() ?? 0, "storm_s": stormS,
         ]
         let rows: [(String, Double?)] = [
+            ("drop_seen_p50_ms", q(dropsSeen, 0.5)), ("drop_seen_p99_ms", q(dropsSeen, 0.99)),
+            ("bench_late_p50_ms", q(lateness, 0.5)), ("bench_late_p99_ms", q(lateness, 0.99)),
             ("reconnect_p50_ms", q(reconnects, 0.5)), ("reconnect_p99_ms", q(reconnects, 0.99)),
             ("accepted_p50_ms", q(accepted, 0.5)), ("accepted_p99_ms", q(accepted, 0.99)),
             ("first_live_p50_ms", q(firstLive, 0.5)), ("first_live_p99_ms", q(firstLive, 0.99)),

@@ -265,6 +265,8 @@ enum Report {
             func row(_ label: String, _ key: String, _ digits: Int = 1) { md.append("| \(label) | \(f(num(r, key), digits)) |") }
             row("readers on the killed relay (affected)", "affected", 0)
             row("… caught up", "caught_up", 0)
+            md.append("| kill → drop seen by the reader, p50 / p99, ms | \(f(num(r, "drop_seen_p50_ms"))) / \(f(num(r, "drop_seen_p99_ms"))) |")
+            md.append("| load generator's lateness sending the reconnection (after the policy's wait), p50 / p99, ms | \(f(num(r, "bench_late_p50_ms"))) / \(f(num(r, "bench_late_p99_ms"))) |")
             md.append("| kill → reconnection sent, p50 / p99, ms | \(f(num(r, "reconnect_p50_ms"))) / \(f(num(r, "reconnect_p99_ms"))) |")
             md.append("| kill → its `200`, p50 / p99, ms | \(f(num(r, "accepted_p50_ms"))) / \(f(num(r, "accepted_p99_ms"))) |")
             row("kill → caught up p50, ms", "p50_ms")

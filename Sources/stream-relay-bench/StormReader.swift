@@ -46,6 +46,10 @@ final class StormReader {
     /// Requests sent after the drop (the successful one included), and the `503`s among them.
     private(set) var attempts = 0
     private(set) var refusals503 = 0
+    /// When the first reconnection after the drop was due by the policy's wait, and when
+    /// it was sent, µs (their difference is the load generator's own lateness).
+    private(set) var firstReconnectDue: UInt64?
+    private(set) var firstReconnectSent: UInt64?
     /// When the reconnection's `200` head arrived, µs.
     private(set) var resumedAt: UInt64?
     /// Arrival of the last event produced by the reconnect time (stamp ≤ `resumedFrom`).
@@ -100,7 +104,10 @@ final class StormReader {
         connected = false
         parser = SSEParser()
         let sentAt = nowMicros()
-        if droppedAt != nil { attempts += 1 }
+        if droppedAt != nil {
+            attempts += 1
+            if firstReconnectSent == nil { firstReconnectSent = sentAt }
+        }
         guard let c = HTTPConnection(loop: loop, src: sources.take(), dst: target.dst) else {
             stats.connectFailures += 1
             perform(policy.connectionLost(jitterMs: Self.jitterMs(), now: Self.nowMs()))
@@ -144,6 +151,9 @@ final class StormReader {
         case .none, .sendRequest, .stop:
             return
         case .wait(let until):
+            if droppedAt != nil, firstReconnectDue == nil {
+                firstReconnectDue = nowMicros() + UInt64(max(0, until - Self.nowMs())) * 1000
+            }
             schedule(until: until)
         case .reconnect(let last):
             open(lastEventID: last == 0 ? "0" : String(last))
