@@ -227,6 +227,7 @@ extension Runner {
         }
         log("    lost \(lostTotal) (n \(stats.lost), seq \(stats.lostSeqs)), duplicated \(dupTotal) (n \(stats.duplicates), seq \(stats.duplicateSeqs)), readers without the whole answer \(incomplete), failures \(stats.failures), HTTP \(stats.httpErrors), drops \(stats.drops), error events \(stats.errorEvents)")
 
+        for sample in stats.seqSamples { log("    SSE id out of sequence: \(sample)") }
         var d: [String: Any] = [
             "scenario": "storm", "answers": answers, "readers": readersN, "rate": rate, "tokens": tokens,
             "instances": opts.createPorts.count + 1, "affected": affected.count, "caught_up": catchUps.count,

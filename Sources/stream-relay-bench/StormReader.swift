@@ -197,7 +197,13 @@ final class StormReader {
             guard case .event(let m) = item else { continue }
             let seq = UInt64(m.lastEventId)
             if let seq {
-                if seq <= lastSeq { stats.duplicateSeqs += 1 } else if seq > lastSeq + 1 { stats.lostSeqs += Int(seq - lastSeq - 1) }
+                if seq <= lastSeq || seq > lastSeq + 1 {
+                    if seq <= lastSeq { stats.duplicateSeqs += 1 } else { stats.lostSeqs += Int(seq - lastSeq - 1) }
+                    if stats.seqSamples.count < 10 {
+                        let kind = m.data.count > 40 ? String(m.data.prefix(40)) + "…" : m.data
+                        stats.seqSamples.append("\(id): id \(lastSeq) then \(seq) (\(kind)), last delta n \(lastN), \(droppedAt == nil ? "never dropped" : "reconnected")")
+                    }
+                }
                 if seq > lastSeq { lastSeq = seq }
             } else {
                 stats.eventsWithoutID += 1
@@ -264,6 +270,8 @@ final class StormStats {
     var lostSeqs = 0
     var duplicateSeqs = 0
     var eventsWithoutID = 0
+    /// The first few SSE id jumps or repeats, described (for the log).
+    var seqSamples: [String] = []
     var done = 0
     var errorEvents = 0
     var connectFailures = 0
