@@ -28,6 +28,7 @@ final class Worker: @unchecked Sendable {
     private var listener: HTTPListener?
     private var stateTimer: LoopTimer?
     private var jwksFetcher: JWKSFetcher?
+    private let ticketKeys: ReadTicketKeyLoader
     private let jwks: JWKSKeyStore?
 
     /// - Parameters:
@@ -50,9 +51,12 @@ final class Worker: @unchecked Sendable {
                         ledger: BudgetLedger(connection: commands, scripts: log.scripts))
 
         let hub = self.hub
+        let ticketKeys = ReadTicketKeyLoader(keys: context.readTicketKeys, sessions: sessions, loop: loop)
+        self.ticketKeys = ticketKeys
         commands.onConnect = { [unowned hub] in
             log.connected(alsoLoading: BudgetLedger.allScripts)
             hub.redisConnected()
+            ticketKeys.load()
             Log.debug("redis connected", ["worker": index])
         }
         commands.onDisconnect = { [unowned hub] why in
@@ -65,7 +69,7 @@ final class Worker: @unchecked Sendable {
         commands.connect()
         pubsubConnection.connect()
 
-        let router = Router(context: context, hub: hub, upstreams: context.makeUpstreams(),
+        let router = Router(context: context, hub: hub, upstreams: context.makeUpstreams(), ticketKeys: ticketKeys,
                             isReady: { [unowned self] in self.isReady },
                             notReadyReason: { [unowned self] in self.notReadyReason })
         self.router = router
@@ -102,6 +106,7 @@ final class Worker: @unchecked Sendable {
         listener = nil
         jwksFetcher?.stop()
         jwksFetcher = nil
+        ticketKeys.stop()
         hub.stop()
         commands.close()
         pubsubConnection.close()
