@@ -140,7 +140,8 @@ final class ChatStreamRoutes {
     }
 
     /// Checks the stream and the client's position, then streams from there; a `HEAD`
-    /// gets the same status and headers and no subscription (RFC 9110 §9.3.2). `ownerHash` is
+    /// gets the same status and headers and no subscription (RFC 9110 §9.3.2), and is not
+    /// counted in `relay_resumes_total`. `ownerHash` is
     /// the caller's (`OwnerHash`): the stream's stored owner must hash to it.
     private func resume(_ ex: HTTPExchange, id: RequestID, who: Identity, ownerHash: String,
                         credential: RequestGuard.ReadCredential, lastEventID: UInt64) {
@@ -157,12 +158,12 @@ final class ChatStreamRoutes {
                 }
                 switch ResumeDecision.decide(found, lastEventID: lastEventID, lossless: self.log.lossless) {
                 case .notFound:
-                    self.metrics.add(.resumesNotFound)
+                    if ex.method != .head { self.metrics.add(.resumesNotFound) }
                     return self.gate.fail(ex, .streamNotFound)
                 case .beyondEnd(let lastSeq):
                     return self.gate.fail(ex, .invalidLastEventID("Last-Event-ID \(lastEventID) is beyond the stream's last event \(lastSeq)"))
                 case .gap(let oldestKept):
-                    self.metrics.add(.resumesGap)
+                    if ex.method != .head { self.metrics.add(.resumesGap) }
                     return self.gate.fail(ex, .resumeGap("events after \(lastEventID) are no longer retained (oldest kept: \(oldestKept))"))
                 case .noContent:
                     if ex.method != .head { self.metrics.add(.resumesOK) }

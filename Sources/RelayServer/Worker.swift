@@ -29,6 +29,8 @@ final class Worker: @unchecked Sendable {
     private var stateTimer: LoopTimer?
     private var jwksFetcher: JWKSFetcher?
     private let ticketKeys: ReadTicketKeyLoader
+    /// During a drain: waits for the ended responses to be written out.
+    private var drainPoll: LoopTimer?
     private let jwks: JWKSKeyStore?
 
     /// - Parameters:
@@ -102,6 +104,7 @@ final class Worker: @unchecked Sendable {
     /// Frees the listener and the Redis connections, then stops the loop. Loop thread.
     func stop() {
         stateTimer?.cancel()
+        drainPoll?.cancel()
         listener?.close()
         listener = nil
         jwksFetcher?.stop()
@@ -134,10 +137,21 @@ final class Worker: @unchecked Sendable {
     }
 
     /// Stops accepting, ends live client responses (clients resume elsewhere), keeps
-    /// owned generations running until they finish; calls `done` when none is left.
+    /// owned generations running until they finish; calls `done` when none is left and
+    /// every ended response has been written out (its terminator included) or reset
+    /// (`HTTPExchange.abortGraceMs`), so the process does not exit with a response half sent.
     func drain(done: @escaping () -> Void) {
         listener?.stopAccepting()
-        hub.drain(done: done)
+        hub.drain { [weak self] in
+            guard let self else { return done() }
+            let poll = LoopTimer(loop: self.loop, repeating: true) { [weak self] in
+                guard let self, (self.listener?.closingConnections ?? 0) == 0 else { return }
+                self.drainPoll?.cancel()   // kept until the worker stops: not freed inside its own callback
+                done()
+            }
+            self.drainPoll = poll
+            poll.schedule(afterMs: 20)
+        }
     }
 
     /// Drain timeout: end the remaining generations with an error.

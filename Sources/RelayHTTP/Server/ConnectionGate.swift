@@ -273,6 +273,10 @@ public final class ConnectionGate {
         closeTimer?.schedule(afterMs: ms)
     }
 
+    /// Whether a response ended by `HTTPExchange.abort` is still being written (the
+    /// `closeWithin` bound is running).
+    public var isClosing: Bool { !closed && closeTimer?.isScheduled == true }
+
     private func freeConnection() {
         evhttp_connection_free(connection)  // calls connectionClosed() through the close callback
     }
