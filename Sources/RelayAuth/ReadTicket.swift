@@ -9,7 +9,9 @@ import RelayCore
 /// `sub` (24 hex digits; the `sub` itself never appears in a URL), `requestId` the client's
 /// request id (16–64 of `[A-Za-z0-9_-]`), `sid` the session id in unpadded base64url (any
 /// string a token may carry), `exp` unix seconds in decimal, and `mac` the unpadded base64url
-/// HMAC-SHA256 (RFC 2104) under the key of everything before the last `.`. None of the parts
+/// HMAC-SHA256 (RFC 2104) under the key of everything before the last `.`. Every part has one
+/// accepted spelling (lowercase hex, canonical base64url, decimal without leading zeros), so a
+/// ticket has exactly one text. None of the parts
 /// can contain `.`, so the text splits unambiguously; it is URL-safe as is (RFC 3986 §2.3).
 public struct ReadTicket: Sendable, Equatable {
     /// `OwnerHash.of(sub)` of the token the ticket was issued for.
@@ -69,7 +71,8 @@ public struct ReadTicket: Sendable, Equatable {
               (16...64).contains(rid.utf8.count), rid.utf8.allSatisfy(isIDByte),
               let sidBytes = Base64URL.decode(parts[4].utf8), !sidBytes.isEmpty,
               let sid = String(validating: sidBytes, as: UTF8.self),
-              (1...18).contains(parts[5].utf8.count), parts[5].utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+              (1...18).contains(parts[5].utf8.count), parts[5].utf8.first != 0x30,   // canonical: no leading zero
+              parts[5].utf8.allSatisfy({ (0x30...0x39).contains($0) }),
               let exp = Int64(parts[5]),
               let mac = Base64URL.decode(parts[6].utf8), mac.count == 32 else { throw .malformed }
         guard let key = keys.first(where: { $0.id == kid }) else { throw .unknownKey(kid) }

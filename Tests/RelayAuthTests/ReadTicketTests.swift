@@ -62,7 +62,7 @@ final class ReadTicketTests: XCTestCase {
         var bad = ["", "rt1", text + ".x", "rt2" + text.dropFirst(3), String(text.dropLast()) + "=",
                    String(repeating: "a", count: ReadTicket.maxLength + 1)]
         for (i, v) in [(1, "XYZ12345"), (2, "short"), (3, "bad id!"), (3, "short"), (4, ""), (4, "@@"),
-                       (5, "-1"), (5, "1e9"), (5, ""), (5, String(repeating: "9", count: 19)), (6, "AAAA")] {
+                       (5, "-1"), (5, "1e9"), (5, ""), (5, "02000"), (5, String(repeating: "9", count: 19)), (6, "AAAA")] {
             var p = parts
             p[i] = v
             bad.append(p.joined(separator: "."))
