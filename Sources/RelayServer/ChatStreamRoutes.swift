@@ -124,8 +124,12 @@ final class ChatStreamRoutes {
 
     /// `GET` (or `HEAD`) `/api/chat/stream/{requestId}` with `Last-Event-ID` (or
     /// `?lastEventId=`), authenticated by the bearer token or a read ticket for this stream
-    /// (`RequestGuard.authenticateRead`, docs/PROTOCOL.md §2.5).
+    /// (`RequestGuard.authenticateRead`, docs/PROTOCOL.md §2.5). With an `offset` query
+    /// parameter: an offset read instead (`OffsetRead`, docs/PROTOCOL.md §12).
     func resume(_ ex: HTTPExchange, rawID: Substring) {
+        if let offset = ex.queryParameter("offset") {
+            return OffsetRead.serve(ex, rawID: rawID, rawOffset: offset, gate: gate, hub: hub)
+        }
         guard let id = gate.attempt(ex, { try RequestID(validating: rawID) }) else { return }
         guard !gate.refusedAtConnectionLimit(ex) else { return }
         gate.authenticateRead(ex, clientID: id) { [weak self] who, ownerHash, credential in
