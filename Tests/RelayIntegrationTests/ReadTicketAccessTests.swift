@@ -42,6 +42,15 @@ final class ReadTicketAccessTests: RelayTestCase {
                                         headers: [("Last-Event-ID", "15")])
         XCTAssertEqual(try encoded.readAll().map(\.lastEventId), (16...21).map(String.init))
         XCTAssertEqual(try get(relay, "/api/chat/stream/\(id)?ticket=\(ticket)", headers: [("Last-Event-ID", "21")]).status, 204)
+        // HEAD with the ticket: the GET's head, no new ticket; an offset read (§12) takes it too.
+        let head = try RawConnection(port: relay.port)
+        try head.send("HEAD /api/chat/stream/\(id)?ticket=\(ticket)&lastEventId=3 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        let headText = String(decoding: head.readToEnd(timeout: 10), as: UTF8.self)
+        XCTAssertTrue(headText.hasPrefix("HTTP/1.1 200 "), headText)
+        XCTAssertTrue(headText.hasSuffix("\r\n\r\n") && !headText.contains("X-Read-Ticket"), headText)
+        let offsetRead = try get(relay, "/api/chat/stream/\(id)?offset=-1&ticket=\(ticket)")
+        XCTAssertEqual(offsetRead.status, 200, offsetRead.text)
+        XCTAssertTrue(offsetRead.text.hasPrefix("[{"), offsetRead.text)
 
         func refused(_ r: HTTPResponse, _ what: String, message: String? = nil) {
             XCTAssertEqual(r.status, 401, what)
