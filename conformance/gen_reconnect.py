@@ -15,6 +15,9 @@ def reconnect(last, refresh=None):
     a = {"action": "reconnect", "lastEventId": last}
     if refresh is not None: a["refreshToken"] = refresh
     return a
+def poll_sent(at): return {"at": at, "input": "pollSent", "expect": NONE}
+def poll_resp(at, status, expect, contentType="application/json; charset=utf-8", closed=False, **kw):
+    return {"at": at, "input": "pollResponse", "status": status, "contentType": contentType, "closed": closed, **kw, "expect": expect}
 def finish(kind, **kw): return {"action": "finish", "completion": {"kind": kind, **kw}}
 def after_one_drop():
     """Start, one event (seq 1), a drop at 30 ms and the reconnect it leads to at 1030 ms."""
@@ -93,6 +96,43 @@ cases = [
   "steps": [start(), resp(10, 503, "not_ready", wait(1010)), tick(1010, reconnect(0)), resp(1020, 503, "not_ready", wait(2020)),
             tick(2020, reconnect(0)), resp(2030, 503, "not_ready", wait(3030)), tick(3030, reconnect(0)),
             resp(3040, 503, "not_ready", finish("needsResume"))]},
+ {"name": "502 from a load balancer on the first request: a retryable drop, re-send the POST on the next base URL",
+  "rule": "502, 503 or 504 (any attempt): a retryable drop; wait max(R × 1000, backoff) + jitter, rotate base URL",
+  "steps": [start(), resp(10, 502, "http_502", wait(1010)), tick(1010, reconnect(0))]},
+ {"name": "502 from a load balancer on a reconnect resumes from the last id",
+  "rule": "502, 503 or 504 (any attempt): a retryable drop",
+  "steps": after_one_drop() + [resp(1100, 502, "http_502", wait(2100)), tick(2100, reconnect(1)), ok(2200), delta(2300, 2)]},
+ {"name": "504 with Retry-After waits max(R × 1000, backoff)",
+  "rule": "502, 503 or 504 with Retry-After: R → wait max(R × 1000, backoff) + jitter",
+  "steps": [start(), ok(10), delta(20, 1), drop(30, wait(1030)), tick(1030, reconnect(1)), resp(1100, 504, "http_504", wait(3100), retryAfter=2)]},
+ {"name": "502, 504, 503 in a row count toward the 3",
+  "rule": "502, 503 or 504 … counts toward the 3",
+  "steps": [start(), resp(10, 502, "http_502", wait(1010)), tick(1010, reconnect(0)), resp(1020, 504, "http_504", wait(2020)),
+            tick(2020, reconnect(0)), resp(2030, 503, "not_ready", wait(3030)), tick(3030, reconnect(0)),
+            resp(3040, 502, "http_502", finish("needsResume"))]},
+ {"name": "500 and 501 stay terminal",
+  "rule": "Other non-200 responses (400, 404, 409, 413, 429, 500, 501 …) are terminal failures",
+  "steps": [start(), resp(10, 500, "internal_error", finish("failed", status=500, code="internal_error"))]},
+ {"name": "long-poll reads are not reconnections; a 502 to a read waits and reconnects from the last id",
+  "rule": "Long-poll reads: errors exactly as on a resume; reads are not reconnections",
+  "steps": [start(), ok(10), poll_sent(20), poll_resp(30, 200, NONE), delta(40, 1), delta(41, 2), poll_sent(50),
+            poll_resp(60, 204, NONE), poll_sent(1060), poll_resp(1070, 502, wait(2070), code="http_502"), tick(2070, reconnect(2)),
+            poll_resp(2080, 200, NONE), {**done(2090, 3), "expect": finish("finished", finishReason="stop")}]},
+ {"name": "long-poll: a 401 to the first read asks for a fresh token once",
+  "rule": "Long-poll reads: 401 → a fresh token once",
+  "steps": [start(), ok(10), poll_sent(20), poll_resp(30, 401, wait(30), code="unauthorized"), tick(30, reconnect(0, refresh=True)),
+            poll_resp(40, 401, finish("failed", status=401, code="unauthorized"), code="unauthorized")]},
+ {"name": "long-poll: 204 with Stream-Closed before the terminal event fails",
+  "rule": "204 with Stream-Closed: true → failed (204, stream_closed) unless the terminal event came",
+  "steps": [start(), ok(10), poll_sent(20), poll_resp(30, 200, NONE), delta(40, 1), poll_sent(50),
+            poll_resp(60, 204, finish("failed", status=204, code="stream_closed"), closed=True)]},
+ {"name": "long-poll: a 200 that is not JSON fails",
+  "rule": "200 application/json: a JSON array of event objects",
+  "steps": [start(), ok(10), poll_sent(20), poll_resp(30, 200, finish("failed", status=200, code="bad_content_type"), contentType="text/html")]},
+ {"name": "long-poll: the hard timeout keeps counting across reads",
+  "rule": "Reads are not reconnections (telemetry); the 60 s hard timeout keeps counting across them",
+  "steps": [start(), ok(10), poll_sent(20), poll_resp(30, 200, NONE), delta(40, 1), poll_sent(50), poll_resp(20050, 204, NONE),
+            poll_sent(20060), poll_resp(40060, 204, NONE), poll_sent(40070), tick(60039), tick(60040, finish("timedOut"))]},
  {"name": "token_expired error event: fresh token, resume from lastEventId",
   "rule": "token_expired (as an error event): ask the token provider for a fresh token, then reconnect from lastEventId (no backoff beyond jitter)",
   "steps": [start(), ok(10), delta(20, 1), {"at": 30, "input": "event", "seq": 1, "event": {"type": "error", "status": 401, "code": "token_expired", "message": "token expired"}, "expect": wait(30)},
@@ -149,7 +189,9 @@ doc = {
   "drop": "network error, refused/reset, or the body ended without done/error",
   "tick": "time passed (timers)",
   "background": "the app went to the background", "foreground": "the app came back",
-  "stop": "the user pressed Stop", "resume": "the user pressed Resume (re-send the whole request)"
+  "stop": "the user pressed Stop", "resume": "the user pressed Resume (re-send the whole request)",
+  "pollSent": "the next long-poll read is sent (after a read without the terminal event, or to finish a buffered SSE response): not a reconnection",
+  "pollResponse": "a long-poll read's head: `status`, `contentType`, `closed` (Stream-Closed: true); for errors the body's `code` and optional `retryAfter` s (the error body comes before the decision, as for `response`)"
  },
  "actions": {
   "none": "nothing", "sendRequest": "POST /api/chat/stream",

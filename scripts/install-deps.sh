@@ -3,13 +3,15 @@
 # Usage: scripts/install-deps.sh [extra packages…]
 # Also: Node.js (the JS client kit's `node --test`, when no `node` is on PATH), Debian's
 # node-typescript (type check of clients/js/index.d.ts), chromium + chromium-driver + Noto fonts
-# (the browser end-to-end test), and that test's pinned pip packages.
+# (the browser end-to-end test), libjs-markdown-it (the web chat demo's Markdown renderer, served
+# by its nginx from /usr/share/javascript), pngquant (the test's UPDATE_SCREENSHOTS=1 run shrinks
+# the committed screenshots with it), and that test's pinned pip packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # prometheus: only for promtool (the tests check /metrics and deploy/prometheus with it).
 # stunnel4: the TLS sidecar recipe for managed Redis (TLSSidecarTests).
 pkgs=(pkg-config libhiredis-dev libevent-dev libjwt-dev libcurl4-openssl-dev libssl-dev libmimalloc-dev redis-server redis-tools nginx openssl
-      curl node-typescript chromium chromium-driver fonts-noto-core prometheus stunnel4 "$@")
+      curl node-typescript chromium chromium-driver fonts-noto-core libjs-markdown-it pngquant prometheus stunnel4 "$@")
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || pkgs+=(python3-pip)

@@ -6,16 +6,22 @@
 ///   `no-cache`, `no-store`) every `refreshMs` (`RELAY_JWT_JWKS_REFRESH`).
 /// * After a failed fetch with a set in hand: again after `min(refreshMs, minimumIntervalMs)`
 ///   (the last good set stays in use meanwhile).
-/// * Before the first set: backing off from 250 ms, doubling, up to `minimumIntervalMs`
-///   (the relay is not ready until it has a set, so it tries sooner).
+/// * Before the first set: backing off from 250 ms, doubling, up to `startupRetryCapMs` (2 s):
+///   the relay is not ready until it has a set, so it is ready within about 2 s of the
+///   provider coming back; a token arriving meanwhile asks for a fetch at once
+///   (``UnknownKidRefetch``).
+///
+/// Fetches for tokens naming unknown kids follow ``UnknownKidRefetch``, not this policy.
 public struct JWKSRefreshPolicy: Sendable, Equatable {
     /// Refresh interval without cache headers, ms (`RELAY_JWT_JWKS_REFRESH`, default 10 min).
     public let refreshMs: Int
-    /// Shortest time between fetches caused by cache headers or unknown `kid`s, ms
-    /// (`RELAY_JWT_JWKS_MIN_INTERVAL`, default 60 s).
+    /// Shortest time between fetches caused by cache headers, and the retry after a failed
+    /// refresh with a set in hand, ms (`RELAY_JWT_JWKS_MIN_INTERVAL`, default 60 s).
     public let minimumIntervalMs: Int
     /// Longest `max-age` honoured, ms (24 h).
     public static let maxIntervalMs = 86_400_000
+    /// Longest wait between tries before the first set, ms.
+    public static let startupRetryCapMs = 2_000
 
     /// - Parameters: see the properties; both are clamped to at least 1 ms.
     public init(refreshMs: Int, minimumIntervalMs: Int) {
@@ -53,27 +59,7 @@ public struct JWKSRefreshPolicy: Sendable, Equatable {
     public func retryMs(consecutiveFailures: Int, haveSet: Bool) -> Int {
         if haveSet { return min(refreshMs, minimumIntervalMs) }
         let shift = min(max(consecutiveFailures - 1, 0), 20)
-        return min(250 << shift, minimumIntervalMs)
-    }
-}
-
-/// The rate limit on refetches caused by tokens naming an unknown `kid`: at most one per
-/// `minimumIntervalMs` across all workers, so a flood of made-up `kid`s costs the identity
-/// provider one request a minute, not one per request. Pure; the caller holds it under a
-/// lock and passes a monotonic clock.
-public struct RefetchGate: Sendable, Equatable {
-    /// When the last refetch was allowed (monotonic ms), nil before the first.
-    public private(set) var lastAllowedMs: Int64?
-    /// Shortest time between two allowed refetches, ms.
-    public let minimumIntervalMs: Int
-
-    public init(minimumIntervalMs: Int) { self.minimumIntervalMs = minimumIntervalMs }
-
-    /// `true` (and remembers `nowMs`) when a refetch may start now.
-    public mutating func allow(nowMs: Int64) -> Bool {
-        if let last = lastAllowedMs, nowMs - last < Int64(minimumIntervalMs) { return false }
-        lastAllowedMs = nowMs
-        return true
+        return min(250 << shift, Self.startupRetryCapMs)
     }
 }
 

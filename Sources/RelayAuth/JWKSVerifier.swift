@@ -6,8 +6,9 @@
 /// 2. `alg` is in the configured allow-list (a subset of ``JWKAlgorithm``): `none` and
 ///    every `HS*` are refused here, before any key is looked at, so a public key can never
 ///    be used as an HMAC secret; no `crit`;
-/// 3. the key: by `kid` when the header has one (unknown → refetch request, rate-limited,
-///    and 401 `unknown_key`); without `kid` only when the set holds exactly one key for
+/// 3. the key: by `kid` when the header has one (unknown: 401 `unknown_key`; the server
+///    first parks such a request until a refetch, `keyLookup` and ``JWKSKeyStore``); without
+///    `kid` only when the set holds exactly one key for
 ///    the `alg`; the key's `alg`, else its `kty`/`crv`, must fit the token's `alg`;
 /// 4. libjwt verifies the signature with that key's PEM and must report the same `alg`;
 /// 5. claims (`exp`, `nbf`, `sub`, `sid`, `iss`, `aud`).
@@ -49,7 +50,6 @@ public struct JWKSVerifier: TokenVerifier, CustomStringConvertible {
         case .key(let i):
             index = i
         case .unknownKid:
-            store.unknownKid()
             throw AuthError(.unknownKey, "kid not in the key set")
         case .algorithmMismatch:
             throw AuthError(.algorithmNotAllowed, "the key named by kid does not allow \(alg.rawValue)")
@@ -63,6 +63,30 @@ public struct JWKSVerifier: TokenVerifier, CustomStringConvertible {
             throw AuthError(.algorithmNotAllowed, "libjwt verified with an unexpected algorithm")
         }
         return try checks.check(header.claims, now: now)
+    }
+
+    /// Whether a token's key can be looked up in the current set (docs/TOKENS.md "Unknown kids").
+    public enum KeyLookup: Sendable, Equatable {
+        /// The set names the token's key, or the token fails before any key is looked at
+        /// (shape, `alg`): `verify` decides now.
+        case resolvable
+        /// The token's header is well-formed with an allowed `alg` and names `kid`, which the
+        /// current set lacks, or no set is loaded yet (`kid` may then be nil): the request may
+        /// wait for a refetch (``JWKSKeyStore/unknownKid(_:nowMs:)``).
+        case unknown(kid: String?)
+    }
+
+    /// Looks `token`'s key up in the current set, without verifying anything else.
+    public func keyLookup(_ token: String) -> KeyLookup {
+        let allowed = algorithms
+        guard let header = try? TokenChecks.open(token, allowAlg: { name in
+            guard let a = JWKAlgorithm(rawValue: name), allowed.contains(a) else {
+                throw AuthError(.algorithmNotAllowed, "alg not allowed")
+            }
+        }) else { return .resolvable }
+        guard let snapshot = store.snapshot else { return .unknown(kid: header.kid) }
+        guard let kid = header.kid, !snapshot.keySet.keys.contains(where: { $0.kid == kid }) else { return .resolvable }
+        return .unknown(kid: kid)
     }
 
     /// `JWKSVerifier(RS256,ES256, keys: 2, issuer: …)`; never shows key material.

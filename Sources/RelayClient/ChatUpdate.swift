@@ -11,6 +11,10 @@ public enum ConnectionStatus: Sendable, Equatable {
     case waitingToReconnect(attempt: Int, delayMs: Int64)
     /// Reconnecting to `url`, resuming after event `lastEventId`.
     case reconnecting(attempt: Int, url: URL, lastEventId: UInt64)
+    /// The client reads over long-poll from now on (`reason`: the buffering proxy it
+    /// detected; `nil` when `readMode` is `.longPoll`); this answer goes on after event
+    /// `lastEventId`.
+    case longPoll(reason: ProxyBufferingDetector.Reason?, lastEventId: UInt64)
 }
 
 /// One element of a `RelayStream`'s `AsyncSequence`, in order of occurrence.

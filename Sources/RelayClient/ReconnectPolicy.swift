@@ -12,8 +12,11 @@ import RelayCore
 ///   RTT > 500 ms, plus 0–250 ms — then reconnects with `Last-Event-ID` on the next base
 ///   URL. At most 3 reconnections in a row without an event in between; the next failure
 ///   ends in `needsResume` (a manual Resume re-sends the whole request).
-/// * **503** (a draining relay, or one at its connection cap) is a drop that waits
-///   `max(Retry-After × 1000, backoffMs) + jitter` (RFC 9110 §10.2.3); it counts toward the 3.
+/// * **502, 503, 504** are drops that wait `max(Retry-After × 1000, backoffMs) + jitter`
+///   (RFC 9110 §10.2.3) and rotate the base URL; they count toward the 3. The relay answers
+///   only 503 before a stream (a draining relay, or one at its connection cap); its 502/504
+///   codes are in-stream `error` events (PROTOCOL.md §8.2), so a 502/504 response is a
+///   gateway or load balancer in front of it whose instance is down or timed out.
 /// * **`token_expired`** (an `error` event, or a 401 `token_expired`/`unauthorized` answer
 ///   to a reconnection) asks the token provider for a fresh token (`freshTokenNeeded`)
 ///   and reconnects from `lastEventId` after the jitter only; it counts toward the 3. Once
@@ -93,6 +96,9 @@ public struct ReconnectPolicy: Sendable, Equatable {
     public private(set) var waitMs: Int64 = 0
     /// `true` while the app is in the foreground.
     public private(set) var isForeground = true
+    /// Reads go over long-poll (the relay's catch-up read): every read is a resume, so a
+    /// 401 to any of them is treated as a 401 to a reconnection.
+    public private(set) var polling = false
 
     private var failuresInARow = 0
     private var lastEventAt: Int64 = 0
@@ -156,6 +162,7 @@ public struct ReconnectPolicy: Sendable, Equatable {
         failuresInARow = 0
         freshTokenNeeded = false
         refreshedForExpiry = false
+        polling = false
         return .sendRequest
     }
 
@@ -183,10 +190,10 @@ public struct ReconnectPolicy: Sendable, Equatable {
         guard case .connecting(let attempt) = state else { return .none }
         guard status == 200 else {
             let e = error ?? APIError(status: status, code: ErrorCode(rawValue: "http_\(status)"), message: "HTTP \(status)")
-            if status == 503 {
+            if Self.isRetryableGatewayStatus(status) {
                 return drop(now: now, waitMs: max(retryAfterMs ?? 0, backoffMs) + jitterMs)
             }
-            if status == 401, attempt > 0, e.code == "token_expired" || e.code == "unauthorized", !refreshedForExpiry {
+            if status == 401, attempt > 0 || polling, e.code == "token_expired" || e.code == "unauthorized", !refreshedForExpiry {
                 return tokenExpired(now: now, jitterMs: jitterMs)
             }
             return end(.failed(status: status, code: e.code, message: e.message), now: now)
@@ -197,6 +204,49 @@ public struct ReconnectPolicy: Sendable, Equatable {
         }
         set(.streaming, now: now)
         return .none
+    }
+
+    /// The next long-poll read is being sent: after the previous one ended without the
+    /// terminal event, or to finish a buffered SSE response from `lastEventId`
+    /// (`ProxyBufferingDetector`). Not a reconnection: no wait, not counted, and the hard
+    /// timeout keeps running. No effect unless connecting or streaming.
+    public mutating func pollSent(now: Int64) {
+        switch state {
+        case .connecting, .streaming:
+            polling = true
+            set(.connecting(attempt: 0), now: now)
+        case .idle, .waiting, .suspended, .ended:
+            break
+        }
+    }
+
+    /// The head of a long-poll response: `200 application/json` (events follow) or `204`
+    /// (none yet) → reading; `204` with `Stream-Closed: true` (`closed`) → the answer ended
+    /// without its terminal event reaching the kit: failed (`streamClosed`). A `200` of
+    /// another type fails (`bad_content_type`). Other statuses exactly as
+    /// `responseOpened(status:…)` (call it after their error body): a 401 is treated as on
+    /// a resume.
+    public mutating func pollOpened(status: Int, contentType: String?, closed: Bool, error: APIError? = nil,
+                                    retryAfterMs: Int64? = nil, jitterMs: Int64 = 0, now: Int64) -> Action {
+        guard case .connecting = state else { return .none }
+        if status == 204, closed { return streamClosed(now: now) }
+        if status == 204 || (status == 200 && Self.isJSON(contentType)) {
+            set(.streaming, now: now)
+            return .none
+        }
+        if status == 200 {
+            return end(.failed(status: status, code: "bad_content_type",
+                               message: "expected application/json, got \(contentType ?? "none")"), now: now)
+        }
+        return responseOpened(status: status, contentType: contentType, error: error, retryAfterMs: retryAfterMs,
+                              jitterMs: jitterMs, now: now)
+    }
+
+    /// A long-poll read said `Stream-Closed: true` but the terminal event never came:
+    /// failed with status 204 and code `stream_closed`.
+    public mutating func streamClosed(now: Int64) -> Action {
+        if case .ended = state { return .none }
+        return end(.failed(status: 204, code: "stream_closed", message: "the answer ended without its terminal event"), now: now)
     }
 
     /// An event arrived with its SSE `id` (`seq`) and, when decodable, its content.
@@ -333,6 +383,19 @@ public struct ReconnectPolicy: Sendable, Equatable {
         f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let d = f.date(from: v) else { return nil }
         return min(max(0, Int64(d.timeIntervalSince(date) * 1000)), 3_600_000)
+    }
+
+    /// `true` for the statuses that are retryable drops: 503 (`not_ready`, or a gateway's)
+    /// and 502/504, which only a gateway or load balancer in front of the relay sends.
+    public static func isRetryableGatewayStatus(_ status: Int) -> Bool {
+        status == 502 || status == 503 || status == 504
+    }
+
+    /// `true` for `application/json`, parameters and case ignored (RFC 9110 §8.3.1).
+    public static func isJSON(_ contentType: String?) -> Bool {
+        guard let ct = contentType else { return false }
+        let media = ct.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
+        return media.trimming(" \t").lowercased() == "application/json"
     }
 
     /// `true` for `text/event-stream`, parameters and case ignored (RFC 9110 §8.3.1).

@@ -42,6 +42,8 @@ public final class RelayChatClient: Sendable {
     let jitter: @Sendable () -> Int64
     let budgetBox = LockedBox<BudgetState?>(nil)
     let stops = StopDelivery()
+    /// The read mode and whether a buffering proxy switched this client to long-poll.
+    let reads = ReadState()
 
     /// - Parameters:
     ///   - baseURLs: at least one relay base URL.
@@ -136,20 +138,27 @@ public final class RelayChatClient: Sendable {
     /// `DELETE /api/chat/stream/{requestId}`: at most `StopDelivery.maxAttempts` (3)
     /// attempts, `StopDelivery.retryDelayMs` (1 s, on `clock`) apart, each with a 10 s
     /// timeout, rotating through the base URLs from `preferredURLIndex`. Returns the
-    /// HTTP status of the first answer (202 when accepted; 404 when the stream is
-    /// already gone), or `nil` when no attempt was answered (or no token could be had).
+    /// HTTP status of the first final answer (202 when accepted, `"state":"pending"` when
+    /// the relay had not seen the stream yet and keeps the cancel for it), or `nil` when
+    /// no attempt was answered (or no token could be had). A `404` is retried like a
+    /// failure (`StopDelivery.retriesNotFound`: a relay that does not keep cancels may
+    /// not have seen the `POST` yet) and returned when every attempt got it.
     @discardableResult
     public func cancel(requestId: RequestID, preferredURLIndex: Int = 0) async -> Int? {
+        var notFound = false
         for attempt in 0..<StopDelivery.maxAttempts {
             if attempt > 0 { try? await clock.sleep(ms: StopDelivery.retryDelayMs) }
             let base = baseURLs[((preferredURLIndex + attempt) % baseURLs.count + baseURLs.count) % baseURLs.count]
-            guard let t = try? await tokenProvider(.connect) else { return nil }
+            guard let t = try? await tokenProvider(.connect) else { return notFound ? 404 : nil }
             let req = TransportRequest(method: "DELETE", url: base.appendingPathComponent("api/chat/stream/\(requestId.value)"),
                                        headers: [("Authorization", "Bearer \(t)")], timeoutMs: StopDelivery.timeoutMs)
             stops.attempted()
-            if let (status, _) = try? await transport.fetch(req), status > 0, status < 500 { return status }
+            if let (status, _) = try? await transport.fetch(req), status > 0, status < 500 {
+                guard StopDelivery.retriesNotFound(status: status) else { return status }
+                notFound = true
+            }
         }
-        return nil
+        return notFound ? 404 : nil
     }
 
     /// Sends the `DELETE` of a stopped answer in the background (see `cancel`) and

@@ -11,11 +11,17 @@ import RelayCore
 /// Behaviour (rules in `ReconnectPolicy`, `ResponseRenderer`):
 /// * `POST /api/chat/stream` with `X-Request-Id`, streamed through the client's
 ///   `RelayTransport`; events parsed by `RelayCore.SSEParser`; `lastEventId` kept in memory.
-/// * On a drop or a 503: wait 1 s (3 s when the measured RTT — request sent to response
+/// * On a drop, a refused connection or a 502/503/504: wait 1 s (3 s when the measured RTT — request sent to response
 ///   headers — or the reported one is over 500 ms; at least `Retry-After`) plus 0–250 ms
 ///   of jitter, then `GET /api/chat/stream/{id}` with `Last-Event-ID`, rotating through
 ///   the client's base URLs; at most 3 times, then the completion `needsResume`, and
 ///   `resume()` re-sends the whole request.
+/// * A buffered SSE response (`ProxyBufferingDetector`: a head without a byte for 20 s,
+///   or the whole body in one read at the end) switches the client to long-poll reads
+///   (`GET /api/chat/stream/{id}?offset=<lastEventId>&live=long-poll`, `-1` before any
+///   event) for the rest of its life; this answer goes on at once from `lastEventId`. A
+///   read's JSON array goes through the same event path as SSE events; a `204` reads
+///   again; errors are handled as on a resume (`ReconnectPolicy.pollOpened`).
 /// * The bearer token is asked from the client's provider on every connection; after
 ///   `token_expired` it is asked with `.expired` and the answer resumes.
 /// * In the background a drop waits; `enterForeground()` resumes at once.
@@ -87,6 +93,8 @@ public final class RelayStream: AsyncSequence, Sendable {
 /// What the driver reacts to.
 enum StreamInput: Sendable {
     case tick
+    /// The wait before long-poll read `id` is over.
+    case pollDue(id: Int)
     /// An event of connection `id`, stamped with the clock time it arrived (ms).
     case connection(id: Int, ConnectionEvent, at: Int64)
     case stop
@@ -122,6 +130,21 @@ final class StreamDriver: @unchecked Sendable {
     private var eventsReceived = 0
     private var dropped = false
     private var ended = false
+    /// What the open connection is: an SSE response (`POST` or resume) or a long-poll read.
+    private var readingLongPoll = false
+    /// The buffering check of the open SSE response (`readMode` `.auto`).
+    private var detector: ProxyBufferingDetector?
+    /// The open long-poll read: its status, fields and body.
+    private var pollStatus = 0
+    private var pollFields = StreamReadHeaders()
+    private var pollBody = Data()
+    /// The last `Stream-Cursor`, sent back as `cursor` (Durable Streams §5.7).
+    private var pollCursor: String?
+    /// Largest long-poll body accepted, bytes (a whole answer is tens of kilobytes).
+    static let maxPollBodyBytes = 16 << 20
+    /// Shortest time between the sends of two long-poll reads when the first brought no
+    /// event, ms (a relay waits up to `RELAY_LONG_POLL_TIMEOUT`, 20 s, before a 204).
+    static let minPollIntervalMs: Int64 = 1_000
     private let reportedBackoff: Int64
 
     init(client: RelayChatClient, request: ChatRequest, options: RelayChatClient.ChatOptions, priorReconnections: Int,
@@ -174,7 +197,15 @@ final class StreamDriver: @unchecked Sendable {
         switch input {
         case .tick:
             if let u = renderer.tick(now: now) { output.yield(.render(u)) }
+            if var d = detector, d.deadline.map({ now >= $0 }) == true {
+                d.tick(now: now)
+                detector = d
+                if case .longPoll(let reason) = d.verdict { return await switchToLongPoll(reason, now: now) }
+            }
             await perform(policy.tick(now: now))
+        case .pollDue(let id):
+            guard id == connectionID, !ended else { return }
+            await sendPoll(now: now)
         case .stop:
             await perform(policy.stop(now: now))
         case .background(let at):
@@ -191,13 +222,37 @@ final class StreamDriver: @unchecked Sendable {
 
     private func handle(_ event: ConnectionEvent, now: Int64) async {
         switch event {
-        case .response(let status, let contentType, let retryAfter):
+        case .response(let status, let contentType, let retryAfter, let fields):
             if now - connectStartedAt > Int64(NetworkAdvice.slowRttMs) {
                 policy.backoffMs = max(reportedBackoff, NetworkAdvice.slowBackoffMs)
             }
-            if status == 200 {
+            if readingLongPoll, status == 200, ReconnectPolicy.isEventStream(contentType) {
+                // A relay without the long-poll read ignored `offset` and resumed over SSE
+                // (from the start: the seqs already seen are skipped). This client reads
+                // over SSE again and never switches back.
+                client.reads.longPollUnsupported()
+                readingLongPoll = false
+            }
+            if readingLongPoll, status == 200 || status == 204 {
+                pollStatus = status
+                pollFields = fields
+                pollBody = Data()
+                if let c = fields.cursor, !c.isEmpty { pollCursor = c }
+                await perform(policy.pollOpened(status: status, contentType: contentType, closed: fields.closed, now: now))
+            } else if status == 200 {
                 let a = policy.responseOpened(status: status, contentType: contentType, now: now)
-                if case .streaming = policy.state { output.yield(.connection(.streaming)) }
+                guard case .streaming = policy.state else { return await perform(a) }
+                if client.reads.longPoll {
+                    // The POST started (or found) the answer; its events are read over long-poll.
+                    dropConnection()
+                    return await sendPoll(now: now)
+                }
+                output.yield(.connection(.streaming))
+                if client.reads.mode == .auto {
+                    var d = ProxyBufferingDetector(sentAt: connectStartedAt)
+                    d.headers(at: now)
+                    detector = d
+                }
                 await perform(a)
             } else {
                 errorStatus = status
@@ -210,6 +265,14 @@ final class StreamDriver: @unchecked Sendable {
                 if errorBody.count < 65_536 { errorBody.append(d) }
                 return
             }
+            if readingLongPoll {
+                pollBody.append(d)
+                if pollBody.count > Self.maxPollBodyBytes {
+                    dropConnection()
+                    await perform(policy.connectionLost(jitterMs: client.jitter(), now: now))
+                }
+                return
+            }
             let items: [SSEParser.Item]
             do {
                 items = try parser.feed(d)
@@ -217,12 +280,29 @@ final class StreamDriver: @unchecked Sendable {
                 dropConnection()
                 return await perform(policy.connectionLost(jitterMs: client.jitter(), now: now))
             }
+            if var det = detector, det.verdict == .undecided {
+                var events = 0
+                var terminal = false
+                for case .event(let msg) in items {
+                    events += 1
+                    if (try? StreamEvent(json: msg.data))?.isTerminal == true { terminal = true }
+                }
+                let before = det.verdict
+                det.read(at: now, bytes: d.count, events: events, terminal: terminal)
+                detector = det
+                if before == .undecided, case .longPoll(let reason) = det.verdict {
+                    if reason == .silentAfterHeaders { return await switchToLongPoll(reason, now: now) }
+                    // A whole body: its events are all here and end this answer; later reads use long-poll.
+                    client.reads.buffered(reason)
+                    output.yield(.connection(.longPoll(reason: reason, lastEventId: policy.lastEventId)))
+                }
+            }
             for item in items {
                 guard case .event(let msg) = item, !ended else { continue }
                 await received(msg, now: now)
                 if connection == nil { break }   // dropped or finished
             }
-        case .end:
+        case .end(let error):
             connection = nil
             if let status = errorStatus {
                 errorStatus = nil
@@ -231,7 +311,17 @@ final class StreamDriver: @unchecked Sendable {
                                                            retryAfterMs: ReconnectPolicy.retryAfterMs(errorRetryAfter),
                                                            jitterMs: client.jitter(), now: now))
             }
+            if readingLongPoll {
+                if error != nil { return await perform(policy.connectionLost(jitterMs: client.jitter(), now: now)) }
+                return await pollEnded(now: now)
+            }
             _ = parser.finish()   // an incomplete event is discarded with its id (WHATWG §9.2.6)
+            if var d = detector {
+                detector = nil
+                if case .longPoll(let reason) = d.ended(at: now) {
+                    return await switchToLongPoll(reason, now: now)
+                }
+            }
             await perform(policy.connectionLost(jitterMs: client.jitter(), now: now))
         }
     }
@@ -300,13 +390,27 @@ final class StreamDriver: @unchecked Sendable {
         }
     }
 
+    /// `…/api/chat/stream/{id}?offset=<last event id, -1 before any>&live=long-poll[&cursor=…]`.
+    private func pollURL(after lastEventId: UInt64) -> URL {
+        let u = baseURL.appendingPathComponent("api/chat/stream/\(options.requestId.value)")
+        var c = URLComponents(url: u, resolvingAgainstBaseURL: false)!
+        var q = [URLQueryItem(name: "offset", value: lastEventId > 0 ? String(lastEventId) : "-1"),
+                 URLQueryItem(name: "live", value: "long-poll")]
+        if let cursor = pollCursor { q.append(URLQueryItem(name: "cursor", value: cursor)) }
+        c.queryItems = q
+        return c.url ?? u
+    }
+
     private var baseURL: URL { client.baseURLs[((urlIndex % client.baseURLs.count) + client.baseURLs.count) % client.baseURLs.count] }
 
-    private func connect(post: Bool, lastEventId: UInt64) async {
+    private func connect(post: Bool, lastEventId: UInt64, longPoll: Bool = false) async {
         connectionID += 1
         let id = connectionID
         parser = SSEParser()
         errorStatus = nil
+        detector = nil
+        let longPoll = longPoll || (!post && client.reads.longPoll)
+        readingLongPoll = longPoll
         let token: String
         do {
             if policy.freshTokenNeeded {
@@ -331,6 +435,9 @@ final class StreamDriver: @unchecked Sendable {
             headers.append(("Content-Type", "application/json"))
             req = TransportRequest(method: "POST", url: baseURL.appendingPathComponent("api/chat/stream"), headers: headers,
                                    body: request.jsonBody)
+        } else if longPoll {
+            headers[1] = ("Accept", "application/json")
+            req = TransportRequest(method: "GET", url: pollURL(after: lastEventId), headers: headers)
         } else {
             headers.append(("Last-Event-ID", String(lastEventId)))
             req = TransportRequest(method: "GET", url: baseURL.appendingPathComponent("api/chat/stream/\(options.requestId.value)"),
@@ -344,8 +451,64 @@ final class StreamDriver: @unchecked Sendable {
         }
     }
 
+    // MARK: - Long-poll
+
+    /// A buffered SSE response: this client reads over long-poll from now on, and this
+    /// answer goes on from its last event id at once (no wait, not a reconnection).
+    private func switchToLongPoll(_ reason: ProxyBufferingDetector.Reason, now: Int64) async {
+        client.reads.buffered(reason)
+        detector = nil
+        output.yield(.connection(.longPoll(reason: reason, lastEventId: policy.lastEventId)))
+        dropConnection()
+        guard !ended else { return }
+        await sendPoll(now: now)
+    }
+
+    /// Sends the next long-poll read from the last event id.
+    private func sendPoll(now: Int64) async {
+        policy.pollSent(now: now)
+        await connect(post: false, lastEventId: policy.lastEventId, longPoll: true)
+    }
+
+    /// A long-poll read ended cleanly: a `200`'s JSON array goes through the same event
+    /// path as SSE events (its last element's seq is `Stream-Next-Offset`; the others are
+    /// strictly between the offsets, PROTOCOL.md §5.1); then the next read, at once after
+    /// events, else no sooner than `minPollIntervalMs` after the last send.
+    private func pollEnded(now: Int64) async {
+        guard case .streaming = policy.state else { return }
+        var got = 0
+        if pollStatus == 200 {
+            let array = (try? JSONSerialization.jsonObject(with: pollBody, options: [.fragmentsAllowed])) as? [Any]
+            let next = pollFields.nextOffset.flatMap { $0.count <= 20 && $0.allSatisfy(\.isASCII) ? UInt64($0) : nil }
+            guard let array, let next else {
+                return await perform(policy.connectionLost(jitterMs: client.jitter(), now: now))
+            }
+            got = array.count
+            let id = connectionID
+            for (i, element) in array.enumerated() {
+                guard !ended, id == connectionID else { return }
+                guard let data = try? JSONSerialization.data(withJSONObject: element, options: [.fragmentsAllowed]) else { continue }
+                let seq = i == array.count - 1 ? String(next) : ""
+                await received(SSEMessage(type: "message", data: String(decoding: data, as: UTF8.self), lastEventId: seq), now: now)
+            }
+            guard !ended, id == connectionID else { return }
+            if pollFields.closed { return await perform(policy.streamClosed(now: now)) }
+        }
+        let delay = got > 0 ? 0 : Self.minPollIntervalMs - (now - connectStartedAt)
+        if delay <= 0 { return await sendPoll(now: now) }
+        connectionID += 1
+        let id = connectionID
+        let inputs = self.inputs
+        let clock = self.clock
+        Task {
+            try? await clock.sleep(ms: delay)
+            inputs.yield(.pollDue(id: id))
+        }
+    }
+
     private func dropConnection() {
         connectionID += 1   // events of the old connection are ignored from now on
+        detector = nil
         connection?.cancel()
         connection = nil
     }

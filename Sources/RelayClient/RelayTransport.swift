@@ -37,12 +37,47 @@ public struct TransportRequest: Sendable, Equatable {
 /// number of times as the body arrives, then `end` once (also after a failure before
 /// any response).
 public enum ConnectionEvent: Sendable, Equatable {
-    /// The response head: status, `Content-Type`, and `Retry-After` (RFC 9110 §10.2.3) when present.
-    case response(status: Int, contentType: String?, retryAfter: String?)
+    /// The response head: status, `Content-Type`, `Retry-After` (RFC 9110 §10.2.3) when
+    /// present, and the fields of a long-poll read (`StreamReadHeaders`; empty otherwise).
+    case response(status: Int, contentType: String?, retryAfter: String?, stream: StreamReadHeaders = StreamReadHeaders())
     /// A piece of the body, as it arrived.
     case data(Data)
     /// The body ended: `nil` for a clean end, else the transport error's description.
     case end(error: String?)
+}
+
+/// The response fields of the relay's long-poll / catch-up read (Durable Streams read
+/// protocol shapes: `Stream-Next-Offset`, `Stream-Closed`, `Stream-Up-To-Date`,
+/// `Stream-Cursor`). A transport fills them from the response head; absent fields stay `nil`
+/// / `false`.
+public struct StreamReadHeaders: Sendable, Equatable {
+    /// `Stream-Next-Offset`: the offset to read from next (the relay's: the seq of the last
+    /// event in the body, zero-padded to 20 digits).
+    public var nextOffset: String?
+    /// `Stream-Closed: true`: the answer has ended and the body reaches its end.
+    public var closed: Bool
+    /// `Stream-Up-To-Date: true`: the body reaches the stored tail.
+    public var upToDate: Bool
+    /// `Stream-Cursor`, sent back as `cursor` on the next read.
+    public var cursor: String?
+
+    /// The header names, lowercased.
+    public static let names = ["stream-next-offset", "stream-closed", "stream-up-to-date", "stream-cursor"]
+
+    public init(nextOffset: String? = nil, closed: Bool = false, upToDate: Bool = false, cursor: String? = nil) {
+        self.nextOffset = nextOffset
+        self.closed = closed
+        self.upToDate = upToDate
+        self.cursor = cursor
+    }
+
+    /// Reads the fields through `field` (a case-insensitive header lookup by name).
+    public init(field: (String) -> String?) {
+        let closed = field("Stream-Closed")?.trimming(" \t").lowercased() == "true"
+        let upToDate = field("Stream-Up-To-Date")?.trimming(" \t").lowercased() == "true"
+        self.init(nextOffset: field("Stream-Next-Offset")?.trimming(" \t"), closed: closed,
+                  upToDate: upToDate, cursor: field("Stream-Cursor")?.trimming(" \t"))
+    }
 }
 
 /// A streaming exchange in progress.

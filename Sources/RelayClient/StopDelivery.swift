@@ -14,13 +14,19 @@ public final class StopDelivery: Sendable {
     /// Timeout of one attempt, ms.
     public static let timeoutMs: Int64 = 10_000
 
+    /// Whether an answer with `status` is retried (within `maxAttempts`) rather than
+    /// final: a `404` may come from a relay that has not seen the answer's `POST` yet
+    /// and does not keep cancels for streams to come (docs/PROTOCOL.md §7: a relay that
+    /// does answers `202` `"state":"pending"`). Any other answer below 500 is final.
+    public static func retriesNotFound(status: Int) -> Bool { status == 404 }
+
     /// Counters since the client was created.
     public struct Counts: Sendable, Equatable {
         /// Stops whose `DELETE` was started.
         public var requested = 0
         /// HTTP requests sent (≥ `requested`; retries included).
         public var attempts = 0
-        /// `DELETE`s a relay answered (202, or 404 for a stream already gone).
+        /// `DELETE`s a relay answered (202, or 404 on every attempt for a stream already gone).
         public var delivered = 0
         /// `DELETE`s given up after every attempt failed.
         public var failed = 0

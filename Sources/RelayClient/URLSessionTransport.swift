@@ -85,7 +85,8 @@ final class URLSessionConnection: NSObject, URLSessionDataDelegate, TransportCon
                     completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void) {
         let http = response as? HTTPURLResponse
         onEvent(.response(status: http?.statusCode ?? 0, contentType: http?.value(forHTTPHeaderField: "Content-Type"),
-                          retryAfter: http?.value(forHTTPHeaderField: "Retry-After")))
+                          retryAfter: http?.value(forHTTPHeaderField: "Retry-After"),
+                          stream: StreamReadHeaders { http?.value(forHTTPHeaderField: $0) }))
         completionHandler(.allow)
     }
 

@@ -31,7 +31,7 @@ public struct CurlTransport: RelayTransport {
             let x = CurlExchange(request: request, connectTimeoutMs: connectTimeoutMs, wholeTimeout: true,
                                  onFailure: { collected.failure = $0 }) { event in
                 switch event {
-                case .response(let status, _, _): collected.status = status
+                case .response(let status, _, _, _): collected.status = status
                 case .data(let d): collected.body.append(d)
                 case .end(let error):
                     if let error { c.resume(throwing: collected.failure ?? TransportFailure(kind: .other, detail: error)) }
@@ -70,6 +70,8 @@ final class CurlExchange: TransportConnection, @unchecked Sendable {
     private var status = 0
     private var contentType: String?
     private var retryAfter: String?
+    /// The long-poll read fields of the head (`StreamReadHeaders.names`), by lowercased name.
+    private var streamFields: [String: String] = [:]
     private var responseSent = false
 
     /// `onFailure` gets the classified failure of a failed exchange just before its `end`.
@@ -220,17 +222,20 @@ final class CurlExchange: TransportConnection, @unchecked Sendable {
             status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
             contentType = nil
             retryAfter = nil
+            streamFields = [:]
         } else if s.isEmpty {
             // 1xx heads (100 Continue) are followed by the real one.
             if status >= 200 && !responseSent {
                 responseSent = true
-                onEvent(.response(status: status, contentType: contentType, retryAfter: retryAfter))
+                onEvent(.response(status: status, contentType: contentType, retryAfter: retryAfter,
+                                  stream: StreamReadHeaders { streamFields[$0.lowercased()] }))
             }
         } else if let colon = s.firstIndex(of: ":") {
             let name = s[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
             let value = s[s.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             if name == "content-type" { contentType = value }
             if name == "retry-after" { retryAfter = value }
+            if StreamReadHeaders.names.contains(name) { streamFields[name] = value }
         }
     }
 
@@ -239,7 +244,8 @@ final class CurlExchange: TransportConnection, @unchecked Sendable {
         if isCancelled { return false }
         if !responseSent {
             responseSent = true
-            onEvent(.response(status: status, contentType: contentType, retryAfter: retryAfter))
+            onEvent(.response(status: status, contentType: contentType, retryAfter: retryAfter,
+                                  stream: StreamReadHeaders { streamFields[$0.lowercased()] }))
         }
         if bytes.count > 0 { onEvent(.data(Data(bytes))) }
         return true

@@ -141,9 +141,12 @@ public struct RelayConfig: Sendable, Equatable {
     public var jwtJWKSURL: String?
     /// JWKS refresh interval without cache headers, ms; default 600,000 (10 min).
     public var jwtJWKSRefreshMs = 600_000
-    /// Shortest time between JWKS refetches for unknown `kid`s (and the floor for
-    /// `Cache-Control: max-age`), ms; default 60,000.
+    /// Floor of `Cache-Control: max-age` between JWKS refreshes, and the retry after a
+    /// failed refresh with a set in hand, ms; default 60,000.
     public var jwtJWKSMinIntervalMs = 60_000
+    /// Shortest time between the starts of two JWKS fetches wanted by tokens naming unknown
+    /// `kid`s (`UnknownKidRefetch`), ms; default 1,000.
+    public var jwtJWKSUnknownKidIntervalMs = 1_000
     /// Whole-fetch timeout of the JWKS, ms; default 10,000.
     public var jwtJWKSTimeoutMs = 10_000
     /// `alg` values accepted with a JWKS, comma-separated; default all of
@@ -390,11 +393,15 @@ public struct RelayConfig: Sendable, Equatable {
             c.jwtJWKSRefreshMs = try duration(v, "RELAY_JWT_JWKS_REFRESH", 100...86_400_000)
         },
         Option(env: "RELAY_JWT_JWKS_MIN_INTERVAL", flag: "--jwt-jwks-min-interval", default: "60s", unit: "duration",
-               doc: "at most one JWKS refetch per interval for unknown kids; floor of max-age") { c, v in
+               doc: "floor of the JWKS Cache-Control max-age; retry after a failed refresh") { c, v in
             c.jwtJWKSMinIntervalMs = try duration(v, "RELAY_JWT_JWKS_MIN_INTERVAL", 100...86_400_000)
         },
+        Option(env: "RELAY_JWT_JWKS_UNKNOWN_KID_INTERVAL", flag: "--jwt-jwks-unknown-kid-interval", default: "1s", unit: "duration",
+               doc: "at most one JWKS fetch per interval for tokens naming unknown kids (they wait for it)") { c, v in
+            c.jwtJWKSUnknownKidIntervalMs = try duration(v, "RELAY_JWT_JWKS_UNKNOWN_KID_INTERVAL", 100...60_000)
+        },
         Option(env: "RELAY_JWT_JWKS_TIMEOUT", flag: "--jwt-jwks-timeout", default: "10s", unit: "duration",
-               doc: "whole-fetch timeout of the JWKS") { c, v in
+               doc: "whole-fetch timeout of the JWKS; longest wait of a token naming an unknown kid") { c, v in
             c.jwtJWKSTimeoutMs = try duration(v, "RELAY_JWT_JWKS_TIMEOUT", 100...300_000)
         },
         Option(env: "RELAY_JWT_JWKS_ALGORITHMS", flag: "--jwt-jwks-algorithms", default: RelayConfig.jwksAlgorithms, unit: "alg,…",

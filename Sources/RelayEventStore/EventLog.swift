@@ -93,7 +93,7 @@ public final class EventLog {
     public func connected(alsoLoading others: [String] = []) {
         connectionEpoch &+= 1
         scripts.load([Scripts.create, Scripts.appendFinal, Scripts.appendStatus, Scripts.open, Scripts.catchUp,
-                      expireLeaseScript, Scripts.admit] + others)
+                      expireLeaseScript, Scripts.admit, Scripts.requestCancel] + others)
     }
 
     /// Owner lease of a running generation, ms (`relay:{id}:lease` `PX`); refreshed
@@ -113,6 +113,44 @@ public final class EventLog {
                            budgetKey, String(promptEstimate), maxLenArg]) { r in
             if let f = r.failure { return done(.failure(f)) }
             done(.success(r.int == 1))
+        }
+    }
+
+    /// Lifetime of a cancel marker, ms (`StreamKeys.cancel`): how long a `DELETE` that came
+    /// before its stream still stops the stream once created (docs/PROTOCOL.md §7).
+    public static let cancelMarkerMs = 60_000
+
+    /// What `requestCancel` found.
+    public enum CancelRequest: Sendable, Equatable {
+        /// No stream of the id exists (yet): the marker was left.
+        case pending
+        /// The caller's stream, in this state (`running`: the marker was left too; the
+        /// caller publishes the cancel). `nil` for a state this version does not know.
+        case stream(StreamState?)
+        /// The id names another owner's stream (nothing written).
+        case otherOwner
+    }
+
+    /// A `DELETE` of stream `id` by `owner` (`Scripts.requestCancel`): leaves the cancel
+    /// marker for `cancelMarkerMs` unless the stream exists and has ended.
+    public func requestCancel(_ id: RequestID, owner: String, done: @escaping (Result<CancelRequest, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(Scripts.requestCancel, keys: [k.meta, k.cancel], args: [owner, String(EventLog.cancelMarkerMs)]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            switch r.string ?? "" {
+            case "pending": done(.success(.pending))
+            case "other": done(.success(.otherOwner))
+            case let state: done(.success(.stream(StreamState(rawValue: state))))
+            }
+        }
+    }
+
+    /// Whether a `DELETE` left the cancel marker of stream `id` (`EXISTS`): read once the
+    /// stream's generation is registered, before its upstream is started.
+    public func isCancelRequested(_ id: RequestID, done: @escaping (Result<Bool, RedisFailure>) -> Void) {
+        connection.send(["EXISTS", StreamKeys(id).cancel]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            done(.success((r.int ?? 0) > 0))
         }
     }
 

@@ -195,6 +195,29 @@ extension Scripts {
 }
 
 extension Scripts {
+    /// A `DELETE` of a stream (docs/PROTOCOL.md §7): reads the stream's owner and state and
+    /// leaves the cancel marker (`SET … PX`) when no stream of the id exists yet or it is
+    /// running. A generation reads the marker after it was registered on its worker and
+    /// before it calls the upstream (register first, then check), so a `DELETE` that
+    /// reached any instance before the stream was created, or before its generation could
+    /// hear `relay:cancel`, still stops it. Ids are scoped by owner (`RequestID.scoped(by:)`),
+    /// so the marker is the caller's alone; it shares the stream's hash tag (one slot).
+    /// KEYS: meta, cancel marker. ARGV: owner (`sub`), marker lifetime ms.
+    /// Returns `pending` (no stream yet: marker left), `other` (the meta names another
+    /// owner: nothing written), or the stream's state (`running`: marker left).
+    public static let requestCancel = """
+    local m = redis.call('HMGET', KEYS[1], 'owner', 'state')
+    if not m[1] then
+      redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+      return 'pending'
+    end
+    if m[1] ~= ARGV[1] then return 'other' end
+    if m[2] == 'running' then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
+    return m[2] or ''
+    """
+}
+
+extension Scripts {
     /// `expireLease` for Redis Cluster: the live channel is a sharded channel
     /// (`SPUBLISH`, Redis 7; the channel hashes to the stream's slot, so the script stays on it).
     public static let expireLeaseSharded = expireLease.replacingOccurrences(of: "redis.call('PUBLISH'", with: "redis.call('SPUBLISH'")

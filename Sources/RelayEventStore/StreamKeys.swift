@@ -19,6 +19,10 @@ public struct StreamKeys: Sendable, Equatable {
     public let offsets: String
     /// `relay:{id}:lease`: owning instance while generating (`PX` a few seconds).
     public let lease: String
+    /// `relay:{id}:cancel`: the cancel marker a `DELETE` leaves (`Scripts.requestCancel`,
+    /// `PX` `EventLog.cancelMarkerMs`), read after a new generation is registered
+    /// (docs/PROTOCOL.md §7, docs/DATA_MODEL.md).
+    public let cancel: String
 
     public init(_ id: RequestID) { self.init(id.value) }
 
@@ -30,6 +34,7 @@ public struct StreamKeys: Sendable, Equatable {
         text = p + "text"
         offsets = p + "offsets"
         lease = p + "lease"
+        cancel = p + "cancel"
     }
 
     /// The request id inside a `relay:{id}:live` channel name, if it is one.

@@ -110,15 +110,35 @@ final class ChatStreamRoutes {
         hub.register(g)
         let s = ex.isOpen ? beginStream(ex, id: id, who: who, ticket: gate.readTicket(for: who, ownerHash: ownerHash, clientID: id.clientValue),
                                         lastSent: 0) : nil
-        hub.recheckRevocation(sid: who.sid) { valid in
-            guard valid else {
+        // Register first, then check both markers: a cancel (docs/PROTOCOL.md §7) or a
+        // revocation (§9.5) published before the generation was registered wrote its
+        // marker first. The two replies may come on different connections (Redis Cluster).
+        var cancelRequested: Result<Bool, RedisFailure>?
+        var sessionValid: Bool?
+        let decide = { [weak self] in
+            guard let cancel = cancelRequested, let valid = sessionValid else { return }
+            guard valid, case .success(let cancelled) = cancel else {
                 // Revoked (already cut by `revoked(sid:)`), or Redis could not say: fail closed.
                 let down = APIError(.redisUnavailable, "the session could not be checked; retry")
                 g.abort(down)
                 s?.fail(down)
                 return
             }
-            g.start()
+            if cancelled {
+                // The DELETE came first: end with `done` "cancelled"; no upstream call.
+                self?.metrics.add(.cancels)
+                g.cancel()
+            } else {
+                g.start()
+            }
+        }
+        log.isCancelRequested(id) { r in
+            cancelRequested = r
+            decide()
+        }
+        hub.recheckRevocation(sid: who.sid) { valid in
+            sessionValid = valid
+            decide()
         }
     }
 
@@ -216,29 +236,38 @@ final class ChatStreamRoutes {
         return s
     }
 
-    /// `DELETE /api/chat/stream/{requestId}`: the owning instance, wherever it is,
-    /// stops the generation (`relay:cancel`). 202 also when already finished.
+    /// `DELETE /api/chat/stream/{requestId}` (docs/PROTOCOL.md §7): the owning instance,
+    /// wherever it is, stops the generation (`relay:cancel`). 202 also when already
+    /// finished, and `"state":"pending"` when no stream of the id exists yet: the cancel
+    /// marker left by `EventLog.requestCancel` stops the stream if it is created within
+    /// `EventLog.cancelMarkerMs` (a `DELETE` that overtook its `POST`).
     func cancel(_ ex: HTTPExchange, rawID: Substring) {
         guard let clientID = gate.attempt(ex, { try RequestID(validating: rawID) }),
               let who = gate.authenticate(ex) else { return }
         let id = clientID.scoped(by: OwnerHash.of(who.user))
         var revoked = false
         hub.sessions.isRevoked(sid: who.sid) { if case .success(true) = $0 { revoked = true } }
-        log.open(id) { [weak self] r in
+        log.requestCancel(id, owner: who.user) { [weak self] r in
             guard let self, ex.isOpen else { return }
             if revoked { return self.gate.fail(ex, .unauthorized("session revoked")) }
+            let accepted = { (state: String) in
+                "{\"requestId\":\(JSONText.quoted(clientID.value)),\"state\":\(JSONText.quoted(state))}"
+            }
             switch r {
             case .failure:
                 self.gate.fail(ex, .notReady("Redis is not available"))
-            case .success(let info):
-                guard let info, info.owner == who.user else { return self.gate.fail(ex, .streamNotFound) }
-                let accepted = "{\"requestId\":\(JSONText.quoted(clientID.value)),\"state\":\(JSONText.quoted(info.state?.rawValue ?? ""))}"
-                guard info.state == .running else {
-                    return ex.respond(status: 202, contentType: "application/json", body: accepted)
+            case .success(.otherOwner):
+                self.gate.fail(ex, .streamNotFound)
+            case .success(.pending):
+                self.metrics.add(.cancelsPending)
+                ex.respond(status: 202, contentType: "application/json", body: accepted("pending"))
+            case .success(.stream(let state)):
+                guard state == .running else {
+                    return ex.respond(status: 202, contentType: "application/json", body: accepted(state?.rawValue ?? ""))
                 }
                 self.log.publishCancel(id) { r in
                     if case .failure = r { return self.gate.fail(ex, .notReady("Redis is not available")) }
-                    ex.respond(status: 202, contentType: "application/json", body: accepted)
+                    ex.respond(status: 202, contentType: "application/json", body: accepted("running"))
                 }
             }
         }

@@ -13,9 +13,13 @@ import RelayUpstream
 /// * A `200` whose body is a usable set (``JWKSnapshot``) is installed in the shared
 ///   ``JWKSKeyStore``; workers read it from there (immutable snapshots, swapped atomically).
 /// * The next refresh follows ``JWKSRefreshPolicy``: `Cache-Control: max-age`, else
-///   `RELAY_JWT_JWKS_REFRESH`; failures retry sooner, and before the first set with backoff.
-/// * Unknown-`kid` refetches arrive through the store's handler (already rate-limited
-///   across workers); one that finds a fetch in flight is folded into it.
+///   `RELAY_JWT_JWKS_REFRESH`; failures retry sooner, and before the first set with a
+///   backoff capped at 2 s.
+/// * Requests waiting for an unknown `kid` (``JWKSKeyWait`` on every worker) want a fetch
+///   through the store's refetch handler; it starts when ``UnknownKidRefetch`` allows
+///   (`RELAY_JWT_JWKS_UNKNOWN_KID_INTERVAL` after the previous start), never two at once.
+///   Every fetch, whatever its cause, tells the store when it starts and ends, and the
+///   store wakes the waiting requests of every worker.
 /// * A failed fetch keeps the last good set, counts `relay_jwks_fetches_total{result="error"}`
 ///   and is logged once per run of failures (and once when fetching works again).
 ///
@@ -30,6 +34,8 @@ final class JWKSFetcher: UpstreamTransferDelegate, @unchecked Sendable {
     private let policy: JWKSRefreshPolicy
     private let multi: CurlMulti
     private var timer: LoopTimer?
+    /// Starts the fetch that waiting requests want, when the interval allows.
+    private var wantedTimer: LoopTimer?
     private var transfer: UpstreamTransfer?
     private var body: [UInt8] = []
     private var failures = 0
@@ -45,15 +51,14 @@ final class JWKSFetcher: UpstreamTransferDelegate, @unchecked Sendable {
         policy = JWKSRefreshPolicy(refreshMs: config.jwtJWKSRefreshMs, minimumIntervalMs: config.jwtJWKSMinIntervalMs)
         multi = try CurlMulti(loop: loop)
         timer = LoopTimer(loop: loop) { [unowned self] in self.fetch() }
+        wantedTimer = LoopTimer(loop: loop) { [unowned self] in self.fetchWanted() }
     }
 
     /// Starts fetching (at once) and accepts unknown-`kid` refetch requests. Loop thread.
     func start() {
-        // Runs on the worker that met the unknown kid, before its 401 is sent, and only when
-        // the store's gate allowed it: the counter is exact when the response arrives.
-        store.setRefetchHandler { [loop, metrics, weak self] in
-            metrics.add(.jwksUnknownKidRefetches)
-            loop.post { [weak self] in self?.refetchForUnknownKid() }
+        // Runs on the worker whose request made a fetch wanted (once per wanted fetch).
+        store.setRefetchHandler { [loop, weak self] in
+            loop.post { [weak self] in self?.fetchWanted() }
         }
         fetch()
     }
@@ -64,18 +69,25 @@ final class JWKSFetcher: UpstreamTransferDelegate, @unchecked Sendable {
         store.setRefetchHandler(nil)
         timer?.cancel()
         timer = nil
+        wantedTimer?.cancel()
+        wantedTimer = nil
         transfer?.abort()
         transfer = nil
     }
 
-    private func refetchForUnknownKid() {
-        guard !stopped else { return }
-        fetch()
+    /// Waiting requests want a fetch: now, or once the interval since the last start passed.
+    /// Nothing when one is in flight (its end wakes them; those it does not answer want the next).
+    private func fetchWanted() {
+        guard !stopped, transfer == nil, let inMs = store.wantedFetchInMs() else { return }
+        if inMs == 0 { return fetch() }
+        wantedTimer?.schedule(afterMs: UInt64(inMs))
     }
 
     private func fetch() {
         guard !stopped, transfer == nil else { return }
         timer?.cancel()
+        wantedTimer?.cancel()
+        if store.fetchStarted() { metrics.add(.jwksUnknownKidRefetches) }
         body.removeAll(keepingCapacity: true)
         let isFile = url.hasPrefix("file://")
         let request = UpstreamTransfer.Request(
@@ -133,6 +145,7 @@ final class JWKSFetcher: UpstreamTransferDelegate, @unchecked Sendable {
     private func succeeded(_ snapshot: JWKSnapshot, cacheControl: String?) {
         let first = !store.hasKeys
         store.install(snapshot)
+        store.fetchEnded(installed: true)
         metrics.add(.jwksFetchesOK)
         metrics.set(.jwksKeys, snapshot.keySet.keys.count)
         let next = policy.nextRefreshMs(cacheControl: cacheControl)
@@ -146,6 +159,7 @@ final class JWKSFetcher: UpstreamTransferDelegate, @unchecked Sendable {
     }
 
     private func failed(_ reason: String) {
+        store.fetchEnded(installed: false)
         failures += 1
         metrics.add(.jwksFetchesFailed)
         let haveSet = store.hasKeys

@@ -13,6 +13,8 @@ public final class Metrics: Sendable {
         case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
         case acceptErrors, connectionsShed, requestHeadRejections, requestDeadlineCuts, pendingRequestRefusals
         case deltasMerged, catchUpMerged, appendAuxiliaryErrors, replaysWaited
+        case cancelsPending
+        case jwksParkedRequests
 
         var name: String {
             switch self {
@@ -43,6 +45,8 @@ public final class Metrics: Sendable {
             case .catchUpMerged: return "relay_catch_up_merged_total"
             case .appendAuxiliaryErrors: return "relay_append_auxiliary_errors_total"
             case .replaysWaited: return "relay_replays_waited_total"
+            case .cancelsPending: return "relay_cancels_pending_total"
+            case .jwksParkedRequests: return "relay_jwks_waiting_requests_total"
             }
         }
 
@@ -56,6 +60,8 @@ public final class Metrics: Sendable {
                 return "Resume requests (GET /api/chat/stream/{id}) by outcome: ok, gap (409 resume_gap), not_found (404), catch_up (lossless catch-up)."
             case .revocations: return "Live streams cut because their session was revoked."
             case .cancels: return "Generations stopped by DELETE /api/chat/stream/{id}."
+            case .jwksParkedRequests: return "Requests whose token named a kid the JWKS lacked (or came before the first set) and waited for a refetch (at most RELAY_JWT_JWKS_TIMEOUT)."
+            case .cancelsPending: return "DELETE /api/chat/stream/{id} calls that came before their stream existed and left a cancel marker (docs/PROTOCOL.md §7)."
             case .slowConsumerDisconnects: return "Client connections cut because their unsent backlog exceeded the backpressure limit."
             case .requestErrors: return "Requests answered with an HTTP error before any stream began."
             case .upstreamErrors: return "Generations that ended with an upstream error event."
@@ -65,7 +71,7 @@ public final class Metrics: Sendable {
             case .jwksFetchesOK, .jwksFetchesFailed:
                 return "JWKS fetches by result: ok, error (the last good key set stays in use)."
             case .jwksUnknownKidRefetches:
-                return "JWKS refetches requested because a token named an unknown kid (at most one per RELAY_JWT_JWKS_MIN_INTERVAL)."
+                return "JWKS fetches wanted by tokens naming unknown kids (at most one per RELAY_JWT_JWKS_UNKNOWN_KID_INTERVAL, one for every waiting token of the process)."
             case .acceptErrors: return "Failed accept() calls (file descriptors exhausted); each sheds a connection that has not sent a request head, or, when there is none, the listener pauses with backoff."
             case .connectionsShed: return "Connections closed before completing their first request head to keep file descriptors free (within the reserve below RLIMIT_NOFILE, or accept() failing with EMFILE/ENFILE); the oldest first."
             case .requestHeadRejections: return "Connections refused by the strict HTTP/1.1 check (RFC 9112) with a JSON error before evhttp saw the request."

@@ -1,3 +1,4 @@
+import RelayAuth
 import RelayCore
 import RelayRedis
 import RelayUpstream
@@ -14,6 +15,9 @@ final class Router {
     private let chat: ChatStreamRoutes
     private let account: AccountRoutes
     private let isReady: () -> Bool
+    /// Requests whose token names a key not in the JWKS yet wait here for a refetch (with
+    /// `RELAY_JWT_JWKS_URL` only).
+    let keyWait: JWKSKeyWait?
     private let notReadyReason: () -> String
 
     /// - Parameters:
@@ -28,9 +32,22 @@ final class Router {
         account = AccountRoutes(gate: gate, ledger: hub.ledger)
         self.isReady = isReady
         self.notReadyReason = notReadyReason
+        if let store = context.jwks, let verifier = (context.authenticator as? JWTAuthenticator)?.verifier as? JWKSVerifier {
+            keyWait = JWKSKeyWait(loop: hub.loop, store: store, verifier: verifier, timeoutMs: context.config.jwtJWKSTimeoutMs,
+                                  metrics: context.metrics)
+        } else {
+            keyWait = nil
+        }
     }
 
+    /// Routes `ex`; an `/api/` request whose token names a key the JWKS lacks first waits for
+    /// a refetch (`JWKSKeyWait`, docs/TOKENS.md), then is routed as if it had just arrived.
     func route(_ ex: HTTPExchange) {
+        if let wait = keyWait, ex.path.hasPrefix("/api/"), wait.park(ex, resume: { [unowned self] in self.dispatch(ex) }) { return }
+        dispatch(ex)
+    }
+
+    private func dispatch(_ ex: HTTPExchange) {
         let path = ex.path
         let streamPrefix = "/api/chat/stream/"
         switch path {

@@ -110,6 +110,7 @@ final class Worker: @unchecked Sendable {
         jwksFetcher?.stop()
         jwksFetcher = nil
         ticketKeys.stop()
+        router?.keyWait?.stop()
         hub.stop()
         commands.close()
         pubsubConnection.close()

@@ -202,6 +202,8 @@ enum ChatCommand {
                     connectionAttempts += 1
                     out.status(last == 0 && !eventsSeen ? "⟳ sending the request again to \(url.absoluteString)"
                                                         : "⟳ resuming after event \(last) on \(url.absoluteString)")
+                case .longPoll(let reason, let last):
+                    out.status("⇄ reading over long-poll after event \(last)\(reason.map { " (\($0.rawValue): a proxy buffers the stream)" } ?? "")")
                 }
             case .render(let r):
                 if !layoutShown, let l = r.layout, !r.text.isEmpty {

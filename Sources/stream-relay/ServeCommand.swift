@@ -157,7 +157,7 @@ enum ServeCommand {
             for (set, name) in [(config.jwtSecret != nil, "RELAY_JWT_SECRET"), (config.jwtPublicKeyPath != nil, "RELAY_JWT_PUBLIC_KEY")] where set {
                 Log.warn("RELAY_JWT_JWKS_URL is set: \(name) is ignored", [:])
             }
-            let store = JWKSKeyStore(minimumRefetchIntervalMs: config.jwtJWKSMinIntervalMs)
+            let store = JWKSKeyStore(minimumRefetchIntervalMs: config.jwtJWKSUnknownKidIntervalMs)
             let verifier = try JWKSVerifier(store: store, algorithms: try JWKAlgorithm.parseList(config.jwtJWKSAlgorithms),
                                             issuer: config.jwtIssuer, audience: config.jwtAudience,
                                             leewaySeconds: config.jwtLeewaySeconds)

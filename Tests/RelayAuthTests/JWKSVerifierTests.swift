@@ -4,8 +4,8 @@ import XCTest
 @testable import RelayAuth
 
 /// ``JWKSVerifier`` against an in-memory key store: both keys of a set verify, the attacks
-/// on a key set (docs/TOKENS.md) are 401, unknown `kid`s ask for a refetch at most once
-/// per interval.
+/// on a key set (docs/TOKENS.md) are 401, tokens naming unknown `kid`s wait for one shared
+/// refetch.
 final class JWKSVerifierTests: XCTestCase {
     static let rsa = JWKTests.rsa
     static let ec = JWKTests.ec
@@ -152,27 +152,44 @@ final class JWKSVerifierTests: XCTestCase {
         XCTAssertNoThrow(try v.verify(new, now: now))
     }
 
-    func testUnknownKidFloodAsksForOneRefetchPerInterval() throws {
+    func testUnknownKidFloodWantsOneFetchAndEveryTokenWaitsForIt() throws {
         let clock = Clock()
-        let s = try store([Self.rsa], clock: clock, minInterval: 60_000)
+        let s = try store([Self.rsa], clock: clock, minInterval: 1_000)
         let asked = Mutex(0)
         s.setRefetchHandler { asked.withLock { $0 += 1 } }
         let v = try JWKSVerifier(store: s)
         let strangers = try (0..<5).map { try JWKKeyBuilder.generate(.ec, kid: "stranger-\($0)") }
-        // Many threads at once, every token naming a different unknown kid.
         let tokens = try strangers.map { try TokenMinter.jwk($0, sub: "u", sid: "s", tier: nil, ttlSeconds: 60, now: now) }
-        let accepted = Mutex(0)
+        XCTAssertEqual(v.keyLookup(try mint(Self.rsa)), .resolvable)
+        XCTAssertEqual(v.keyLookup(tokens[0]), .unknown(kid: "stranger-0"))
+        XCTAssertEqual(v.keyLookup("not.a.token"), .resolvable, "a malformed token never waits")
+        // Many threads at once, every token naming a different unknown kid: all wait, one fetch wanted.
+        let waiting = Mutex(0)
+        let at = now
         DispatchQueue.concurrentPerform(iterations: 200) { i in
-            if (try? v.verify(tokens[i % 5], now: now)) != nil { accepted.withLock { $0 += 1 } }
+            XCTAssertNil(try? v.verify(tokens[i % 5], now: at))
+            if case .unknown(let kid) = v.keyLookup(tokens[i % 5]), s.unknownKid(kid, nowMs: clock.ms.withLock { $0 }) == .wait {
+                waiting.withLock { $0 += 1 }
+            }
         }
-        XCTAssertEqual(accepted.withLock { $0 }, 0)
+        XCTAssertEqual(waiting.withLock { $0 }, 200)
         XCTAssertEqual(asked.withLock { $0 }, 1)
-        clock.advance(59_999)
-        _ = try? v.verify(try mint(strangers[0]), now: now)
-        XCTAssertEqual(asked.withLock { $0 }, 1)
-        clock.advance(1)
-        _ = try? v.verify(try mint(strangers[1]), now: now)
+        XCTAssertEqual(s.wantedFetchInMs(), 0, "no fetch yet: it may start now")
+        XCTAssertTrue(s.fetchStarted())
+        XCTAssertNil(s.wantedFetchInMs(), "in flight")
+        let ended = Mutex<[JWKSKeyStore.FetchEnd]>([])
+        let h = s.addFetchEndHandler { e in ended.withLock { $0.append(e) } }
+        s.install(try snapshot([Self.rsa, strangers[0]]))
+        s.fetchEnded(installed: true)
+        XCTAssertEqual(ended.withLock { $0 }, [JWKSKeyStore.FetchEnd(startedMs: 1_000, installed: true)])
+        XCTAssertEqual(s.unknownKid("stranger-0", nowMs: 1_000), .known)
+        XCTAssertNoThrow(try v.verify(tokens[0], now: now))
+        s.confirmedUnknown("stranger-1")
+        XCTAssertEqual(s.unknownKid("stranger-1", nowMs: 1_001), .refuse, "confirmed unknown: refused without a fetch")
+        XCTAssertEqual(s.unknownKid("stranger-2", nowMs: 1_001), .wait)
+        XCTAssertEqual(s.wantedFetchInMs(), 1_000, "one interval after the previous start")
         XCTAssertEqual(asked.withLock { $0 }, 2)
+        s.removeFetchEndHandler(h)
         XCTAssertEqual(s.refetchesRequested, 2)
     }
 
@@ -184,7 +201,7 @@ final class JWKSVerifierTests: XCTestCase {
     }
 }
 
-/// ``JWKSRefreshPolicy`` and ``RefetchGate``.
+/// ``JWKSRefreshPolicy``.
 final class JWKSRefreshPolicyTests: XCTestCase {
     func testMaxAgeParsing() {
         XCTAssertEqual(JWKSRefreshPolicy.maxAgeSeconds(cacheControl: "public, max-age=3600"), 3600)
@@ -206,18 +223,9 @@ final class JWKSRefreshPolicyTests: XCTestCase {
 
     func testRetries() {
         let p = JWKSRefreshPolicy(refreshMs: 600_000, minimumIntervalMs: 60_000)
-        XCTAssertEqual((1...10).map { p.retryMs(consecutiveFailures: $0, haveSet: false) },
-                       [250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000])
+        XCTAssertEqual((1...8).map { p.retryMs(consecutiveFailures: $0, haveSet: false) },
+                       [250, 500, 1000, 2000, 2000, 2000, 2000, 2000], "before the first set: capped at 2 s")
         XCTAssertEqual(p.retryMs(consecutiveFailures: 1, haveSet: true), 60_000)
         XCTAssertEqual(JWKSRefreshPolicy(refreshMs: 500, minimumIntervalMs: 60_000).retryMs(consecutiveFailures: 3, haveSet: true), 500)
-    }
-
-    func testGate() {
-        var g = RefetchGate(minimumIntervalMs: 1000)
-        XCTAssertTrue(g.allow(nowMs: 0))
-        XCTAssertFalse(g.allow(nowMs: 999))
-        XCTAssertTrue(g.allow(nowMs: 1000))
-        XCTAssertFalse(g.allow(nowMs: 1500))
-        XCTAssertEqual(g.lastAllowedMs, 1000)
     }
 }

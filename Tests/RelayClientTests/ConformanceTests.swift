@@ -273,6 +273,15 @@ final class ConformanceTests: XCTestCase {
                     let json = try JSONSerialization.data(withJSONObject: s["event"] ?? [:])
                     let ev = try? StreamEvent(json: String(decoding: json, as: UTF8.self))
                     a = p.eventReceived(seq: (s["seq"] as? NSNumber)?.uint64Value, event: ev, jitterMs: jitter, now: at)
+                case "pollSent":
+                    p.pollSent(now: at)
+                    a = .none
+                case "pollResponse":
+                    let status = (s["status"] as? NSNumber)?.intValue ?? 0
+                    let err = (s["code"] as? String).map { APIError(status: status, code: ErrorCode(rawValue: $0), message: "") }
+                    a = p.pollOpened(status: status, contentType: s["contentType"] as? String, closed: s["closed"] as? Bool ?? false,
+                                     error: err, retryAfterMs: (s["retryAfter"] as? NSNumber).map { $0.int64Value * 1000 },
+                                     jitterMs: jitter, now: at)
                 case "drop": a = p.connectionLost(jitterMs: jitter, now: at)
                 case "tick": a = p.tick(now: at)
                 case "background":
@@ -298,6 +307,41 @@ final class ConformanceTests: XCTestCase {
                     break
                 }
             }
+        }
+    }
+
+    // MARK: - Buffering proxies
+
+    func testBufferingDecisions() throws {
+        for c in try cases("buffering.json") {
+            let num = { (v: Any?) -> Int64? in (v as? NSNumber)?.int64Value }
+            var d = ProxyBufferingDetector(sentAt: num(c["sent"]) ?? 0)
+            var got: [String: AnyHashable] = ["decision": "sse", "at": NSNull(), "reason": NSNull()]
+            func note(_ v: ProxyBufferingDetector.Verdict, _ at: Int64) {
+                if case .longPoll(let r) = v, got["decision"] == AnyHashable("sse") {
+                    got = ["decision": "longPoll", "at": at, "reason": r.rawValue]
+                }
+            }
+            func due(_ t: Int64?) {
+                if let dl = d.deadline, t == nil || dl <= t! { note(d.tick(now: dl), dl) }
+            }
+            d.headers(at: num(c["headers"]) ?? 0)
+            for r in c["reads"] as? [[String: Any]] ?? [] {
+                let at = num(r["at"]) ?? 0
+                due(at)
+                note(d.read(at: at, bytes: Int(num(r["bytes"]) ?? 0), events: Int(num(r["events"]) ?? 0),
+                            terminal: r["terminal"] as? Bool ?? false), at)
+            }
+            if let end = num(c["end"]) {
+                due(end)
+                note(d.ended(at: end), end)
+            }
+            due(nil)
+            let e = c["expect"] as? [String: Any] ?? [:]
+            let want: [String: AnyHashable] = ["decision": e["decision"] as? String ?? "?",
+                                               "at": num(e["at"]).map { AnyHashable($0) } ?? AnyHashable(NSNull()),
+                                               "reason": (e["reason"] as? String).map { AnyHashable($0) } ?? AnyHashable(NSNull())]
+            if got != want { fail("buffering.json", c, "got \(got), want \(want)") }
         }
     }
 }

@@ -218,4 +218,40 @@ final class RelayStreamRecoveryTests: XCTestCase {
         XCTAssertEqual(s.client.stopDeliveries.attempts, 3)
         XCTAssertEqual(t.fetched.count, 3)
     }
+
+    func testStopWhoseDeleteIsAnswered404IsRetriedUntilAccepted() async throws {
+        let s = setup()
+        let t = s.transport
+        let stream = s.client.startChat(request)
+        let log = UpdateLog(stream)
+        try await t.waitForRequests(1)
+        stream.stop()   // before any byte of the stream: the relay may not have created it yet
+        let u = try await log.finished()
+        XCTAssertEqual(u.completion, .stopped)
+        try await t.waitForFetches(1)
+        try await t.answerFetch(status: 404)
+        try await advance(s.clock, until: "the DELETE retried after a 404") { t.fetched.count == 2 }
+        try await t.answerFetch(status: 202)
+        await s.client.waitForStopDeliveries()
+        XCTAssertEqual(t.fetched.map { $0.url.host ?? "" }, ["relay-a.test", "relay-b.test"])
+        XCTAssertEqual(s.client.stopDeliveries.delivered, 1)
+        XCTAssertEqual(s.client.stopDeliveries.attempts, 2)
+    }
+
+    func testStopAnswered404OnEveryAttemptCountsAsDelivered() async throws {
+        let s = setup()
+        let t = s.transport
+        let stream = s.client.startChat(request)
+        let log = UpdateLog(stream)
+        try await t.waitForRequests(1)
+        stream.stop()
+        _ = try await log.finished()
+        for n in 1...3 {
+            try await advance(s.clock, until: "DELETE \(n)") { t.fetched.count == n }
+            try await t.answerFetch(status: 404)
+        }
+        await s.client.waitForStopDeliveries()
+        XCTAssertEqual(s.client.stopDeliveries.delivered, 1)
+        XCTAssertEqual(s.client.stopDeliveries.attempts, 3)
+    }
 }

@@ -203,6 +203,31 @@ final class ClientKitTests: RelayTestCase {
         XCTAssertEqual(out.completion, .finished(finishReason: "length"))
     }
 
+    /// A load balancer in front of a relay that is down (a plain nginx, relay A's port
+    /// closed) answers `502 Bad Gateway` with its HTML page: a retryable drop, so the
+    /// `POST` goes to the next base URL (relay B) after the backoff and the answer
+    /// completes — over URLSession and libcurl alike.
+    func testA502FromALoadBalancerWhoseRelayIsDownMovesToTheNextBaseURL() async throws {
+        try XCTSkipUnless(NginxProcess.isAvailable, "nginx is not installed")
+        let relay = try startRelay()
+        let reference = referenceText(maxTokens: 120)
+        let dead = try FlakyProxy(upstreamPort: relay.port)
+        dead.stop()   // its port is now closed: relay A is down
+        let lb = try NginxProcess(plainProxyTo: dead.port)
+        defer { lb.stop() }
+        for transport in [URLSessionTransport(configuration: .ephemeral) as any RelayTransport, CurlTransport()] {
+            let c = RelayChatClient(baseURLs: [url(lb.port), url(relay.port)], tokenProvider: { _ in RelayProcess.token(sub: "lb") },
+                                    clock: FastClock(), transport: transport)
+            let out = try await collect(c.startChat(request(maxTokens: 120)))
+            let what = "\(type(of: transport)): \(out.statuses)"
+            XCTAssertEqual(out.completion, .finished(finishReason: "length"), what)
+            XCTAssertEqual(out.text, reference, what)
+            XCTAssertTrue(out.statuses.contains { if case .reconnecting(_, let u, 0) = $0 { return u == url(relay.port) } else { return false } },
+                          "the POST went to the next base URL: \(what)")
+        }
+        XCTAssertTrue(lb.accessLog.contains("\" 502 "), "the load balancer answered 502: \(lb.accessLog.suffix(500))")
+    }
+
     // MARK: - 3. stop() → DELETE → generation cancelled
 
     /// Stop mid-answer: the stream completes as `stopped` without any reconnection,

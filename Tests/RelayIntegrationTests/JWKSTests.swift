@@ -26,12 +26,12 @@ final class JWKSTests: RelayTestCase {
         Array(try! JSONSerialization.data(withJSONObject: ["keys": keys]))
     }
 
-    static func serve(_ keys: [JSONWebKey]) -> FakeUpstreamServer.Script {
-        serve(document(keys.map(\.publicJSON)))
+    static func serve(_ keys: [JSONWebKey], cacheControl: String = "no-cache") -> FakeUpstreamServer.Script {
+        serve(document(keys.map(\.publicJSON)), cacheControl: cacheControl)
     }
 
-    static func serve(_ body: [UInt8]) -> FakeUpstreamServer.Script {
-        .init([.head(status: 200, contentType: "application/json", chunked: false), .send(body)])
+    static func serve(_ body: [UInt8], cacheControl: String = "no-cache") -> FakeUpstreamServer.Script {
+        .init([.head(status: 200, contentType: "application/json", chunked: false, cacheControl: cacheControl), .send(body)])
     }
 
     static let failing = FakeUpstreamServer.Script([.head(status: 500, contentType: "text/plain", chunked: false), .send(Array("down".utf8))])
@@ -54,6 +54,13 @@ final class JWKSTests: RelayTestCase {
                              now: Int64(Date().timeIntervalSince1970))
     }
 
+    /// A well-formed ES256 token naming `kid`, with a signature no key made.
+    static func junkToken(kid: String) -> String {
+        let now = Int(Date().timeIntervalSince1970)
+        return b64(#"{"alg":"ES256","kid":"\#(kid)"}"#) + "." + b64(#"{"sub":"mallory","sid":"s1","exp":\#(now + 600)}"#)
+            + "." + b64([UInt8](repeating: 7, count: 64))
+    }
+
     /// The status of an authenticated `GET /api/budget` (200 or 401).
     private func status(_ relay: RelayProcess, _ token: String) throws -> Int {
         try HTTPClient.request(port: relay.port, method: "GET", path: "/api/budget",
@@ -67,8 +74,8 @@ final class JWKSTests: RelayTestCase {
 
     // MARK: tests
 
-    func testBothKeysVerifyAThirdVerifiesAfterTheUnknownKidRefetchAndFloodsStayAtOne() throws {
-        let (server, relay) = try start(Self.serve([Self.rsa, Self.ec]))
+    func testBothKeysVerifyAndAThirdPublishedWhileMaxAgeIsAWeekVerifiesOnItsFirstUse() throws {
+        let (server, relay) = try start(Self.serve([Self.rsa, Self.ec], cacheControl: "public, max-age=604800"))
         XCTAssertEqual(jwksRequests(server), 1)
         XCTAssertEqual(server.requests.first?.method, "GET")
         XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200)
@@ -77,23 +84,151 @@ final class JWKSTests: RelayTestCase {
         XCTAssertEqual(c.status, 200)
         assertSequence(try c.readAll())
 
-        // Rotation at the provider: a third key; its first token triggers the refetch.
-        server.setRoute("/jwks", Self.serve([Self.rsa, Self.ec, Self.third]))
-        let t3 = Self.token(Self.third)
-        XCTAssertEqual(try status(relay, t3), 401, "unknown kid before the refetch")
-        try eventually(10, "the rsa-3 token to verify after the refetch") { try status(relay, t3) == 200 }
+        // Rotation at the provider while its set says it is good for a week: the first token
+        // of the new key waits for the refetch it causes and passes.
+        server.setRoute("/jwks", Self.serve([Self.rsa, Self.ec, Self.third], cacheControl: "public, max-age=604800"))
+        let t0 = Date()
+        XCTAssertEqual(try status(relay, Self.token(Self.third)), 200, "the new key on its first use")
+        print(String(format: "new key published under max-age=604800: first use answered in %.0f ms", Date().timeIntervalSince(t0) * 1000))
         XCTAssertEqual(jwksRequests(server), 2)
         XCTAssertEqual(try value(relay, "relay_jwks_unknown_kid_refetches_total"), 1)
+        XCTAssertEqual(try value(relay, "relay_jwks_waiting_requests_total"), 1)
+        XCTAssertEqual(try status(relay, Self.token(Self.third)), 200)
+        XCTAssertEqual(jwksRequests(server), 2, "a known kid never fetches")
+    }
 
-        // A flood of made-up kids (both workers) within the minute: no further refetch.
-        let strangers = try (0..<8).map { try JWKKeyBuilder.generate(.ec, kid: "stranger-\($0)") }
-        let tokens = strangers.map { Self.token($0) }
-        let statuses = try (0..<48).map { try status(relay, tokens[$0 % tokens.count]) }
-        XCTAssertEqual(Set(statuses), [401])
-        // The gate decides before each 401 is sent, so the counter is final here.
-        XCTAssertEqual(try value(relay, "relay_jwks_unknown_kid_refetches_total"), 1)
+    func testOneFetchWakesTheWaitingRequestsOfEveryWorker() throws {
+        // Waiting requests are only released by the fetch's end here: their own bound
+        // (RELAY_JWT_JWKS_TIMEOUT, 60 s) is far beyond the test client's 10 s.
+        let (server, relay) = try start(Self.serve([Self.rsa], cacheControl: "public, max-age=604800"),
+                                        env: ["RELAY_WORKERS": "4", "RELAY_JWT_JWKS_TIMEOUT": "60s",
+                                              "RELAY_JWT_JWKS_UNKNOWN_KID_INTERVAL": "3s"])
+        let fresh = try JWKKeyBuilder.generate(.ec, kid: "fresh")
+        let tokens = (0..<40).map { _ in Self.token(fresh) }
+        server.setRoute("/jwks", Self.serve([Self.rsa, fresh], cacheControl: "public, max-age=604800"))
+        let statuses = LockedBox([Int]())
+        let group = DispatchGroup()
+        for t in tokens {
+            DispatchQueue.global().async(group: group) {
+                let st = (try? HTTPClient.request(port: relay.port, method: "GET", path: "/api/budget",
+                                                  headers: [("Authorization", "Bearer \(t)")], timeout: 10).status) ?? -1
+                statuses.mutate { $0.append(st) }
+            }
+        }
+        group.wait()
+        XCTAssertEqual(statuses.value, [Int](repeating: 200, count: 40))
+        XCTAssertLessThanOrEqual(jwksRequests(server), 3, "the start, then one fetch (two when some arrived during the first)")
+        XCTAssertGreaterThanOrEqual(try value(relay, "relay_jwks_waiting_requests_total"), 1)
+    }
+
+    func testAPostSignedWithANewKeyWaitsWithItsBodyAndStreams() throws {
+        let (server, relay) = try start(Self.serve([Self.rsa], cacheControl: "public, max-age=604800"))
+        let fresh = try JWKKeyBuilder.generate(.ec, kid: "fresh-post")
+        server.setRoute("/jwks", Self.serve([Self.rsa, fresh], cacheControl: "public, max-age=604800"))
+        let c = try Chat.start(port: relay.port, token: Self.token(fresh), maxTokens: 20)
+        XCTAssertEqual(c.status, 200, "the POST, parked with its body until the refetch, is admitted")
+        let events = try c.readAll()
+        assertSequence(events)
+        XCTAssertEqual(events.count, 21)
+        XCTAssertEqual(try value(relay, "relay_jwks_waiting_requests_total"), 1)
+    }
+
+    func testJunkKidsThenARealNewKeyPassesOnItsFirstUse() throws {
+        let (server, relay) = try start(Self.serve([Self.rsa], cacheControl: "public, max-age=604800"))
+        let junk = try (0..<4).map { try JWKKeyBuilder.generate(.ec, kid: "junk-\($0)") }
+        // Anyone can start a refetch with one junk kid; it is refused once that fetch lacks it…
+        XCTAssertEqual(try status(relay, Self.token(junk[0])), 401)
         XCTAssertEqual(jwksRequests(server), 2)
+        // …and then refused at once, without a fetch (negative cache).
+        XCTAssertEqual(try status(relay, Self.token(junk[0])), 401)
+        XCTAssertEqual(jwksRequests(server), 2)
+        // Junk keeps coming from other clients while the provider publishes a key, which is used at once.
+        let stop = LockedBox(false)
+        let junkSent = LockedBox(0)
+        let flood = DispatchGroup()
+        for k in 1..<4 {
+            DispatchQueue.global().async(group: flood) {
+                while !stop.value {
+                    _ = try? HTTPClient.request(port: relay.port, method: "GET", path: "/api/budget",
+                                                headers: [("Authorization", "Bearer \(Self.token(junk[k]))")])
+                    junkSent.mutate { $0 += 1 }
+                }
+            }
+        }
+        try eventually(10, "junk refetches under way") { jwksRequests(server) >= 3 }
+        let real = try JWKKeyBuilder.generate(.rsa, kid: "real-new")
+        server.setRoute("/jwks", Self.serve([Self.rsa, real], cacheControl: "public, max-age=604800"))
+        let t0 = Date()
+        let first = try status(relay, Self.token(real))
+        let ms = Date().timeIntervalSince(t0) * 1000
+        stop.value = true
+        flood.wait()
+        XCTAssertEqual(first, 200, "the real new key on its first use, junk kids notwithstanding")
+        print(String(format: "real key after junk kids: first use answered in %.0f ms; %d junk requests, %d JWKS fetches", ms, junkSent.value, jwksRequests(server)))
+    }
+
+    func testAnOutageAtStartEndsInReadinessWithinTheCappedBackoffAndATokenFetchesAtOnce() throws {
+        let (server, relay) = try start(Self.failing, waitReady: false)
+        // Six seconds of outage: the backoff (250 ms, doubling) has reached its 2 s cap.
+        try eventually(15, "five failed fetches") { jwksRequests(server) >= 5 }
+        XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/readyz").status, 503)
+        XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 401, "no set: the token waited for a failed fetch")
+        server.setRoute("/jwks", Self.serve([Self.rsa]))
+        // A token arriving now does not wait for the backoff: it causes a fetch and passes.
+        let t0 = Date()
         XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200)
+        let ms = Date().timeIntervalSince(t0) * 1000
+        XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/readyz").status, 200)
+        print(String(format: "JWKS back after an outage at start: a token passed after %.0f ms", ms))
+    }
+
+    func testAnOutageAtStartEndsInReadinessWithoutAnyTokenWithinTheCappedBackoff() throws {
+        let (server, relay) = try start(Self.failing, waitReady: false)
+        try eventually(15, "five failed fetches") { jwksRequests(server) >= 5 }
+        server.setRoute("/jwks", Self.serve([Self.rsa]))
+        let t0 = Date()
+        try eventually(10, "ready once the provider answers") {
+            try HTTPClient.request(port: relay.port, method: "GET", path: "/readyz").status == 200
+        }
+        print(String(format: "JWKS back after an outage at start: ready after %.0f ms (backoff cap %d ms)",
+                     Date().timeIntervalSince(t0) * 1000, JWKSRefreshPolicy.startupRetryCapMs))
+        XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200)
+    }
+
+    func testTenThousandJunkKidTokensCostAboutOneFetchPerInterval() throws {
+        // Junk tokens wait at most 300 ms (RELAY_JWT_JWKS_TIMEOUT) so the flood is quick.
+        let (server, relay) = try start(Self.serve([Self.rsa], cacheControl: "public, max-age=604800"),
+                                        env: ["RELAY_JWT_JWKS_TIMEOUT": "300ms"])
+        let total = 10_000, threads = 200
+        let statuses = LockedBox([Int: Int]())
+        let before = jwksRequests(server)
+        let t0 = Date()
+        let group = DispatchGroup()
+        for t in 0..<threads {
+            group.enter()
+            let th = Thread {
+                var local: [Int: Int] = [:]
+                for i in stride(from: t, to: total, by: threads) {
+                    // Each token names a different made-up kid; nobody needs a key to send one.
+                    let token = Self.junkToken(kid: "junk-\(i)")
+                    let st = (try? HTTPClient.request(port: relay.port, method: "GET", path: "/api/budget",
+                                                      headers: [("Authorization", "Bearer \(token)")]).status) ?? -1
+                    local[st, default: 0] += 1
+                }
+                statuses.mutate { s in for (k, v) in local { s[k, default: 0] += v } }
+                group.leave()
+            }
+            th.start()
+        }
+        group.wait()
+        let elapsed = Date().timeIntervalSince(t0)
+        let fetches = jwksRequests(server) - before
+        print(String(format: "%d junk-kid tokens in %.1f s: %d JWKS fetches, statuses %@", total, elapsed, fetches,
+                     "\(statuses.value.sorted { $0.key < $1.key })"))
+        XCTAssertEqual(statuses.value, [401: total])
+        // One fetch at once, then at most one per interval (1 s) while the flood lasts.
+        XCTAssertLessThanOrEqual(fetches, Int(elapsed) + 2)
+        XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200, "real tokens pass meanwhile")
     }
 
     func testFailedRefreshKeepsTheSetAndRemovedKeysStopWithoutCuttingLiveStreams() throws {

@@ -25,7 +25,14 @@ final class SessionTests: RelayTestCase {
         let alice = try Chat.start(port: relay.port, token: RelayProcess.token(sub: "alice"), requestID: id, maxTokens: 5).readAll()
         let bob = ("Authorization", "Bearer \(RelayProcess.token(sub: "bob"))")
         XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)", headers: [bob]).status, 404)
-        XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "DELETE", path: "/api/chat/stream/\(id)", headers: [bob]).status, 404)
+        // Another user's DELETE of alice's id answers as for an id it never used (a cancel marker
+        // of its own, docs/PROTOCOL.md §7) and stops nothing of alice's.
+        let carol = ("Authorization", "Bearer \(RelayProcess.token(sub: "carol"))")
+        let carols = try HTTPClient.request(port: relay.port, method: "DELETE", path: "/api/chat/stream/\(id)", headers: [carol])
+        let unused = try HTTPClient.request(port: relay.port, method: "DELETE", path: "/api/chat/stream/\(Chat.newID())", headers: [carol])
+        XCTAssertEqual(carols.status, 202)
+        XCTAssertEqual(unused.status, 202)
+        XCTAssertTrue(carols.text.contains("\"state\":\"pending\"") && unused.text.contains("\"state\":\"pending\""), carols.text)
         // Request ids are scoped to their user: bob's POST with alice's id is a fresh stream of bob's (no existence
         // oracle: the same answer as for an unused id), and alice's stream is untouched.
         let bobs = try Chat.start(port: relay.port, token: RelayProcess.token(sub: "bob"), requestID: id, maxTokens: 7)

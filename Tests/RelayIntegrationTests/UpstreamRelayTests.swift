@@ -1,5 +1,8 @@
 import Foundation
+import RelayAuth
+import RelayBudgets
 import RelayCore
+import RelayTestKit
 import RelayTestSupport
 import XCTest
 
@@ -145,12 +148,43 @@ final class UpstreamRelayTests: RelayTestCase {
                      timings[timings.count / 2], timings.last ?? 0, timings.count))
     }
 
+    func testADeleteBeforeItsPostEndsTheStreamWithoutCallingTheUpstreamOrCharging() throws {
+        let fake = try FakeUpstreamServer(routes: ["/v1/chat/completions": Self.normalStream()])
+        defer { fake.stop() }
+        let a = try openAIRelay(fake)
+        let b = try openAIRelay(fake)
+        let sub = "early-stopper-\(UUID().uuidString.prefix(6))"
+        let token = RelayProcess.token(sub: sub)
+        let id = Chat.newID()
+        let del = try HTTPClient.request(port: b.port, method: "DELETE", path: "/api/chat/stream/\(id)",
+                                         headers: [("Authorization", "Bearer \(token)")])
+        XCTAssertEqual(del.status, 202)
+        XCTAssertEqual(del.text, "{\"requestId\":\"\(id)\",\"state\":\"pending\"}")
+        XCTAssertEqual(try redis.cli("PTTL", streamKey(id, "cancel", sub: sub)).count > 0, true)
+        let events = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test").readAll()
+        XCTAssertEqual(events.map(\.data), ["{\"type\":\"done\",\"finish_reason\":\"cancelled\",\"usage\":{\"prompt_tokens\":0,\"completion_tokens\":0,\"total_tokens\":0}}"])
+        XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta", sub: sub), "state"), "cancelled")
+        XCTAssertEqual(fake.requests.count, 0, "no upstream call")
+        let budget = "relay:budget:{u:\(OwnerHash.of(sub))}:\(BudgetPolicy.period(now: Int64(Date().timeIntervalSince1970)))"
+        try eventually(5, "the reservation settled") { try redis.cli("HGET", budget, "s:\(OwnerHash.of(sub)):\(id)") == "0" }
+        XCTAssertEqual(try redis.cli("HGET", budget, "used"), "0")
+        XCTAssertEqual(try redis.cli("HGET", budget, "reserved"), "0")
+        XCTAssertEqual(try metric(a, "relay_cancels_total"), 1)
+        XCTAssertEqual(try metric(b, "relay_cancels_pending_total"), 1)
+        // A retry of the POST resumes the cancelled stream; it never generates.
+        let again = try Chat.start(port: b.port, token: token, requestID: id, model: "gpt-test").readAll()
+        XCTAssertEqual(again.map(\.data), events.map(\.data))
+        XCTAssertEqual(fake.requests.count, 0)
+    }
+
     func testDeleteErrors() throws {
         let relay = try startRelay()
         let token = RelayProcess.token()
         let auth = ("Authorization", "Bearer \(token)")
         XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "DELETE", path: "/api/chat/stream/bad!id", headers: [auth]).status, 400)
-        XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "DELETE", path: "/api/chat/stream/\(Chat.newID())", headers: [auth]).status, 404)
+        let early = try HTTPClient.request(port: relay.port, method: "DELETE", path: "/api/chat/stream/\(Chat.newID())", headers: [auth])
+        XCTAssertEqual(early.status, 202, "a DELETE before its stream is remembered (docs/PROTOCOL.md §7)")
+        XCTAssertTrue(early.text.contains("\"state\":\"pending\""), early.text)
         let id = Chat.newID()
         _ = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 3).readAll()
         XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "DELETE", path: "/api/chat/stream/\(id)", headers: [auth]).status, 202,

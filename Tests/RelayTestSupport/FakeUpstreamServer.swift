@@ -13,12 +13,21 @@ import Glibc
 /// holding open. Keep-alive: after a chunked response that ends normally the connection
 /// waits for a next request.
 public final class FakeUpstreamServer: @unchecked Sendable {
+    /// A header field of a scripted head.
+    public struct Header: Sendable {
+        public var name: String
+        public var value: String
+        public init(_ name: String, _ value: String) { self.name = name; self.value = value }
+    }
+
     /// One step of a response script.
     public enum Step: Sendable {
         /// Status line and headers. `chunked`: `Transfer-Encoding: chunked` (each `send` is one
         /// chunk); otherwise `Connection: close` and the body ends when the server closes.
         /// `cacheControl`: the `Cache-Control` value sent.
-        case head(status: Int, contentType: String, chunked: Bool = true, cacheControl: String = "no-cache")
+        /// `headers`: more header fields, in order.
+        case head(status: Int, contentType: String, chunked: Bool = true, cacheControl: String = "no-cache",
+                  headers: [Header] = [])
         /// Body bytes, written in one `send` (one HTTP chunk when chunked).
         case send([UInt8])
         /// Body bytes written in pieces of `pieceSize`, `pauseMs` apart.
@@ -179,7 +188,11 @@ public final class FakeUpstreamServer: @unchecked Sendable {
         var buffer: [UInt8] = []
         while let req = readRequest(fd, connection: connection, buffer: &buffer) {
             state.withLock { $0.requests.append(req) }
-            guard let script = state.withLock({ $0.responders[req.path]?(req) ?? $0.routes[req.path] }) else {
+            // A responder or route for the exact request-target, else for its path without the query.
+            let bare = String(req.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+            guard let script = state.withLock({
+                $0.responders[req.path]?(req) ?? $0.routes[req.path] ?? $0.responders[bare]?(req) ?? $0.routes[bare]
+            }) else {
                 let body = Array("{\"error\":{\"type\":\"not_found\",\"message\":\"no fixture at \(req.path)\"}}".utf8)
                 writeAll(fd, Array("HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
                 continue
@@ -193,9 +206,10 @@ public final class FakeUpstreamServer: @unchecked Sendable {
         var chunked = false
         for step in script.steps {
             switch step {
-            case .head(let status, let contentType, let ch, let cacheControl):
+            case .head(let status, let contentType, let ch, let cacheControl, let more):
                 chunked = ch
                 var h = "HTTP/1.1 \(status) \(Self.reason(status))\r\nContent-Type: \(contentType)\r\nCache-Control: \(cacheControl)\r\n"
+                for f in more { h += "\(f.name): \(f.value)\r\n" }
                 h += ch ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n"
                 guard writeAll(fd, Array((h + "\r\n").utf8)) else { return false }
             case .send(let bytes):

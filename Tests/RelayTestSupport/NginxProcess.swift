@@ -28,27 +28,55 @@ public final class NginxProcess: @unchecked Sendable {
 
     /// Renders the config for `upstreams` (`127.0.0.1:<port>` each), starts nginx on a
     /// free port and waits until `/lb-healthz` answers (10 s at most).
-    public init(upstreams: [Int]) throws {
+    public convenience init(upstreams: [Int]) throws {
+        try self.init { port in
+            let render = Process()
+            render.executableURL = URL(fileURLWithPath: "/bin/bash")
+            render.arguments = [NginxProcess.repositoryRoot.appendingPathComponent("scripts/render-nginx-conf.sh").path,
+                                "--listen", "127.0.0.1:\(port)"] + upstreams.map { "127.0.0.1:\($0)" }
+            let out = Pipe()
+            render.environment = ChildEnvironment.minimal()
+            render.standardOutput = out
+            let err = Pipe()
+            render.standardError = err
+            try render.run()
+            let text = out.fileHandleForReading.readDataToEndOfFile()
+            render.waitUntilExit()
+            guard render.terminationStatus == 0 else {
+                throw TestFailure("render-nginx-conf.sh failed: \(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
+            }
+            return String(decoding: text, as: UTF8.self)
+        }
+    }
+
+    /// A plain reverse proxy to `upstream` with nginx's defaults — what a load balancer
+    /// in front of one relay instance does when it is down: `502 Bad Gateway` with nginx's
+    /// own HTML page (unlike `deploy/nginx.conf`, which answers in the relay's JSON shape).
+    /// `/lb-healthz` answers 200.
+    public convenience init(plainProxyTo upstream: Int) throws {
+        try self.init { port in
+            """
+            events { worker_connections 64; }
+            http {
+                access_log /dev/stdout;
+                server {
+                    listen 127.0.0.1:\(port);
+                    location = /lb-healthz { return 200 "ok\\n"; }
+                    location / { proxy_pass http://127.0.0.1:\(upstream); proxy_buffering off; proxy_http_version 1.1; }
+                }
+            }
+            """
+        }
+    }
+
+    /// Starts nginx on a free port with the config `config(port)` returns and waits until
+    /// `/lb-healthz` answers (10 s at most).
+    public init(config: (Int) throws -> String) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-test-nginx-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = try FreePort.find()
         let conf = directory.appendingPathComponent("nginx.conf")
-        let render = Process()
-        render.executableURL = URL(fileURLWithPath: "/bin/bash")
-        render.arguments = [NginxProcess.repositoryRoot.appendingPathComponent("scripts/render-nginx-conf.sh").path,
-                            "--listen", "127.0.0.1:\(port)"] + upstreams.map { "127.0.0.1:\($0)" }
-        _ = FileManager.default.createFile(atPath: conf.path, contents: nil)
-        let out = try FileHandle(forWritingTo: conf)
-        render.environment = ChildEnvironment.minimal()
-        render.standardOutput = out
-        let err = Pipe()
-        render.standardError = err
-        try render.run()
-        render.waitUntilExit()
-        try out.close()
-        guard render.terminationStatus == 0 else {
-            throw TestFailure("render-nginx-conf.sh failed: \(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
-        }
+        try Data(try config(port).utf8).write(to: conf)
         let d = directory.path
         let p = Process()
         p.executableURL = URL(fileURLWithPath: TestPaths.which("nginx"))

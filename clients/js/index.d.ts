@@ -101,6 +101,10 @@ export const HARD_TIMEOUT_MS: 60000;
 export const MAX_JITTER_MS: 250;
 export function offersRetry(c: Completion): boolean;
 export function isEventStream(contentType: string | null | undefined): boolean;
+/** `application/json`, parameters and case ignored. */
+export function isJSON(contentType: string | null | undefined): boolean;
+/** 502, 503, 504: retryable drops that rotate the base URL (the relay sends 502/504 only as in-stream events: a gateway's). */
+export function isGatewayRetryable(status: number): boolean;
 export class ReconnectPolicy {
   constructor(options?: { backoffMs?: number; random?: () => number });
   backoffMs: number;
@@ -111,6 +115,8 @@ export class ReconnectPolicy {
   readonly reconnections: number;
   readonly isBackground: boolean;
   readonly isEnded: boolean;
+  /** Reads go over long-poll: a 401 to any read is treated as on a resume. */
+  readonly polling: boolean;
   readonly nextDeadline: number | null;
   jitterMs(): number;
   start(now: number): Action;
@@ -118,6 +124,12 @@ export class ReconnectPolicy {
   responseOpened(status: number, contentType: string | null, info: { code?: string; message?: string; retryAfterSec?: number | null }, now: number): Action;
   eventReceived(seq: number | null, event: StreamEventJSON | null, now: number): Action;
   connectionLost(now: number): Action;
+  /** The next long-poll read is sent (not a reconnection: no wait, not counted). */
+  pollSent(now: number): void;
+  /** A long-poll head: 200 application/json or 204 → reading; 204 with `closed` → failed 204 `stream_closed`; others as `responseOpened`. */
+  pollOpened(status: number, contentType: string | null, closed: boolean, info: { code?: string; message?: string; retryAfterSec?: number | null }, now: number): Action;
+  /** `Stream-Closed: true` without the terminal event → failed 204 `stream_closed`. */
+  streamClosed(now: number): Action;
   tick(now: number): Action;
   enterBackground(now: number): void;
   enterForeground(now: number): Action;
@@ -216,6 +228,51 @@ export const systemClock: Clock;
 export const STOP_ATTEMPTS: 3;
 export const STOP_RETRY_MS: 1000;
 export const STOP_TIMEOUT_MS: 10000;
+/** Shortest time between the sends of two long-poll reads when the first brought no event, ms. */
+export const LONG_POLL_MIN_INTERVAL_MS: 1000;
+
+// ---- Buffering proxies (conformance/CLIENT_RULES.md "Buffering proxies") ----
+export type BufferingReason = 'silentAfterHeaders' | 'wholeBodyAtEnd';
+export type BufferingVerdict = { decision: 'undecided' } | { decision: 'stream' } | { decision: 'longPoll'; reason: BufferingReason };
+/** Head → first body byte bound on a streaming path, ms (RELAY_HEARTBEAT 15 s + 1 s check + 4 s margin). */
+export const FIRST_BYTE_BOUND_MS: 20000;
+export const BURST_MIN_EVENTS: 3;
+export const BURST_MIN_WAIT_MS: 5000;
+export const BURST_END_WINDOW_MS: 1000;
+/** The buffering decision for one text/event-stream response; times in ms on one clock. */
+export class ProxyBufferingDetector {
+  /** @param sentAt when the request was sent, ms */
+  constructor(sentAt: number);
+  readonly verdict: BufferingVerdict;
+  /** When `tick` must be called, ms, or null. */
+  readonly deadline: number | null;
+  headers(at: number): void;
+  tick(now: number): BufferingVerdict;
+  /** A body read of `bytes` that completed `events` events; `terminal` when one is done/error. */
+  read(at: number, bytes: number, events: number, terminal?: boolean): BufferingVerdict;
+  ended(at: number): BufferingVerdict;
+}
+
+// ---- XMLHttpRequest transport ----
+/** The part of XMLHttpRequest the kit uses (React Native's XMLHttpRequest has it). */
+export interface XHRLike {
+  open(method: string, url: string, async?: boolean): void;
+  setRequestHeader(name: string, value: string): void;
+  send(body?: any): void;
+  abort(): void;
+  getResponseHeader(name: string): string | null;
+  readyState: number; status: number; responseText: string; responseType: any;
+  onreadystatechange: any; onprogress: any; onload: any; onerror: any; onabort: any; ontimeout: any;
+}
+/** A fetch-shaped function over XMLHttpRequest: resolves at the head; `body.getReader()` yields text slices from `progress` events. */
+export function xhrFetch(XHR?: new () => XHRLike): (url: string, init?: { method?: string; headers?: Record<string, string>; body?: any; signal?: AbortSignal | null }) => Promise<{
+  readonly status: number;
+  headers: { get(name: string): string | null };
+  body: { getReader(): { read(): Promise<{ value: string | undefined; done: boolean }>; cancel(): Promise<void> } };
+  text(): Promise<string>;
+}>;
+/** `true` when this runtime's fetch streams response bodies (`Response.prototype.body`). */
+export function fetchStreamsBodies(): boolean;
 export function randomRequestId(random?: () => number): string;
 export class RelayAPIError extends Error { readonly status: number; readonly code: string; readonly detail: string; }
 export function decodeAPIError(status: number, body: string): RelayAPIError;
@@ -226,8 +283,16 @@ export interface ClientOptions {
   baseURLs: string[];
   /** Bearer token provider, called on every connection; `refresh: true` after `token_expired`. */
   token: (info: { refresh: boolean }) => string | Promise<string>;
-  /** A fetch whose responses have a streaming `body` (React Native: `fetch` from `expo/fetch`). */
+  /** A fetch whose responses have a streaming `body` (React Native: `fetch` from `expo/fetch`); implies `transport: 'fetch'`. */
   fetch?: typeof fetch;
+  /** `fetch` (streamed bodies) or `xhr` (XMLHttpRequest progress events: bare React Native, no polyfill).
+   *  Default: `fetch` when `fetch` is given or this runtime's fetch streams bodies, else `xhr`. */
+  transport?: 'fetch' | 'xhr';
+  /** The XMLHttpRequest constructor for `transport: 'xhr'` (default `globalThis.XMLHttpRequest`). */
+  XMLHttpRequest?: new () => XHRLike;
+  /** `auto` (default): SSE, and long-poll for the rest of this client's life once a response looks buffered by a proxy
+   *  (conformance/CLIENT_RULES.md "Buffering proxies"); `sse`: never switch; `longPoll`: from the start. */
+  readMode?: 'auto' | 'sse' | 'longPoll';
   clock?: Clock;
   random?: () => number;
   telemetry?: (record: TelemetryRecord) => void;
@@ -239,6 +304,8 @@ export type ChatUpdate =
   | { kind: 'connection'; status: 'streaming' }
   | { kind: 'connection'; status: 'waitingToReconnect'; attempt: number; delayMs: number }
   | { kind: 'connection'; status: 'reconnecting'; attempt: number; url: string; lastEventId: number }
+  /** This client reads over long-poll from now on (a buffering proxy was detected); this answer goes on from `lastEventId`. */
+  | { kind: 'connection'; status: 'longPoll'; reason: BufferingReason | null; lastEventId: number }
   | { kind: 'advice'; advice: NetworkAdvice }
   | { kind: 'budget'; budget: BudgetState }
   | { kind: 'cancelled'; status: number | null }
@@ -253,6 +320,13 @@ export interface StreamOptions {
 export class RelayChatClient {
   constructor(options: ClientOptions);
   readonly baseURLs: string[];
+  /** The HTTP stack in use. */
+  readonly transport: 'fetch' | 'xhr';
+  readonly readMode: 'auto' | 'sse' | 'longPoll';
+  /** `true` once answers are read over long-poll (from the start, or since a buffered response). */
+  readonly longPoll: boolean;
+  /** Why this client switched to long-poll, or null. */
+  readonly bufferingDetected: BufferingReason | null;
   budget: BudgetState | null;
   baseURL(index: number): string;
   startChat(request: ChatRequest, options?: StreamOptions): RelayStream;

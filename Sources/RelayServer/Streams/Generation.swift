@@ -188,9 +188,12 @@ final class Generation {
 
     /// Stops the upstream and ends the stream with `done` (`finish_reason:
     /// "cancelled"`) and the partial usage (docs/PROTOCOL.md §7).
+    /// Before `start()` (a `DELETE` that came before the stream, §7) no upstream call was
+    /// made: the usage is zero and nothing is charged.
     func cancel() {
         guard !finished else { return }
-        let usage = upstream.cancel()
+        let reported = upstream.cancel()
+        let usage = started ? reported : Usage(promptTokens: 0, completionTokens: 0)
         emit(.done(finishReason: .cancelled, usage: usage))
     }
 

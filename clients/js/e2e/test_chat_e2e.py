@@ -12,10 +12,22 @@ the demo page through chromedriver.
   MutationObserver in the page records every change), and the text equals the reference.
 * Stop: the page sends DELETE (202) and the relay stops generating: replaying the stream
   from relay B ends with `done` / `finish_reason: "cancelled"` well before the document's end.
+* `upstream_lost` in the stream (the proxy answers with that `error` event): the page says "The
+  relay restarted; continuing with a fresh answer…" and re-sends the request once, to relay B.
 
-Screenshots of the finished answers go to docs/js-demo-english.png and docs/js-demo-arabic.png.
+* Layout, at a phone's 390 × 844 CSS px (mobile emulation) and at 1280 × 800: Send and Stop
+  inside the viewport, the budget pill on one line and not cut, no horizontal scrolling; the
+  rendered answer never shows a Markdown marker (`**`, `##`, `---`, a `- ` or `# ` line): not in
+  any block the page inserted while streaming (the page's MutationObserver checks each), not in
+  its visible text polled all through the stream and at the end; the typing indicator is hidden
+  on every ending (done, stop, lost connection).
+
+Screenshots (empty state; English and Arabic, streaming and finished; phone and desktop) go to
+$E2E_SCREENSHOT_DIR (default: a temporary folder, printed), or with UPDATE_SCREENSHOTS=1 to
+docs/screenshots/, the ones clients/js/README.md shows.
 Run: python3 clients/js/e2e/test_chat_e2e.py   (after `swift build`; needs chromium,
-chromium-driver, nginx, redis-server and the pinned pip packages in requirements.txt).
+chromium-driver, nginx, redis-server, libjs-markdown-it and the pinned pip packages in
+requirements.txt). STREAM_RELAY_BIN names another relay binary.
 """
 import http.client
 import json
@@ -45,6 +57,33 @@ def minimal_env():
     return {k: os.environ[k] for k in ("PATH", "HOME", "TMPDIR", "LANG") if k in os.environ}
 RATE = 400  # simulated tokens per second: an English answer takes ~8 s
 PROMPT = "Draft a mutual NDA for a software partnership."
+PHONE = (390, 844)
+DESKTOP = (1280, 800)
+if os.environ.get("UPDATE_SCREENSHOTS") == "1":
+    SCREENSHOTS = ROOT / "docs" / "screenshots"
+else:
+    SCREENSHOTS = pathlib.Path(os.environ.get("E2E_SCREENSHOT_DIR") or pathlib.Path(tempfile.gettempdir()) / "stream-relay-e2e-screenshots")
+SCREENSHOT_MAX_BYTES = 150_000
+
+# Visible text of the answer container and the layout facts the test checks, read in the page.
+LAYOUT_JS = """
+const vw = window.innerWidth, vh = window.innerHeight;
+const inside = (id) => { const e = document.getElementById(id); if (e.hidden || e.offsetParent === null) return null;
+  const r = e.getBoundingClientRect(); return {left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+  inside: r.left >= 0 && r.top >= 0 && r.right <= vw && r.bottom <= vh && r.width >= 32 && r.height >= 32}; };
+const pill = document.getElementById('budget');
+const range = document.createRange(); range.selectNodeContents(pill);
+const lines = new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top))).size;
+const a = arguments[0] == null ? null : window.relayDemo.answers[arguments[0]];
+const main = document.getElementById('transcript');
+const wide = main.scrollWidth > main.clientWidth + 1
+  ? Array.from(main.querySelectorAll('*')).filter((e) => e.getBoundingClientRect().right > main.getBoundingClientRect().right + 1)
+      .slice(0, 3).map((e) => `${e.tagName}.${e.className} ${Math.round(e.getBoundingClientRect().width)}px`) : null;
+return {ended: !!(a && a.completion), jump: !document.getElementById('jump').hidden, wide, vw, vh, send: inside('send'), stop: inside('stop'), pillLines: lines, pillCut: pill.scrollWidth > pill.clientWidth + 1,
+  pillRight: pill.getBoundingClientRect().right, overflowX: document.documentElement.scrollWidth > vw};
+"""
+ANSWER_TEXT_JS = "const e = document.querySelector(`.answer-text[data-index='${arguments[0]}']`); return e ? e.innerText : null"
+MARKER = re.compile(r"\*\*|##|---|``|(^|\n)[ \t]*([-*+#>]|\d+[.)])[ \t]*(\n|$)")
 
 
 def free_port():
@@ -94,6 +133,7 @@ class CuttingProxy:
         self.dead = False
         self.die_after_cut = False
         self.dead_answers = 0
+        self.error_next = None
         self.closed = False
         self.sockets = set()
         threading.Thread(target=self._accept, daemon=True).start()
@@ -110,6 +150,11 @@ class CuttingProxy:
                 return
             if self.dead:
                 threading.Thread(target=self._die, args=(client,), daemon=True).start()
+                continue
+            with self.lock:
+                error, self.error_next = self.error_next, None
+            if error is not None:
+                threading.Thread(target=self._fail, args=(client, error), daemon=True).start()
                 continue
             try:
                 upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=5)
@@ -135,6 +180,28 @@ class CuttingProxy:
             client.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
             with self.lock:
                 self.dead_answers += 1
+        except OSError:
+            pass
+        client.close()
+
+    def fail_next(self, event):
+        """The next connection gets a 200 `text/event-stream` whose only event is `event` (a
+        relay's in-stream `error`, docs/PROTOCOL.md §5.4), then the end of the body."""
+        with self.lock:
+            self.error_next = event
+
+    def _fail(self, client, event):
+        try:
+            client.settimeout(5)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                data = client.recv(65536)
+                if not data:
+                    break
+                head += data
+            body = f"id: 1\ndata: {json.dumps(event)}\n\n".encode()
+            client.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " + str(len(body)).encode()
+                           + b"\r\nConnection: close\r\n\r\n" + body)
         except OSError:
             pass
         client.close()
@@ -239,6 +306,8 @@ class ChatDemoEndToEnd(unittest.TestCase):
         service = Service(executable_path=shutil.which("chromedriver") or "/usr/bin/chromedriver", log_output=str(tmp / "chromedriver.log"))
         cls.driver = webdriver.Chrome(service=service, options=options)
         cls.driver.set_script_timeout(10)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        print(f"screenshots: {SCREENSHOTS}", file=sys.stderr)
 
     @classmethod
     def _ready(cls, port):
@@ -280,14 +349,31 @@ class ChatDemoEndToEnd(unittest.TestCase):
 
     # ---- helpers -------------------------------------------------------------------
 
-    def open_page(self):
+    def viewport(self, size):
+        """Emulates a phone (mobile viewport, touch) at PHONE, a desktop window otherwise."""
+        w, h = size
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                    {"width": w, "height": h, "deviceScaleFactor": 1, "mobile": size == PHONE})
+        self.driver.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": size == PHONE})
+        if self.driver.execute_script("return document.readyState === 'complete' && !!document.getElementById('transcript')"):
+            wait_until(f"a {w} px viewport", lambda: self.driver.execute_script("return window.innerWidth") == w, 5)
+            # Two animation frames: the page's resize handler has run and the layout is painted.
+            self.driver.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(done))")
+
+    def open_page(self, base="/a,/b", size=PHONE):
+        self.viewport(size)
         # A fresh document per test (a URL differing only in its fragment would not reload).
-        self.driver.get(f"http://127.0.0.1:{self.nginx_port}/demo/?run={time.monotonic_ns()}#token={self.token}&base=/a,/b")
+        self.driver.get(f"http://127.0.0.1:{self.nginx_port}/demo/?run={time.monotonic_ns()}#token={self.token}&base={base}")
         wait_until("budget pill", lambda: "remaining" in self.driver.find_element(By.ID, "budget").text, 15)
 
     def send(self, model):
+        """Types PROMPT, picks `model` and presses Send."""
         Select(self.driver.find_element(By.ID, "model")).select_by_value(model)
+        self.driver.find_element(By.ID, "prompt").send_keys(PROMPT)
         self.driver.find_element(By.ID, "send").click()
+        return self.started()
+
+    def started(self):
         return wait_until("answer started", lambda: self.driver.execute_script("return window.relayDemo.answers.length") > 0, 10) - 1
 
     def answer(self, index):
@@ -306,21 +392,131 @@ class ChatDemoEndToEnd(unittest.TestCase):
                                 env=minimal_env()), out
 
     def screenshot(self, name):
-        path = ROOT / "docs" / name
-        path.parent.mkdir(exist_ok=True)
+        """Saves the viewport as SCREENSHOTS/name. With UPDATE_SCREENSHOTS=1 (the committed ones)
+        the PNG is then quantised with pngquant (a 256-colour palette: text stays sharp) and must
+        stay under SCREENSHOT_MAX_BYTES; that runs after the test, not to slow the stream's shots."""
+        path = SCREENSHOTS / name
         self.driver.save_screenshot(str(path))
+        if os.environ.get("UPDATE_SCREENSHOTS") == "1":
+            self.addCleanup(self.shrink, path)
 
-    def dom_text(self, index):
+    def shrink(self, path):
+        pngquant = shutil.which("pngquant")
+        self.assertIsNotNone(pngquant, "UPDATE_SCREENSHOTS=1 needs pngquant (scripts/install-deps.sh installs it)")
+        subprocess.run([pngquant, "--quality", "70-95", "--speed", "1", "--strip", "--force", "--output", str(path), str(path)],
+                       check=True, stdin=subprocess.DEVNULL)
+        self.assertLess(path.stat().st_size, SCREENSHOT_MAX_BYTES, f"{path.name} is {path.stat().st_size} bytes")
+
+    def visible_answer_text(self, index):
+        return self.driver.execute_script(ANSWER_TEXT_JS, index)
+
+    def assert_no_markers(self, index, where):
+        text = self.visible_answer_text(index) or ""
+        m = MARKER.search(text)
+        self.assertIsNone(m, f"{where}: Markdown marker {m and m.group(0)!r} visible: …{text[max(0, (m.start() if m else 0) - 80):(m.end() if m else 0) + 40]!r}")
+        return text
+
+    def assert_no_marker_ever_inserted(self, index):
+        """Every block the page inserted into answer `index` while it streamed (the page's
+        MutationObserver checks each insertion's text) was free of Markdown markers."""
+        muts = self.driver.execute_script("return window.relayDemo.mutations.filter(m => m.answer === arguments[0])", index)
+        inserted = [m for m in muts if m["type"] == "childList" and m["added"] > 0]
+        self.assertGreater(len(inserted), 20, "the answer was rendered in many steps")
+        flashes = [m["marker"] for m in muts if "marker" in m]
+        self.assertEqual(flashes, [], f"{len(flashes)} of {len(inserted)} insertions showed a Markdown marker")
+
+    def assert_layout(self, where, busy, index=None):
+        """Send (idle) or Stop (busy: while answer `index` runs) inside the viewport, the pill on
+        one line and whole, no sideways scroll."""
+        f = self.driver.execute_script(LAYOUT_JS, index)
+        if busy and f["ended"]:
+            busy = False   # the answer ended between two polls: Send is back
+        button = f["stop"] if busy else f["send"]
+        self.assertIsNotNone(button, f"{where}: {'Stop' if busy else 'Send'} not displayed: {f}")
+        self.assertTrue(button["inside"], f"{where}: {'Stop' if busy else 'Send'} outside the {f['vw']}×{f['vh']} viewport: {button}")
+        self.assertEqual(f["pillLines"], 1, f"{where}: the budget pill wraps: {f}")
+        self.assertFalse(f["pillCut"], f"{where}: the budget pill is cut: {f}")
+        self.assertLessEqual(f["pillRight"], f["vw"], f"{where}: the pill leaves the viewport: {f}")
+        self.assertFalse(f["overflowX"], f"{where}: the page scrolls sideways: {f}")
+        self.assertIsNone(f["wide"], f"{where}: the transcript scrolls sideways: {f}")
+        self.assertFalse(f["jump"], f"{where}: 'Jump to latest' shown though nobody scrolled: {f}")
+
+    def watch_stream(self, index, shots, min_chars=3000):
+        """While answer `index` streams: checks the layout and the visible text for markers at
+        every poll; once `min_chars` of text are shown, takes the `shots` ({size: name}), each
+        at its viewport (ending at PHONE). Returns the number of mid-stream text samples."""
+        samples = 0
+        taken = False
+        while not (self.answer(index) or {}).get("completion"):
+            text = self.assert_no_markers(index, "mid-stream")
+            if text:
+                samples += 1
+                self.assert_layout("mid-stream", busy=True, index=index)
+            if not taken and len(text or "") >= min_chars:
+                for size, name in shots.items():
+                    self.viewport(size)
+                    self.assert_layout(f"mid-stream at {size}", busy=True, index=index)
+                    self.screenshot(name)
+                    if os.environ.get("UPDATE_SCREENSHOTS") == "1":
+                        self.assertFalse((self.answer(index) or {}).get("completion"), f"{name}: the answer ended before the screenshot")
+                self.viewport(PHONE)
+                taken = True
+            time.sleep(0.1)
+        self.assertTrue(taken, "the answer ended before a mid-stream screenshot")
+        return samples
+
+    def assert_finished_rendering(self, index, reference, shots):
+        """The finished answer: rendered as a whole (the page's renderer applied to the reference
+        gives the same blocks), headings/rules/bold counted from the reference, no marker visible,
+        typing indicator hidden, Send back inside the viewport at every size."""
+        text = reference.decode("utf-8")
+        same = self.driver.execute_script("""
+            const box = document.querySelector(`.answer-text[data-index='${arguments[0]}']`);
+            const t = document.createElement('template'); t.innerHTML = window.relayDemo.renderMarkdown(arguments[1]);
+            const html = (n) => Array.from(n.children, (c) => c.outerHTML).join('');
+            return html(box) === html(t.content);""", index, text)
+        self.assertTrue(same, "the streamed rendering differs from rendering the whole document at once")
+        count = lambda sel: self.driver.execute_script(
+            "return document.querySelectorAll(`.answer-text[data-index='${arguments[0]}'] ${arguments[1]}`).length", index, sel)
+        self.assertEqual(count("h2"), len(re.findall(r"^## ", text, re.M)))
+        self.assertEqual(count("hr"), len(re.findall(r"^---$", text, re.M)))
+        self.assertEqual(count("strong"), text.count("**") // 2)
+        self.assertGreater(count("li"), 5)
+        self.assert_no_markers(index, "finished")
+        self.assert_no_marker_ever_inserted(index)
+        self.assertFalse(self.typing_visible(index), "typing indicator visible after the answer ended")
+        for size, name in shots.items():
+            self.viewport(size)
+            self.assert_layout(f"finished at {size}", busy=False)
+            self.screenshot(name)
+        self.viewport(PHONE)
+
+    def typing_visible(self, index):
         return self.driver.execute_script(
-            "return document.querySelector(`.answer-text[data-index='${arguments[0]}']`).textContent", index)
+            "return document.querySelector(`.answer-text[data-index='${arguments[0]}']`).closest('.answer').querySelector('.typing').offsetParent !== null", index)
+
+    def status_text(self, index):
+        return self.driver.execute_script(
+            "return document.querySelector(`.answer-text[data-index='${arguments[0]}']`).closest('.answer').querySelector('.status').innerText", index)
 
     # ---- tests ---------------------------------------------------------------------
 
     def test_1_english_answer_resumes_on_the_other_relay_byte_identical(self):
         self.open_page()
+        self.assert_layout("empty state", busy=False)
+        self.assertTrue(self.driver.find_element(By.ID, "empty").is_displayed())
+        self.screenshot("phone-empty.png")
+        self.viewport(DESKTOP)
+        self.assert_layout("empty state, desktop", busy=False)
+        self.screenshot("desktop-empty.png")
+        self.viewport(PHONE)
         ref_proc, ref_path = self.reference("simulated")
         self.proxy.arm(after_bytes=60_000)
-        i = self.send("simulated")
+        self.driver.find_element(By.CSS_SELECTOR, ".suggestion[data-model='simulated']").click()   # the empty state's English chip
+        i = self.started()
+        self.assertFalse(self.driver.find_element(By.ID, "empty").is_displayed())
+        samples = self.watch_stream(i, {PHONE: "phone-english-streaming.png", DESKTOP: "desktop-english-streaming.png"})
+        self.assertGreater(samples, 10, "the visible text was checked all through the stream")
         a = self.wait_finished(i)
         self.assertEqual(ref_proc.wait(timeout=60), 0, "reference run failed")
         self.assertEqual(self.proxy.cuts, 1, "the proxy cut the stream once")
@@ -332,22 +528,25 @@ class ChatDemoEndToEnd(unittest.TestCase):
         reference = ref_path.read_bytes()
         self.assertGreater(len(reference), 5000)
         self.assertEqual(a["text"].encode("utf-8"), reference, "kit text differs from the simulated document")
-        self.assertEqual(self.dom_text(i).encode("utf-8"), reference, "page text differs from the simulated document")
+        self.assertEqual(a["shown"].encode("utf-8"), reference, "the page rendered all of the simulated document")
         self.assertEqual(a["layout"]["direction"], "ltr")
         progress = a["progressTexts"]
         self.assertTrue(progress and all(re.fullmatch(r"Drafting clause \d+ of \d+…", t) for t in progress), progress)
         self.assertGreater(len(progress), 3, "the clause count advanced while drafting")
         self.assertEqual(self.driver.find_element(By.CSS_SELECTOR, f".answer-text[data-index='{i}']").get_attribute("dir"), "ltr")
-        self.screenshot("js-demo-english.png")
+        self.assert_finished_rendering(i, reference, {DESKTOP: "desktop-english-finished.png", PHONE: "phone-english-finished.png"})
 
     def test_2_arabic_answer_is_rtl_before_its_first_glyph(self):
         self.open_page()
         ref_proc, ref_path = self.reference("simulated-ar")
-        i = self.send("simulated-ar")
+        self.driver.find_element(By.CSS_SELECTOR, ".suggestion[data-model='simulated-ar']").click()   # the Arabic chip
+        i = self.started()
+        self.assertGreater(self.watch_stream(i, {PHONE: "phone-arabic-streaming.png", DESKTOP: "desktop-arabic-streaming.png"}, 1500), 2)
         a = self.wait_finished(i)
         self.assertEqual(ref_proc.wait(timeout=60), 0, "reference run failed")
         self.assertEqual(a["completion"]["kind"], "finished")
         self.assertEqual(a["text"].encode("utf-8"), ref_path.read_bytes())
+        self.assertEqual(a["model"], "simulated-ar")
         self.assertEqual(a["layout"], {"direction": "rtl", "isArabic": True, "lineHeight": 1.8})
         muts = self.driver.execute_script("return window.relayDemo.mutations.filter(m => m.answer === arguments[0])", i)
         self.assertTrue(muts, "the MutationObserver recorded nothing")
@@ -358,11 +557,13 @@ class ChatDemoEndToEnd(unittest.TestCase):
         box = self.driver.find_element(By.CSS_SELECTOR, f".answer-text[data-index='{i}']")
         self.assertEqual(box.get_attribute("dir"), "rtl")
         self.assertEqual(self.driver.execute_script("return getComputedStyle(arguments[0]).direction", box), "rtl")
-        self.screenshot("js-demo-arabic.png")
+        # Each block takes its own direction (dir="auto"): the Arabic ones are right-to-left.
+        self.assertTrue(self.driver.execute_script(
+            "return Array.from(arguments[0].querySelectorAll('p, li, h2')).every((e) => getComputedStyle(e).direction === 'rtl')", box))
+        self.assert_finished_rendering(i, ref_path.read_bytes(), {DESKTOP: "desktop-arabic-finished.png", PHONE: "phone-arabic-finished.png"})
 
     def test_3_resume_button_after_three_failed_reconnections(self):
-        self.driver.get(f"http://127.0.0.1:{self.nginx_port}/demo/?run={time.monotonic_ns()}#token={self.token}&base=/a")
-        wait_until("budget pill", lambda: "remaining" in self.driver.find_element(By.ID, "budget").text, 15)
+        self.open_page(base="/a", size=PHONE)
         ref_proc, ref_path = self.reference("simulated")
         self.proxy.die_after_cut = True
         self.proxy.arm(after_bytes=20_000)
@@ -374,6 +575,10 @@ class ChatDemoEndToEnd(unittest.TestCase):
             self.assertEqual(self.proxy.dead_answers, 3)
             button = self.driver.find_element(By.ID, f"resume-{i}")
             self.assertEqual(button.text, "Resume")
+            self.assertEqual(self.status_text(i).splitlines()[0].strip(), "Connection lost.")
+            self.assertFalse(self.typing_visible(i), "typing indicator visible after the connection was lost")
+            self.assert_layout("connection lost", busy=False)
+            self.screenshot("phone-connection-lost.png")
         finally:
             self.proxy.die_after_cut = False
             self.proxy.dead = False
@@ -385,13 +590,34 @@ class ChatDemoEndToEnd(unittest.TestCase):
         self.assertEqual(b["text"].encode("utf-8"), ref_path.read_bytes())
         self.assertEqual(b["telemetry"]["reconnections"], 4, "3 reconnections + the manual resume")
 
+    def test_3b_upstream_lost_is_said_in_words_and_the_request_re_sent_once(self):
+        # docs/PROTOCOL.md §8.3: `upstream_lost` → re-send the request; the page does it once by itself.
+        self.open_page(size=PHONE)
+        self.proxy.fail_next({"type": "error", "status": 503, "code": "upstream_lost", "message": "the instance generating the answer stopped"})
+        self.driver.find_element(By.CSS_SELECTOR, ".suggestion[data-model='simulated']").click()
+        i = self.started()
+        a = self.wait_finished(i, 15)
+        self.assertEqual(a["completion"]["code"], "upstream_lost")
+        self.assertEqual(self.status_text(i).strip(), "The relay restarted; continuing with a fresh answer…")
+        self.assertFalse(self.typing_visible(i), "typing indicator visible under the failure")
+        self.assertEqual(self.driver.find_elements(By.ID, f"resume-{i}"), [], "no button: the page re-sends by itself")
+        b = wait_until("the re-sent answer", lambda: self.answer(i + 1), 10)
+        self.assertEqual(b["urls"][0], "/b", "re-sent to the next relay")
+        self.assertNotEqual(b["requestId"], a["requestId"])
+        self.wait_finished(i + 1)
+        self.assertEqual(self.answer(i + 1)["completion"], {"kind": "finished", "finishReason": "stop"})
+        self.assert_no_markers(i + 1, "re-sent answer")
+
     def test_4_stop_sends_delete_and_the_relay_stops_generating(self):
-        self.open_page()
+        self.open_page(size=DESKTOP)
         i = self.send("simulated")
         wait_until("some text", lambda: len((self.answer(i) or {}).get("text", "")) > 300, 20)
         self.driver.find_element(By.ID, "stop").click()
         a = self.wait_finished(i, 10)
         self.assertEqual(a["completion"], {"kind": "stopped"})
+        self.assertEqual(self.status_text(i).strip(), "Stopped.")
+        self.assertFalse(self.typing_visible(i), "typing indicator visible after Stop")
+        self.assert_no_markers(i, "stopped")
         a = wait_until("DELETE answered", lambda: self.answer(i).get("cancelStatus") and self.answer(i), 15)
         self.assertEqual(a["cancelStatus"], 202)
         # Replay the whole stream from relay B: it ends with done(cancelled), far before the document's end.

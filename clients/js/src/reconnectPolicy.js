@@ -37,6 +37,19 @@ export function isEventStream(ct) {
   return ct.split(';')[0].trim().toLowerCase() === 'text/event-stream';
 }
 
+/**
+ * `true` for the statuses that are retryable drops: 503 (the relay's `not_ready`, or a gateway's) and
+ * 502 / 504 (a gateway or load balancer in front of the relay: the relay sends these codes only as
+ * in-stream `error` events, PROTOCOL.md §8.2). @param {number} status
+ */
+export function isGatewayRetryable(status) { return status === 502 || status === 503 || status === 504; }
+
+/** `true` for `application/json`, parameters and case ignored. @param {string | null | undefined} ct */
+export function isJSON(ct) {
+  if (!ct) return false;
+  return ct.split(';')[0].trim().toLowerCase() === 'application/json';
+}
+
 /** @type {Action} */
 const NONE = { type: 'none' };
 
@@ -49,7 +62,8 @@ const NONE = { type: 'none' };
  *   then `reconnect` with `Last-Event-ID` (the driver rotates the base URL; before any
  *   event it re-sends the POST with the same `X-Request-Id`).
  * * At most 3 reconnections in a row without an event; the next failure → `needsResume`.
- * * 503 (± `Retry-After: R`) on any attempt: retryable drop, wait `max(R×1000, backoff) + jitter`.
+ * * 502, 503 or 504 (± `Retry-After: R`) on any attempt: retryable drop, wait `max(R×1000, backoff) + jitter`
+ *   (the relay answers only 503 before a stream; 502/504 come from a gateway in front of it).
  * * `token_expired` (error event, or 401 `token_expired`/`unauthorized` on a reconnect):
  *   wait `jitter`, then reconnect asking the token provider for a fresh token; a second 401
  *   after that refresh fails the answer; `session_revoked` is terminal (failed 401).
@@ -86,6 +100,8 @@ export class ReconnectPolicy {
     this._accountedAt = 0;
     this._refreshNext = false;
     this._refreshedSinceEvent = false;
+    /** Reads go over long-poll (the catch-up read of PROTOCOL.md's long-poll mode): every read is a resume. */
+    this.polling = false;
   }
 
   get isEnded() { return this.state === 'ended'; }
@@ -132,6 +148,7 @@ export class ReconnectPolicy {
     this._failuresInARow = 0;
     this._refreshNext = false;
     this._refreshedSinceEvent = false;
+    this.polling = false;
     return { type: 'sendRequest' };
   }
 
@@ -153,14 +170,55 @@ export class ReconnectPolicy {
     }
     const code = info?.code ?? `http_${status}`;
     const message = info?.message ?? `HTTP ${status}`;
-    if (status === 503) {
+    if (isGatewayRetryable(status)) {
       const r = info?.retryAfterSec;
       return this._retryableDrop(now, Math.max(r != null && r >= 0 ? r * 1000 : 0, this.backoffMs));
     }
-    if (status === 401 && code !== 'session_revoked' && this.attempt > 0 && (code === 'token_expired' || code === 'unauthorized')) {
+    if (status === 401 && code !== 'session_revoked' && (this.attempt > 0 || this.polling) && (code === 'token_expired' || code === 'unauthorized')) {
       if (!this._refreshedSinceEvent) return this._tokenExpired(now);
     }
     return this._end({ kind: 'failed', status, code, message });
+  }
+
+  /**
+   * The next long-poll read is being sent: after the previous one ended without the terminal event,
+   * or to finish a buffered SSE response from `lastEventId`. Not a reconnection: no wait, not counted,
+   * the hard timeout keeps running. No effect unless connecting or streaming. @param {number} now
+   */
+  pollSent(now) {
+    if (this.state !== 'streaming' && this.state !== 'connecting') return;
+    this._account(now);
+    this.state = 'connecting';
+    this.polling = true;
+  }
+
+  /**
+   * A long-poll response head: `200 application/json` (events follow) or `204` (none yet) → reading;
+   * `204` with `Stream-Closed: true` → the answer ended without the terminal event reaching us: failed;
+   * other statuses exactly as `responseOpened` (a 401 is treated as on a resume).
+   * @param {number} status @param {string | null} contentType @param {boolean} closed `Stream-Closed: true`
+   * @param {{code?: string, message?: string, retryAfterSec?: number | null}} info @param {number} now @returns {Action}
+   */
+  pollOpened(status, contentType, closed, info, now) {
+    if (this.state !== 'connecting') return NONE;
+    if (status === 204 && closed) { this._account(now); return this.streamClosed(now); }
+    if (status === 204 || (status === 200 && isJSON(contentType))) {
+      this._account(now);
+      this.state = 'streaming';
+      return NONE;
+    }
+    if (status === 200) {
+      this._account(now);
+      return this._end({ kind: 'failed', status, code: 'bad_content_type', message: `expected application/json, got ${contentType ?? 'none'}` });
+    }
+    return this.responseOpened(status, contentType, info, now);
+  }
+
+  /** A long-poll read said `Stream-Closed: true` but the terminal event never came: failed (204 `stream_closed`). @param {number} now @returns {Action} */
+  streamClosed(now) {
+    if (this.state === 'ended') return NONE;
+    this._account(now);
+    return this._end({ kind: 'failed', status: 204, code: 'stream_closed', message: 'the answer ended without its terminal event' });
   }
 
   /**

@@ -1,16 +1,21 @@
 // The networking layer: RelayChatClient starts answers; RelayStream runs one answer over
-// fetch + ReadableStream, applying ReconnectPolicy and ResponseRenderer
-// (conformance/CLIENT_RULES.md).
+// fetch + ReadableStream (or XMLHttpRequest progress events, src/xhrTransport.js), applying
+// ReconnectPolicy and ResponseRenderer, and switches to long-poll reads when a proxy buffers the
+// event stream (ProxyBufferingDetector) (conformance/CLIENT_RULES.md).
 import { SSEParser } from './sseParser.js';
-import { ReconnectPolicy } from './reconnectPolicy.js';
+import { ReconnectPolicy, isEventStream } from './reconnectPolicy.js';
 import { ResponseRenderer, isBudgetLimited } from './responseRenderer.js';
 import { RENDER_INTERVAL_MS } from './renderBuffer.js';
 import { BudgetState, networkAdvice, telemetryRecord, SLOW_RTT_MS, SLOW_BACKOFF_MS } from './uiState.js';
+import { ProxyBufferingDetector } from './proxyBuffering.js';
+import { xhrFetch, fetchStreamsBodies } from './xhrTransport.js';
 
 /** DELETE attempts on Stop, the pause between them (ms) and each one's timeout (ms). */
 export const STOP_ATTEMPTS = 3;
 export const STOP_RETRY_MS = 1000;
 export const STOP_TIMEOUT_MS = 10000;
+/** Shortest time between the sends of two long-poll reads when the first brought no event, ms (a relay waits up to 20 s). */
+export const LONG_POLL_MIN_INTERVAL_MS = 1000;
 /** Largest error body read from a non-200 response, characters. */
 const MAX_ERROR_BODY = 65536;
 
@@ -69,7 +74,12 @@ export function parseRetryAfter(v) {
  * @typedef {object} ClientOptions
  * @property {string[]} baseURLs relay base URLs (`https://host`, or a path prefix like `/r1` on the page's origin); reconnections rotate through them
  * @property {(info: {refresh: boolean}) => string | Promise<string>} token bearer token provider, called on every connection; `refresh: true` after `token_expired`
- * @property {typeof fetch} [fetch] a fetch whose `response.body` is a `ReadableStream` (React Native: `expo/fetch`)
+ * @property {typeof fetch} [fetch] a fetch whose `response.body` is a `ReadableStream` (React Native: `expo/fetch`); implies `transport: 'fetch'`
+ * @property {'fetch' | 'xhr'} [transport] the HTTP stack: `fetch` (streamed bodies) or `xhr` (XMLHttpRequest progress events: bare
+ *   React Native). Default: `fetch` when this runtime's fetch streams bodies (or `fetch` is given), else `xhr`.
+ * @property {new () => any} [XMLHttpRequest] the XMLHttpRequest constructor for `transport: 'xhr'` (`globalThis.XMLHttpRequest`)
+ * @property {'auto' | 'sse' | 'longPoll'} [readMode] `auto` (default): SSE, and long-poll for the rest of this client's life once
+ *   a response looks buffered by a proxy (conformance/CLIENT_RULES.md "Buffering proxies"); `sse`: never switch; `longPoll`: from the start
  * @property {Clock} [clock]
  * @property {() => number} [random] [0, 1) source for jitter and request ids
  * @property {(record: {requestId: string, tokensReceived: number, latencyMs: number, reconnections: number}) => void} [telemetry]
@@ -82,7 +92,17 @@ export class RelayChatClient {
     if (!options || !Array.isArray(options.baseURLs) || options.baseURLs.length === 0) throw new TypeError('RelayChatClient needs at least one base URL');
     this.baseURLs = options.baseURLs.map((u) => u.replace(/\/+$/, ''));
     this.token = options.token;
-    this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    const g = /** @type {any} */ (globalThis);
+    /** @type {'fetch' | 'xhr'} the HTTP stack in use */
+    this.transport = options.transport ?? (options.fetch || fetchStreamsBodies() || typeof g.XMLHttpRequest !== 'function' ? 'fetch' : 'xhr');
+    if (this.transport === 'xhr') this.fetch = /** @type {any} */ (xhrFetch(options.XMLHttpRequest ?? g.XMLHttpRequest));
+    else this.fetch = options.fetch ?? g.fetch.bind(globalThis);
+    /** @type {'auto' | 'sse' | 'longPoll'} */
+    this.readMode = options.readMode ?? 'auto';
+    /** `true` once answers are read over long-poll: from the start (`readMode: 'longPoll'`) or since a buffered response. */
+    this.longPoll = this.readMode === 'longPoll';
+    /** @type {'silentAfterHeaders' | 'wholeBodyAtEnd' | null} why this client switched to long-poll, if it did */
+    this.bufferingDetected = null;
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
     this.telemetry = options.telemetry ?? null;
@@ -121,10 +141,12 @@ export class RelayChatClient {
 
   /**
    * `DELETE /api/chat/stream/{id}`: at most 3 attempts 1 s apart, rotating base URLs from
-   * `preferredIndex`, each with a 10 s timeout. Resolves to the status (202) or null.
+   * `preferredIndex`, each with a 10 s timeout. Resolves to the status (202; 404 only when
+   * every attempt got 404, which is retried: the relay may not have seen the POST yet) or null.
    * @param {string} requestId @param {number} [preferredIndex]
    */
   async cancel(requestId, preferredIndex = 0) {
+    let notFound = false;
     for (let k = 0; k < STOP_ATTEMPTS; k++) {
       if (k > 0) await new Promise((r) => this.clock.setTimeout(() => r(undefined), STOP_RETRY_MS));
       const ac = new AbortController();
@@ -135,10 +157,13 @@ export class RelayChatClient {
           method: 'DELETE', headers: { Authorization: `Bearer ${token}`, 'X-Request-Id': requestId }, signal: ac.signal,
         });
         try { await res.text(); } catch { /* body irrelevant */ }
-        if (res.status < 500) return res.status;
+        // A 404 may come from a relay that has not seen the POST yet and keeps no cancel for
+        // it (PROTOCOL.md §7; a relay that does answers 202 "pending"): retried like a failure.
+        if (res.status === 404) notFound = true;
+        else if (res.status < 500) return res.status;
       } catch { /* network error or timeout: next attempt */ } finally { this.clock.clearTimeout(timer); }
     }
-    return null;
+    return notFound ? 404 : null;
   }
 }
 
@@ -185,6 +210,11 @@ export class RelayStream {
     this._connId = 0;
     /** @type {AbortController | null} */
     this._abort = null;
+    /** @type {ProxyBufferingDetector | null} the buffering check of the open SSE response */
+    this._detector = null;
+    this._detectorTimer = null;
+    /** @type {string | null} the last `Stream-Cursor` (sent back as `cursor`, Durable Streams §5.7) */
+    this._cursor = null;
     this._ended = false;
     this._layoutSent = false;
     this._renderTimer = null;
@@ -308,20 +338,27 @@ export class RelayStream {
     if (this._abort) { const ac = this._abort; this._abort = null; ac.abort(); }
   }
 
+  /** The bearer token for a connection of `id`; null when the stream moved on (or the provider failed: handled). @param {number} id @param {boolean} refresh */
+  async _token(id, refresh) {
+    try {
+      const token = await this.client.token({ refresh });
+      return id !== this._connId || this._ended ? null : token;
+    } catch (e) {
+      if (id !== this._connId || this._ended) return null;
+      this._perform(this.policy.responseOpened(401, null, { code: 'unauthorized', message: `no bearer token: ${e}` }, this.client.clock.now()));
+      return null;
+    }
+  }
+
   /** @param {boolean} post @param {number} lastEventId @param {boolean} refresh */
   async _connect(post, lastEventId, refresh) {
+    if (!post && this.client.longPoll) return this._poll(lastEventId, refresh);
     const id = ++this._connId;
     this._parser.finish();
+    this._clearDetector();
     const clock = this.client.clock;
-    let token;
-    try {
-      token = await this.client.token({ refresh });
-    } catch (e) {
-      if (id !== this._connId || this._ended) return;
-      this._perform(this.policy.responseOpened(401, null, { code: 'unauthorized', message: `no bearer token: ${e}` }, clock.now()));
-      return;
-    }
-    if (id !== this._connId || this._ended) return;
+    const token = await this._token(id, refresh);
+    if (token === null) return;
     const base = this.client.baseURL(this._urlIndex);
     /** @type {Record<string, string>} */
     const headers = { Authorization: `Bearer ${token}`, Accept: 'text/event-stream', 'X-Request-Id': this.requestId, 'Cache-Control': 'no-store' };
@@ -364,7 +401,23 @@ export class RelayStream {
     }
     this._perform(this.policy.responseOpened(200, ct, {}, now));
     if (this.policy.state !== 'streaming') return;
+    if (this.client.longPoll) {
+      // The POST started (or found) the answer; its events are read over long-poll.
+      this._dropConnection();
+      this._pollNext(0);
+      return;
+    }
+    await this._readSSE(res, id, sentAt, now);
+  }
+
+  /**
+   * Reads an open 200 text/event-stream response to its end, watching it for a buffering proxy.
+   * @param {any} res @param {number} id the connection @param {number} sentAt @param {number} now when the head arrived
+   */
+  async _readSSE(res, id, sentAt, now) {
+    const clock = this.client.clock;
     this._emit({ kind: 'connection', status: 'streaming' });
+    if (this.client.readMode === 'auto') this._watch(new ProxyBufferingDetector(sentAt), now);
     try {
       if (res.body && typeof res.body.getReader === 'function') {
         const reader = res.body.getReader();
@@ -375,30 +428,174 @@ export class RelayStream {
           if (!this._feed(value)) return;
         }
       } else {
-        // A fetch without streaming bodies (React Native's built-in): all at once at the end.
+        // A fetch without streaming bodies: all at once at the end (the detector sees a whole body).
         const text = await res.text();
         if (id !== this._connId || this._ended) return;
-        if (!this._feed(new TextEncoder().encode(text))) return;
+        if (!this._feed(text)) return;
       }
     } catch {
       if (id !== this._connId || this._ended) return;
     }
     if (id !== this._connId || this._ended) return;
+    const d = this._detector;
+    this._clearDetector();
+    if (d && d.ended(clock.now()).decision === 'longPoll') { this._switchToLongPoll(d); return; }
     this._lost();
+  }
+
+  /** Watches the first-byte bound of an SSE response. @param {ProxyBufferingDetector} d @param {number} headersAt */
+  _watch(d, headersAt) {
+    this._detector = d;
+    d.headers(headersAt);
+    const deadline = d.deadline;
+    if (deadline === null) return;
+    const id = this._connId;
+    this._detectorTimer = this.client.clock.setTimeout(() => {
+      this._detectorTimer = null;
+      if (id !== this._connId || this._ended || this._detector !== d) return;
+      if (d.tick(this.client.clock.now()).decision === 'longPoll') this._switchToLongPoll(d);
+    }, Math.max(0, deadline - headersAt));
+  }
+
+  _clearDetector() {
+    if (this._detectorTimer != null) this.client.clock.clearTimeout(this._detectorTimer);
+    this._detectorTimer = null;
+    this._detector = null;
+  }
+
+  /**
+   * A buffered response: this client reads over long-poll from now on, and this answer goes on from
+   * its last event id at once (no wait, not a reconnection). @param {ProxyBufferingDetector} d
+   */
+  _switchToLongPoll(d) {
+    const v = d.verdict;
+    this.client.longPoll = true;
+    if (v.decision === 'longPoll') this.client.bufferingDetected ??= v.reason;
+    this._clearDetector();
+    this._emit({ kind: 'connection', status: 'longPoll', reason: v.decision === 'longPoll' ? v.reason : null, lastEventId: this.policy.lastEventId });
+    this._dropConnection();
+    if (this._ended) return;
+    this._pollNext(0);
+  }
+
+  /**
+   * Sends the next long-poll read from the last event id, after `delayMs` (a read that brought nothing
+   * sooner than `LONG_POLL_MIN_INTERVAL_MS` after it was sent is not repeated at once). @param {number} delayMs
+   */
+  _pollNext(delayMs) {
+    const go = () => {
+      if (this._ended) return;
+      this.policy.pollSent(this.client.clock.now());
+      this._scheduleDeadline();
+      this._poll(this.policy.lastEventId, false);
+    };
+    if (delayMs <= 0) { go(); return; }
+    const id = ++this._connId;
+    this.client.clock.setTimeout(() => { if (id === this._connId) go(); }, delayMs);
+  }
+
+  /**
+   * One long-poll read: `GET /api/chat/stream/{id}?offset=<last>&live=long-poll` (the relay's catch-up read;
+   * offset -1 before any event). 200: a JSON array of events, fed like SSE events (the last one's seq is
+   * `Stream-Next-Offset`); 204: none yet (`Stream-Closed: true`: the answer is over). Errors as on a resume.
+   * @param {number} lastEventId @param {boolean} refresh
+   */
+  async _poll(lastEventId, refresh) {
+    const id = ++this._connId;
+    this._parser.finish();
+    this._clearDetector();
+    const clock = this.client.clock;
+    const token = await this._token(id, refresh);
+    if (token === null) return;
+    const base = this.client.baseURL(this._urlIndex);
+    let url = `${base}/api/chat/stream/${encodeURIComponent(this.requestId)}?offset=${lastEventId > 0 ? lastEventId : -1}&live=long-poll`;
+    if (this._cursor !== null) url += `&cursor=${encodeURIComponent(this._cursor)}`;
+    const ac = new AbortController();
+    this._abort = ac;
+    const sentAt = clock.now();
+    const init = { method: 'GET', headers: { Authorization: `Bearer ${token}`, Accept: 'application/json', 'X-Request-Id': this.requestId, 'Cache-Control': 'no-store' },
+      cache: /** @type {RequestCache} */ ('no-store'), signal: ac.signal };
+    let res;
+    let body = '';
+    try {
+      res = await this.client.fetch(url, init);
+      if (id !== this._connId || this._ended) return;
+      if (res.status === 200 && isEventStream(res.headers.get('content-type'))) {
+        // A relay without the long-poll read ignored `offset` and resumed over SSE (from the start:
+        // the seqs already seen are skipped). This client reads over SSE again and never switches back.
+        this.client.longPoll = false;
+        this.client.readMode = 'sse';
+        const now = clock.now();
+        this._perform(this.policy.responseOpened(200, res.headers.get('content-type'), {}, now));
+        if (this.policy.state !== 'streaming') return;
+        await this._readSSE(res, id, sentAt, now);
+        return;
+      }
+      body = res.status === 204 ? '' : await res.text();
+    } catch {
+      if (id !== this._connId || this._ended) return;
+      this._lost();
+      return;
+    }
+    if (id !== this._connId || this._ended) return;
+    this._abort = null;
+    const h = (/** @type {string} */ n) => res.headers.get(n);
+    const closed = (h('stream-closed') ?? '').trim().toLowerCase() === 'true';
+    const cursor = h('stream-cursor');
+    if (cursor) this._cursor = cursor;
+    const status = res.status;
+    const ct = h('content-type');
+    let info = {};
+    if (status !== 200 && status !== 204) {
+      const e = decodeAPIError(status, body.slice(0, MAX_ERROR_BODY));
+      info = { code: e.code, message: e.detail, retryAfterSec: parseRetryAfter(h('retry-after')) };
+    }
+    this._perform(this.policy.pollOpened(status, ct, closed, info, clock.now()));
+    if (this.policy.state !== 'streaming' || this._ended) return;
+    let got = 0;
+    if (status === 200) {
+      let events;
+      try { events = JSON.parse(body); } catch { events = null; }
+      const next = (h('stream-next-offset') ?? '').trim();
+      if (!Array.isArray(events) || !/^[0-9]{1,20}$/.test(next)) { this._lost(); return; }
+      got = events.length;
+      events.forEach((ev, i) => {
+        if (id !== this._connId || this._ended) return;
+        this._received(JSON.stringify(ev), i === events.length - 1 ? String(Number(next)) : '');
+      });
+      if (id !== this._connId || this._ended) return;
+      if (closed) { this._perform(this.policy.streamClosed(clock.now())); return; }
+    }
+    this._pollNext(got > 0 ? 0 : LONG_POLL_MIN_INTERVAL_MS - (clock.now() - sentAt));
   }
 
   _lost() {
     this._connId += 1;
     this._abort = null;
     this._parser.finish();
+    this._clearDetector();
     this._perform(this.policy.connectionLost(this.client.clock.now()));
   }
 
-  /** Parses a chunk and handles its events. `false` when the connection was dropped or the answer ended. @param {Uint8Array} chunk */
+  /** Parses a chunk and handles its events. `false` when the connection was dropped or the answer ended. @param {Uint8Array | string} chunk */
   _feed(chunk) {
     let items;
     try { items = this._parser.feed(chunk); } catch { this._dropConnection(); this._lost(); return false; }
     const id = this._connId;
+    const d = this._detector;
+    if (d && d.verdict.decision === 'undecided') {
+      const events = items.filter((it) => it.kind === 'event');
+      const terminal = events.some((it) => { try { const t = JSON.parse(it.data)?.type; return t === 'done' || t === 'error'; } catch { return false; } });
+      const before = d.verdict.decision;
+      const v = d.read(this.client.clock.now(), chunk.length, events.length, terminal);
+      if (v.decision === 'longPoll' && before !== 'longPoll') {
+        if (v.reason === 'silentAfterHeaders') { this._switchToLongPoll(d); return false; }
+        // A whole body: its events are all here; this answer ends with them, later ones use long-poll.
+        this.client.longPoll = true;
+        this.client.bufferingDetected ??= v.reason;
+        this._emit({ kind: 'connection', status: 'longPoll', reason: v.reason, lastEventId: this.policy.lastEventId });
+      }
+    }
     for (const it of items) {
       if (it.kind !== 'event') continue;
       this._received(it.data, it.lastEventId);
@@ -440,6 +637,7 @@ export class RelayStream {
     if (this._renderTimer !== null) this.client.clock.clearTimeout(this._renderTimer);
     if (this._deadlineTimer !== null) this.client.clock.clearTimeout(this._deadlineTimer);
     this._renderTimer = this._deadlineTimer = null;
+    this._clearDetector();
     if (!this.renderer.isBackground) this._close();
   }
 

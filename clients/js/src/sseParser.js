@@ -37,7 +37,8 @@ export class SSEParser {
   }
 
   _newStream() {
-    this._decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false });
+    /** @type {TextDecoder | null} made on the first byte chunk (text fed by XMLHttpRequest needs none: React Native has no TextDecoder) */
+    this._decoder = null;
     this._line = '';
     this._pendingCR = false;
     this._data = [];
@@ -53,7 +54,8 @@ export class SSEParser {
    * @throws {SSELineTooLongError}
    */
   feed(chunk) {
-    const text = typeof chunk === 'string' ? chunk : this._decoder.decode(chunk, { stream: true });
+    const text = typeof chunk === 'string' ? chunk
+      : (this._decoder ??= new TextDecoder('utf-8', { fatal: false, ignoreBOM: false })).decode(chunk, { stream: true });
     return this._feedText(text);
   }
 
@@ -63,7 +65,7 @@ export class SSEParser {
    * @returns {SSEItem[]} always empty
    */
   finish() {
-    this._decoder.decode();
+    if (this._decoder) this._decoder.decode();
     this._newStream();
     return [];
   }

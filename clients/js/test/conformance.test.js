@@ -8,6 +8,7 @@ import { DirectionDecider } from '../src/textDirection.js';
 import { ResponseRenderer } from '../src/responseRenderer.js';
 import { ReconnectPolicy } from '../src/reconnectPolicy.js';
 import { networkAdvice, BudgetState } from '../src/uiState.js';
+import { ProxyBufferingDetector } from '../src/proxyBuffering.js';
 
 const dir = fileURLToPath(new URL('../../../conformance/', import.meta.url));
 const load = (name) => JSON.parse(readFileSync(dir + name, 'utf8'));
@@ -112,6 +113,8 @@ for (const c of load('reconnect.json').cases) {
         case 'rtt': p.backoffMs = networkAdvice({ rtt: s.rttMs }).reconnectBackoffMs; a = { type: 'none' }; break;
         case 'response': a = p.responseOpened(s.status, s.contentType, { code: s.code, message: '', retryAfterSec: s.retryAfter ?? null }, s.at); break;
         case 'event': a = p.eventReceived(s.seq, s.event, s.at); break;
+        case 'pollSent': p.pollSent(s.at); a = { type: 'none' }; break;
+        case 'pollResponse': a = p.pollOpened(s.status, s.contentType, s.closed ?? false, { code: s.code, message: '', retryAfterSec: s.retryAfter ?? null }, s.at); break;
         case 'drop': a = p.connectionLost(s.at); break;
         case 'tick': a = p.tick(s.at); break;
         case 'background': p.enterBackground(s.at); a = { type: 'none' }; break;
@@ -122,5 +125,20 @@ for (const c of load('reconnect.json').cases) {
       }
       assert.deepEqual(actionOf(a, s.expect), s.expect, `step ${i} (${s.input} at ${s.at})`);
     });
+  });
+}
+
+for (const c of load('buffering.json').cases) {
+  test(`buffering: ${c.name}`, () => {
+    const d = new ProxyBufferingDetector(c.sent);
+    /** @type {{decision: string, at: number | null, reason: string | null}} */
+    let got = { decision: 'sse', at: null, reason: null };
+    const note = (v, at) => { if (got.decision === 'sse' && v.decision === 'longPoll') got = { decision: 'longPoll', at, reason: v.reason }; };
+    const due = (t) => { const dl = d.deadline; if (dl !== null && (t === null || dl <= t)) note(d.tick(dl), dl); };
+    d.headers(c.headers);
+    for (const r of c.reads) { due(r.at); note(d.read(r.at, r.bytes, r.events, r.terminal ?? false), r.at); }
+    if (c.end !== null) { due(c.end); note(d.ended(c.end), c.end); }
+    due(null);
+    assert.deepEqual(got, c.expect);
   });
 }

@@ -96,6 +96,43 @@ test('Stop: stopped at once, DELETE retried across base URLs 1 s apart', async (
   assert.equal(calls.filter((c) => c.method === 'DELETE').length, 3);
 });
 
+test('Stop: a 404 DELETE (relay has not seen the POST yet) is retried; 202 pending ends it', async () => {
+  const clock = new VirtualClock();
+  const deletes = [];
+  const { fetch } = scriptedFetch((call) => {
+    if (call.method === 'DELETE') {
+      deletes.push(call.url);
+      if (deletes.length === 1) return { status: 404, headers: { 'content-type': 'application/json' }, body: '{"error":{"code":"stream_not_found","message":"no such stream"}}' };
+      return { status: 202, headers: { 'content-type': 'application/json' }, body: '{"requestId":"r10abcdefghijklmnop","state":"pending"}' };
+    }
+    throw new TypeError('not used');
+  });
+  const client = new RelayChatClient({ baseURLs: ['http://a', 'http://b'], fetch, clock, token: () => 't' });
+  const done = client.cancel('r10abcdefghijklmnop');
+  await settle();
+  assert.equal(deletes.length, 1);
+  await clock.advance(1000);
+  assert.equal(await done, 202);
+  assert.deepEqual(deletes, ['http://a/api/chat/stream/r10abcdefghijklmnop', 'http://b/api/chat/stream/r10abcdefghijklmnop']);
+});
+
+test('Stop: a DELETE answered 404 on every attempt resolves to 404 after the bounded attempts', async () => {
+  const clock = new VirtualClock();
+  let deletes = 0;
+  const { fetch } = scriptedFetch((call) => {
+    if (call.method !== 'DELETE') throw new TypeError('not used');
+    deletes += 1;
+    return { status: 404, headers: { 'content-type': 'application/json' }, body: '{"error":{"code":"stream_not_found","message":"no such stream"}}' };
+  });
+  const client = new RelayChatClient({ baseURLs: ['http://a'], fetch, clock, token: () => 't' });
+  const done = client.cancel('r11abcdefghijklmnop');
+  await settle();
+  await clock.advance(1000);
+  await clock.advance(1000);
+  assert.equal(await done, 404);
+  assert.equal(deletes, 3);
+});
+
 test('503 with Retry-After waits R seconds and rotates; token_expired asks for a fresh token', async () => {
   const clock = new VirtualClock();
   const bodies = [new Body(), null, new Body(), new Body()];

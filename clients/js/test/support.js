@@ -52,7 +52,7 @@ export function scriptedFetch(handler) {
     calls.push(call);
     const r = await handler(call, calls.length - 1);
     const headers = new Headers(r.headers ?? { 'content-type': 'text/event-stream' });
-    const body = r.body instanceof Body ? r.body.stream : (r.body ?? '');
+    const body = r.body instanceof Body ? r.body.stream : (r.status === 204 ? null : (r.body ?? ''));
     return new Response(body, { status: r.status ?? 200, headers });
   };
   return { fetch, calls };

@@ -1,5 +1,5 @@
 // Compile-only check of index.d.ts (tsc --noEmit -p test/types): how an app uses the kit.
-import { RelayChatClient, ChatUpdate, ReconnectPolicy, DirectionDecider, BudgetState, networkAdvice, budgetLimitedNote, isBudgetLimited } from '../../index';
+import { RelayChatClient, ProxyBufferingDetector, xhrFetch, ChatUpdate, ReconnectPolicy, DirectionDecider, BudgetState, networkAdvice, budgetLimitedNote, isBudgetLimited } from '../../index';
 
 const client = new RelayChatClient({ baseURLs: ['https://relay.example'], token: async ({ refresh }) => (refresh ? 'new' : 'old') });
 const stream = client.startChat({ messages: [{ role: 'user', content: 'Draft an NDA' }], model: 'simulated' }, { network: { effectiveType: '4g', rtt: 80, downlink: 10 } });
@@ -24,3 +24,15 @@ const s: string = b.pillText + networkAdvice(null).reconnectBackoffMs + l.lineHe
 void s;
 async function iterate() { for await (const u of stream) { void u; } }
 void iterate;
+const rn = new RelayChatClient({ baseURLs: ['https://relay.example'], token: () => 't', transport: 'xhr', readMode: 'auto' });
+const via: 'fetch' | 'xhr' = rn.transport;
+void via;
+rn.startChat({ messages: [] }).subscribe((u) => {
+  if (u.kind === 'connection' && u.status === 'longPoll') { const why: string | null = u.reason; const from: number = u.lastEventId; void why; void from; }
+});
+const det = new ProxyBufferingDetector(0);
+det.headers(10);
+const v = det.read(20, 13, 0);
+if (v.decision === 'longPoll') { const r: 'silentAfterHeaders' | 'wholeBodyAtEnd' = v.reason; void r; }
+const xf = xhrFetch();
+void xf;
