@@ -60,6 +60,7 @@ MODELS = {"english": "simulated", "arabic": "simulated-ar"}
 # relay anyway (a client that cannot read the stream at all must not hold the round up; its
 # case fails with "no delta before the signal"); well under the Arabic answer's length.
 PROGRESS_TIMEOUT = float(os.environ.get("INTEROP_PROGRESS_TIMEOUT", "10"))
+CUT_AFTER = float(os.environ.get("INTEROP_CUT_AFTER", "4"))  # s after the POSTs, at the earliest
 FINISH_TIMEOUT = 90.0     # s until every client of a round has exited after the signal
 NODE_MODULES = os.environ.get("INTEROP_NODE_PATH", "/usr/share/nodejs")  # Debian's node-eventsource
 
@@ -83,6 +84,13 @@ CLIENTS = {
     "curl": ([sys.executable, str(DRIVERS / "curl_driver.py")], False, True),
     "durable-streams": ([sys.executable, str(DRIVERS / "durable_streams_driver.py")], True, False),
 }
+
+
+def die_with_parent():
+    """preexec_fn of every child: the kernel kills it when this runner dies (prctl
+    PR_SET_PDEATHSIG), so a runner stopped by CI's timeout leaves nothing running."""
+    import ctypes
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
 
 
 def minimal_env(**extra):
@@ -156,7 +164,8 @@ class Stack:
 
     def start(self, args, log, env=None):
         with open(self.tmp / log, "ab") as f:
-            p = subprocess.Popen(args, env=env or minimal_env(), stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            p = subprocess.Popen(args, env=env or minimal_env(), stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 preexec_fn=die_with_parent)
         self.procs.append(p)
         return p
 
@@ -218,6 +227,9 @@ def requests_for(log, request_id):
     return out
 
 
+ALL_DRIVERS = []
+
+
 class Driver:
     """One client reading one answer, as a child process printing JSON lines."""
 
@@ -231,7 +243,8 @@ class Driver:
                 env[k] = os.environ[k]
         self.started = time.monotonic()
         self.proc = subprocess.Popen(cmd + [url, *extra_args], env=env, stdout=subprocess.PIPE,
-                                     stderr=open(self.log_path, "wb"), stdin=subprocess.PIPE)
+                                     stderr=open(self.log_path, "wb"), stdin=subprocess.PIPE, preexec_fn=die_with_parent)
+        ALL_DRIVERS.append(self)
         self.ready = False
         self.progress = None
         self.result = None
@@ -325,6 +338,10 @@ class Suite:
                 else:
                     self.signal_round(r)
         finally:
+            for d in ALL_DRIVERS:
+                if d.proc.poll() is None:
+                    d.proc.kill()
+                    d.proc.wait()
             self.stack.close()
         passed = sum(1 for r in self.results if r[2])
         failed = len(self.results) - passed
@@ -369,6 +386,9 @@ class Suite:
                        max(0.1, PROGRESS_TIMEOUT - (time.monotonic() - round_start)))
         except AssertionError:
             pass  # the cases without progress fail below with what their driver said
+        # Pacing on purpose, not synchronisation: the cut lands a few hundred events into the
+        # answers (at 60 tokens/s), so the resume replays a real backlog from Redis.
+        time.sleep(max(0.0, CUT_AFTER - (time.monotonic() - round_start)))
         self.stack.relays[serving].send_signal(sig)
         signalled = time.monotonic()
         print(f"{kind}: relay {serving} signalled {signalled - round_start:.1f} s after the first POST; first deltas at "
