@@ -42,8 +42,10 @@ for connection in range(1, MAX_CONNECTIONS + 1):
             break
         client = sseclient.SSEClient(res)
         for event in client.events():
-            if event.retry:
-                delay_s = event.retry / 1000
+            # sseclient-py keeps a field's text as sent: `retry` is a str (WHATWG: ASCII digits
+            # only, else ignored).
+            if event.retry and str(event.retry).isdigit():
+                delay_s = int(event.retry) / 1000
             if answer.feed(event.data, event.id):
                 client.close()
                 ended = True
