@@ -182,6 +182,18 @@ class Stack:
         self.start_relay(name)
         self.wait_ready(name)
 
+    def metric(self, name, metric):
+        """A counter from relay `name`'s /metrics (Prometheus text), summed over its labels."""
+        c = http.client.HTTPConnection("127.0.0.1", self.ports[name], timeout=5)
+        c.request("GET", "/metrics")
+        text = c.getresponse().read().decode()
+        c.close()
+        values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                  if line.startswith(metric) and line[len(metric):len(metric) + 1] in (" ", "{")]
+        if not values:
+            raise AssertionError(f"relay {name} has no metric {metric}")
+        return sum(values)
+
     def mint(self, sub, sid):
         return subprocess.run([str(BIN), "mint-token", "--sub", sub, "--sid", sid, "--tier", "pro", "--ttl", "3600"],
                               env=self.env, capture_output=True, check=True, text=True).stdout.strip()
@@ -389,6 +401,10 @@ class Suite:
         # Pacing on purpose, not synchronisation: the cut lands a few hundred events into the
         # answers (at 60 tokens/s), so the resume replays a real backlog from Redis.
         time.sleep(max(0.0, CUT_AFTER - (time.monotonic() - round_start)))
+        # The claim of the round, checked: relay A generates every answer; B generated none.
+        generated = {name: self.stack.metric(name, "relay_generations_started_total") for name in ("A", "B")}
+        if generated["B"] != 0 or generated["A"] < len(drivers):
+            raise AssertionError(f"relay_generations_started_total: {generated}; expected A >= {len(drivers)}, B = 0")
         self.stack.relays[serving].send_signal(sig)
         signalled = time.monotonic()
         print(f"{kind}: relay {serving} signalled {signalled - round_start:.1f} s after the first POST; first deltas at "
