@@ -459,10 +459,14 @@ class Suite:
             why.append(f"driver printed non-JSON: {d.bad_lines[:1]}")
         if why and d.log_tail():
             why.append(f"[driver log: {d.log_tail()}]")
-        if not why:
-            self.finished.setdefault("any", (d.rid, res.get("last_id"), d.client))
-        self.record(d.client, d.case, not why, "; ".join(why) if why else
-                    f"{len(reqs)} GETs, resumed on {survivor} from {reqs[1]['leid'] or reqs[1]['path'].split('?')[-1]}")
+        if not why and CLIENTS[d.client][2] and res.get("last_id"):
+            self.finished.setdefault("any", (d.rid, res["last_id"], d.client))
+        if why:
+            self.record(d.client, d.case, False, "; ".join(why))
+            return
+        resume = next(r for r in reqs[1:] if r["upstream"].endswith(f":{self.stack.ports[survivor]}"))
+        where = f"Last-Event-ID {resume['leid']}" if resume["leid"] not in ("", "-") else resume["path"].split("?")[-1]
+        self.record(d.client, d.case, True, f"{len(reqs)} GETs, resumed on {survivor} with {where}")
 
     def after_end_round(self):
         """A client that connects to a finished stream from its final id gets 204 and stops
