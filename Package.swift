@@ -100,8 +100,11 @@ let package = Package(
         .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore", "RelayTestSupport", "RelayTestKit"]),
         // The server's stream decisions and its consumer state machine in-process (no Redis, no sockets).
         .testTarget(name: "RelayServerTests", dependencies: ["RelayServer", "RelayHTTP", "RelayRedis", "RelayEventStore", "RelayLoop", "RelayConfiguration", "RelayCore", "RelayTestKit"]),
+        // `stream-relay`'s own pure decisions (Sources/stream-relay/Decisions), e.g. the chat's status-line layout.
+        .testTarget(name: "StreamRelayCommandTests", dependencies: ["stream-relay"]),
         .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayHTTP", "RelayRedis", "RelayCluster", "RelayEventStore", "RelayBudgets", "RelayAuth", "RelayClient", "RelayClientCurl", "RelayTestSupport", "RelayTestKit", "RelayCore", "RelayUpstream", "RelayLoop", "RelayConfiguration", "stream-relay"],
-                    // A fake Redis some integration tests start (python3), not a resource.
-                    exclude: ["fake_redis.py"]),
+                    // A fake Redis some integration tests start (python3) and the pinned Python packages of
+                    // OffsetReadTests (python/requirements.txt): not resources.
+                    exclude: ["fake_redis.py", "python"]),
     ]
 )

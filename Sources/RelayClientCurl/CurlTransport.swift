@@ -24,15 +24,17 @@ public struct CurlTransport: RelayTransport {
         return x
     }
 
+    /// - Throws: `TransportFailure`: refused, host not found, timed out (`timeoutMs`), unreachable, or other.
     public func fetch(_ request: TransportRequest) async throws -> (status: Int, body: Data) {
         let collected = CurlCollector()
         return try await withCheckedThrowingContinuation { (c: CheckedContinuation<(status: Int, body: Data), Error>) in
-            let x = CurlExchange(request: request, connectTimeoutMs: connectTimeoutMs, wholeTimeout: true) { event in
+            let x = CurlExchange(request: request, connectTimeoutMs: connectTimeoutMs, wholeTimeout: true,
+                                 onFailure: { collected.failure = $0 }) { event in
                 switch event {
                 case .response(let status, _, _): collected.status = status
                 case .data(let d): collected.body.append(d)
                 case .end(let error):
-                    if let error { c.resume(throwing: CurlTransportError(message: error)) }
+                    if let error { c.resume(throwing: collected.failure ?? TransportFailure(kind: .other, detail: error)) }
                     else { c.resume(returning: (collected.status, collected.body)) }
                 }
             }
@@ -41,16 +43,11 @@ public struct CurlTransport: RelayTransport {
     }
 }
 
-/// A failed exchange: libcurl's message (`curl_easy_strerror`, or its error buffer).
-public struct CurlTransportError: Error, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
-}
-
 /// The response of a one-shot request as it arrives (touched only on its exchange's thread).
 private final class CurlCollector: @unchecked Sendable {
     var status = 0
     var body = Data()
+    var failure: TransportFailure?
 }
 
 /// One HTTP exchange: an easy handle in its own multi handle, both owned by this object
@@ -64,6 +61,7 @@ final class CurlExchange: TransportConnection, @unchecked Sendable {
     private let connectTimeoutMs: Int
     private let wholeTimeout: Bool
     private let onEvent: @Sendable (ConnectionEvent) -> Void
+    private let onFailure: (@Sendable (TransportFailure) -> Void)?
     private let lock = NSLock()
     private var cancelled = false
     private var multi: UnsafeMutableRawPointer?
@@ -74,10 +72,13 @@ final class CurlExchange: TransportConnection, @unchecked Sendable {
     private var retryAfter: String?
     private var responseSent = false
 
-    init(request: TransportRequest, connectTimeoutMs: Int, wholeTimeout: Bool, onEvent: @escaping @Sendable (ConnectionEvent) -> Void) {
+    /// `onFailure` gets the classified failure of a failed exchange just before its `end`.
+    init(request: TransportRequest, connectTimeoutMs: Int, wholeTimeout: Bool,
+         onFailure: (@Sendable (TransportFailure) -> Void)? = nil, onEvent: @escaping @Sendable (ConnectionEvent) -> Void) {
         self.request = request
         self.connectTimeoutMs = connectTimeoutMs
         self.wholeTimeout = wholeTimeout
+        self.onFailure = onFailure
         self.onEvent = onEvent
     }
 
@@ -184,7 +185,30 @@ final class CurlExchange: TransportConnection, @unchecked Sendable {
             onEvent(.end(error: nil))
         } else {
             let detail = String(cString: errorBuffer)
-            onEvent(.end(error: detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail))
+            var osErrno = 0
+            _ = sr_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno)
+            let failure = TransportFailure(kind: Self.kind(of: result, osErrno: Int32(truncatingIfNeeded: osErrno)),
+                                           detail: detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail)
+            onFailure?(failure)
+            onEvent(.end(error: failure.description))
+        }
+    }
+
+    /// What a libcurl result means for the user (libcurl-errors(3)); `osErrno` is
+    /// `CURLINFO_OS_ERRNO`, which tells a refused connection from an unreachable host.
+    static func kind(of result: CURLcode, osErrno: Int32) -> TransportFailure.Kind {
+        switch result {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return .hostNotFound
+        case CURLE_OPERATION_TIMEDOUT: return .timedOut
+        case CURLE_COULDNT_CONNECT:
+            switch osErrno {
+            case ECONNREFUSED: return .refused
+            case EHOSTUNREACH, ENETUNREACH, ENETDOWN, EHOSTDOWN: return .unreachable
+            case ETIMEDOUT: return .timedOut
+            default: return .other
+            }
+        default:
+            return .other
         }
     }
 

@@ -197,9 +197,15 @@ public struct RelayConfig: Sendable, Equatable {
     /// A client must send its whole request (head and body) within this long of its first
     /// byte, ms, else `408 request_timeout` and the connection is closed; default 30,000.
     public var requestTimeoutMs = 30_000
+    /// How long a long-poll read (`GET /api/chat/stream/{id}?offset=…&live=long-poll`,
+    /// docs/PROTOCOL.md §12) waits for the next event before `204 No Content`, ms; default 20,000.
+    public var longPollTimeoutMs = 20_000
     /// Connections per worker that may be part-way through sending a request at once; the next
     /// is refused with `503 too_many_pending_requests`; default 512.
     public var maxPendingRequests = 512
+    /// Replay reads (a resume's or a gap's `XRANGE`, a catch-up's text read) a worker keeps
+    /// outstanding at once; more wait in arrival order (`ReplayAdmission`); default 32.
+    public var replayConcurrency = 32
     /// How long a revocation marker lives, ms (should cover the longest token
     /// lifetime); default 24 h.
     public var revocationTTLms = 86_400_000
@@ -471,9 +477,17 @@ public struct RelayConfig: Sendable, Equatable {
                doc: "time from a request's first byte to the end of its body; then 408 request_timeout and close") { c, v in
             c.requestTimeoutMs = try duration(v, "RELAY_REQUEST_TIMEOUT", 1000...3_600_000)
         },
+        Option(env: "RELAY_LONG_POLL_TIMEOUT", flag: "--long-poll-timeout", default: "20s", unit: "duration",
+               doc: "how long a long-poll read (?offset=…&live=long-poll) waits for the next event; then 204") { c, v in
+            c.longPollTimeoutMs = try duration(v, "RELAY_LONG_POLL_TIMEOUT", 100...600_000)
+        },
         Option(env: "RELAY_MAX_PENDING_REQUESTS", flag: "--max-pending-requests", default: "512", unit: "connections",
                doc: "connections per worker still sending their request; the next: 503 too_many_pending_requests") { c, v in
             c.maxPendingRequests = try int(v, "RELAY_MAX_PENDING_REQUESTS", 1...1_000_000)
+        },
+        Option(env: "RELAY_REPLAY_CONCURRENCY", flag: "--replay-concurrency", default: "32", unit: "reads",
+               doc: "replay reads per worker outstanding at once; more wait their turn (relay_replays_queued)") { c, v in
+            c.replayConcurrency = try int(v, "RELAY_REPLAY_CONCURRENCY", 1...100_000)
         },
         Option(env: "RELAY_REVOCATION_TTL", flag: "--revocation-ttl", default: "24h", unit: "duration",
                doc: "how long a session revocation lasts; cover the longest token lifetime") { c, v in

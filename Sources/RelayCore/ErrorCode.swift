@@ -15,6 +15,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, ExpressibleByStri
     public static let invalidRequest: ErrorCode = "invalid_request"
     public static let invalidJSON: ErrorCode = "invalid_json"
     public static let invalidLastEventID: ErrorCode = "invalid_last_event_id"
+    public static let invalidOffset: ErrorCode = "invalid_offset"
     public static let modelNotAllowed: ErrorCode = "model_not_allowed"
     public static let unauthorized: ErrorCode = "unauthorized"
     public static let sessionRevoked: ErrorCode = "session_revoked"
@@ -45,6 +46,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, ExpressibleByStri
         .invalidRequest,
         .invalidJSON,
         .invalidLastEventID,
+        .invalidOffset,
         .modelNotAllowed,
         .unauthorized,
         .sessionRevoked,
@@ -87,7 +89,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, ExpressibleByStri
     /// The HTTP status (RFC 9110 §15), also carried in an `error` event's `status`.
     public var status: Int {
         switch self {
-        case .invalidRequest, .invalidJSON, .invalidLastEventID, .modelNotAllowed: return 400
+        case .invalidRequest, .invalidJSON, .invalidLastEventID, .invalidOffset, .modelNotAllowed: return 400
         case .unauthorized, .sessionRevoked, .tokenExpired: return 401
         case .streamNotFound, .routeNotFound: return 404
         case .methodNotAllowed: return 405
@@ -126,6 +128,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, ExpressibleByStri
         case .invalidRequest: return "the request is malformed (HTTP/1.1 framing per RFC 9112, body fields, request id, headers, Content-Type); a framing error also closes the connection"
         case .invalidJSON: return "the body is not a JSON object"
         case .invalidLastEventID: return "`Last-Event-ID` is not a seq, or is beyond the stream's last event"
+        case .invalidOffset: return "an offset read's `offset` is not `-1`, `now` or 1–20 digits, is beyond the stream's last event, or its `live` mode is unknown (§12)"
         case .modelNotAllowed: return "the request names a model its tier may not use (`RELAY_MODELS`)"
         case .unauthorized: return "missing, malformed, expired, badly signed or revoked token; wrong admin key"
         case .sessionRevoked: return "the session was revoked while the stream was live"
@@ -139,7 +142,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, ExpressibleByStri
         case .tooManyStreams: return "the session already generates `RELAY_MAX_STREAMS_PER_SESSION` answers"
         case .internalError: return "request id collision, or the upstream call cannot be set up; retry"
         case .upstreamError: return "the upstream failed (connect, non-2xx, malformed or oversized stream)"
-        case .notReady: return "Redis unreachable, draining, or at `RELAY_MAX_CONNECTIONS` (that one with `Retry-After: 1`)"
+        case .notReady: return "Redis unreachable, draining, or at `RELAY_MAX_CONNECTIONS`; with `Retry-After` (1–3 s, §4.3)"
         case .upstreamLost: return "the instance generating the answer stopped; retry the request"
         case .redisUnavailable: return "Redis was unreachable longer than `RELAY_REDIS_OUTAGE_GRACE`; resume later"
         case .streamLost: return "Redis no longer has the stream (restart without persistence, expiry); re-send the request"

@@ -122,7 +122,11 @@ final class ChatStreamRoutes {
     }
 
     /// `GET /api/chat/stream/{requestId}` with `Last-Event-ID` (or `?lastEventId=`).
+    /// With an `offset` query parameter: an offset read instead (`OffsetRead`, docs/PROTOCOL.md §12).
     func resume(_ ex: HTTPExchange, rawID: Substring) {
+        if let offset = ex.queryParameter("offset") {
+            return OffsetRead.serve(ex, rawID: rawID, rawOffset: offset, gate: gate, hub: hub)
+        }
         guard let id = gate.attempt(ex, { try RequestID(validating: rawID) }) else { return }
         guard !gate.refusedAtConnectionLimit(ex) else { return }
         guard let who = gate.authenticate(ex) else { return }

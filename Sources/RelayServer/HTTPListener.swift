@@ -10,12 +10,17 @@ import RelayConfiguration
 /// accepting on the worker's `SO_REUSEPORT` socket, handing every request to
 /// `handler` as an `HTTPExchange`. Owns the `evhttp` handle; loop thread only.
 ///
-/// Connection-level policy lives here (docs/PROTOCOL.md §11):
+/// Connection-level policy lives here (docs/PROTOCOL.md §12):
 /// * every connection's bytes pass a `ConnectionGate` (strict RFC 9112 framing, the relay's
 ///   JSON errors, the whole-request deadline `RELAY_REQUEST_TIMEOUT`) before evhttp parses them;
 /// * at most `RELAY_MAX_PENDING_REQUESTS` connections of this worker may be part-way through
 ///   sending a request; the next one is answered `503 too_many_pending_requests`;
-/// * when `accept()` fails (file descriptors exhausted) the listening socket is paused with
+/// * file descriptors (docs/OPERATIONS.md "File descriptors"): when a new connection's
+///   descriptor is within the reserve of the `RLIMIT_NOFILE` soft limit, or `accept()` fails
+///   with `EMFILE`/`ENFILE`, the oldest connection that has not completed its first request
+///   head is closed (`ConnectionShedding`, `relay_connections_shed_total`), so health probes,
+///   Redis and upstream connections still get descriptors; live streams are never shed;
+/// * when `accept()` fails and there is nothing to shed, the listening socket is paused with
 ///   `AcceptBackoff` instead of spinning, logged at most once a second with a count, and
 ///   counted in `relay_accept_errors_total`.
 final class HTTPListener: ConnectionGateHost {
@@ -29,6 +34,12 @@ final class HTTPListener: ConnectionGateHost {
     private let maxPendingRequests: Int
     private var pendingRequests = 0
     private var gates: [UInt: ConnectionGate] = [:]
+    /// Connections that may be shed, by gate serial → evhttp connection key (`gates`).
+    private var shedding = ConnectionShedding()
+    private var shedCandidates: [UInt64: UInt] = [:]
+    private var nextSerial: UInt64 = 0
+    private var lastShedLogMs: UInt64?
+    private var unloggedSheds = 0
     private var lingering: [Int32: LingeringClose] = [:]
     private var backoff = AcceptBackoff()
     private var resumeTimer: LoopTimer?
@@ -132,9 +143,16 @@ final class HTTPListener: ConnectionGateHost {
     }
 
     private func makeGate(connection con: OpaquePointer, bufferevent bev: OpaquePointer) -> ConnectionGate {
+        nextSerial += 1
         let gate = ConnectionGate(listener: self, loop: loop, connection: con, bufferevent: bev,
-                                  limits: limits, timeoutMs: requestTimeoutMs)
+                                  limits: limits, timeoutMs: requestTimeoutMs, serial: nextSerial)
+        let fd = Int(bufferevent_getfd(bev))
+        if fd >= 0, let victim = shedding.admitted(descriptor: fd, limit: Self.descriptorLimit()) {
+            shed(victim, why: "descriptor reserve")
+        }
         gates[UInt(bitPattern: con)] = gate
+        shedding.awaitingHead(gate.serial)
+        shedCandidates[gate.serial] = UInt(bitPattern: con)
         evhttp_connection_set_closecb(con, { con, arg in
             guard let con, let arg else { return }
             Unmanaged<HTTPListener>.fromOpaque(arg).takeUnretainedValue().connectionClosed(con)
@@ -144,6 +162,7 @@ final class HTTPListener: ConnectionGateHost {
 
     private func connectionClosed(_ con: OpaquePointer) {
         guard let gate = gates.removeValue(forKey: UInt(bitPattern: con)) else { return }
+        if shedCandidates.removeValue(forKey: gate.serial) != nil { shedding.leftCandidates(gate.serial) }
         evbuffer_remove_cb(bufferevent_get_input(gate.bufferevent), HTTPListener.gateBytes,
                            Unmanaged.passUnretained(gate).toOpaque())
         gate.connectionClosed()
@@ -158,6 +177,34 @@ final class HTTPListener: ConnectionGateHost {
             return false
         }
         return true
+    }
+
+    func firstHeadArrived(_ gate: ConnectionGate) {
+        if shedCandidates.removeValue(forKey: gate.serial) != nil { shedding.leftCandidates(gate.serial) }
+    }
+
+    /// The soft `RLIMIT_NOFILE` (read each time: an operator may change it with prlimit(1)
+    /// while the relay runs); 0 when unknown or unlimited.
+    private static func descriptorLimit() -> Int {
+        var r = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &r) == 0, r.rlim_cur < UInt(Int32.max) else { return 0 }
+        return Int(r.rlim_cur)
+    }
+
+    /// Closes connection `serial` (it has not completed its first request head) to free its
+    /// descriptor; no answer is written (its request is not there to answer).
+    private func shed(_ serial: UInt64, why: String) {
+        guard let key = shedCandidates.removeValue(forKey: serial), let gate = gates[key] else { return }
+        metrics.add(.connectionsShed)
+        unloggedSheds += 1
+        let now = loop.nowMs
+        if lastShedLogMs.map({ now >= $0 + 1_000 }) ?? true {
+            Log.warn("closing connections that have not sent a request head, to keep file descriptors free",
+                     ["reason": why, "closed": unloggedSheds])
+            lastShedLogMs = now
+            unloggedSheds = 0
+        }
+        evhttp_connection_free(gate.connection)  // connectionClosed() through the close callback
     }
 
     func countHeadRejection() { metrics.add(.requestHeadRejections) }
@@ -177,6 +224,12 @@ final class HTTPListener: ConnectionGateHost {
     private func acceptFailed(_ lev: OpaquePointer) {
         let err = errno
         metrics.add(.acceptErrors)
+        if err == EMFILE || err == ENFILE, let victim = shedding.acceptFailed() {
+            // One descriptor freed: the listener stays enabled, and the next loop turn's
+            // accept() takes the waiting connection (a health probe among them).
+            shed(victim, why: String(cString: strerror(err)))
+            return
+        }
         evconnlistener_disable(lev)
         acceptPaused = true
         let d = backoff.failed(nowMs: loop.nowMs)

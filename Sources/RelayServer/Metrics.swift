@@ -11,8 +11,8 @@ public final class Metrics: Sendable {
         case revocations, cancels, slowConsumerDisconnects, requestErrors, upstreamErrors, budgetRefusals
         case budgetReservations, budgetSettlements
         case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
-        case acceptErrors, requestHeadRejections, requestDeadlineCuts, pendingRequestRefusals
-        case deltasMerged, catchUpMerged, appendAuxiliaryErrors
+        case acceptErrors, connectionsShed, requestHeadRejections, requestDeadlineCuts, pendingRequestRefusals
+        case deltasMerged, catchUpMerged, appendAuxiliaryErrors, replaysWaited
 
         var name: String {
             switch self {
@@ -35,12 +35,14 @@ public final class Metrics: Sendable {
             case .jwksFetchesFailed: return "relay_jwks_fetches_total{result=\"error\"}"
             case .jwksUnknownKidRefetches: return "relay_jwks_unknown_kid_refetches_total"
             case .acceptErrors: return "relay_accept_errors_total"
+            case .connectionsShed: return "relay_connections_shed_total"
             case .requestHeadRejections: return "relay_request_head_rejections_total"
             case .requestDeadlineCuts: return "relay_request_timeouts_total"
             case .pendingRequestRefusals: return "relay_pending_request_refusals_total"
             case .deltasMerged: return "relay_deltas_merged_total"
             case .catchUpMerged: return "relay_catch_up_merged_total"
             case .appendAuxiliaryErrors: return "relay_append_auxiliary_errors_total"
+            case .replaysWaited: return "relay_replays_waited_total"
             }
         }
 
@@ -64,7 +66,8 @@ public final class Metrics: Sendable {
                 return "JWKS fetches by result: ok, error (the last good key set stays in use)."
             case .jwksUnknownKidRefetches:
                 return "JWKS refetches requested because a token named an unknown kid (at most one per RELAY_JWT_JWKS_MIN_INTERVAL)."
-            case .acceptErrors: return "Failed accept() calls (file descriptors exhausted); the listener pauses with backoff after each."
+            case .acceptErrors: return "Failed accept() calls (file descriptors exhausted); each sheds a connection that has not sent a request head, or, when there is none, the listener pauses with backoff."
+            case .connectionsShed: return "Connections closed before completing their first request head to keep file descriptors free (within the reserve below RLIMIT_NOFILE, or accept() failing with EMFILE/ENFILE); the oldest first."
             case .requestHeadRejections: return "Connections refused by the strict HTTP/1.1 check (RFC 9112) with a JSON error before evhttp saw the request."
             case .requestDeadlineCuts: return "Connections cut with 408 request_timeout: the request was not whole within RELAY_REQUEST_TIMEOUT of its first byte."
             case .pendingRequestRefusals: return "Connections refused with 503 too_many_pending_requests (over RELAY_MAX_PENDING_REQUESTS still sending)."
@@ -72,6 +75,8 @@ public final class Metrics: Sendable {
                 return "Delta events not sent on their own: a backed-up client got them merged into one larger delta with the highest seq (k merged deltas count k - 1)."
             case .catchUpMerged:
                 return "Events not sent on their own because a replay found them trimmed out of the retained window: the client got them as one lossless catch-up delta with the highest seq (a catch-up standing for k events counts k - 1)."
+            case .replaysWaited:
+                return "Replay reads that waited for one of their worker's RELAY_REPLAY_CONCURRENCY slots (a resume burst) before starting."
             case .appendAuxiliaryErrors:
                 return "Error replies to an append's TTL or publish command (PEXPIRE, PUBLISH); the event itself stands or falls with its XADD, and a failed text write (SETRANGE of the text or the offsets) is resent, not counted here."
             }
@@ -80,9 +85,10 @@ public final class Metrics: Sendable {
 
     /// Up/down gauges.
     public enum Gauge: Int, CaseIterable, Sendable {
-        case liveConnections, runningGenerations, jwksKeys
+        case liveConnections, runningGenerations, jwksKeys, queuedReplays
         var name: String {
             switch self {
+            case .queuedReplays: return "relay_replays_queued"
             case .liveConnections: return "relay_live_connections"
             case .runningGenerations: return "relay_running_generations"
             case .jwksKeys: return "relay_jwks_keys"
@@ -95,6 +101,7 @@ public final class Metrics: Sendable {
             case .liveConnections: return "Client stream connections open on this instance."
             case .runningGenerations: return "Generations this instance is running (upstream calls in progress)."
             case .jwksKeys: return "Usable keys in the current JWKS (0 before the first good fetch)."
+            case .queuedReplays: return "Replay reads waiting for one of their worker's RELAY_REPLAY_CONCURRENCY slots (a resume burst)."
             }
         }
     }

@@ -46,7 +46,7 @@ final class RequestGuard {
     }
 
     /// `RELAY_MAX_CONNECTIONS` (docs/CONFIGURATION.md): a new or resumed stream is refused with 503
-    /// `not_ready` (and `Retry-After: 1`) while the instance's live stream connections
+    /// `not_ready` (with a `Retry-After` of 1–3 s) while the instance's live stream connections
     /// (every worker's, the `relay_live_connections` gauge) are at the limit. Checked
     /// before any Redis work, so a refused POST never starts a generation; requests
     /// still waiting for Redis are not counted, so a burst may pass the limit by the
@@ -55,8 +55,8 @@ final class RequestGuard {
         let live = metrics.value(.liveConnections)
         guard live >= config.maxConnections else { return false }
         metrics.add(.requestErrors)
-        ex.respond(.notReady("this instance serves its maximum of \(config.maxConnections) connections"),
-                   headers: [("Retry-After", "1")])
+        // `Retry-After` drawn per response (RetryAfter, docs/PROTOCOL.md §4.3).
+        ex.respond(.notReady("this instance serves its maximum of \(config.maxConnections) connections"))
         return true
     }
 

@@ -28,10 +28,12 @@ enum ChatCommand {
       --output FILE    also write the answer text, exactly as received, to FILE
       --transport T    curl (default: libcurl, cheap on CPU) or urlsession (Foundation's
                        URLSession, the kit's default on Apple platforms)
-    Text goes to standard output; status lines (connection, progress, direction) to
-    standard error; the last line on standard output is the telemetry JSON
+    Standard output holds exactly the answer's text. Status lines (connection, progress,
+    direction) go to standard error — on a terminal, each on a line of its own without
+    splitting the answer's line — and its last line is the telemetry JSON
     {"latencyMs","reconnections","requestId","tokensReceived"}.
-    Ctrl-C stops the answer (DELETE); a second Ctrl-C quits at once.
+    Ctrl-C stops the answer (DELETE) and exits within about 3 s, saying whether the relay
+    confirmed the stop; a second Ctrl-C quits at once.
     Exit status: 0 finished, 130 stopped, 1 failed / timed out / needs resume, 2 usage.
     """
 
@@ -143,8 +145,9 @@ enum ChatCommand {
             return 2
         }
 
-        let client = RelayChatClient(baseURLs: o.urls, tokenProvider: { _ in try tokenSource.read() },
-                                     transport: o.transport == "curl" ? CurlTransport() as any RelayTransport : URLSessionTransport())
+        let transport = WatchedTransport(o.transport == "curl" ? CurlTransport() as any RelayTransport : URLSessionTransport(),
+                                         baseURLs: o.urls)
+        let client = RelayChatClient(baseURLs: o.urls, tokenProvider: { _ in try tokenSource.read() }, transport: transport)
         let out = Terminal()
         if let budget = try? await client.fetchBudget() {
             out.status(budget.pillText + (budget.isWarning ? " (low)" : ""))
@@ -170,6 +173,10 @@ enum ChatCommand {
         var lastProgress: String?
         var layoutShown = false
         var completion: Completion?
+        var eventsSeen = false          // any text or event arrived: a reconnection resumes
+        var unreached: WatchedTransport.Unreached?   // why the last connection failed, if the relay was not reached
+        var connectionAttempts = 0
+        var telemetry: TelemetryRecord?
         for await update in stream {
             switch update {
             case .advice(let a):
@@ -177,12 +184,24 @@ enum ChatCommand {
                 if a.suggestsSummaryMode { out.status("Low bandwidth: --summary gives a shorter answer") }
             case .connection(let c):
                 switch c {
-                case .connecting(let url): out.status("→ \(url.absoluteString)  request \(stream.requestId)")
-                case .streaming: break
+                case .connecting(let url):
+                    connectionAttempts += 1
+                    out.status("→ \(url.absoluteString)  request \(stream.requestId)")
+                case .streaming:
+                    unreached = nil
                 case .waitingToReconnect(let attempt, let ms):
-                    out.status(String(format: "⟳ connection lost — reconnecting in %.1f s (attempt %d of %d)", Double(ms) / 1000, attempt, ReconnectPolicy.maxAttempts))
+                    let wait = String(format: "%.1f s (attempt %d of %d)", Double(ms) / 1000, attempt, ReconnectPolicy.maxAttempts)
+                    if let u = transport.takeUnreached() {
+                        unreached = u
+                        out.status("⟳ cannot reach the relay at \(u.url.absoluteString): \(u.reason) — retrying in \(wait)")
+                    } else {
+                        unreached = nil
+                        out.status("⟳ connection lost — reconnecting in \(wait)")
+                    }
                 case .reconnecting(_, let url, let last):
-                    out.status("⟳ resuming after event \(last) on \(url.absoluteString)")
+                    connectionAttempts += 1
+                    out.status(last == 0 && !eventsSeen ? "⟳ sending the request again to \(url.absoluteString)"
+                                                        : "⟳ resuming after event \(last) on \(url.absoluteString)")
                 }
             case .render(let r):
                 if !layoutShown, let l = r.layout, !r.text.isEmpty {
@@ -193,24 +212,39 @@ enum ChatCommand {
                 }
                 out.text(r.appended)
                 answer.append(contentsOf: r.appended.utf8)
+                if !r.appended.isEmpty { eventsSeen = true }
                 if let p = r.progress?.text, p != lastProgress {
                     lastProgress = p
                     out.status("… \(p)  (\(r.progress?.title ?? ""))")
                 }
-                if let c = r.completion { completion = c }
+                if let c = r.completion {
+                    completion = c
+                    out.endOfAnswer()
+                    // The last attempt's failure, recorded before the kit gave up: not reached at all?
+                    if case .needsResume = c { unreached = transport.takeUnreached() } else { unreached = nil }
+                }
                 if r.budgetLimited { out.status("✂ " + BudgetState.budgetLimitedNote(period: client.budget?.period ?? "month")) }
             case .budget(let b):
                 out.status(b.pillText)
             case .telemetry(let t):
-                out.status(describe(completion))
-                out.line(t.json)
+                if let u = unreached {
+                    out.status("✗ cannot reach the relay at \(u.url.absoluteString): \(u.reason) (\(connectionAttempts) connection attempts)")
+                } else {
+                    out.status(describe(completion))
+                }
+                telemetry = t
             }
         }
         if case .stopped? = completion {
-            await client.waitForStopDeliveries()   // the DELETE went out in the background
-            let d = client.stopDeliveries
-            out.status(d.delivered > 0 ? "■ DELETE delivered" : "! DELETE not delivered after \(d.attempts) attempts")
+            // The DELETE went out in the background (StopDelivery); wait for it a little,
+            // not for all its retries against a relay that does not answer.
+            let deadline = Date().addingTimeInterval(Double(stopConfirmationWaitMs) / 1000)
+            while client.stopDeliveries.inFlight > 0 && Date() < deadline {
+                try? await Task.sleep(nanoseconds: 20_000_000)
+            }
+            out.status(describeStop(client.stopDeliveries, requestId: stream.requestId.value, url: o.urls[0]))
         }
+        if let t = telemetry { out.status(t.json) }
         if let path = o.output {
             do {
                 try answer.write(to: URL(fileURLWithPath: path))
@@ -226,6 +260,27 @@ enum ChatCommand {
         }
     }
 
+    /// How long `chat` waits for the relay to confirm a stop (`DELETE`) before exiting, ms.
+    static let stopConfirmationWaitMs = 2_500
+
+    /// The last status line after a stop: whether a relay confirmed the `DELETE` (202, or
+    /// 404 for a stream already gone, docs/PROTOCOL.md §7), else what happens to the
+    /// answer: the relay generates it to its own end (docs/PROTOCOL.md §3.3: "The generation
+    /// runs to its end even if the client disconnects") — its `done`, or the `max_tokens` the
+    /// budget reservation granted (§9.2 "Clamp") — and settles the budget to every token
+    /// generated (§9.2 "Settle").
+    static func describeStop(_ d: StopDelivery.Counts, requestId: String, url: URL) -> String {
+        if d.delivered > 0 { return "■ stop confirmed by the relay (DELETE answered)" }
+        let attempts = d.attempts == 1 ? "1 attempt" : "\(d.attempts) attempts"
+        let why = d.failed > 0 ? "no relay answered the DELETE (\(attempts))"
+                               : "the DELETE was not answered within \(Double(stopConfirmationWaitMs) / 1000) s (\(attempts))"
+        let endpoint = url.appendingPathComponent("api/chat/stream/\(requestId)").absoluteString
+        return "! stop not confirmed: \(why). If no DELETE reached it, the relay keeps generating this answer "
+            + "until it ends by itself (its done, or the max_tokens its budget reservation granted) and charges "
+            + "every token to the budget (docs/PROTOCOL.md §3.3, §9.2). To retry the stop: "
+            + "curl -X DELETE -H \"Authorization: Bearer $RELAY_TOKEN\" \(endpoint)"
+    }
+
     static func describe(_ c: Completion?) -> String {
         switch c {
         case .finished(let reason)?: return "✓ done (\(reason))"
@@ -235,35 +290,6 @@ enum ChatCommand {
         case .failed(let status, let code, let message)?: return "✗ \(status) \(code): \(message)"
         case nil: return "✗ ended without completion"
         }
-    }
-}
-
-/// Writes answer text to stdout — exactly the answer's bytes, so runs can be compared
-/// byte for byte — and status lines to stderr. When a status line interrupts a line of
-/// text, the line break that separates them on a terminal goes to stderr too.
-final class Terminal: @unchecked Sendable {
-    /// Whether stdout's last byte ends a line.
-    private var stdoutAtLineStart = true
-    /// Whether the terminal (stdout and stderr interleaved) is at the start of a line.
-    private var screenAtLineStart = true
-
-    func text(_ s: String) {
-        guard !s.isEmpty else { return }
-        FileHandle.standardOutput.write(Data(s.utf8))
-        stdoutAtLineStart = s.hasSuffix("\n")
-        screenAtLineStart = stdoutAtLineStart
-    }
-
-    func status(_ s: String) {
-        printError((screenAtLineStart ? "" : "\n") + s + "\n")
-        screenAtLineStart = true
-    }
-
-    /// A line of its own on stdout (the telemetry JSON): a newline first if needed.
-    func line(_ s: String) {
-        FileHandle.standardOutput.write(Data(((stdoutAtLineStart ? "" : "\n") + s + "\n").utf8))
-        stdoutAtLineStart = true
-        screenAtLineStart = true
     }
 }
 

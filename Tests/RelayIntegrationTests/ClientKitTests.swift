@@ -540,8 +540,8 @@ final class ClientKitTests: RelayTestCase {
         }
     }
 
-    /// A relay at its connection cap answers the resume with `503 not_ready` and
-    /// `Retry-After: 1`: a retryable drop — the client waits `max(1 s, backoff) + jitter`,
+    /// A relay at its connection cap answers the resume with `503 not_ready` and a
+    /// `Retry-After` of R = 1–3 s: a retryable drop — the client waits `max(R, backoff) + jitter`,
     /// rotates to the other base URL and completes the answer.
     func test503WithRetryAfterOnAResumeIsARetryableDrop() async throws {
         let capped = try startRelay(["RELAY_MAX_CONNECTIONS": "1", "RELAY_SIMULATED_TOKENS_PER_SECOND": "50"])
@@ -562,7 +562,10 @@ final class ClientKitTests: RelayTestCase {
             if case .waitingToReconnect(let a, let d) = s { return [Int64(a), d] }
             return nil
         }
-        XCTAssertEqual(waits, [[1, 1_040], [2, 1_040]], "the drop, then the 503 (Retry-After: 1 s), each + 40 ms jitter")
+        XCTAssertEqual(waits.first, [1, 1_040], "the drop: the backoff + 40 ms jitter")
+        XCTAssertEqual(waits.count, 2, "\(waits)")
+        XCTAssertTrue(waits.count == 2 && waits[1][0] == 2 && [1_040, 2_040, 3_040].contains(waits[1][1]),
+                      "then the 503: its Retry-After (1–3 s) + 40 ms jitter: \(waits)")
         let urls = out.statuses.compactMap { s -> URL? in if case .reconnecting(_, let u, _) = s { return u } else { return nil } }
         XCTAssertEqual(urls, [url(capped.port), url(relay.port)], "refused by the capped relay, then back on the other")
     }
@@ -671,7 +674,8 @@ final class ClientKitTests: RelayTestCase {
         XCTAssertEqual(p.terminationStatus, 0, errText)
         XCTAssertEqual(try String(contentsOf: outFile, encoding: .utf8), reference)
         XCTAssertTrue(errText.contains("resuming after event 5 "), "the drop after 5 events resumed: \(errText)")
-        let lines = String(decoding: stdout.value, as: UTF8.self).split(separator: "\n")
+        XCTAssertEqual(String(decoding: stdout.value, as: UTF8.self), reference, "standard output is exactly the answer")
+        let lines = errText.split(separator: "\n")   // the telemetry JSON is standard error's last line
         let tele = try JSONSerialization.jsonObject(with: Data((lines.last ?? "").utf8)) as? [String: Any]
         XCTAssertGreaterThanOrEqual(tele?["reconnections"] as? Int ?? 0, 2, "the drop and the token expiry: \(errText)")
         XCTAssertEqual(Set(tele?.keys.map { $0 } ?? []), ["requestId", "tokensReceived", "latencyMs", "reconnections"])

@@ -43,10 +43,11 @@ class RelayTestCase: XCTestCase {
     /// thousands of tokens/s a test client on a loaded machine falls behind for moments,
     /// and the tests count one event per seq (`SlowLinkTests` covers coalescing, with a
     /// fast reader that still gets one event per token).
-    func startRelay(_ env: [String: String] = [:]) throws -> RelayProcess {
+    /// `openFileLimit`: started under `prlimit --nofile=N:N`.
+    func startRelay(_ env: [String: String] = [:], openFileLimit: Int? = nil) throws -> RelayProcess {
         var e = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "2000", "RELAY_COALESCE_BACKLOG": "0"]
         for (k, v) in env { e[k] = v }
-        let r = try RelayProcess(redisURL: redis.url, env: e)
+        let r = try RelayProcess(redisURL: redis.url, env: e, openFileLimit: openFileLimit)
         relays.append(r)
         return r
     }

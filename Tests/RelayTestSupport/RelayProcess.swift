@@ -15,7 +15,9 @@ public final class RelayProcess: @unchecked Sendable {
     /// Starts a relay against `redis` (`REDIS_URL`, or nil for the private default)
     /// with extra environment variables on top of `ChildEnvironment.minimal()`, and waits
     /// until it listens and is ready. A variable set to "" in `env` is passed as empty.
-    public init(redisURL: String?, env: [String: String] = [:], waitReady: Bool = true) throws {
+    /// `openFileLimit` starts it under `prlimit --nofile=N:N` (its `RLIMIT_NOFILE`, soft and
+    /// hard, from its first instruction; prlimit(1) executes the relay in its own process).
+    public init(redisURL: String?, env: [String: String] = [:], waitReady: Bool = true, openFileLimit: Int? = nil) throws {
         // A minimal, explicit environment (ChildEnvironment): nothing ambient leaks in.
         // RELAY_JWT_SECRET unless the test configures a public key instead.
         var e = ChildEnvironment.minimal(["RELAY_LISTEN": "127.0.0.1:0", "RELAY_WORKERS": "2"])
@@ -23,8 +25,13 @@ public final class RelayProcess: @unchecked Sendable {
         if let r = redisURL { e["REDIS_URL"] = r }
         for (k, v) in env { e[k] = v }
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: TestPaths.relayBinary)
-        p.arguments = ["serve"]
+        if let n = openFileLimit {
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            p.arguments = ["--nofile=\(n):\(n)", "--", TestPaths.relayBinary, "serve"]
+        } else {
+            p.executableURL = URL(fileURLWithPath: TestPaths.relayBinary)
+            p.arguments = ["serve"]
+        }
         p.environment = e
         logURL = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString.prefix(8)).log")
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)

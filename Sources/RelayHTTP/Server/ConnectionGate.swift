@@ -56,6 +56,9 @@ public final class ConnectionGate {
     private var requestStart: Int?
     private var nextRequestStart: Int?
     public private(set) var isPending = false
+    /// The listener's serial number of this connection (its age order).
+    public let serial: UInt64
+    private var headSeen = false
     public private(set) var isRejected = false
     /// The whole-request deadline while a request is in progress, then (after a rejection)
     /// the free on the next loop turn (`timerFrees`); made when first needed, dropped when a
@@ -64,10 +67,14 @@ public final class ConnectionGate {
     private var timerFrees = false
     private let loop: EventLoop
     private let timeoutMs: UInt64
+    /// A stream on this connection lifted evhttp's read timeout (`liftReadTimeout`): the gate
+    /// no longer sets it.
+    private var readTimeoutLifted = false
 
     public init(listener: any ConnectionGateHost, loop: EventLoop, connection: OpaquePointer, bufferevent: OpaquePointer,
-         limits: RequestHeadValidator.Limits, timeoutMs: Int) {
+         limits: RequestHeadValidator.Limits, timeoutMs: Int, serial: UInt64 = 0) {
         self.listener = listener
+        self.serial = serial
         self.loop = loop
         self.connection = connection
         self.bufferevent = bufferevent
@@ -90,6 +97,27 @@ public final class ConnectionGate {
             }
         }
         timer?.schedule(afterMs: ms)
+    }
+
+    /// Sets evhttp's read-idle timeout of this connection, ms (it closes the connection
+    /// without a response when it fires).
+    private func setReadTimeout(ms: UInt64) {
+        guard !readTimeoutLifted else { return }
+        var tv = timeval(tv_sec: Int(ms / 1000), tv_usec: Int(ms % 1000) * 1000)
+        evhttp_connection_set_timeout_tv(connection, &tv)
+    }
+
+    /// How much later than the gate's deadline evhttp's read-idle timeout may fire while a
+    /// request is in progress, ms: the gate's 408 must come first (docs/PROTOCOL.md §11.3).
+    public static let readTimeoutMarginMs: UInt64 = 1_000
+
+    /// A stream's response has started on this connection: its client sends nothing more, so
+    /// evhttp's read timeout is lifted for the rest of the connection (a day), and the gate no
+    /// longer sets it. A vanished peer is found by TCP (`TCP_USER_TIMEOUT`, `HTTPExchange`).
+    public func liftReadTimeout() {
+        var day = timeval(tv_sec: 86_400, tv_usec: 0)
+        evhttp_connection_set_timeout_tv(connection, &day)
+        readTimeoutLifted = true
     }
 
     /// The methods some route of the relay serves: the `Allow` of the gate's 405.
@@ -121,6 +149,10 @@ public final class ConnectionGate {
             switch event {
             case .head(let head):
                 inBody = true
+                if !headSeen {
+                    headSeen = true
+                    listener.firstHeadArrived(self)
+                }
                 if !["POST", "PUT", "PATCH"].contains(head.method), head.framing != .none, head.framing != .length(0) {
                     // evhttp reads no body for GET, HEAD, DELETE and OPTIONS whatever the
                     // framing says (libevent 2.1 `evhttp_method_may_have_body`), so it would
@@ -183,6 +215,12 @@ public final class ConnectionGate {
         if !pending { self.framer = nil }
         if pending, timer?.isScheduled != true { scheduleTimer(afterMs: timeoutMs, frees: false) }
         if pending != isPending {
+            // evhttp's read-idle timeout (`RELAY_REQUEST_TIMEOUT`, from the last read) would
+            // otherwise race the gate's deadline (from the first byte) and close without the
+            // 408 when the last read was the first (a head alone, or a part of one): while a
+            // request is in progress it is set past the deadline, and back to the idle
+            // keep-alive timeout once the request is whole.
+            setReadTimeout(ms: pending ? timeoutMs + Self.readTimeoutMarginMs : timeoutMs)
             isPending = pending
             if !listener.pendingChanged(by: pending ? 1 : -1) {
                 reject(APIError(.tooManyPendingRequests,
@@ -239,6 +277,10 @@ public final class ConnectionGate {
                 var head = "HTTP/1.1 \(error.status) \(HTTPExchange.reason(error.status))\r\n"
                     + "Content-Type: application/json\r\nCache-Control: no-store\r\nConnection: close\r\n"
                 if let allow { head += "Allow: \(allow)\r\n" }
+                if RetryAfter.applies(status: error.status, code: error.code) {
+                    var random = SystemRandomNumberGenerator()
+                    head += "Retry-After: \(RetryAfter.overload.headerValue(using: &random))\r\n"
+                }
                 let body = error.body
                 head += "Content-Length: \(body.utf8.count)\r\n\r\n" + body
                 var bytes = Array(head.utf8)

@@ -6,6 +6,9 @@ public protocol ConnectionGateHost: AnyObject {
     func pendingChanged(by delta: Int) -> Bool
     /// A request head was refused by the framing checks (`relay_request_head_rejections_total`).
     func countHeadRejection()
+    /// The connection's first request head was accepted (once per connection): from now on
+    /// it is never shed for descriptors (`ConnectionShedding`).
+    func firstHeadArrived(_ gate: ConnectionGate)
     /// A request ran out of `RELAY_REQUEST_TIMEOUT` (`relay_request_timeouts_total`).
     func countDeadlineCut()
     /// Keeps a dup of a refused connection's socket open briefly, reading and discarding,

@@ -1,4 +1,5 @@
 import CLibevent
+import Glibc
 import RelayCore
 
 /// HTTP methods the relay routes (libevent's `evhttp_cmd_type`).
@@ -33,7 +34,8 @@ public final class HTTPExchange {
     public private(set) var path: String
     /// The raw query string, or "". Emptied when a stream starts.
     public private(set) var query: String
-    /// Called once if the client closes the connection while a stream is open.
+    /// Called once if the client closes the connection while a stream is open, or before
+    /// the reply was sent (a long-poll waiting for its answer).
     public var onClose: (() -> Void)?
     /// `true` between `startStream()` and `endStream()` / the client closing.
     @exclusivity(unchecked) private(set) var streaming = false
@@ -60,6 +62,11 @@ public final class HTTPExchange {
     /// once per turn) of the last write straight to the socket.
     @exclusivity(unchecked) private var base: OpaquePointer?
     @exclusivity(unchecked) private var lastDirectTurn = timeval()
+
+    /// The watch for the client closing while a reply is awaited (`watchForPeerClose`).
+    private var closeWatch: OpaquePointer?
+
+    deinit { stopCloseWatch() }
 
     public init(_ req: OpaquePointer) {
         self.req = req
@@ -167,6 +174,7 @@ public final class HTTPExchange {
         } else {
             _ = body.withCString { evbuffer_add(buf, $0, strlen($0)) }
         }
+        stopCloseWatch()
         evhttp_send_reply(req, Int32(status), HTTPExchange.reason(status), buf)
         evbuffer_free(buf)
         self.req = nil
@@ -177,18 +185,65 @@ public final class HTTPExchange {
         guard let req else { return }
         setHeader("Cache-Control", "no-store")
         for (k, v) in headers { setHeader(k, v) }
+        stopCloseWatch()
         evhttp_send_reply(req, 204, HTTPExchange.reason(204), nil)
         self.req = nil
     }
 
-    /// Sends `error` as `{"error":{"code","message"}}` with its status.
+    /// Sends `error` as `{"error":{"code","message"}}` with its status. An overload answer
+    /// (`RetryAfter.applies`: every 503, `429 too_many_streams`) gets a `Retry-After` drawn
+    /// for this response (`RetryAfter.overload`, 1–3 s) unless `headers` has one.
     public func respond(_ error: APIError, headers: [(String, String)] = []) {
+        var headers = headers
+        if RetryAfter.applies(status: error.status, code: error.code),
+           !headers.contains(where: { $0.0.lowercased() == "retry-after" }) {
+            var random = SystemRandomNumberGenerator()
+            headers.append(("Retry-After", RetryAfter.overload.headerValue(using: &random)))
+        }
         respond(status: error.status, contentType: "application/json", body: error.body, headers: headers)
+    }
+
+    /// While the reply is awaited (a long-poll waiting for an event), watches the socket
+    /// for the client closing it: evhttp reads nothing more once a request is complete, so
+    /// it would notice only when the reply is written. On end of file or a socket error the
+    /// connection is freed at once, which runs `onClose` (through the gate's close
+    /// callback). Bytes the client sends meanwhile (a pipelined request) are evhttp's to
+    /// read: the watch ends without consuming them. Ended by any reply. Loop thread only.
+    public func watchForPeerClose() {
+        guard let req, closeWatch == nil, let con = evhttp_request_get_connection(req),
+              let bev = evhttp_connection_get_bufferevent(con), let base = evhttp_connection_get_base(con) else { return }
+        let fd = bufferevent_getfd(bev)
+        guard fd >= 0 else { return }
+        closeWatch = event_new(base, fd, Int16(EV_READ), { fd, _, arg in
+            let me = Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue()
+            withExtendedLifetime(me) { me.peerReadable(Int32(fd)) }
+        }, Unmanaged.passUnretained(self).toOpaque())
+        event_add(closeWatch, nil)
+    }
+
+    private func peerReadable(_ fd: Int32) {
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+        if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            event_add(closeWatch, nil)
+            return
+        }
+        stopCloseWatch()
+        guard n <= 0, let req, let con = evhttp_request_get_connection(req) else { return }
+        // End of file or an error: the client is gone.
+        evhttp_connection_free(con)
+    }
+
+    private func stopCloseWatch() {
+        guard let w = closeWatch else { return }
+        closeWatch = nil
+        event_free(w)
     }
 
     /// Starts a chunked 200 response; headers must be set before.
     public func startStream() {
         guard let req else { return }
+        stopCloseWatch()
         evhttp_send_reply_start(req, 200, "OK")
         streaming = true
         chunked = evhttp_find_header(evhttp_request_get_output_headers(req), "Transfer-Encoding")
@@ -213,8 +268,12 @@ public final class HTTPExchange {
             // client sends nothing more, so lift it for this connection. A peer that
             // vanished is found by TCP instead: unacknowledged data for 60 s fails the
             // socket (TCP_USER_TIMEOUT, tcp(7)), and heartbeats guarantee there is data.
-            var day = timeval(tv_sec: 86_400, tv_usec: 0)
-            evhttp_connection_set_timeout_tv(con, &day)
+            if let gate {
+                gate.liftReadTimeout()  // the gate sets it per request otherwise
+            } else {
+                var day = timeval(tv_sec: 86_400, tv_usec: 0)
+                evhttp_connection_set_timeout_tv(con, &day)
+            }
             if let bev = evhttp_connection_get_bufferevent(con) {
                 output = bufferevent_get_output(bev)
                 socket = Int32(bufferevent_getfd(bev))
@@ -232,12 +291,11 @@ public final class HTTPExchange {
         guard req != nil else { return }
         req = nil
         forgetConnection()
-        let wasStreaming = streaming
         streaming = false
         let cb = onClose
         onClose = nil
         selfWhileStreaming = nil
-        if wasStreaming { cb?() }
+        cb?()
     }
 
     /// Writes `text` as one chunk (nothing for an empty text). Returns false when the
@@ -291,6 +349,7 @@ public final class HTTPExchange {
 
     /// Drops the cached output buffer and socket (the connection is ending or gone).
     private func forgetConnection() {
+        stopCloseWatch()
         output = nil
         socket = -1
         base = nil

@@ -47,6 +47,12 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private let revocations: RevocationWatcher
     private let drainer = DrainCoordinator()
     private let retries: ReplayRetries
+    /// Replay reads in flight and waiting (`ReplayAdmission`, `RELAY_REPLAY_CONCURRENCY`).
+    private var replayAdmission: ReplayAdmission
+    private var waitingReplays: [UInt64: () -> Void] = [:]
+    private var nextReplayTicket: UInt64 = 0
+    private var replayFinishes = 0
+    private var startingReplays = false
     private var sweepTimer: LoopTimer?
     private var leaseTimer: LoopTimer?
 
@@ -67,6 +73,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         leases = OwnerLeases(loop: loop, log: log, sessions: sessions, ledger: ledger, settler: settler, outage: outage,
                              instance: context.instance, wallMs: context.nowMs)
         retries = ReplayRetries(loop: loop)
+        replayAdmission = ReplayAdmission(maxInFlight: context.config.replayConcurrency)
         revocations = RevocationWatcher(sessions: sessions)
         pubsub.onMessage = { [unowned self] ch, payload in self.message(channel: ch, payload: payload) }
         pubsub.onResubscribed = { [unowned self] ch in
@@ -91,6 +98,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         sweepTimer?.cancel()
         leaseTimer?.cancel()
         retries.stop()
+        metrics.gauge(.queuedReplays, -waitingReplays.count)
+        waitingReplays.removeAll()
         let running = generations.values
         generations.removeAll()
         for g in running {
@@ -244,9 +253,29 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     /// Ends live client responses (clients resume elsewhere), keeps owned generations
     /// running until they finish; calls `done` when none is left.
+    /// Waiting offset reads (docs/PROTOCOL.md §12.5) are answered `204` at once; the
+    /// worker then stops no sooner than `offsetReadFlushMs` later, so those answers leave
+    /// before their connections are closed.
     func drain(done: @escaping () -> Void) {
-        drainer.begin(subscriptions: allSubscriptions, generationsLeft: generations.count, done: done)
+        let subs = allSubscriptions
+        guard subs.contains(where: { $0.sink is OffsetReadWake }) else {
+            return drainer.begin(subscriptions: subs, generationsLeft: generations.count, done: done)
+        }
+        var flushed = false, drained = false
+        drainFlushTimer = LoopTimer(loop: loop) {
+            flushed = true
+            if drained { done() }
+        }
+        drainFlushTimer?.schedule(afterMs: StreamHub.offsetReadFlushMs)
+        drainer.begin(subscriptions: subs, generationsLeft: generations.count) {
+            drained = true
+            if flushed { done() }
+        }
     }
+
+    /// How long a drain leaves the `204` answers of waiting offset reads to leave, ms.
+    static let offsetReadFlushMs: UInt64 = 200
+    private var drainFlushTimer: LoopTimer?
 
     /// Drain timeout: end the remaining generations with an error.
     func abortGenerations() { drainer.timeOut(Array(generations.values)) }
@@ -257,11 +286,52 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     var lossless: Bool { log.lossless }
 
     func readEvents(_ id: RequestID, after seq: UInt64, done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
-        log.range(id, after: seq, done: done)
+        admitReplayRead { [log] finished in
+            log.range(id, after: seq) { r in
+                finished()
+                done(r)
+            }
+        }
     }
 
     func readCatchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<String?, RedisFailure>) -> Void) {
-        log.catchUp(id, from: from, to: to, done: done)
+        admitReplayRead { [log] finished in
+            log.catchUp(id, from: from, to: to) { r in
+                finished()
+                done(r)
+            }
+        }
+    }
+
+    /// Runs `read` now, or once one of the worker's replay slots frees (`ReplayAdmission`);
+    /// `read` calls `finished` once, when its reply (or failure) is in.
+    private func admitReplayRead(_ read: @escaping (_ finished: @escaping () -> Void) -> Void) {
+        nextReplayTicket += 1
+        let ticket = nextReplayTicket
+        let run = { read { self.replayReadFinished() } }
+        if replayAdmission.request(ticket) {
+            run()
+        } else {
+            waitingReplays[ticket] = run
+            metrics.gauge(.queuedReplays, 1)
+            metrics.add(.replaysWaited)
+        }
+    }
+
+    /// A replay read ended: its slot passes to the next waiting read. A read that ends at once
+    /// (Redis down) is counted and started by the loop below, not by recursion.
+    private func replayReadFinished() {
+        replayFinishes += 1
+        guard !startingReplays else { return }
+        startingReplays = true
+        while replayFinishes > 0 {
+            replayFinishes -= 1
+            if let next = replayAdmission.finished() {
+                metrics.gauge(.queuedReplays, -1)
+                waitingReplays.removeValue(forKey: next)?()
+            }
+        }
+        startingReplays = false
     }
 
     func subscribeLive(_ id: RequestID, confirmed: @escaping () -> Void) {

@@ -1,0 +1,407 @@
+import Foundation
+import RelayAuth
+import RelayCore
+import RelayHTTP
+import RelayLoop
+import RelayEventStore
+import RelayRedis
+
+/// One offset read of an answer (docs/PROTOCOL.md §12): `GET /api/chat/stream/{id}?offset=…`
+/// with no `live` (catch-up), `live=long-poll` or `live=sse`, in the Durable Streams read
+/// protocol's shapes. For networks whose proxies hold `text/event-stream` back until the
+/// response ends: each catch-up or long-poll answer is a complete response.
+///
+/// What to answer is `OffsetReadDecision`'s (the resume decision of the SSE path, mapped
+/// onto offsets); the events come from the same Redis reads as a resume (`readEvents`,
+/// and `readCatchUp` for the lossless catch-up of docs/PROTOCOL.md §6.3). A long-poll or
+/// SSE read that must wait attaches a `Subscription` to the stream's live events exactly
+/// as an SSE client does — the live channel, or the generation on this worker
+/// (`LiveSource`) — whose writes go to an `OffsetReadWake` instead of a connection: an
+/// event written there (by any instance's generation, through the live channel) wakes
+/// the read, which then reads what follows its offset from Redis. The subscription
+/// counts against `RELAY_MAX_CONNECTIONS`, is cut by a revocation and ended by a drain
+/// like any stream; the wait's deadline is a timer on the worker's loop.
+/// Loop thread only.
+final class OffsetRead {
+    /// The most event JSON one catch-up or long-poll body (or one SSE `data` event)
+    /// carries, bytes; a read that stops there omits `Stream-Up-To-Date` and the client
+    /// reads on from its `Stream-Next-Offset` (DS §5.6). One event always goes, however large.
+    static let maxBodyBytes = 1 << 20
+
+    private let ex: HTTPExchange
+    private let id: RequestID
+    private let who: Identity
+    private let mode: ReadMode
+    private let clientCursor: String?
+    private let hub: StreamHub
+    private let gate: RequestGuard
+    /// The seq the client has (long-poll: the request's position; SSE: the last sent).
+    private var position: UInt64 = 0
+    /// The live subscription while waiting, and its wake sink.
+    private var subscription: Subscription?
+    private var wakeSink: OffsetReadWake?
+    private var deadline: LoopTimer?
+    /// Runs the wake on the next loop turn (never inside the subscription's write).
+    private var wakeTimer: LoopTimer?
+    private var woken = false
+    private var subscriptionEnded = false
+    private var reading = false
+    private var readAgain = false
+    private var finished = false
+    /// Keeps the read alive while it waits (released by `finish`).
+    private var keepAlive: OffsetRead?
+
+    private init(ex: HTTPExchange, id: RequestID, who: Identity, mode: ReadMode, cursor: String?, hub: StreamHub, gate: RequestGuard) {
+        self.ex = ex
+        self.id = id
+        self.who = who
+        self.mode = mode
+        self.clientCursor = cursor
+        self.hub = hub
+        self.gate = gate
+    }
+
+    /// Serves `GET /api/chat/stream/{rawID}?offset=…`: validates the id, the connection
+    /// limit, the bearer token, the drain, `offset`, `live` (`400 invalid_offset`) and
+    /// the session's revocation marker, then answers (docs/PROTOCOL.md §12).
+    static func serve(_ ex: HTTPExchange, rawID: Substring, rawOffset: String, gate: RequestGuard, hub: StreamHub) {
+        guard let clientID = gate.attempt(ex, { try RequestID(validating: rawID) }) else { return }
+        guard !gate.refusedAtConnectionLimit(ex) else { return }
+        guard let who = gate.authenticate(ex) else { return }
+        guard !hub.draining else { return gate.fail(ex, .notReady("draining")) }
+        guard let (offset, mode) = gate.attempt(ex, { (try ReadOffset.parse(rawOffset), try ReadMode.parse(ex.queryParameter("live"))) })
+        else { return }
+        let read = OffsetRead(ex: ex, id: clientID.scoped(by: OwnerHash.of(who.user)), who: who, mode: mode,
+                              cursor: ex.queryParameter("cursor"), hub: hub, gate: gate)
+        gate.checkSession(ex, who) { read.open(offset) }
+    }
+
+    // MARK: Deciding
+
+    private func open(_ offset: ReadOffset) {
+        hub.log.open(id) { [self] r in
+            guard ex.isOpen else { return }
+            switch r {
+            case .failure(let f):
+                gate.fail(ex, .notReady("Redis is not available (\(f.isDisconnect ? "disconnected" : "error"))"))
+            case .success(let info):
+                let found = info.map {
+                    ResumeDecision.Found(ownedByCaller: $0.owner == who.user, finished: $0.state != .running, lastSeq: $0.lastSeq,
+                                         firstRetainedSeq: $0.firstRetainedSeq, textLength: $0.textLength)
+                }
+                decided(OffsetReadDecision.decide(found, offset: offset, lossless: hub.lossless), lastSeq: info?.lastSeq ?? 0)
+            }
+        }
+    }
+
+    private func decided(_ d: OffsetReadDecision, lastSeq: UInt64) {
+        let metrics = hub.metrics
+        switch d {
+        case .notFound:
+            metrics.add(.resumesNotFound)
+            gate.fail(ex, .streamNotFound)
+        case .beyondEnd(let last):
+            gate.fail(ex, APIError(.invalidOffset, "the offset is beyond the stream's last event (\(ReadOffset.format(last)))"))
+        case .gap(let oldest):
+            metrics.add(.resumesGap)
+            gate.fail(ex, .resumeGap("events after the offset are no longer retained (oldest kept: \(oldest))"))
+        case .closed(let finalSeq):
+            metrics.add(.resumesOK)
+            position = finalSeq
+            switch mode {
+            case .catchUp: respond(OffsetReadBatch(after: finalSeq, read: [], maxBytes: 0), closedAnyway: true)
+            case .longPoll: respondNoContent(closed: true)
+            case .sse:
+                startSSE()
+                writeSSE(OffsetReadBatch(after: finalSeq, read: [], maxBytes: 0), closedAnyway: true)
+            }
+        case .read(let after, let catchUp):
+            metrics.add(catchUp ? .resumesCatchUp : .resumesOK)
+            position = after
+            if mode == .sse {
+                startSSE()
+                wait(liveAfter: lastSeq)
+            }
+            read()
+        case .tail(let at):
+            metrics.add(.resumesOK)
+            position = at
+            switch mode {
+            case .catchUp: respond(OffsetReadBatch(after: at, read: [], maxBytes: 0))
+            case .longPoll: wait(liveAfter: at)
+            case .sse:
+                startSSE()
+                writeSSE(OffsetReadBatch(after: at, read: [], maxBytes: 0))
+                wait(liveAfter: at)
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    /// Reads the events after `position` (the lossless catch-up delta first when the
+    /// retained window moved past it) and answers them. One read at a time; a wake
+    /// during a read reads once more afterwards (SSE).
+    private func read() {
+        guard !finished else { return }
+        guard !reading else { readAgain = true; return }
+        reading = true
+        readAgain = false
+        let from = position
+        hub.readEvents(id, after: from) { [self] r in
+            switch r {
+            case .failure(let f):
+                readFailed(f)
+            case .success(let events):
+                switch ReplayMerge(lastSent: from).judge(events, lossless: hub.lossless) {
+                case .merge:
+                    readDone(events)
+                case .gap(let seq):
+                    readGap(seq)
+                case .catchUp(let seq):
+                    hub.readCatchUp(id, from: from, to: seq) { [self] r in
+                        switch r {
+                        case .success(let text?):
+                            hub.caughtUp(events: Int(seq - from) - 1)
+                            readDone([SequencedEvent(seq: seq, json: StreamEvent.delta(text).json)] + events.filter { $0.seq > seq })
+                        case .success(nil): readGap(seq)
+                        case .failure(let f): readFailed(f)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private func readDone(_ events: [SequencedEvent]) {
+        reading = false
+        guard !finished, ex.isOpen else { return finish() }
+        let batch = OffsetReadBatch(after: position, read: events, maxBytes: OffsetRead.maxBodyBytes)
+        switch mode {
+        case .catchUp, .longPoll:
+            // A long-poll woken by an event that a read does not find (a relay-raised end:
+            // revocation, expiry, outage) answers what it knows: nothing new yet.
+            if batch.events.isEmpty && mode == .longPoll { return respondNoContent(closed: false) }
+            respond(batch)
+        case .sse:
+            if !batch.events.isEmpty || batch.closed { writeSSE(batch) }
+            if finished { return }
+            if !batch.upToDate || readAgain { return read() }
+            if subscriptionEnded { finish(endStream: true) }
+        }
+    }
+
+    private func readGap(_ seq: UInt64) {
+        reading = false
+        guard mode != .sse else { return finish(endStream: true) }
+        gate.fail(ex, .resumeGap("events after the offset up to \(seq) are no longer retained"))
+        finish()
+    }
+
+    private func readFailed(_ f: RedisFailure) {
+        reading = false
+        if f.isDisconnect { hub.redisDisconnected() }
+        guard mode != .sse else { return finish(endStream: true) }
+        gate.fail(ex, .notReady("Redis is not available"))
+        finish()
+    }
+
+    // MARK: Waiting
+
+    /// Attaches a subscription that has every event up to `seq`: the next one written
+    /// (locally or by another instance) wakes the read.
+    private func wait(liveAfter seq: UInt64) {
+        keepAlive = self
+        let sink = OffsetReadWake(forward: mode == .sse ? ex : nil,
+                                  wake: { [weak self] in self?.scheduleWake() },
+                                  ended: { [weak self] in self?.subscriptionEnded = true; self?.scheduleWake() },
+                                  aborted: { [weak self] in self?.aborted() })
+        wakeSink = sink
+        let s = Subscription(id: id, owner: who.user, sid: who.sid, sink: sink, host: hub, lastSent: seq, tokenExpiry: who.expiresAt)
+        subscription = s
+        hub.register(s)
+        s.start()
+        // As on the SSE path: registered first, then the revocation marker checked.
+        hub.recheckRevocation(sid: who.sid) { [weak self] valid in
+            if !valid { self?.subscription?.fail(.sessionRevoked) }
+        }
+        if mode == .longPoll {
+            deadline = LoopTimer(loop: hub.loop) { [weak self] in self?.timedOut() }
+            deadline?.schedule(afterMs: UInt64(hub.config.longPollTimeoutMs))
+        }
+        if mode != .sse {
+            // The client going away ends the wait (and frees its connection slot) at once.
+            ex.onClose = { [weak self] in self?.finish() }
+            ex.watchForPeerClose()
+        }
+    }
+
+    private func scheduleWake() {
+        guard !finished else { return }
+        if wakeTimer == nil { wakeTimer = LoopTimer(loop: hub.loop) { [weak self] in self?.woke() } }
+        if wakeTimer?.isScheduled == false { wakeTimer?.schedule(afterMs: 0) }
+    }
+
+    private func woke() {
+        guard !finished else { return }
+        guard ex.isOpen else { return finish() }
+        if mode == .sse { return read() }
+        guard !woken else { return }
+        woken = true
+        // The revocation is checked again for the answer: a revoked session's cut wakes
+        // the read too, and is answered 401 here. From now on the pending replies hold
+        // the read (an answered failure drops it).
+        endSubscription()
+        deadline?.cancel()
+        ex.onClose = nil
+        keepAlive = nil
+        gate.checkSession(ex, who) { [self] in
+            if let exp = who.expiresAt, exp <= hub.context.nowMs() / 1000 {
+                gate.fail(ex, .unauthorized("token expired"))
+                return finish()
+            }
+            read()
+        }
+    }
+
+    private func timedOut() {
+        guard !finished, !woken else { return }
+        respondNoContent(closed: false)
+    }
+
+    /// The drain (or the slow-consumer cut) ended the subscription: a long-poll answers
+    /// `204` with its offset at once (DS §5.7: the client polls again, on another
+    /// instance); an SSE read closes like the SSE path's (the client reconnects from its
+    /// last `streamNextOffset`).
+    private func aborted() {
+        guard !finished else { return }
+        subscription = nil
+        if mode == .sse {
+            ex.abort()
+            return finish()
+        }
+        respondNoContent(closed: false, connectionClose: true)
+    }
+
+    // MARK: Answering
+
+    private func cursor() -> UInt64 {
+        StreamCursor.next(wallMs: UInt64(max(0, hub.context.nowMs())), client: clientCursor, jitterSeconds: UInt64.random(in: 1...3600))
+    }
+
+    private func respond(_ batch: OffsetReadBatch, closedAnyway: Bool = false) {
+        let closed = batch.closed || closedAnyway
+        var headers = OffsetReadBatch.headers(nextSeq: batch.nextSeq, upToDate: batch.upToDate, closed: closed,
+                                              cursor: mode == .catchUp ? nil : cursor())
+        headers.append(("X-Request-Id", id.clientValue))
+        ex.respond(status: 200, contentType: "application/json; charset=utf-8", body: batch.jsonArray, headers: headers)
+        if !batch.events.isEmpty { hub.delivered(events: batch.events.count) }
+        finish()
+    }
+
+    private func respondNoContent(closed: Bool, connectionClose: Bool = false) {
+        var headers = OffsetReadBatch.headers(nextSeq: position, upToDate: true, closed: closed, cursor: closed ? nil : cursor())
+        headers.append(("X-Request-Id", id.clientValue))
+        if connectionClose { headers.append(("Connection", "close")) }
+        ex.respondNoContent(headers: headers)
+        finish()
+    }
+
+    private func startSSE() {
+        ex.setHeader("Content-Type", SSEFrame.contentType)
+        ex.setHeader("Cache-Control", "no-store")
+        ex.setHeader("X-Accel-Buffering", "no")
+        ex.setHeader("X-Request-Id", id.clientValue)
+        ex.startStream()
+        ex.onClose = { [weak self] in self?.finish() }
+        keepAlive = self
+    }
+
+    /// One DS SSE `data` event (a JSON array; none when empty) and its `control` event
+    /// (DS §5.8); closes the stream after the final one.
+    private func writeSSE(_ batch: OffsetReadBatch, closedAnyway: Bool = false) {
+        let closed = batch.closed || closedAnyway
+        var text = ""
+        if !batch.events.isEmpty { text += "event: data\ndata: \(batch.jsonArray)\n\n" }
+        text += "event: control\ndata: \(OffsetReadBatch.controlJSON(nextSeq: batch.nextSeq, upToDate: batch.upToDate, closed: closed, cursor: closed ? nil : cursor()))\n\n"
+        ex.write(text)
+        if !batch.events.isEmpty { hub.delivered(events: batch.events.count) }
+        position = batch.nextSeq
+        if closed { finish(endStream: true) }
+    }
+
+    // MARK: Ending
+
+    private func endSubscription() {
+        guard let s = subscription else { return }
+        subscription = nil
+        s.end()
+    }
+
+    /// Ends the read once: the subscription, the timers, the keep-alive.
+    private func finish(endStream: Bool = false) {
+        if endStream && ex.isOpen { ex.endStream() }
+        guard !finished else { return }
+        finished = true
+        deadline?.cancel()
+        wakeTimer?.cancel()
+        ex.onClose = nil
+        endSubscription()
+        wakeSink = nil
+        keepAlive = nil
+    }
+}
+
+/// Where the `Subscription` of a waiting offset read writes (`StreamSink`): no
+/// connection, only signals. An event written (or a relay-raised `error` event) wakes
+/// the read; the subscription ending, or being aborted (drain, slow consumer), is
+/// reported. In SSE mode the heartbeats (`: ping`) and the backlog checks go to the
+/// read's own connection. Loop thread only.
+final class OffsetReadWake: StreamSink {
+    var onClose: (() -> Void)?
+    private weak var forward: HTTPExchange?
+    private let wake: () -> Void
+    private let ended: () -> Void
+    private let aborted: () -> Void
+    private var done = false
+
+    /// - Parameters:
+    ///   - forward: the SSE read's connection (heartbeats, backlog), `nil` for a long-poll.
+    ///   - wake: an event was written; `ended`: the subscription ended itself;
+    ///     `aborted`: the drain or the slow-consumer cut ended it.
+    init(forward: HTTPExchange?, wake: @escaping () -> Void, ended: @escaping () -> Void, aborted: @escaping () -> Void) {
+        self.forward = forward
+        self.wake = wake
+        self.ended = ended
+        self.aborted = aborted
+    }
+
+    /// A heartbeat (the only text a subscription writes): forwarded in SSE mode.
+    @discardableResult func write(_ text: String) -> Bool {
+        guard !done else { return false }
+        if let forward { return forward.write(text) }
+        return true
+    }
+
+    /// An event (or a relay-raised `error` event): wakes the read.
+    @discardableResult func write(_ frame: WireFrame) -> Bool {
+        guard !done else { return false }
+        wake()
+        return true
+    }
+
+    var pendingOutputBytes: Int { forward?.pendingOutputBytes ?? 0 }
+    var unsentBytes: Int { forward?.unsentBytes ?? 0 }
+
+    func endStream() {
+        guard !done else { return }
+        done = true
+        ended()
+    }
+
+    func abort() {
+        guard !done else { return }
+        done = true
+        aborted()
+    }
+}

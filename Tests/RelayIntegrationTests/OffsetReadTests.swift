@@ -1,0 +1,457 @@
+import Foundation
+import RelayCore
+import RelayTestSupport
+import RelayTestKit
+import XCTest
+
+/// Offset reads (docs/PROTOCOL.md §12; Durable Streams read protocol §5.6–5.8): catch-up,
+/// long-poll and DS SSE on `GET /api/chat/stream/{id}?offset=…`, against real relays and
+/// a real Redis.
+final class OffsetReadTests: RelayTestCase {
+    static let adminKey = "admin-key-for-tests-0123456789"
+
+    private func get(_ relay: RelayProcess, _ token: String, _ id: String, _ query: String, timeout: Double = 10) throws -> HTTPResponse {
+        try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)?\(query)",
+                               headers: [("Authorization", "Bearer \(token)")], timeout: timeout)
+    }
+
+    /// The raw JSON texts of a body's array elements, joined by `,` (the array without its brackets).
+    private func elements(_ r: HTTPResponse) -> String {
+        let t = r.text
+        XCTAssertTrue(t.hasPrefix("[") && t.hasSuffix("]"), "a JSON array: \(t.prefix(80))")
+        return String(t.dropFirst().dropLast())
+    }
+
+    private func offset(_ seq: Int) -> String { String(format: "%020d", seq) }
+
+    /// A relay whose upstream sends `first`, waits `pauseMs`, then sends `second` and ends.
+    private func pausingUpstream(first: String, pauseMs: Int, second: String) throws -> FakeUpstreamServer {
+        func raw(_ delta: String) -> [UInt8] {
+            Array("data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\(delta)\"},\"finish_reason\":null}]}\n\n".utf8)
+        }
+        var steps: [FakeUpstreamServer.Step] = [.head(status: 200, contentType: "text/event-stream"), .send(raw(first))]
+        steps.append(pauseMs > 0 ? .pause(ms: pauseMs) : .holdOpen)
+        steps.append(.send(raw(second)))
+        steps.append(.send(Array("data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n".utf8)))
+        steps.append(.send(Array("data: [DONE]\n\n".utf8)))
+        return try FakeUpstreamServer(routes: ["/v1/chat/completions": .init(steps)])
+    }
+
+    private func openAIEnv(_ fake: FakeUpstreamServer, _ extra: [String: String] = [:]) -> [String: String] {
+        var e = ["RELAY_UPSTREAM": "openai", "UPSTREAM_URL": fake.baseURL, "UPSTREAM_API_KEY": "sk-test", "UPSTREAM_MODEL": "gpt-test"]
+        for (k, v) in extra { e[k] = v }
+        return e
+    }
+
+    func testCatchUpFromStartMiddleFinalAndNow() throws {
+        let relay = try startRelay()
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 20).readAll()
+        XCTAssertEqual(all.count, 21)
+        let whole = try get(relay, token, id, "offset=-1")
+        XCTAssertEqual(whole.status, 200)
+        XCTAssertEqual(whole.header("Content-Type"), "application/json; charset=utf-8")
+        XCTAssertEqual(elements(whole), all.map(\.data).joined(separator: ","), "the SSE data lines, byte for byte")
+        XCTAssertEqual(whole.header("Stream-Next-Offset"), offset(21))
+        XCTAssertEqual(whole.header("Stream-Up-To-Date"), "true")
+        XCTAssertEqual(whole.header("Stream-Closed"), "true")
+        XCTAssertEqual(whole.header("Cache-Control"), "no-store")
+        XCTAssertEqual(whole.header("X-Request-Id"), id)
+        for mid in ["10", offset(10)] {
+            let rest = try get(relay, token, id, "offset=\(mid)")
+            XCTAssertEqual(rest.status, 200)
+            XCTAssertEqual(elements(rest), all[10...].map(\.data).joined(separator: ","), "strictly after seq 10")
+            XCTAssertEqual(rest.header("Stream-Next-Offset"), offset(21))
+        }
+        for atEnd in [offset(21), "now"] {
+            let eof = try get(relay, token, id, "offset=\(atEnd)")
+            XCTAssertEqual(eof.status, 200)
+            XCTAssertEqual(eof.text, "[]")
+            XCTAssertEqual(eof.header("Stream-Next-Offset"), offset(21))
+            XCTAssertEqual(eof.header("Stream-Closed"), "true")
+            XCTAssertEqual(eof.header("Stream-Up-To-Date"), "true")
+        }
+        // Without `offset` the SSE resume is unchanged.
+        let sse = try Chat.resume(port: relay.port, token: token, requestID: id, lastEventID: "19").readAll()
+        XCTAssertEqual(sse.map(\.lastEventId), ["20", "21"])
+    }
+
+    func testCatchUpOfARunningAnswerAtItsTailIsUpToDateButNotClosed() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let relay = try startRelay(openAIEnv(fake))
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let r = try get(relay, token, id, "offset=now")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.text, "[]")
+        XCTAssertEqual(r.header("Stream-Next-Offset"), offset(1))
+        XCTAssertEqual(r.header("Stream-Up-To-Date"), "true")
+        XCTAssertNil(r.header("Stream-Closed"))
+        let fromStart = try get(relay, token, id, "offset=-1")
+        XCTAssertEqual(fromStart.status, 200)
+        XCTAssertEqual(fromStart.header("Stream-Next-Offset"), offset(1))
+        XCTAssertNil(fromStart.header("Stream-Closed"))
+        live.close()
+    }
+
+    func testLongPollIsWokenByAnEventGeneratedOnAnotherInstance() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 1500, second: " world")
+        defer { fake.stop() }
+        let a = try startRelay(openAIEnv(fake))
+        // A timeout far beyond the upstream's pause: a 200 can only come from the wake.
+        let b = try startRelay(["RELAY_LONG_POLL_TIMEOUT": "60s"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test")
+        let first = try XCTUnwrap(try live.nextEvent())
+        XCTAssertEqual(first.lastEventId, "1")
+        let r = try get(b, token, id, "offset=\(offset(1))&live=long-poll", timeout: 30)
+        XCTAssertEqual(r.status, 200, r.text)
+        XCTAssertTrue(r.text.hasPrefix("[{\"type\":\"delta\""), r.text)
+        XCTAssertTrue(r.text.contains("world"), r.text)
+        XCTAssertTrue([offset(2), offset(3)].contains(r.header("Stream-Next-Offset") ?? ""), "the events up to the one that woke it, or the next")
+        XCTAssertEqual(r.header("Stream-Closed") == nil, r.header("Stream-Cursor") != nil, "a cursor while the answer is open (DS §5.7)")
+        XCTAssertEqual(try generationsStarted([b]), 0, "nothing was generated on the polled instance")
+        XCTAssertEqual(try live.readAll().map(\.lastEventId), ["2", "3"])
+    }
+
+    func testLongPollTimesOutWith204AndTheCurrentOffset() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")  // holds open
+        defer { fake.stop() }
+        let relay = try startRelay(openAIEnv(fake, ["RELAY_LONG_POLL_TIMEOUT": "300ms"]))
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let r = try get(relay, token, id, "offset=\(offset(1))&live=long-poll&cursor=1")
+        XCTAssertEqual(r.status, 204)
+        XCTAssertEqual(r.text, "")
+        XCTAssertEqual(r.header("Stream-Next-Offset"), offset(1))
+        XCTAssertEqual(r.header("Stream-Up-To-Date"), "true")
+        XCTAssertNil(r.header("Stream-Closed"))
+        let cursor = try XCTUnwrap(r.header("Stream-Cursor").flatMap { UInt64($0) })
+        XCTAssertGreaterThan(cursor, 1_000, "the DS §10.1 interval count since 2024-10-09")
+        try eventually(10, "the waiting poll's connection slot is given back") {
+            try self.metric(relay, "relay_live_connections") == 1
+        }
+        live.close()
+    }
+
+    func testLongPollAtTheEndOfAFinishedAnswerIs204StreamClosedAtOnce() throws {
+        let relay = try startRelay(["RELAY_LONG_POLL_TIMEOUT": "120s"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 5).readAll()
+        // The client's read timeout (10 s) is far below the long-poll timeout: only an
+        // answer at once passes.
+        for o in [offset(all.count), "now"] {
+            let r = try get(relay, token, id, "offset=\(o)&live=long-poll")
+            XCTAssertEqual(r.status, 204)
+            XCTAssertEqual(r.header("Stream-Closed"), "true")
+            XCTAssertEqual(r.header("Stream-Up-To-Date"), "true")
+            XCTAssertEqual(r.header("Stream-Next-Offset"), offset(all.count))
+        }
+    }
+
+    /// Reading a whole answer by repeated long-polls from `-1`, on another instance than
+    /// the one generating, while it is generated, yields exactly the SSE answer's events.
+    func testRepeatedLongPollsReadTheWholeAnswerByteIdenticalToSSE() throws {
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "200"])
+        let b = try startRelay()
+        let token = RelayProcess.token()
+        for model in ["simulated", "simulated-ar"] {
+            let id = Chat.newID()
+            let live = try Chat.start(port: a.port, token: token, requestID: id, model: model, maxTokens: 300)
+            var bodies: [String] = []
+            var next = "-1"
+            var polls = 0
+            while polls < 2_000 {
+                polls += 1
+                let r = try get(b, token, id, "offset=\(next)&live=long-poll", timeout: 30)
+                XCTAssertTrue([200, 204].contains(r.status), "\(r.status) \(r.text)")
+                next = try XCTUnwrap(r.header("Stream-Next-Offset"))
+                if r.status == 200 { bodies.append(elements(r)) }
+                if r.header("Stream-Closed") == "true" { break }
+            }
+            let sse = try live.readAll()
+            XCTAssertEqual(bodies.filter { !$0.isEmpty }.joined(separator: ","), sse.map(\.data).joined(separator: ","), model)
+            XCTAssertEqual(Chat.text(sse), referenceText(model: model, maxTokens: 300), model)
+            XCTAssertEqual(next, offset(sse.count))
+        }
+    }
+
+    /// A client that goes away while its long-poll waits frees the wait (its subscription
+    /// and connection slot) at once, not at the timeout.
+    func testAClientClosingAWaitingLongPollEndsTheWaitAtOnce() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let relay = try startRelay(openAIEnv(fake, ["RELAY_LONG_POLL_TIMEOUT": "600s"]))
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        for _ in 0..<3 {
+            let c = try RawConnection(port: relay.port)
+            try c.send("GET /api/chat/stream/\(id)?offset=\(offset(1))&live=long-poll HTTP/1.1\r\nHost: x\r\n" +
+                       "Authorization: Bearer \(token)\r\n\r\n")
+            try eventually(10, "the poll waits") { try self.metric(relay, "relay_live_connections") == 2 }
+            c.close()
+            try eventually(10, "the wait ended with its client") { try self.metric(relay, "relay_live_connections") == 1 }
+        }
+        live.close()
+    }
+
+    /// An offset read behind the retained window gets the lossless catch-up delta first
+    /// (docs/PROTOCOL.md §6.3), then the retained events: the whole text, nothing twice.
+    func testAnOffsetReadBehindTheRetainedWindowIsCaughtUpLosslessly() throws {
+        let relay = try startRelay()
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 400).readAll()
+        XCTAssertEqual(all.count, 401)
+        let firstKept = try XCTUnwrap(try storedSeqs(id).first)
+        XCTAssertGreaterThan(firstKept, 2, "the window moved")
+        let r = try get(relay, token, id, "offset=-1")
+        XCTAssertEqual(r.status, 200)
+        let items = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.body)) as? [[String: Any]])
+        XCTAssertEqual(items.count, all.count - Int(firstKept) + 2, "one catch-up delta, then the retained events")
+        let text = items.compactMap { $0["type"] as? String == "delta" ? $0["content"] as? String : nil }.joined()
+        XCTAssertEqual(text, Chat.text(all))
+        XCTAssertEqual(text, referenceText(maxTokens: 400))
+        XCTAssertEqual(r.header("Stream-Closed"), "true")
+        XCTAssertEqual(r.header("Stream-Next-Offset"), offset(all.count))
+        let off = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)?offset=-1",
+                                         headers: [("Authorization", "Bearer \(token)")])
+        XCTAssertEqual(off.status, 200)
+    }
+
+    /// A long-poll waits longer than `RELAY_REQUEST_TIMEOUT` (a limit on receiving the
+    /// request, not on answering it) and is still answered by its own timeout.
+    func testALongPollOutlastsTheRequestTimeout() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let relay = try startRelay(openAIEnv(fake, ["RELAY_REQUEST_TIMEOUT": "1s", "RELAY_LONG_POLL_TIMEOUT": "2500ms"]))
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let r = try get(relay, token, id, "offset=\(offset(1))&live=long-poll", timeout: 20)
+        XCTAssertEqual(r.status, 204)
+        XCTAssertEqual(r.header("Stream-Next-Offset"), offset(1))
+        live.close()
+    }
+
+    /// DS SSE on another instance than the generating one: the events arrive live as
+    /// `data` + `control` pairs, the last control closes the stream.
+    func testDurableStreamsSSEModeFollowsALiveAnswerOnAnotherInstance() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 1000, second: " world")
+        defer { fake.stop() }
+        let a = try startRelay(openAIEnv(fake))
+        let b = try startRelay()
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test")
+        let first = try XCTUnwrap(try live.nextEvent())
+        let c = try SSEConnection(port: b.port, method: "GET", path: "/api/chat/stream/\(id)?offset=-1&live=sse",
+                                  headers: [("Authorization", "Bearer \(token)")])
+        XCTAssertEqual(c.status, 200)
+        let messages = try c.readAll(timeout: 20)
+        let sse = [first] + (try live.readAll())
+        let data = messages.filter { $0.type == "data" }.map { String($0.data.dropFirst().dropLast()) }
+        XCTAssertEqual(data.joined(separator: ","), sse.map(\.data).joined(separator: ","))
+        XCTAssertGreaterThanOrEqual(data.count, 2, "the first event, then the live ones in later data events")
+        XCTAssertEqual(messages.last?.type, "control")
+        XCTAssertTrue(messages.last?.data.contains("\"streamClosed\":true") ?? false)
+        for (i, m) in messages.enumerated() where m.type == "data" {
+            XCTAssertEqual(messages[i + 1].type, "control", "every data event is followed by its control event")
+        }
+    }
+
+    /// A waiting long-poll holds a slot of `RELAY_MAX_CONNECTIONS` like a stream, and gives
+    /// it back when answered.
+    func testAWaitingLongPollCountsAgainstTheConnectionLimit() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let a = try startRelay(openAIEnv(fake))
+        let b = try startRelay(["RELAY_MAX_CONNECTIONS": "1", "RELAY_LONG_POLL_TIMEOUT": "1500ms"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let poll = try SSEConnectionInBackground(port: b.port, path: "/api/chat/stream/\(id)?offset=\(offset(1))&live=long-poll", token: token)
+        try eventually(10, "the poll waits") { try self.metric(b, "relay_live_connections") == 1 }
+        let refused = try get(b, token, id, "offset=\(offset(1))&live=long-poll")
+        XCTAssertEqual(refused.status, 503)
+        XCTAssertEqual(refused.errorCode, "not_ready")
+        XCTAssertEqual(refused.header("Retry-After"), "1")
+        XCTAssertEqual(try poll.result(timeout: 20).status, 204)
+        try eventually(10, "the slot is free again") { try self.metric(b, "relay_live_connections") == 0 }
+        XCTAssertEqual(try get(b, token, id, "offset=-1").status, 200)
+        live.close()
+    }
+
+    func testOffsetReadRefusals() throws {
+        let relay = try startRelay(["RELAY_ADMIN_KEY": Self.adminKey])
+        let sid = "s-" + UUID().uuidString
+        let token = RelayProcess.token(sid: sid)
+        let id = Chat.newID()
+        _ = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 3).readAll()
+        let bob = RelayProcess.token(sub: "bob")
+        let other = try get(relay, bob, id, "offset=-1")
+        XCTAssertEqual(other.status, 404)
+        XCTAssertEqual(other.errorCode, "stream_not_found")
+        XCTAssertEqual(try get(relay, bob, id, "offset=-1&live=long-poll").status, 404)
+        for bad in ["offset=", "offset=abc", "offset=-2", "offset=123456789012345678901", "offset=99", "offset=-1&live=auto",
+                    "offset=-1&live="] {
+            let r = try get(relay, token, id, bad)
+            XCTAssertEqual(r.status, 400, bad)
+            XCTAssertEqual(r.errorCode, "invalid_offset", bad)
+            XCTAssertEqual(r.header("Content-Type"), "application/json", bad)
+        }
+        for method in ["PUT", "POST"] {
+            let r = try HTTPClient.request(port: relay.port, method: method, path: "/api/chat/stream/\(id)?offset=-1",
+                                           headers: [("Authorization", "Bearer \(token)")])
+            XCTAssertEqual(r.status, 405, method)
+            XCTAssertEqual(r.errorCode, "method_not_allowed", method)
+        }
+        XCTAssertEqual(try get(relay, "not-a-token", id, "offset=-1").status, 401)
+        XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "POST", path: "/admin/sessions/\(sid)/revoke",
+                                              headers: [("Authorization", "Bearer \(Self.adminKey)")]).status, 202)
+        for q in ["offset=-1", "offset=now&live=long-poll", "offset=-1&live=sse"] {
+            let r = try get(relay, token, id, q)
+            XCTAssertEqual(r.status, 401, q)
+            XCTAssertEqual(r.errorCode, "unauthorized", q)
+        }
+    }
+
+    func testAWaitingLongPollOfARevokedSessionAnswers401() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let a = try startRelay(openAIEnv(fake, ["RELAY_ADMIN_KEY": Self.adminKey]))
+        let b = try startRelay(["RELAY_ADMIN_KEY": Self.adminKey, "RELAY_LONG_POLL_TIMEOUT": "60s"])
+        let sid = "s-" + UUID().uuidString
+        let token = RelayProcess.token(sid: sid)
+        let id = Chat.newID()
+        let live = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let poll = try SSEConnectionInBackground(port: b.port, path: "/api/chat/stream/\(id)?offset=\(offset(1))&live=long-poll", token: token)
+        try eventually(10, "the poll waits") { try self.metric(b, "relay_live_connections") == 1 }
+        XCTAssertEqual(try HTTPClient.request(port: a.port, method: "POST", path: "/admin/sessions/\(sid)/revoke",
+                                              headers: [("Authorization", "Bearer \(Self.adminKey)")]).status, 202)
+        let r = try poll.result(timeout: 20)
+        XCTAssertEqual(r.status, 401, r.text)
+        live.close()
+    }
+
+    func testDrainAnswersAWaitingLongPoll204AtOnce() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let a = try startRelay(openAIEnv(fake))
+        let b = try startRelay(["RELAY_LONG_POLL_TIMEOUT": "60s"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let poll = try SSEConnectionInBackground(port: b.port, path: "/api/chat/stream/\(id)?offset=\(offset(1))&live=long-poll", token: token)
+        try eventually(10, "the poll waits") { try self.metric(b, "relay_live_connections") == 1 }
+        DispatchQueue.global().async { _ = b.terminate() }
+        let r = try poll.result(timeout: 20)
+        XCTAssertEqual(r.status, 204)
+        XCTAssertEqual(r.header("Stream-Next-Offset"), offset(1))
+        XCTAssertNil(r.header("Stream-Closed"))
+        live.close()
+    }
+
+    func testDurableStreamsSSEModeCarriesDataAndControlEvents() throws {
+        let relay = try startRelay()
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 10).readAll()
+        let c = try SSEConnection(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)?offset=\(offset(4))&live=sse",
+                                  headers: [("Authorization", "Bearer \(token)")])
+        XCTAssertEqual(c.status, 200)
+        let messages = try c.readAll()
+        XCTAssertEqual(messages.map(\.type), ["data", "control"])
+        XCTAssertEqual(messages.first?.data, "[" + all[4...].map(\.data).joined(separator: ",") + "]")
+        XCTAssertEqual(messages.last?.data, "{\"streamNextOffset\":\"\(offset(all.count))\",\"upToDate\":true,\"streamClosed\":true}")
+        let atEnd = try SSEConnection(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)?offset=now&live=sse",
+                                      headers: [("Authorization", "Bearer \(token)")]).readAll()
+        XCTAssertEqual(atEnd.map(\.type), ["control"])
+    }
+
+    /// The Durable Streams Python client (`durable-streams` on PyPI) reads a whole answer
+    /// given its URL and the bearer token: live (its `auto` mode: a catch-up, then
+    /// long-polls), while the answer is generated, and once ended in one catch-up
+    /// (`live=False`). Its 0.1.0 release does not read `Stream-Closed`, so the live reader
+    /// stops at the relay's terminal event (`done`/`error`, docs/PROTOCOL.md §5).
+    func testDurableStreamsPythonClientReadsTheWholeAnswer() throws {
+        let python = try Self.pythonWithDurableStreams()
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "300"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: token, requestID: id, model: "simulated-ar", maxTokens: 150)
+        let first = try XCTUnwrap(try live.nextEvent())
+        let script = """
+        import json, sys
+        from durable_streams import stream
+        url, token, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+        out = []
+        with stream(url, offset="-1", live=(False if mode == "catch-up" else "auto"),
+                    headers={"Authorization": "Bearer " + token}) as res:
+            for item in res.iter_json():
+                out.append(item)
+                if item.get("type") in ("done", "error"):
+                    break
+        json.dump(out, sys.stdout)
+        """
+        let url = "http://127.0.0.1:\(relay.port)/api/chat/stream/\(id)"
+        var sse: [SSEMessage]?
+        for mode in ["live", "catch-up"] {
+            let run = try ToolProcess.run(python, ["-c", script, url, token, mode], timeout: 60)
+            XCTAssertEqual(run.status, 0, run.stderr)
+            let items = try XCTUnwrap(try JSONSerialization.jsonObject(with: run.stdoutData) as? [[String: Any]], mode)
+            if sse == nil { sse = [first] + (try live.readAll()) }
+            let expected = try sse!.map { try XCTUnwrap(try JSONSerialization.jsonObject(with: Data($0.data.utf8)) as? NSDictionary) }
+            XCTAssertEqual(items.map { $0 as NSDictionary }, expected, "\(mode): every event, as the SSE answer carries it")
+            let text = items.compactMap { $0["type"] as? String == "delta" ? $0["content"] as? String : nil }.joined()
+            XCTAssertEqual(text, referenceText(model: "simulated-ar", maxTokens: 150), mode)
+            XCTAssertEqual(items.last?["type"] as? String, "done", mode)
+        }
+    }
+
+    /// A `python3` that imports `durable_streams` (`pip install durable-streams`).
+    static func pythonWithDurableStreams() throws -> String {
+        var candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/python3" }
+        candidates += ["/root/.pyenv/shims/python3", "/usr/local/bin/python3", "/usr/bin/python3"]
+        if let root = try? FileManager.default.contentsOfDirectory(atPath: "/root/.pyenv/versions") {
+            candidates += root.map { "/root/.pyenv/versions/\($0)/bin/python3" }
+        }
+        for p in candidates where FileManager.default.isExecutableFile(atPath: p) {
+            if let r = try? ToolProcess.run(p, ["-c", "import durable_streams"], timeout: 20), r.status == 0 { return p }
+        }
+        throw TestFailure("no python3 with durable_streams (pip install durable-streams)")
+    }
+}
+
+/// One request answered on a background thread (a long-poll the test acts on while it waits).
+final class SSEConnectionInBackground: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var response: Result<HTTPResponse, Error>?
+
+    init(port: Int, path: String, token: String) throws {
+        DispatchQueue.global().async {
+            self.response = Result { try HTTPClient.request(port: port, method: "GET", path: path,
+                                                            headers: [("Authorization", "Bearer \(token)")], timeout: 60) }
+            self.done.signal()
+        }
+    }
+
+    func result(timeout: Double) throws -> HTTPResponse {
+        guard done.wait(timeout: .now() + timeout) == .success, let r = response else { throw TestFailure("no answer within \(timeout) s") }
+        return try r.get()
+    }
+}
