@@ -54,7 +54,12 @@ if ! python3 -c 'import selenium, sys; sys.exit(selenium.__version__ != "4.25.0"
   python3 -m pip install --quiet --disable-pip-version-check -r "$req" 2>/dev/null \
     || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages -r "$req"
 fi
-<<<<<<< HEAD
+# The Durable Streams Python client that OffsetReadTests reads an answer with (pinned).
+req=Tests/RelayIntegrationTests/python/requirements.txt
+if ! python3 -c 'import importlib.metadata as m, sys; sys.exit(m.version("durable-streams") != "0.1.0")' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check -r "$req" 2>/dev/null \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages -r "$req"
+fi
 # Pinned Python packages of the interoperability suite (tests/interop/requirements.txt): the
 # third-party SSE clients it runs. Installed when one of the pins is not what is installed.
 req=tests/interop/requirements.txt
@@ -68,11 +73,6 @@ for line in open(sys.argv[1]):
         assert version(name) == pin, name
 PY
 then
-=======
-# The Durable Streams Python client that OffsetReadTests reads an answer with (pinned).
-req=Tests/RelayIntegrationTests/python/requirements.txt
-if ! python3 -c 'import importlib.metadata as m, sys; sys.exit(m.version("durable-streams") != "0.1.0")' 2>/dev/null; then
->>>>>>> main
   python3 -m pip install --quiet --disable-pip-version-check -r "$req" 2>/dev/null \
     || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages -r "$req"
 fi
