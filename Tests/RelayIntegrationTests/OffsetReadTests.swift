@@ -329,6 +329,39 @@ final class OffsetReadTests: RelayTestCase {
         }
     }
 
+    /// Hostile query strings: a repeated `offset` or `live` (which one a proxy or cache
+    /// acts on is anyone's guess) and a percent-encoded NUL after a valid value are
+    /// `400 invalid_offset`, not the first value or the text before the NUL; `%30` is the
+    /// digit 0, signs and non-ASCII digits are refused, `live` is case-sensitive, and
+    /// `offset` wins over a `Last-Event-ID` sent with it (docs/PROTOCOL.md §12.1).
+    func testRepeatedParametersAndEncodedNULsInAnOffsetReadAreRefused() throws {
+        let relay = try startRelay()
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 5).readAll()
+        XCTAssertEqual(all.count, 6)
+        for bad in ["offset=1&offset=5", "offset=-1&offset", "offset=now%00x", "offset=-1%00zz", "offset=3%00",
+                    "offset=-1&live=sse%00x", "offset=-1&live=long-poll&live=sse", "offset=-1&live=sse&live=sse",
+                    "offset=%2B1", "offset=+1", "offset=%EF%BC%91", "offset=%D9%A1", "offset=-0", "offset=-1&live=LONG-POLL",
+                    "offset=000000000000000000005"] {
+            let r = try get(relay, token, id, bad)
+            XCTAssertEqual(r.status, 400, bad)
+            XCTAssertEqual(r.errorCode, "invalid_offset", bad)
+        }
+        let zero = try get(relay, token, id, "offset=%30")
+        XCTAssertEqual(zero.status, 200)
+        XCTAssertEqual(elements(zero), all.map(\.data).joined(separator: ","), "%30 is offset 0: the whole answer")
+        let both = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)?offset=4&lastEventId=1",
+                                          headers: [("Authorization", "Bearer \(token)"), ("Last-Event-ID", "2")])
+        XCTAssertEqual(both.status, 200)
+        XCTAssertEqual(elements(both), all[4...].map(\.data).joined(separator: ","), "offset selects the offset read")
+        // The SSE resume's `?lastEventId=` is decoded the same way: a NUL does not end it.
+        let resume = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)?lastEventId=3%00x",
+                                            headers: [("Authorization", "Bearer \(token)")])
+        XCTAssertEqual(resume.status, 400)
+        XCTAssertEqual(resume.errorCode, "invalid_last_event_id")
+    }
+
     func testAWaitingLongPollOfARevokedSessionAnswers401() throws {
         let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
         defer { fake.stop() }

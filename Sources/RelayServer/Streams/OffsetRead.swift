@@ -69,8 +69,14 @@ final class OffsetRead {
         guard !gate.refusedAtConnectionLimit(ex) else { return }
         guard let who = gate.authenticate(ex) else { return }
         guard !hub.draining else { return gate.fail(ex, .notReady("draining")) }
-        guard let (offset, mode) = gate.attempt(ex, { (try ReadOffset.parse(rawOffset), try ReadMode.parse(ex.queryParameter("live"))) })
-        else { return }
+        guard let (offset, mode) = gate.attempt(ex, {
+            // A repeated `offset` or `live` has no single meaning (a proxy or cache may take
+            // another one than the relay): refused, like two Last-Event-ID headers (§6.1).
+            for name in ["offset", "live"] where ex.queryParameterValues(name).count > 1 {
+                throw APIError(.invalidOffset, "\(name) must appear at most once in the query")
+            }
+            return (try ReadOffset.parse(rawOffset), try ReadMode.parse(ex.queryParameter("live")))
+        }) else { return }
         let read = OffsetRead(ex: ex, id: clientID.scoped(by: OwnerHash.of(who.user)), who: who, mode: mode,
                               cursor: ex.queryParameter("cursor"), hub: hub, gate: gate)
         gate.checkSession(ex, who) { read.open(offset) }
