@@ -362,6 +362,77 @@ final class OffsetReadTests: RelayTestCase {
         XCTAssertEqual(resume.errorCode, "invalid_last_event_id")
     }
 
+    /// A token that expires while its long-poll waits: the wait ends `401` (the read is
+    /// cut like a stream, docs/PROTOCOL.md §12.1, §2.3), not at the long-poll timeout.
+    func testAWaitingLongPollWhoseTokenExpiresAnswers401() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let relay = try startRelay(openAIEnv(fake, ["RELAY_LONG_POLL_TIMEOUT": "120s", "RELAY_JWT_LEEWAY": "0"]))
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: RelayProcess.token(), requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let poll = try SSEConnectionInBackground(port: relay.port, path: "/api/chat/stream/\(id)?offset=\(offset(1))&live=long-poll",
+                                                 token: RelayProcess.token(ttl: 2))
+        let r = try poll.result(timeout: 40)
+        XCTAssertEqual(r.status, 401, r.text)
+        XCTAssertEqual(r.errorCode, "unauthorized")
+        try eventually(10, "the wait's slot is freed") { try self.metric(relay, "relay_live_connections") == 1 }
+        live.close()
+    }
+
+    /// Requests pipelined behind a waiting long-poll on one connection are answered after
+    /// it, in order (RFC 9112 §9.3.2); the client closing the connection still ends the wait.
+    func testRequestsPipelinedBehindALongPollAreAnsweredInOrder() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let relay = try startRelay(openAIEnv(fake, ["RELAY_LONG_POLL_TIMEOUT": "1s"]))
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let poll = "GET /api/chat/stream/\(id)?offset=now&live=long-poll HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n"
+        let c = try RawConnection(port: relay.port)
+        try c.send(poll + poll + "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let text = String(decoding: c.readToEnd(timeout: 20), as: UTF8.self)
+        let statuses = text.components(separatedBy: "\r\n").filter { $0.hasPrefix("HTTP/1.1 ") }
+        XCTAssertEqual(statuses, ["HTTP/1.1 204 No Content", "HTTP/1.1 204 No Content", "HTTP/1.1 200 OK"], text)
+        c.close()
+        let relay2 = try startRelay(openAIEnv(fake, ["RELAY_LONG_POLL_TIMEOUT": "600s"]))
+        let d = try RawConnection(port: relay2.port)
+        try d.send(poll + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        try eventually(10, "the poll waits") { try self.metric(relay2, "relay_live_connections") == 1 }
+        d.close()
+        try eventually(10, "the wait ended with its client") { try self.metric(relay2, "relay_live_connections") == 0 }
+        live.close()
+    }
+
+    /// The instance generating the answer is killed (SIGKILL) while a long-poll and a DS
+    /// SSE read wait on another: both get the `upstream_lost` error event that ends the
+    /// answer once its owner's lease lapses (docs/PROTOCOL.md §5.4), with `Stream-Closed`.
+    func testReadsWaitingOnAnotherInstanceEndWithUpstreamLostWhenTheGeneratorIsKilled() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let a = try startRelay(openAIEnv(fake))
+        let b = try startRelay(["RELAY_LONG_POLL_TIMEOUT": "120s"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let poll = try SSEConnectionInBackground(port: b.port, path: "/api/chat/stream/\(id)?offset=\(offset(1))&live=long-poll", token: token)
+        let sse = try SSEConnectionInBackground(port: b.port, path: "/api/chat/stream/\(id)?offset=-1&live=sse", token: token)
+        try eventually(10, "both wait") { try self.metric(b, "relay_live_connections") == 2 }
+        a.kill9()
+        let r = try poll.result(timeout: 40)
+        XCTAssertEqual(r.status, 200, r.text)
+        XCTAssertTrue(r.text.contains("\"code\":\"upstream_lost\""), r.text)
+        XCTAssertEqual(r.header("Stream-Closed"), "true")
+        XCTAssertEqual(r.header("Stream-Next-Offset"), offset(2))
+        let s = try sse.result(timeout: 40)
+        XCTAssertTrue(s.text.contains("\"code\":\"upstream_lost\""), s.text)
+        XCTAssertTrue(s.text.contains("\"streamClosed\":true"), s.text)
+        live.close()
+    }
+
     func testAWaitingLongPollOfARevokedSessionAnswers401() throws {
         let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
         defer { fake.stop() }
