@@ -380,6 +380,24 @@ final class OffsetReadTests: RelayTestCase {
         live.close()
     }
 
+    /// A long-poll sent with a token past its `exp` but within `RELAY_JWT_LEEWAY` (accepted,
+    /// as on a stream, docs/PROTOCOL.md §2.3) and woken by an event within the leeway gets
+    /// the event, not a 401: the wait judges expiry with the leeway, as the stream cut does.
+    func testALongPollWokenWithinTheTokenLeewayGetsTheEvent() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 5000, second: " world")
+        defer { fake.stop() }
+        let relay = try startRelay(openAIEnv(fake, ["RELAY_LONG_POLL_TIMEOUT": "60s", "RELAY_JWT_LEEWAY": "60s"]))
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: RelayProcess.token(), requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let short = RelayProcess.token(ttl: 1)
+        Thread.sleep(forTimeInterval: 2.2)   // the token's exp (whole seconds) has passed; within the leeway
+        let r = try get(relay, short, id, "offset=\(offset(1))&live=long-poll", timeout: 30)
+        XCTAssertEqual(r.status, 200, r.text)
+        XCTAssertTrue(r.text.contains("world"), r.text)
+        live.close()
+    }
+
     /// Requests pipelined behind a waiting long-poll on one connection are answered after
     /// it, in order (RFC 9112 §9.3.2); the client closing the connection still ends the wait.
     func testRequestsPipelinedBehindALongPollAreAnsweredInOrder() throws {

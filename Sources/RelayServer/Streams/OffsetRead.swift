@@ -268,7 +268,10 @@ final class OffsetRead {
         ex.onClose = nil
         keepAlive = nil
         gate.checkSession(ex, who) { [self] in
-            if let exp = who.expiresAt, exp <= hub.context.nowMs() / 1000 {
+            // Past `exp` + `RELAY_JWT_LEEWAY`, as the stream cut judges it (a token accepted
+            // within the leeway is not refused for the event that wakes its wait).
+            if ConnectionPolicy.tokenExpired(nowS: hub.context.nowMs() / 1000, expiresAt: who.expiresAt,
+                                             leewayS: Int64(hub.config.jwtLeewaySeconds)) {
                 gate.fail(ex, .unauthorized("token expired"))
                 return finish()
             }
