@@ -83,3 +83,30 @@ final class PipelinedPartialHeadTests: RelayTestCase {
         XCTAssertTrue(second.hasPrefix("HTTP/1.1 200 "), second.debugDescription)
     }
 }
+
+/// A keep-alive connection left idle after its stream ended is closed after
+/// `RELAY_REQUEST_TIMEOUT` like any idle connection (docs/LIMITS.md), not kept for the day
+/// the stream lifted evhttp's read timeout to: otherwise each finished stream a client leaves
+/// open holds a descriptor that connection shedding never takes back.
+final class IdleAfterStreamTests: RelayTestCase {
+    func testIdleKeepAliveConnectionAfterAStreamIsClosedAfterTheRequestTimeout() throws {
+        let relay = try startRelay(["RELAY_REQUEST_TIMEOUT": "1s"])
+        let c = try RawConnection(port: relay.port)
+        defer { c.close() }
+        let body = #"{"messages":[{"role":"user","content":"hello"}],"max_tokens":2}"#
+        try c.send("POST /api/chat/stream HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(RelayProcess.token(sub: "idle"))\r\n"
+                   + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body)
+        var got = ""
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !got.hasSuffix("\r\n0\r\n\r\n") {
+            guard let bytes = c.read(max: 65_536, timeout: 5), !bytes.isEmpty else { break }
+            got += String(decoding: bytes, as: UTF8.self)
+        }
+        XCTAssertTrue(got.contains("\"type\":\"done\"") && got.hasSuffix("\r\n0\r\n\r\n"), "the stream ended: \(got.debugDescription)")
+        // Idle from now on: the relay closes the connection (end of file) well before 15 s.
+        let t0 = Date()
+        let rest = c.readToEnd(timeout: 15)
+        XCTAssertTrue(rest.isEmpty, String(decoding: rest, as: UTF8.self))
+        XCTAssertLessThan(Date().timeIntervalSince(t0), 14, "the idle connection was still open")
+    }
+}

@@ -132,6 +132,14 @@ public final class ConnectionGate {
     /// That exchange's response was handed to evhttp whole (a reply, or a stream's end).
     public func requestAnswered() { unansweredRequests = max(0, unansweredRequests - 1) }
 
+    /// The stream's response ended and the connection stays open (keep-alive): evhttp's read
+    /// timeout is set again, so an idle connection is closed after `RELAY_REQUEST_TIMEOUT`
+    /// like any other (docs/LIMITS.md) instead of holding its descriptor for the lifted day.
+    public func restoreReadTimeout() {
+        readTimeoutLifted = false
+        setReadTimeout(ms: isPending ? timeoutMs + Self.readTimeoutMarginMs : timeoutMs)
+    }
+
     /// The methods some route of the relay serves: the `Allow` of the gate's 405.
     public static let servedMethods = "GET, HEAD, POST, DELETE"
 

@@ -367,6 +367,7 @@ public final class HTTPExchange {
     /// Ends a stream (the last chunk) and releases the request.
     public func endStream() {
         guard let req else { return }
+        gate?.restoreReadTimeout()  // lifted for the stream (`startStream`)
         evhttp_send_reply_end(req)
         self.req = nil
         gate?.requestAnswered()
