@@ -406,4 +406,27 @@ final class JWKSTests: RelayTestCase {
         XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/healthz").status, 200)
         XCTAssertEqual(try status(relay, Self.token(newKey)), 401)
     }
+
+    /// Kids an attacker shapes (docs/TOKENS.md): control characters, a NUL, a lone surrogate
+    /// escape, a non-string kid, a 257-byte and a 64 KB kid, quotes and braces. Each token is
+    /// refused 401 (never another status, never a crash), the refetches they cause stay within
+    /// the unknown-kid interval's rate, and a real token still verifies afterwards.
+    func testKidsWithOddBytesOrHugeLengthAreRefusedAndTheRelayStaysWhole() throws {
+        let (server, relay) = try start(Self.serve([Self.rsa], cacheControl: "public, max-age=604800"))
+        let now = Int(Date().timeIntervalSince1970)
+        let claims = Self.b64(#"{"sub":"mallory","sid":"s1","exp":\#(now + 600)}"#)
+        let kids = [#""a\u0000b""#, #""\u0001\n\r\t""#, #""\ud800""#, #""\udc00x""#, "17", "null", #"{"k":1}"#, "[\"x\"]",
+                    "\"" + String(repeating: "k", count: 257) + "\"", "\"" + String(repeating: "k", count: 6_000) + "\"",
+                    #""\"}{\\""#, #""%00%0d%0a""#]
+        let fetchesBefore = jwksRequests(server)
+        for kid in kids {
+            let token = Self.b64(#"{"alg":"ES256","kid":\#(kid)}"#) + "." + claims + "." + Self.b64([UInt8](repeating: 7, count: 64))
+            let answer = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/budget",
+                                                headers: [("Authorization", "Bearer \(token)")])
+            XCTAssertEqual(answer.status, 401, "kid \(kid.prefix(40))")
+        }
+        XCTAssertLessThanOrEqual(jwksRequests(server) - fetchesBefore, kids.count, "at most one fetch per unknown kid")
+        XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200)
+        XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/healthz").status, 200)
+    }
 }
