@@ -338,13 +338,42 @@ public final class ConnectionGate {
         scheduleTimer(afterMs: 0, frees: true)
     }
 
+    /// The reset of `closeWithin(ms:)`; made when first needed.
+    private var closeTimer: LoopTimer?
+    private var closed = false
+
+    /// Resets the connection (`SO_LINGER` 0, then evhttp frees it) unless evhttp has closed
+    /// it within `ms`: the bound on a response that was ended and is waiting to be written to
+    /// a client that does not read (`HTTPExchange.abort`).
+    public func closeWithin(ms: UInt64) {
+        guard !closed else { return }
+        if closeTimer == nil {
+            closeTimer = LoopTimer(loop: loop) { [unowned self] in
+                guard !closed else { return }
+                let fd = Int32(bufferevent_getfd(bufferevent))
+                if fd >= 0 {
+                    var lg = linger(l_onoff: 1, l_linger: 0)
+                    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, socklen_t(MemoryLayout<linger>.size))
+                }
+                freeConnection()
+            }
+        }
+        closeTimer?.schedule(afterMs: ms)
+    }
+
+    /// Whether a response ended by `HTTPExchange.abort` is still being written (the
+    /// `closeWithin` bound is running).
+    public var isClosing: Bool { !closed && closeTimer?.isScheduled == true }
+
     private func freeConnection() {
         evhttp_connection_free(connection)  // calls connectionClosed() through the close callback
     }
 
     /// evhttp is freeing the connection.
     public func connectionClosed() {
+        closed = true
         timer?.cancel()
+        closeTimer?.cancel()
         if isPending {
             isPending = false
             _ = listener.pendingChanged(by: -1)
