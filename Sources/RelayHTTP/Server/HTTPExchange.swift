@@ -45,6 +45,7 @@ public final class HTTPExchange {
             // However the connection ends (client gone, a rejected pipelined request, shutdown),
             // the exchange stops touching the request evhttp is about to free.
             gate?.onClose = { [weak self] in self?.connectionClosed() }
+            gate?.requestRouted()
         }
     }
     /// Keeps the exchange alive while a stream is open (the stream's owners hold it weakly).
@@ -195,6 +196,7 @@ public final class HTTPExchange {
         evhttp_send_reply(req, Int32(status), HTTPExchange.reason(status), buf)
         evbuffer_free(buf)
         self.req = nil
+        gate?.requestAnswered()
     }
 
     /// Sends `204 No Content` (no body; `Content-Type` only when given: a 204 ending an event
@@ -208,6 +210,7 @@ public final class HTTPExchange {
         stopCloseWatch()
         evhttp_send_reply(req, 204, HTTPExchange.reason(204), nil)
         self.req = nil
+        gate?.requestAnswered()
     }
 
     /// Sends `error` as `{"error":{"code","message"}}` with its status. An overload answer
@@ -392,8 +395,10 @@ public final class HTTPExchange {
     /// Ends a stream (the last chunk) and releases the request.
     public func endStream() {
         guard let req else { return }
+        gate?.restoreReadTimeout()  // lifted for the stream (`startStream`)
         evhttp_send_reply_end(req)
         self.req = nil
+        gate?.requestAnswered()
         forgetConnection()
         streaming = false
         onClose = nil

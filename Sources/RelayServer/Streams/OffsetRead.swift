@@ -160,7 +160,9 @@ final class OffsetRead {
         reading = true
         readAgain = false
         let from = position
-        hub.readEvents(id, after: from) { [self] r in
+        // Skipped only once finished (its cleanup done); an exchange found closed is
+        // finished by the read's answer.
+        hub.readEvents(id, after: from, wanted: { [weak self] in self.map { !$0.finished } ?? false }) { [self] r in
             switch r {
             case .failure(let f):
                 readFailed(f)
@@ -171,7 +173,7 @@ final class OffsetRead {
                 case .gap(let seq):
                     readGap(seq)
                 case .catchUp(let seq):
-                    hub.readCatchUp(id, from: from, to: seq) { [self] r in
+                    hub.readCatchUp(id, from: from, to: seq, wanted: { [weak self] in self.map { !$0.finished } ?? false }) { [self] r in
                         switch r {
                         case .success(let text?):
                             hub.caughtUp(events: Int(seq - from) - 1)
