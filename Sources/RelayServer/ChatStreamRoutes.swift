@@ -245,11 +245,24 @@ final class ChatStreamRoutes {
         guard let clientID = gate.attempt(ex, { try RequestID(validating: rawID) }),
               let who = gate.authenticate(ex) else { return }
         let id = clientID.scoped(by: OwnerHash.of(who.user))
-        var revoked = false
-        hub.sessions.isRevoked(sid: who.sid) { if case .success(true) = $0 { revoked = true } }
+        // The session's revocation marker first (§9.5): a refused DELETE writes nothing, so a
+        // revoked session's token leaves no cancel marker that would stop the user's next
+        // stream of that id. Redis unable to say: 503, nothing written.
+        hub.sessions.isRevoked(sid: who.sid) { [weak self] r in
+            guard let self, ex.isOpen else { return }
+            switch r {
+            case .failure: self.gate.fail(ex, .notReady("Redis is not available"))
+            case .success(true): self.gate.fail(ex, .unauthorized("session revoked"))
+            case .success(false): self.requestCancel(ex, clientID: clientID, id: id, who: who)
+            }
+        }
+    }
+
+    /// The `DELETE` of a session found valid: leaves the cancel marker and publishes the
+    /// cancel of a running stream (`EventLog.requestCancel`).
+    private func requestCancel(_ ex: HTTPExchange, clientID: RequestID, id: RequestID, who: Identity) {
         log.requestCancel(id, owner: who.user) { [weak self] r in
             guard let self, ex.isOpen else { return }
-            if revoked { return self.gate.fail(ex, .unauthorized("session revoked")) }
             let accepted = { (state: String) in
                 "{\"requestId\":\(JSONText.quoted(clientID.value)),\"state\":\(JSONText.quoted(state))}"
             }

@@ -225,7 +225,7 @@ class Stack:
                 p.wait()
 
 
-LOG_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3}) .* up=(?P<up>[^ ]+(?:, [^ ]+)*) us=.* leid="(?P<leid>[^"]*)"')
+LOG_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3}) .* up=(?P<up>[^ ]+(?:, [^ ]+)*) us=.* leid="(?P<leid>[^"]*)"(?: off="(?P<off>[^"]*)")?')
 
 
 def requests_for(log, request_id):
@@ -235,7 +235,8 @@ def requests_for(log, request_id):
     for line in log.splitlines():
         m = LOG_LINE.search(line)
         if m and m["method"] == "GET" and f"/api/chat/stream/{request_id}" in m["path"]:
-            out.append(dict(path=m["path"], status=int(m["status"]), upstream=m["up"].split(", ")[-1], leid=m["leid"]))
+            out.append(dict(path=m["path"], status=int(m["status"]), upstream=m["up"].split(", ")[-1], leid=m["leid"],
+                            offset=m["off"] or ""))
     return out
 
 
@@ -450,8 +451,8 @@ class Suite:
                 why.append(f"no 200 from relay {survivor} after the {kind}: {[(r['status'], r['upstream']) for r in later]}")
             if CLIENTS[d.client][2] and not all(r["leid"] not in ("", "-", "0") for r in later):
                 why.append(f"a reconnect without Last-Event-ID: {[r['leid'] for r in later]}")
-            if not CLIENTS[d.client][2] and not all("offset=" in r["path"] and "offset=-1" not in r["path"] for r in later):
-                why.append(f"a later read without the offset reached: {[r['path'] for r in later][:3]}")
+            if not CLIENTS[d.client][2] and not all(r["offset"] not in ("", "-") and r["offset"] != "-1" for r in later):
+                why.append(f"a later read without the offset reached: {[(r['path'], r['offset']) for r in later][:3]}")
             # Stopped: nothing after the request that delivered `done` (the last 200).
             if reqs[-1]["status"] != 200 and res.get("done"):
                 why.append(f"requests after done: {[(r['status'], r['leid']) for r in reqs][-3:]}")

@@ -45,6 +45,7 @@ public final class HTTPExchange {
             // However the connection ends (client gone, a rejected pipelined request, shutdown),
             // the exchange stops touching the request evhttp is about to free.
             gate?.onClose = { [weak self] in self?.connectionClosed() }
+            gate?.requestRouted()
         }
     }
     /// Keeps the exchange alive while a stream is open (the stream's owners hold it weakly).
@@ -106,18 +107,32 @@ public final class HTTPExchange {
         return String(cString: v)
     }
 
-    /// The value of query parameter `name` (percent-decoded), or nil.
+    /// The value of query parameter `name` (percent-decoded, `+` as a space), or nil; the
+    /// first when the query repeats it (`queryParameterValues` has them all). A decoded NUL
+    /// (`%00`) stays in the value, so a parser sees it and refuses it; bytes that are not
+    /// UTF-8 become U+FFFD.
     public func queryParameter(_ name: String) -> String? {
-        guard !query.isEmpty else { return nil }
+        queryParameterValues(name).first
+    }
+
+    /// Every value of query parameter `name`, in query order (percent-decoded as
+    /// `queryParameter`); empty when absent. A parameter without `=` has the value "".
+    public func queryParameterValues(_ name: String) -> [String] {
+        guard !query.isEmpty else { return [] }
+        var out: [String] = []
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count >= 1, parts[0] == name else { continue }
             let raw = parts.count == 2 ? String(parts[1]) : ""
-            guard let decoded = evhttp_uridecode(raw, 1, nil) else { return raw }
+            var size = 0
+            guard let decoded = evhttp_uridecode(raw, 1, &size) else { out.append(raw); continue }
             defer { free(decoded) }
-            return String(cString: decoded)
+            // The decoded length, not C-string length: `%00` must not cut the value short.
+            out.append(decoded.withMemoryRebound(to: UInt8.self, capacity: size) {
+                String(decoding: UnsafeBufferPointer(start: $0, count: size), as: UTF8.self)
+            })
         }
-        return nil
+        return out
     }
 
     /// Percent-decodes a path segment (RFC 3986 §2.1); nil for a malformed escape or
@@ -181,6 +196,7 @@ public final class HTTPExchange {
         evhttp_send_reply(req, Int32(status), HTTPExchange.reason(status), buf)
         evbuffer_free(buf)
         self.req = nil
+        gate?.requestAnswered()
     }
 
     /// Sends `204 No Content` (no body; `Content-Type` only when given: a 204 ending an event
@@ -194,6 +210,7 @@ public final class HTTPExchange {
         stopCloseWatch()
         evhttp_send_reply(req, 204, HTTPExchange.reason(204), nil)
         self.req = nil
+        gate?.requestAnswered()
     }
 
     /// Sends `error` as `{"error":{"code","message"}}` with its status. An overload answer
@@ -378,8 +395,10 @@ public final class HTTPExchange {
     /// Ends a stream (the last chunk) and releases the request.
     public func endStream() {
         guard let req else { return }
+        gate?.restoreReadTimeout()  // lifted for the stream (`startStream`)
         evhttp_send_reply_end(req)
         self.req = nil
+        gate?.requestAnswered()
         forgetConnection()
         streaming = false
         onClose = nil

@@ -74,8 +74,14 @@ final class OffsetRead {
         guard !gate.refusedAtConnectionLimit(ex) else { return }
         gate.authenticateRead(ex, clientID: clientID) { who, ownerHash, _ in
             guard !hub.draining else { return gate.fail(ex, .notReady("draining")) }
-            guard let (offset, mode) = gate.attempt(ex, { (try ReadOffset.parse(rawOffset), try ReadMode.parse(ex.queryParameter("live"))) })
-            else { return }
+            guard let (offset, mode) = gate.attempt(ex, {
+                // A repeated `offset` or `live` has no single meaning (a proxy or cache may take
+                // another one than the relay): refused, like two Last-Event-ID headers (§6.1).
+                for name in ["offset", "live"] where ex.queryParameterValues(name).count > 1 {
+                    throw APIError(.invalidOffset, "\(name) must appear at most once in the query")
+                }
+                return (try ReadOffset.parse(rawOffset), try ReadMode.parse(ex.queryParameter("live")))
+            }) else { return }
             let read = OffsetRead(ex: ex, id: clientID.scoped(by: ownerHash), who: who, ownerHash: ownerHash, mode: mode,
                                   cursor: ex.queryParameter("cursor"), hub: hub, gate: gate)
             gate.checkSession(ex, who) { read.open(offset) }
@@ -154,7 +160,9 @@ final class OffsetRead {
         reading = true
         readAgain = false
         let from = position
-        hub.readEvents(id, after: from) { [self] r in
+        // Skipped only once finished (its cleanup done); an exchange found closed is
+        // finished by the read's answer.
+        hub.readEvents(id, after: from, wanted: { [weak self] in self.map { !$0.finished } ?? false }) { [self] r in
             switch r {
             case .failure(let f):
                 readFailed(f)
@@ -165,7 +173,7 @@ final class OffsetRead {
                 case .gap(let seq):
                     readGap(seq)
                 case .catchUp(let seq):
-                    hub.readCatchUp(id, from: from, to: seq) { [self] r in
+                    hub.readCatchUp(id, from: from, to: seq, wanted: { [weak self] in self.map { !$0.finished } ?? false }) { [self] r in
                         switch r {
                         case .success(let text?):
                             hub.caughtUp(events: Int(seq - from) - 1)
@@ -262,7 +270,10 @@ final class OffsetRead {
         ex.onClose = nil
         keepAlive = nil
         gate.checkSession(ex, who) { [self] in
-            if let exp = who.expiresAt, exp <= hub.context.nowMs() / 1000 {
+            // Past `exp` + `RELAY_JWT_LEEWAY`, as the stream cut judges it (a token accepted
+            // within the leeway is not refused for the event that wakes its wait).
+            if ConnectionPolicy.tokenExpired(nowS: hub.context.nowMs() / 1000, expiresAt: who.expiresAt,
+                                             leewayS: Int64(hub.config.jwtLeewaySeconds)) {
                 gate.fail(ex, .unauthorized("token expired"))
                 return finish()
             }
