@@ -49,7 +49,7 @@ fi
 if [ "$chat_status" -eq 124 ]; then
   echo "✗ the chat did not finish within $CHAT_LIMIT_S s" >&2; exit 1
 elif [ "$chat_status" -ne 0 ]; then
-  echo "✗ the chat failed (exit $chat_status)" >&2; exit 1
+  echo "✗ the chat failed (exit $chat_status)" >&2; relay_pair_report_dead; exit 1
 fi
 telemetry=$(grep -ao '{"latencyMs"[^}]*}' "$work/chat.out" | tail -n 1 || true)
 
@@ -61,6 +61,7 @@ if [ "$reference_status" -ne 0 ]; then
   [ "$reference_status" -eq 124 ] && echo "✗ the reference run did not finish within $CHAT_LIMIT_S s" >&2 \
     || echo "✗ the reference run failed (exit $reference_status):" >&2
   tail -n 5 "$work/reference.err" >&2
+  relay_pair_report_dead
   exit 1
 fi
 

@@ -5,13 +5,14 @@
 # node-typescript (type check of clients/js/index.d.ts), chromium + chromium-driver + Noto fonts
 # (the browser end-to-end test), libjs-markdown-it (the web chat demo's Markdown renderer, served
 # by its nginx from /usr/share/javascript), pngquant (the test's UPDATE_SCREENSHOTS=1 run shrinks
-# the committed screenshots with it), and that test's pinned pip packages.
+# the committed screenshots with it), and that test's pinned pip packages; node-eventsource and the
+# pinned pip packages of the interoperability suite (tests/interop, docs/INTEROP.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # prometheus: only for promtool (the tests check /metrics and deploy/prometheus with it).
 # stunnel4: the TLS sidecar recipe for managed Redis (TLSSidecarTests).
 pkgs=(pkg-config libhiredis-dev libevent-dev libjwt-dev libcurl4-openssl-dev libssl-dev libmimalloc-dev redis-server redis-tools nginx openssl
-      curl node-typescript chromium chromium-driver fonts-noto-core libjs-markdown-it pngquant prometheus stunnel4 "$@")
+      curl node-typescript chromium chromium-driver fonts-noto-core libjs-markdown-it pngquant prometheus stunnel4 node-eventsource "$@")
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || pkgs+=(python3-pip)
@@ -58,6 +59,22 @@ fi
 # The Durable Streams Python client that OffsetReadTests reads an answer with (pinned).
 req=Tests/RelayIntegrationTests/python/requirements.txt
 if ! python3 -c 'import importlib.metadata as m, sys; sys.exit(m.version("durable-streams") != "0.1.0")' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check -r "$req" 2>/dev/null \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages -r "$req"
+fi
+# Pinned Python packages of the interoperability suite (tests/interop/requirements.txt): the
+# third-party SSE clients it runs. Installed when one of the pins is not what is installed.
+req=tests/interop/requirements.txt
+if ! python3 - "$req" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+for line in open(sys.argv[1]):
+    line = line.split("#")[0].strip()
+    if line:
+        name, pin = line.split("==")
+        assert version(name) == pin, name
+PY
+then
   python3 -m pip install --quiet --disable-pip-version-check -r "$req" 2>/dev/null \
     || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages -r "$req"
 fi

@@ -70,6 +70,20 @@ relay_pair_show_log() {
   echo "---" >&2
 }
 
+# After a failure: names each relay of the pair that is no longer running and shows its log's end
+# (a relay that died mid-answer is the likely cause; its generations ended with it).
+relay_pair_report_dead() {
+  local name pid log
+  for name in A B; do
+    pid=PID_$name; pid=${!pid:-}
+    log="$work/relay-$(tr 'AB' 'ab' <<<"$name").log"
+    if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+      echo "✗ relay $name (pid $pid) is no longer running" >&2
+      relay_pair_show_log "$log"
+    fi
+  done
+}
+
 # start_relay NAME PORT LOG: starts `stream-relay serve` as NAME on 127.0.0.1:PORT (0 = a free
 # ephemeral port), waits until it is up and verified as described above, then sets
 # relay_pid and relay_port.

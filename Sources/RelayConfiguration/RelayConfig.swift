@@ -212,6 +212,9 @@ public struct RelayConfig: Sendable, Equatable {
     /// How long a revocation marker lives, ms (should cover the longest token
     /// lifetime); default 24 h.
     public var revocationTTLms = 86_400_000
+    /// How long a read ticket (`X-Read-Ticket`, docs/PROTOCOL.md §2.5) admits `GET` of its
+    /// stream, ms, capped by the token's own `exp`; default 10 min.
+    public var readTicketTTLms = 600_000
     /// Fault injection for tests: delay between the live-channel subscription and the
     /// replay, ms; default 0.
     public var debugReplayDelayMs = 0
@@ -499,6 +502,10 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_REVOCATION_TTL", flag: "--revocation-ttl", default: "24h", unit: "duration",
                doc: "how long a session revocation lasts; cover the longest token lifetime") { c, v in
             c.revocationTTLms = try duration(v, "RELAY_REVOCATION_TTL", 1000...(400 * 86_400_000))
+        },
+        Option(env: "RELAY_READ_TICKET_TTL", flag: "--read-ticket-ttl", default: "10m", unit: "duration",
+               doc: "lifetime of a read ticket (X-Read-Ticket, for EventSource), never past the token's exp") { c, v in
+            c.readTicketTTLms = try duration(v, "RELAY_READ_TICKET_TTL", 1000...86_400_000)
         },
         Option(env: "RELAY_DEBUG_REPLAY_DELAY", flag: "--debug-replay-delay", default: "0", unit: "duration",
                doc: "test fault injection: stall between subscribe and replay", testOnly: true) { c, v in

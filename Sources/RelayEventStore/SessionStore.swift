@@ -28,6 +28,18 @@ public final class SessionStore {
         }
     }
 
+    /// The read-ticket key every instance shares (docs/PROTOCOL.md §2.5): stores `candidate`
+    /// (64 hex digits) at `relay:read-ticket-key` unless a key is already there (`SET NX`), then
+    /// reads what is there (`GET`, pipelined on the same connection, so it sees the winner of
+    /// any race). `done` gets the stored value (nil: none, deleted in between), or the failure.
+    public func loadReadTicketKey(candidate: String, done: @escaping (Result<String?, RedisFailure>) -> Void) {
+        connection.send(["SET", StreamKeys.readTicketKey, candidate, "NX"], nil)
+        connection.send(["GET", StreamKeys.readTicketKey]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            done(.success(r.reply.string))
+        }
+    }
+
     /// Marks the session revoked for `ttlMs`, then publishes it on `relay:revocations`
     /// (every worker of every instance cuts its live streams). Idempotent. The marker is
     /// written before the publish (one connection, commands run in order): a request

@@ -49,4 +49,7 @@ public struct StreamKeys: Sendable, Equatable {
     public static let cancelChannel = "relay:cancel"
     /// Marker key of a revoked session.
     public static func revoked(sid: String) -> String { "relay:revoked:{\(sid)}" }
+    /// The read-ticket signing key shared by every instance (docs/DATA_MODEL.md §8): 64 hex
+    /// digits, created once with `SET NX`, no expiry.
+    public static let readTicketKey = "relay:read-ticket-key"
 }

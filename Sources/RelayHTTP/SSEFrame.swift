@@ -3,17 +3,23 @@ import RelayCore
 /// §9.2 ("Server-sent events", the `text/event-stream` format): `retry:`, the heartbeat
 /// comment, and events as text (framed by `WireFrame`).
 ///
-/// The relay's events are single-line JSON, so each frame is `id:` then one
-/// `data:` line then a blank line. Comments (lines starting with `:`) are used for
+/// The relay's events are single-line JSON, so each frame is one `data:` line, then `id:`,
+/// then a blank line. The `id:` comes last so that an event cut anywhere before its blank
+/// line carries no id a client could keep: WHATWG §9.2.6 sets the last event ID only when the
+/// event is dispatched, but some SSE parsers store it as soon as the `id:` line is read and
+/// would skip the cut event on reconnect. Comments (lines starting with `:`) are used for
 /// heartbeats and carry no id, so they never move a client's last event ID.
 public enum SSEFrame {
-    /// `retry: <ms>\n\n`: the client's reconnection delay in milliseconds (WHATWG §9.2.6).
-    public static func retry(milliseconds: Int) -> String { "retry: \(milliseconds)\n\n" }
+    /// `retry: <ms>\n`: the client's reconnection delay in milliseconds (WHATWG §9.2.6), a
+    /// field line put in front of the first event of a response (`HTTPExchange.startStream`):
+    /// a block with `retry:` and no `data:` dispatches nothing per WHATWG, yet some SSE
+    /// libraries surface it as an empty message.
+    public static func retry(milliseconds: Int) -> String { "retry: \(milliseconds)\n" }
 
     /// The heartbeat comment `: ping\n\n` (docs/PROTOCOL.md §4).
     public static let ping = ": ping\n\n"
 
-    /// One event as SSE text, `id: <seq>\ndata: <json>\n\n` (`WireFrame.appendText`, the
+    /// One event as SSE text, `data: <json>\nid: <seq>\n\n` (`WireFrame.appendText`, the
     /// body of `WireFrame.event(seq:json:)`). `json` must not contain CR or LF (JSON text
     /// from `StreamEvent.json` never does).
     public static func event(seq: UInt64, json: String) -> String {
@@ -22,6 +28,9 @@ public enum SSEFrame {
         return s
     }
 
-    /// Content type of every stream response.
-    public static let contentType = "text/event-stream"
+    /// Content type of every stream response, and of the `204` that ends a finished one: the
+    /// SSE MIME type (WHATWG §9.2.5; an `EventSource` compares the essence only) with the
+    /// charset the stream is always encoded in, so a generic HTTP client does not fall back to
+    /// ISO-8859-1 for `text/*` (RFC 9110 §8.3.1, WHATWG §9.2.5: always UTF-8).
+    public static let contentType = "text/event-stream; charset=utf-8"
 }

@@ -6,7 +6,7 @@ import RelayCore
 ///
 /// The frame holds one HTTP/1.1 chunk of the `chunked` transfer coding (RFC 9112 §7.1:
 /// `chunk-size` in hex, CRLF, the data, CRLF) whose data is the SSE text (WHATWG HTML
-/// §9.2, e.g. `id: 7\ndata: {…}\n\n`); `body` is the range of the bare SSE text, for
+/// §9.2, e.g. `data: {…}\nid: 7\n\n`); `body` is the range of the bare SSE text, for
 /// a connection that does not use chunked coding (an HTTP/1.0 client, whose response
 /// ends by closing the connection). The storage is one reference-counted object:
 /// handing a frame to a thousand subscribers copies no bytes. Never empty: an empty
@@ -49,7 +49,7 @@ public struct WireFrame: @unchecked Sendable, Equatable {   // `storage` is neve
         self = t.withUTF8 { p in WireFrame(length: p.count) { out in out.copyMemory(from: UnsafeRawBufferPointer(p)) } }
     }
 
-    /// The SSE event `id: <seq>\ndata: <json>\n\n` framed as one
+    /// The SSE event `data: <json>\nid: <seq>\n\n` (the id last, `SSEFrame`) framed as one
     /// chunk, written straight into the frame's storage (no intermediate string).
     /// `json` must not contain CR or LF (the relay's event JSON never does).
     public static func event(seq: UInt64, json: String) -> WireFrame {
@@ -60,7 +60,7 @@ public struct WireFrame: @unchecked Sendable, Equatable {   // `storage` is neve
     /// `event(seq:json:)` for JSON given as UTF-8 bytes (a live pub/sub payload's tail).
     public static func event(seq: UInt64, jsonUTF8 j: UnsafeRawBufferPointer) -> WireFrame {
         let digits = ASCIIDecimal.digits(seq)
-        let length = idPrefix.utf8CodeUnitCount + digits + dataPrefix.utf8CodeUnitCount + j.count + 2
+        let length = dataPrefix.utf8CodeUnitCount + j.count + idPrefix.utf8CodeUnitCount + digits + 2
         return WireFrame(length: length) { out in
             let p = out.baseAddress!
             var at = 0
@@ -68,26 +68,26 @@ public struct WireFrame: @unchecked Sendable, Equatable {   // `storage` is neve
                 (p + at).copyMemory(from: s.utf8Start, byteCount: s.utf8CodeUnitCount)
                 at += s.utf8CodeUnitCount
             }
-            put(idPrefix)
-            ASCIIDecimal.write(seq, digits: digits, to: p + at)
-            at += digits
             put(dataPrefix)
             if let src = j.baseAddress, j.count > 0 { (p + at).copyMemory(from: src, byteCount: j.count) }
             at += j.count
+            put(idPrefix)
+            ASCIIDecimal.write(seq, digits: digits, to: p + at)
+            at += digits
             p.storeBytes(of: 0x0A, toByteOffset: at, as: UInt8.self)
             p.storeBytes(of: 0x0A, toByteOffset: at + 1, as: UInt8.self)
         }
     }
 
-    /// Appends one event's SSE text, `id: <seq>\ndata: <json>\n\n`, to `text`: the same
+    /// Appends one event's SSE text, `data: <json>\nid: <seq>\n\n`, to `text`: the same
     /// bytes as `event(seq:json:)`'s data, for a batch framed as one chunk
     /// (`WireFrame(text:)`). `json` must not contain CR or LF.
     public static func appendText(seq: UInt64, json: String, to text: inout String) {
         text.reserveCapacity(text.utf8.count + json.utf8.count + 32)
-        text.append("id: ")
-        text.append(String(seq))
-        text.append("\ndata: ")
+        text.append("data: ")
         text.append(json)
+        text.append("\nid: ")
+        text.append(String(seq))
         text.append("\n\n")
     }
 
@@ -115,8 +115,8 @@ public struct WireFrame: @unchecked Sendable, Equatable {   // `storage` is neve
         body = (hex + 2)..<(hex + 2 + length)
     }
 
-    private static let idPrefix: StaticString = "id: "
-    private static let dataPrefix: StaticString = "\ndata: "
+    private static let dataPrefix: StaticString = "data: "
+    private static let idPrefix: StaticString = "\nid: "
 
     static func hexDigits(_ v: Int) -> Int {
         var n = 1

@@ -50,7 +50,7 @@ final class ChatStreamRoutes {
         if explicitID && lastEventID != nil {
             // A resume by POST: never start a new stream under that id.
             return gate.checkSession(ex, who) { [weak self] in
-                self?.resume(ex, id: id, who: who, lastEventID: lastEventID ?? 0)
+                self?.resume(ex, id: id, who: who, ownerHash: ownerHash, credential: .bearer, lastEventID: lastEventID ?? 0)
             }
         }
         let config = gate.config
@@ -64,7 +64,7 @@ final class ChatStreamRoutes {
             guard let self else { return }
             switch outcome {
             case .existing:
-                self.resume(ex, id: id, who: who, lastEventID: lastEventID ?? 0)
+                self.resume(ex, id: id, who: who, ownerHash: ownerHash, credential: .bearer, lastEventID: lastEventID ?? 0)
             case .admitted(let budget):
                 self.generate(ex, request, id: id, ownerHash: ownerHash, who: who, budget: budget)
             }
@@ -108,7 +108,8 @@ final class ChatStreamRoutes {
         let g = Generation(id: id, owner: who.user, ownerHash: ownerHash, sid: who.sid, budget: budget,
                            upstream: upstream, host: hub)
         hub.register(g)
-        let s = ex.isOpen ? beginStream(ex, id: id, who: who, lastSent: 0) : nil
+        let s = ex.isOpen ? beginStream(ex, id: id, who: who, ticket: gate.readTicket(for: who, ownerHash: ownerHash, clientID: id.clientValue),
+                                        lastSent: 0) : nil
         // Register first, then check both markers: a cancel (docs/PROTOCOL.md §7) or a
         // revocation (§9.5) published before the generation was registered wrote its
         // marker first. The two replies may come on different connections (Redis Cluster).
@@ -141,24 +142,34 @@ final class ChatStreamRoutes {
         }
     }
 
-    /// `GET /api/chat/stream/{requestId}` with `Last-Event-ID` (or `?lastEventId=`).
-    /// With an `offset` query parameter: an offset read instead (`OffsetRead`, docs/PROTOCOL.md §12).
+    /// `GET` (or `HEAD`) `/api/chat/stream/{requestId}` with `Last-Event-ID` (or
+    /// `?lastEventId=`), authenticated by the bearer token or a read ticket for this stream
+    /// (`RequestGuard.authenticateRead`, docs/PROTOCOL.md §2.5). With an `offset` query
+    /// parameter: an offset read instead (`OffsetRead`, docs/PROTOCOL.md §12).
     func resume(_ ex: HTTPExchange, rawID: Substring) {
         if let offset = ex.queryParameter("offset") {
             return OffsetRead.serve(ex, rawID: rawID, rawOffset: offset, gate: gate, hub: hub)
         }
         guard let id = gate.attempt(ex, { try RequestID(validating: rawID) }) else { return }
         guard !gate.refusedAtConnectionLimit(ex) else { return }
-        guard let who = gate.authenticate(ex) else { return }
-        guard !hub.draining else { return gate.fail(ex, .notReady("draining")) }
-        guard let lastEventID = gate.attempt(ex, { try RequestGuard.lastEventID(ex) }) else { return }
-        gate.checkSession(ex, who) { [weak self] in
-            self?.resume(ex, id: id.scoped(by: OwnerHash.of(who.user)), who: who, lastEventID: lastEventID ?? 0)
+        gate.authenticateRead(ex, clientID: id) { [weak self] who, ownerHash, credential in
+            guard let self else { return }
+            guard !self.hub.draining else { return self.gate.fail(ex, .notReady("draining")) }
+            guard let lastEventID = self.gate.attempt(ex, { try RequestGuard.lastEventID(ex) }) else { return }
+            self.gate.checkSession(ex, who) { [weak self] in
+                self?.resume(ex, id: id.scoped(by: ownerHash), who: who, ownerHash: ownerHash, credential: credential,
+                             lastEventID: lastEventID ?? 0)
+            }
         }
     }
 
-    /// Checks the stream and the client's position, then streams from there.
-    private func resume(_ ex: HTTPExchange, id: RequestID, who: Identity, lastEventID: UInt64) {
+    /// Checks the stream and the client's position, then streams from there; a `HEAD`
+    /// gets the same status and headers and no subscription (RFC 9110 §9.3.2), and is not
+    /// counted in `relay_resumes_total`. `ownerHash` is
+    /// the caller's (`OwnerHash`): the stream's stored owner must hash to it.
+    private func resume(_ ex: HTTPExchange, id: RequestID, who: Identity, ownerHash: String,
+                        credential: RequestGuard.ReadCredential, lastEventID: UInt64) {
+        let ticket = credential == .bearer ? gate.readTicket(for: who, ownerHash: ownerHash, clientID: id.clientValue) : nil
         log.open(id) { [weak self] r in
             guard let self, ex.isOpen else { return }
             switch r {
@@ -166,25 +177,32 @@ final class ChatStreamRoutes {
                 self.gate.fail(ex, .notReady("Redis is not available (\(f.isDisconnect ? "disconnected" : "error"))"))
             case .success(let info):
                 let found = info.map {
-                    ResumeDecision.Found(ownedByCaller: $0.owner == who.user, finished: $0.state != .running, lastSeq: $0.lastSeq,
+                    ResumeDecision.Found(ownedByCaller: OwnerHash.of($0.owner) == ownerHash, finished: $0.state != .running, lastSeq: $0.lastSeq,
                                          firstRetainedSeq: $0.firstRetainedSeq, textLength: $0.textLength)
                 }
                 switch ResumeDecision.decide(found, lastEventID: lastEventID, lossless: self.log.lossless) {
                 case .notFound:
-                    self.metrics.add(.resumesNotFound)
+                    if ex.method != .head { self.metrics.add(.resumesNotFound) }
                     return self.gate.fail(ex, .streamNotFound)
                 case .beyondEnd(let lastSeq):
                     return self.gate.fail(ex, .invalidLastEventID("Last-Event-ID \(lastEventID) is beyond the stream's last event \(lastSeq)"))
                 case .gap(let oldestKept):
-                    self.metrics.add(.resumesGap)
+                    if ex.method != .head { self.metrics.add(.resumesGap) }
                     return self.gate.fail(ex, .resumeGap("events after \(lastEventID) are no longer retained (oldest kept: \(oldestKept))"))
                 case .noContent:
-                    self.metrics.add(.resumesOK)
-                    return ex.respondNoContent(headers: [("X-Request-Id", id.clientValue)])
+                    if ex.method != .head { self.metrics.add(.resumesOK) }
+                    var headers = [("X-Request-Id", id.clientValue)]
+                    if let ticket { headers.append(("X-Read-Ticket", ticket)) }
+                    return ex.respondNoContent(contentType: SSEFrame.contentType, headers: headers)
                 case .stream(let catchUp):
+                    if ex.method == .head {
+                        self.setStreamHeaders(ex, id: id, ticket: ticket)
+                        ex.startStream()
+                        return ex.endStream()
+                    }
                     self.metrics.add(catchUp ? .resumesCatchUp : .resumesOK)
                 }
-                guard let s = self.beginStream(ex, id: id, who: who, lastSent: lastEventID) else { return }
+                guard let s = self.beginStream(ex, id: id, who: who, ticket: ticket, lastSent: lastEventID) else { return }
                 // Register first, then check: a revocation published before the
                 // subscription was registered wrote its marker first.
                 self.hub.recheckRevocation(sid: who.sid) { valid in
@@ -194,16 +212,23 @@ final class ChatStreamRoutes {
         }
     }
 
-    /// Sends the stream headers and `retry:`, then registers and starts the
-    /// subscription. `id` is scoped; the client sees its own id in `X-Request-Id`.
-    @discardableResult
-    private func beginStream(_ ex: HTTPExchange, id: RequestID, who: Identity, lastSent: UInt64) -> Subscription? {
+    /// The head of a stream response (docs/PROTOCOL.md §4.1). `id` is scoped; the client sees
+    /// its own id in `X-Request-Id`. `ticket`: the `X-Read-Ticket` (§2.5), for a bearer caller.
+    private func setStreamHeaders(_ ex: HTTPExchange, id: RequestID, ticket: String?) {
         ex.setHeader("Content-Type", SSEFrame.contentType)
         ex.setHeader("Cache-Control", "no-store")
         ex.setHeader("X-Accel-Buffering", "no")
         ex.setHeader("X-Request-Id", id.clientValue)
-        ex.startStream()
-        ex.write(SSEFrame.retry(milliseconds: 1000))
+        if let ticket { ex.setHeader("X-Read-Ticket", ticket) }
+    }
+
+    /// Sends the stream headers, then registers and starts the subscription; the
+    /// connection's `retry:` (`ReconnectionTime`, spread per connection) goes in front of its
+    /// first event.
+    @discardableResult
+    private func beginStream(_ ex: HTTPExchange, id: RequestID, who: Identity, ticket: String?, lastSent: UInt64) -> Subscription? {
+        setStreamHeaders(ex, id: id, ticket: ticket)
+        ex.startStream(retry: SSEFrame.retry(milliseconds: ReconnectionTime.milliseconds(random: UInt64.random(in: 0...UInt64.max))))
         let s = Subscription(id: id, owner: who.user, sid: who.sid, sink: ex, host: hub,
                              lastSent: lastSent, tokenExpiry: who.expiresAt)
         hub.register(s)
@@ -220,11 +245,24 @@ final class ChatStreamRoutes {
         guard let clientID = gate.attempt(ex, { try RequestID(validating: rawID) }),
               let who = gate.authenticate(ex) else { return }
         let id = clientID.scoped(by: OwnerHash.of(who.user))
-        var revoked = false
-        hub.sessions.isRevoked(sid: who.sid) { if case .success(true) = $0 { revoked = true } }
+        // The session's revocation marker first (§9.5): a refused DELETE writes nothing, so a
+        // revoked session's token leaves no cancel marker that would stop the user's next
+        // stream of that id. Redis unable to say: 503, nothing written.
+        hub.sessions.isRevoked(sid: who.sid) { [weak self] r in
+            guard let self, ex.isOpen else { return }
+            switch r {
+            case .failure: self.gate.fail(ex, .notReady("Redis is not available"))
+            case .success(true): self.gate.fail(ex, .unauthorized("session revoked"))
+            case .success(false): self.requestCancel(ex, clientID: clientID, id: id, who: who)
+            }
+        }
+    }
+
+    /// The `DELETE` of a session found valid: leaves the cancel marker and publishes the
+    /// cancel of a running stream (`EventLog.requestCancel`).
+    private func requestCancel(_ ex: HTTPExchange, clientID: RequestID, id: RequestID, who: Identity) {
         log.requestCancel(id, owner: who.user) { [weak self] r in
             guard let self, ex.isOpen else { return }
-            if revoked { return self.gate.fail(ex, .unauthorized("session revoked")) }
             let accepted = { (state: String) in
                 "{\"requestId\":\(JSONText.quoted(clientID.value)),\"state\":\(JSONText.quoted(state))}"
             }

@@ -250,6 +250,10 @@ final class HTTPListener: ConnectionGateHost {
     }
 
     /// Stops accepting new connections (drain); open ones keep working.
+    /// Connections whose response was ended by `HTTPExchange.abort` and that are still
+    /// writing it (each closes or is reset within `HTTPExchange.abortGraceMs`).
+    var closingConnections: Int { gates.values.reduce(0) { $0 + ($1.isClosing ? 1 : 0) } }
+
     func stopAccepting() {
         resumeTimer?.cancel()
         if let h = http, let b = boundSocket {

@@ -12,7 +12,7 @@ public final class Metrics: Sendable {
         case budgetReservations, budgetSettlements
         case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
         case acceptErrors, connectionsShed, requestHeadRejections, requestDeadlineCuts, pendingRequestRefusals
-        case deltasMerged, catchUpMerged, appendAuxiliaryErrors, replaysWaited
+        case deltasMerged, catchUpMerged, appendAuxiliaryErrors, replaysWaited, replaysSkipped
         case cancelsPending
         case jwksParkedRequests
 
@@ -45,6 +45,7 @@ public final class Metrics: Sendable {
             case .catchUpMerged: return "relay_catch_up_merged_total"
             case .appendAuxiliaryErrors: return "relay_append_auxiliary_errors_total"
             case .replaysWaited: return "relay_replays_waited_total"
+            case .replaysSkipped: return "relay_replays_skipped_total"
             case .cancelsPending: return "relay_cancels_pending_total"
             case .jwksParkedRequests: return "relay_jwks_waiting_requests_total"
             }
@@ -83,6 +84,8 @@ public final class Metrics: Sendable {
                 return "Events not sent on their own because a replay found them trimmed out of the retained window: the client got them as one lossless catch-up delta with the highest seq (a catch-up standing for k events counts k - 1)."
             case .replaysWaited:
                 return "Replay reads that waited for one of their worker's RELAY_REPLAY_CONCURRENCY slots (a resume burst) before starting."
+            case .replaysSkipped:
+                return "Replay reads that waited for a RELAY_REPLAY_CONCURRENCY slot and were not made because their client had left meanwhile."
             case .appendAuxiliaryErrors:
                 return "Error replies to an append's TTL or publish command (PEXPIRE, PUBLISH); the event itself stands or falls with its XADD, and a failed text write (SETRANGE of the text or the offsets) is resent, not counted here."
             }

@@ -12,12 +12,68 @@ import RelayHTTP
 final class RequestGuard {
     let context: ServerContext
     let sessions: SessionStore
+    let ticketKeys: ReadTicketKeyLoader
     var metrics: Metrics { context.metrics }
     var config: RelayConfig { context.config }
 
-    init(context: ServerContext, sessions: SessionStore) {
+    init(context: ServerContext, sessions: SessionStore, ticketKeys: ReadTicketKeyLoader) {
         self.context = context
         self.sessions = sessions
+        self.ticketKeys = ticketKeys
+    }
+
+    /// How a read of a stream was authenticated (docs/PROTOCOL.md §2.5).
+    enum ReadCredential {
+        /// `Authorization: Bearer`: the response carries a fresh `X-Read-Ticket`.
+        case bearer
+        /// `?ticket=`: no new ticket is issued from a ticket.
+        case ticket
+    }
+
+    /// Authenticates a read of stream `clientID` (`GET`/`HEAD /api/chat/stream/{id}`): the
+    /// bearer token when the request has an `Authorization` header, else a read ticket in
+    /// `?ticket=` issued for that stream (docs/PROTOCOL.md §2.5). `then` gets the caller (for a
+    /// ticket: the owner hash and session it names, no `sub`) and its owner hash; a failure is
+    /// answered here (`401 unauthorized`). A ticket naming a key this process does not know
+    /// has the key reloaded from Redis once first (another instance may have rotated it).
+    func authenticateRead(_ ex: HTTPExchange, clientID: RequestID,
+                          then: @escaping (Identity, String, ReadCredential) -> Void) {
+        guard ex.headerValues("Authorization").isEmpty, let ticket = ex.queryParameter("ticket") else {
+            guard let who = authenticate(ex) else { return }
+            return then(who, OwnerHash.of(who.user), .bearer)
+        }
+        func verify(reloaded: Bool) {
+            let now = context.nowMs() / 1000
+            do throws(ReadTicket.Refusal) {
+                let t = try ReadTicket.verify(ticket, keys: context.readTicketKeys.all, now: now)
+                guard t.requestID == clientID.value else { return fail(ex, .unauthorized("invalid ticket")) }
+                then(Identity(user: "", sid: t.sid, tier: nil, expiresAt: t.expiresAt), t.ownerHash, .ticket)
+            } catch .unknownKey where !reloaded {
+                ticketKeys.load { [weak self] ok in
+                    guard let self, ex.isOpen else { return }
+                    guard ok else { return self.fail(ex, .notReady("Redis is not available")) }
+                    verify(reloaded: true)
+                }
+            } catch .expired {
+                fail(ex, .unauthorized("ticket expired"))
+            } catch {
+                fail(ex, .unauthorized("invalid ticket"))
+            }
+        }
+        verify(reloaded: false)
+    }
+
+    /// A read ticket for stream `clientID` (the id as the client sends it) of the bearer-authenticated caller `who`
+    /// (docs/PROTOCOL.md §2.5): valid for `RELAY_READ_TICKET_TTL`, never past the token's `exp`;
+    /// nil while this process has no key yet (Redis not reached since start).
+    func readTicket(for who: Identity, ownerHash: String, clientID: String) -> String? {
+        guard let key = context.readTicketKeys.current else {
+            ticketKeys.load()
+            return nil
+        }
+        var exp = context.nowMs() / 1000 + Int64(config.readTicketTTLms / 1000)
+        if let tokenExp = who.expiresAt { exp = min(exp, tokenExp) }
+        return ReadTicket(ownerHash: ownerHash, requestID: clientID, sid: who.sid, expiresAt: exp).signed(with: key)
     }
 
     /// Authenticates the exchange; answers 401 itself and returns nil on failure.

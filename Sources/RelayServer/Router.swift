@@ -23,11 +23,11 @@ final class Router {
     /// - Parameters:
     ///   - isReady: `/readyz`'s answer (Redis reachable and not draining).
     ///   - notReadyReason: the `not_ready` message when it is not (names unreachable Redis Cluster primaries).
-    init(context: ServerContext, hub: StreamHub, upstreams: UpstreamFactory, isReady: @escaping () -> Bool,
-         notReadyReason: @escaping () -> String = { "Redis is not reachable" }) {
+    init(context: ServerContext, hub: StreamHub, upstreams: UpstreamFactory, ticketKeys: ReadTicketKeyLoader,
+         isReady: @escaping () -> Bool, notReadyReason: @escaping () -> String = { "Redis is not reachable" }) {
         self.context = context
         self.hub = hub
-        gate = RequestGuard(context: context, sessions: hub.sessions)
+        gate = RequestGuard(context: context, sessions: hub.sessions, ticketKeys: ticketKeys)
         chat = ChatStreamRoutes(gate: gate, hub: hub, upstreams: upstreams)
         account = AccountRoutes(gate: gate, ledger: hub.ledger)
         self.isReady = isReady
@@ -65,19 +65,19 @@ final class Router {
                 ex.respond(.notReady(notReadyReason()))
             }
         case "/metrics":
-            guard ex.method == .get else { return gate.methodNotAllowed(ex, "GET") }
+            guard ex.method == .get || ex.method == .head else { return gate.methodNotAllowed(ex, "GET, HEAD") }
             hub.flushCounters()
             ex.respond(status: 200, contentType: "text/plain; version=0.0.4", body: context.metrics.render())
         case "/api/budget":
-            guard ex.method == .get else { return gate.methodNotAllowed(ex, "GET") }
+            guard ex.method == .get || ex.method == .head else { return gate.methodNotAllowed(ex, "GET, HEAD") }
             account.budget(ex)
         default:
             if path.hasPrefix(streamPrefix) {
                 let rawID = path.dropFirst(streamPrefix.count)
                 switch ex.method {
-                case .get: chat.resume(ex, rawID: rawID)
+                case .get, .head: chat.resume(ex, rawID: rawID)
                 case .delete: chat.cancel(ex, rawID: rawID)
-                default: gate.methodNotAllowed(ex, "GET, DELETE")
+                default: gate.methodNotAllowed(ex, "GET, HEAD, DELETE")
                 }
             } else if path.hasPrefix("/admin/") {
                 // Every /admin/ path answers 401 alike without the admin key, so nothing

@@ -28,6 +28,9 @@ public struct ServerContext: Sendable {
     /// The shared JWKS key set when `RELAY_JWT_JWKS_URL` is set (docs/TOKENS.md): worker 0 runs
     /// its fetcher, every worker's verifier reads it, `/readyz` waits for its first set.
     public var jwks: JWKSKeyStore? = nil
+    /// The read-ticket keys (docs/PROTOCOL.md §2.5), loaded from Redis by each worker's
+    /// `ReadTicketKeyLoader`; shared by every worker.
+    public let readTicketKeys = ReadTicketKeys()
 
     public init(config: RelayConfig, instance: String, authenticator: Authenticator, metrics: Metrics,
                 budgets: BudgetPolicy, models: ModelPolicy, adminKey: AdminKey?,

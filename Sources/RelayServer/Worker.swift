@@ -28,6 +28,9 @@ final class Worker: @unchecked Sendable {
     private var listener: HTTPListener?
     private var stateTimer: LoopTimer?
     private var jwksFetcher: JWKSFetcher?
+    private let ticketKeys: ReadTicketKeyLoader
+    /// During a drain: waits for the ended responses to be written out.
+    private var drainPoll: LoopTimer?
     private let jwks: JWKSKeyStore?
 
     /// - Parameters:
@@ -50,9 +53,12 @@ final class Worker: @unchecked Sendable {
                         ledger: BudgetLedger(connection: commands, scripts: log.scripts))
 
         let hub = self.hub
+        let ticketKeys = ReadTicketKeyLoader(keys: context.readTicketKeys, sessions: sessions, loop: loop)
+        self.ticketKeys = ticketKeys
         commands.onConnect = { [unowned hub] in
             log.connected(alsoLoading: BudgetLedger.allScripts)
             hub.redisConnected()
+            ticketKeys.load()
             Log.debug("redis connected", ["worker": index])
         }
         commands.onDisconnect = { [unowned hub] why in
@@ -65,7 +71,7 @@ final class Worker: @unchecked Sendable {
         commands.connect()
         pubsubConnection.connect()
 
-        let router = Router(context: context, hub: hub, upstreams: context.makeUpstreams(),
+        let router = Router(context: context, hub: hub, upstreams: context.makeUpstreams(), ticketKeys: ticketKeys,
                             isReady: { [unowned self] in self.isReady },
                             notReadyReason: { [unowned self] in self.notReadyReason })
         self.router = router
@@ -98,10 +104,12 @@ final class Worker: @unchecked Sendable {
     /// Frees the listener and the Redis connections, then stops the loop. Loop thread.
     func stop() {
         stateTimer?.cancel()
+        drainPoll?.cancel()
         listener?.close()
         listener = nil
         jwksFetcher?.stop()
         jwksFetcher = nil
+        ticketKeys.stop()
         router?.keyWait?.stop()
         hub.stop()
         commands.close()
@@ -130,10 +138,21 @@ final class Worker: @unchecked Sendable {
     }
 
     /// Stops accepting, ends live client responses (clients resume elsewhere), keeps
-    /// owned generations running until they finish; calls `done` when none is left.
+    /// owned generations running until they finish; calls `done` when none is left and
+    /// every ended response has been written out (its terminator included) or reset
+    /// (`HTTPExchange.abortGraceMs`), so the process does not exit with a response half sent.
     func drain(done: @escaping () -> Void) {
         listener?.stopAccepting()
-        hub.drain(done: done)
+        hub.drain { [weak self] in
+            guard let self else { return done() }
+            let poll = LoopTimer(loop: self.loop, repeating: true) { [weak self] in
+                guard let self, (self.listener?.closingConnections ?? 0) == 0 else { return }
+                self.drainPoll?.cancel()   // kept until the worker stops: not freed inside its own callback
+                done()
+            }
+            self.drainPoll = poll
+            poll.schedule(afterMs: 20)
+        }
     }
 
     /// Drain timeout: end the remaining generations with an error.

@@ -222,6 +222,45 @@ final class LongPollTests: XCTestCase {
         XCTAssertEqual(u.finalText, words.joined())
     }
 
+    /// A 502 storm: every long-poll read on every base URL gets a load balancer's 502. The
+    /// reads rotate base URLs, each waits the backoff after the last (no hot loop), and the
+    /// answer ends `needsResume` after the bounded reconnections, with the text it had.
+    func testA502StormOnEveryBaseURLOverLongPollEndsInNeedsResumeAfterBoundedReads() async throws {
+        let s = setup()
+        let t = s.transport
+        s.client.readMode = .longPoll
+        let stream = s.client.startChat(request)
+        let log = UpdateLog(stream)
+        try await t.waitForRequests(1)
+        t.send([sse], to: 0)
+        try await t.waitForRequests(2)
+        t.send(poll(0, 3), to: 1)
+        var answered = 2
+        let storm = Task {
+            // Answers every request from the third on with a 502, until the stream ends.
+            while !Task.isCancelled {
+                let n = t.requests.count
+                while answered < n {
+                    t.send([.response(status: 502, contentType: "text/html", retryAfter: nil), .data(Data("<h1>502</h1>".utf8)),
+                            .end(error: nil)], to: answered)
+                    answered += 1
+                }
+                try? await Task.sleep(nanoseconds: 1_000_000)
+                s.clock.advance(by: 100)
+            }
+        }
+        let u = try await log.finished()
+        storm.cancel()
+        XCTAssertEqual(u.completion, .needsResume)
+        XCTAssertEqual(u.finalText, words.prefix(3).joined(), "what arrived is kept")
+        let reads = t.requests.dropFirst(2)
+        XCTAssertTrue((1...6).contains(reads.count), "bounded reads: \(reads.count)")
+        XCTAssertEqual(Set(reads.map { $0.url.host ?? "" }).count, 2, "both base URLs tried")
+        XCTAssertTrue(reads.allSatisfy { $0.url.query?.hasPrefix("offset=3&live=long-poll") == true }, "each from the last event")
+        let waits = u.compactMap { if case .connection(.waitingToReconnect(_, let d)) = $0 { return d } else { return nil } }
+        XCTAssertTrue(waits.allSatisfy { $0 >= 1_000 }, "each read waits the backoff: \(waits)")
+    }
+
     func testStreamClosedWithoutTheTerminalEventFailsAndAMalformedReadIsADrop() async throws {
         let s = setup()
         let t = s.transport

@@ -119,10 +119,11 @@ final class SSEParserTests: XCTestCase {
         assertParses(stream, [ev("73857293", type: "add"), ev("2153", type: "remove"), ev("113411", type: "add")])
     }
 
-    /// The relay's own frames (docs/PROTOCOL.md, `SSEFrame`) round-trip.
+    /// The relay's own frames (docs/PROTOCOL.md, `SSEFrame`) round-trip: a heartbeat, then the
+    /// first event with the connection's `retry:` in its block.
     func testRelayFramesRoundTrip() throws {
         let json = #"{"type":"delta","content":"Clause 3 — عربي 😀"}"#
-        let stream = SSEFrame.retry(milliseconds: 1000) + SSEFrame.ping + SSEFrame.event(seq: 7, json: json)
+        let stream = SSEFrame.ping + SSEFrame.retry(milliseconds: 1000) + SSEFrame.event(seq: 7, json: json)
         assertParses(stream, [.comment("ping"), ev(json, id: "7")], lastEventId: "7", retry: 1000)
     }
 

@@ -42,8 +42,8 @@ final class StreamEventTests: XCTestCase {
 
     func testSSEFrame() {
         XCTAssertEqual(SSEFrame.event(seq: 7, json: #"{"type":"delta","content":"Clause 3"}"#),
-                       "id: 7\ndata: {\"type\":\"delta\",\"content\":\"Clause 3\"}\n\n")
-        XCTAssertEqual(SSEFrame.retry(milliseconds: 1000), "retry: 1000\n\n")
+                       "data: {\"type\":\"delta\",\"content\":\"Clause 3\"}\nid: 7\n\n", "the id last, just before the blank line")
+        XCTAssertEqual(SSEFrame.retry(milliseconds: 1000), "retry: 1000\n", "a field line of the first event's block")
         XCTAssertEqual(SSEFrame.ping, ": ping\n\n")
     }
 }

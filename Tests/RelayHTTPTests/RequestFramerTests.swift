@@ -80,4 +80,37 @@ final class RequestFramerTests: XCTestCase {
         XCTAssertEqual(kinds(e), ["rejected repeatedHost 400"])
         XCTAssertEqual(f.feed(Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)), [])
     }
+
+    /// The bytes of the request in progress are the last ones fed, counted from its first
+    /// byte, so a caller holds back exactly an incomplete head and passes what came before.
+    func testPendingRequestBytesCountOnlyTheRequestInProgress() {
+        var f = RequestFramer()
+        let post = "POST /a HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi"
+        _ = f.feed(Array((post + "GET /he").utf8))
+        XCTAssertFalse(f.isIdle)
+        XCTAssertEqual(f.pendingRequestBytes, 7)
+        _ = f.feed(Array("al".utf8))
+        XCTAssertEqual(f.pendingRequestBytes, 9)
+        _ = f.feed(Array("th HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+        XCTAssertTrue(f.isIdle)
+        XCTAssertEqual(f.pendingRequestBytes, 0)
+        let chunked = "POST /a HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n"
+        _ = f.feed(Array((chunked + "\r\nGE").utf8))
+        XCTAssertEqual(f.pendingRequestBytes, 4)
+    }
+
+    /// Empty lines after a request (RFC 9112 §2.2) start no request: the whole-request deadline
+    /// waits for another byte; more CR/LF than the allowed empty lines start it.
+    func testEmptyLinesAloneDoNotStartARequest() {
+        var f = RequestFramer()
+        _ = f.feed(Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n\r\n".utf8))
+        XCTAssertFalse(f.isIdle)
+        XCTAssertFalse(f.requestStarted)
+        _ = f.feed(Array("\r\nG".utf8))
+        XCTAssertTrue(f.requestStarted)
+        var g = RequestFramer()
+        let crs = g.feed(Array(String(repeating: "\r", count: 2 * RequestHeadValidator.Limits().maxLeadingEmptyLines + 2).utf8))
+        XCTAssertTrue(g.requestStarted || kinds(crs).contains { $0.hasPrefix("rejected") },
+                      "a run of bare CRs is not empty lines: the deadline runs or it is refused")
+    }
 }

@@ -69,12 +69,12 @@ final class WireFrameTests: XCTestCase {
         var p: UInt64 = 1
         for _ in 0..<19 { seqs += [p - 1, p, p + 1]; p &*= 10 }
         for seq in seqs {
-            let fixed = "id: \(seq)\ndata: ".utf8.count + 2
+            let fixed = "data: \nid: \(seq)".utf8.count + 2
             // The 64 KiB lengths for one seq only (debug-build comparisons of 64 KiB arrays are slow).
             for L in lengths where L > fixed && (L < 0xFFF0 || seq == 0) {
                 let json = String(repeating: "x", count: L - fixed)
                 let f = WireFrame.event(seq: seq, json: json)
-                let sse = "id: \(seq)\ndata: \(json)\n\n"
+                let sse = "data: \(json)\nid: \(seq)\n\n"
                 XCTAssertEqual(sse.utf8.count, L)
                 let want = Array((String(L, radix: 16) + "\r\n" + sse + "\r\n").utf8)
                 XCTAssertEqual(f.bytes, want, "seq \(seq) L \(L)")

@@ -376,4 +376,57 @@ final class JWKSTests: RelayTestCase {
         guard r.status == 0 else { throw TestFailure("\(exe) \(args) failed: \(r.stderr)") }
         return r.stdout
     }
+
+    /// A provider that stops answering (the connection accepted, nothing sent) while tokens
+    /// name a new kid: each parked request is answered (401) once `RELAY_JWT_JWKS_TIMEOUT`
+    /// passes — none hangs — and a token of a known key is served meanwhile; the relay stays
+    /// live, and answers the next unknown kid the same way once the fetch has timed out.
+    func testAProviderThatHangsLeavesNoRequestWaitingPastTheJWKSTimeout() throws {
+        let (server, relay) = try start(Self.serve([Self.rsa], cacheControl: "public, max-age=604800"),
+                                        env: ["RELAY_JWT_JWKS_TIMEOUT": "2s"])
+        server.setRoute("/jwks", .init([.holdOpen]))
+        let newKey = try JWKKeyBuilder.generate(.rsa, kid: "unpublished")
+        let results = LockedBox([Int]())
+        let t0 = Date()
+        let group = DispatchGroup()
+        for _ in 0..<20 {
+            group.enter()
+            Thread.detachNewThread {
+                let s = (try? HTTPClient.request(port: relay.port, method: "GET", path: "/api/budget",
+                                                 headers: [("Authorization", "Bearer \(Self.token(newKey))")]))?.status ?? -1
+                results.mutate { $0.append(s) }
+                group.leave()
+            }
+        }
+        group.wait()
+        let elapsed = Date().timeIntervalSince(t0)
+        XCTAssertEqual(results.value, Array(repeating: 401, count: 20), "every waiting request is answered 401")
+        XCTAssertLessThan(elapsed, 9, "no request waited much longer than RELAY_JWT_JWKS_TIMEOUT")
+        XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200, "a known key is served while the provider hangs")
+        XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/healthz").status, 200)
+        XCTAssertEqual(try status(relay, Self.token(newKey)), 401)
+    }
+
+    /// Kids an attacker shapes (docs/TOKENS.md): control characters, a NUL, a lone surrogate
+    /// escape, a non-string kid, a 257-byte and a 64 KB kid, quotes and braces. Each token is
+    /// refused 401 (never another status, never a crash), the refetches they cause stay within
+    /// the unknown-kid interval's rate, and a real token still verifies afterwards.
+    func testKidsWithOddBytesOrHugeLengthAreRefusedAndTheRelayStaysWhole() throws {
+        let (server, relay) = try start(Self.serve([Self.rsa], cacheControl: "public, max-age=604800"))
+        let now = Int(Date().timeIntervalSince1970)
+        let claims = Self.b64(#"{"sub":"mallory","sid":"s1","exp":\#(now + 600)}"#)
+        let kids = [#""a\u0000b""#, #""\u0001\n\r\t""#, #""\ud800""#, #""\udc00x""#, "17", "null", #"{"k":1}"#, "[\"x\"]",
+                    "\"" + String(repeating: "k", count: 257) + "\"", "\"" + String(repeating: "k", count: 6_000) + "\"",
+                    #""\"}{\\""#, #""%00%0d%0a""#]
+        let fetchesBefore = jwksRequests(server)
+        for kid in kids {
+            let token = Self.b64(#"{"alg":"ES256","kid":\#(kid)}"#) + "." + claims + "." + Self.b64([UInt8](repeating: 7, count: 64))
+            let answer = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/budget",
+                                                headers: [("Authorization", "Bearer \(token)")])
+            XCTAssertEqual(answer.status, 401, "kid \(kid.prefix(40))")
+        }
+        XCTAssertLessThanOrEqual(jwksRequests(server) - fetchesBefore, kids.count, "at most one fetch per unknown kid")
+        XCTAssertEqual(try status(relay, Self.token(Self.rsa)), 200)
+        XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/healthz").status, 200)
+    }
 }

@@ -329,6 +329,128 @@ final class OffsetReadTests: RelayTestCase {
         }
     }
 
+    /// Hostile query strings: a repeated `offset` or `live` (which one a proxy or cache
+    /// acts on is anyone's guess) and a percent-encoded NUL after a valid value are
+    /// `400 invalid_offset`, not the first value or the text before the NUL; `%30` is the
+    /// digit 0, signs and non-ASCII digits are refused, `live` is case-sensitive, and
+    /// `offset` wins over a `Last-Event-ID` sent with it (docs/PROTOCOL.md §12.1).
+    func testRepeatedParametersAndEncodedNULsInAnOffsetReadAreRefused() throws {
+        let relay = try startRelay()
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 5).readAll()
+        XCTAssertEqual(all.count, 6)
+        for bad in ["offset=1&offset=5", "offset=-1&offset", "offset=now%00x", "offset=-1%00zz", "offset=3%00",
+                    "offset=-1&live=sse%00x", "offset=-1&live=long-poll&live=sse", "offset=-1&live=sse&live=sse",
+                    "offset=%2B1", "offset=+1", "offset=%EF%BC%91", "offset=%D9%A1", "offset=-0", "offset=-1&live=LONG-POLL",
+                    "offset=000000000000000000005"] {
+            let r = try get(relay, token, id, bad)
+            XCTAssertEqual(r.status, 400, bad)
+            XCTAssertEqual(r.errorCode, "invalid_offset", bad)
+        }
+        let zero = try get(relay, token, id, "offset=%30")
+        XCTAssertEqual(zero.status, 200)
+        XCTAssertEqual(elements(zero), all.map(\.data).joined(separator: ","), "%30 is offset 0: the whole answer")
+        let both = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)?offset=4&lastEventId=1",
+                                          headers: [("Authorization", "Bearer \(token)"), ("Last-Event-ID", "2")])
+        XCTAssertEqual(both.status, 200)
+        XCTAssertEqual(elements(both), all[4...].map(\.data).joined(separator: ","), "offset selects the offset read")
+        // The SSE resume's `?lastEventId=` is decoded the same way: a NUL does not end it.
+        let resume = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)?lastEventId=3%00x",
+                                            headers: [("Authorization", "Bearer \(token)")])
+        XCTAssertEqual(resume.status, 400)
+        XCTAssertEqual(resume.errorCode, "invalid_last_event_id")
+    }
+
+    /// A token that expires while its long-poll waits: the wait ends `401` (the read is
+    /// cut like a stream, docs/PROTOCOL.md §12.1, §2.3), not at the long-poll timeout.
+    func testAWaitingLongPollWhoseTokenExpiresAnswers401() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let relay = try startRelay(openAIEnv(fake, ["RELAY_LONG_POLL_TIMEOUT": "120s", "RELAY_JWT_LEEWAY": "0"]))
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: RelayProcess.token(), requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let poll = try SSEConnectionInBackground(port: relay.port, path: "/api/chat/stream/\(id)?offset=\(offset(1))&live=long-poll",
+                                                 token: RelayProcess.token(ttl: 2))
+        let r = try poll.result(timeout: 40)
+        XCTAssertEqual(r.status, 401, r.text)
+        XCTAssertEqual(r.errorCode, "unauthorized")
+        try eventually(10, "the wait's slot is freed") { try self.metric(relay, "relay_live_connections") == 1 }
+        live.close()
+    }
+
+    /// A long-poll sent with a token past its `exp` but within `RELAY_JWT_LEEWAY` (accepted,
+    /// as on a stream, docs/PROTOCOL.md §2.3) and woken by an event within the leeway gets
+    /// the event, not a 401: the wait judges expiry with the leeway, as the stream cut does.
+    func testALongPollWokenWithinTheTokenLeewayGetsTheEvent() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 5000, second: " world")
+        defer { fake.stop() }
+        let relay = try startRelay(openAIEnv(fake, ["RELAY_LONG_POLL_TIMEOUT": "60s", "RELAY_JWT_LEEWAY": "60s"]))
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: RelayProcess.token(), requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let short = RelayProcess.token(ttl: 1)
+        Thread.sleep(forTimeInterval: 2.2)   // the token's exp (whole seconds) has passed; within the leeway
+        let r = try get(relay, short, id, "offset=\(offset(1))&live=long-poll", timeout: 30)
+        XCTAssertEqual(r.status, 200, r.text)
+        XCTAssertTrue(r.text.contains("world"), r.text)
+        live.close()
+    }
+
+    /// Requests pipelined behind a waiting long-poll on one connection are answered after
+    /// it, in order (RFC 9112 §9.3.2); the client closing the connection still ends the wait.
+    func testRequestsPipelinedBehindALongPollAreAnsweredInOrder() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let relay = try startRelay(openAIEnv(fake, ["RELAY_LONG_POLL_TIMEOUT": "1s"]))
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let poll = "GET /api/chat/stream/\(id)?offset=now&live=long-poll HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n"
+        let c = try RawConnection(port: relay.port)
+        try c.send(poll + poll + "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let text = String(decoding: c.readToEnd(timeout: 20), as: UTF8.self)
+        let statuses = text.components(separatedBy: "\r\n").filter { $0.hasPrefix("HTTP/1.1 ") }
+        XCTAssertEqual(statuses, ["HTTP/1.1 204 No Content", "HTTP/1.1 204 No Content", "HTTP/1.1 200 OK"], text)
+        c.close()
+        let relay2 = try startRelay(openAIEnv(fake, ["RELAY_LONG_POLL_TIMEOUT": "600s"]))
+        let d = try RawConnection(port: relay2.port)
+        try d.send(poll + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        try eventually(10, "the poll waits") { try self.metric(relay2, "relay_live_connections") == 1 }
+        d.close()
+        try eventually(10, "the wait ended with its client") { try self.metric(relay2, "relay_live_connections") == 0 }
+        live.close()
+    }
+
+    /// The instance generating the answer is killed (SIGKILL) while a long-poll and a DS
+    /// SSE read wait on another: both get the `upstream_lost` error event that ends the
+    /// answer once its owner's lease lapses (docs/PROTOCOL.md §5.4), with `Stream-Closed`.
+    func testReadsWaitingOnAnotherInstanceEndWithUpstreamLostWhenTheGeneratorIsKilled() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let a = try startRelay(openAIEnv(fake))
+        let b = try startRelay(["RELAY_LONG_POLL_TIMEOUT": "120s"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        let poll = try SSEConnectionInBackground(port: b.port, path: "/api/chat/stream/\(id)?offset=\(offset(1))&live=long-poll", token: token)
+        let sse = try SSEConnectionInBackground(port: b.port, path: "/api/chat/stream/\(id)?offset=-1&live=sse", token: token)
+        try eventually(10, "both wait") { try self.metric(b, "relay_live_connections") == 2 }
+        a.kill9()
+        let r = try poll.result(timeout: 40)
+        XCTAssertEqual(r.status, 200, r.text)
+        XCTAssertTrue(r.text.contains("\"code\":\"upstream_lost\""), r.text)
+        XCTAssertEqual(r.header("Stream-Closed"), "true")
+        XCTAssertEqual(r.header("Stream-Next-Offset"), offset(2))
+        let s = try sse.result(timeout: 40)
+        XCTAssertTrue(s.text.contains("\"code\":\"upstream_lost\""), s.text)
+        XCTAssertTrue(s.text.contains("\"streamClosed\":true"), s.text)
+        live.close()
+    }
+
     func testAWaitingLongPollOfARevokedSessionAnswers401() throws {
         let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
         defer { fake.stop() }

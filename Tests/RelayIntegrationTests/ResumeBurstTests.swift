@@ -37,4 +37,55 @@ final class ResumeBurstTests: RelayTestCase {
         XCTAssertGreaterThan(waited, 0, "the burst was more than the window")
         try eventually(10, "no replay left waiting") { try metric(relay, "relay_replays_queued") == 0 }
     }
+
+    /// Clients that leave while their replay waits for a slot (they gave up, to retry) cost no
+    /// Redis read: the read is skipped when its turn comes (docs/OPERATIONS.md "Resume
+    /// bursts"), so the clients still there are not kept waiting behind reads nobody gets.
+    func testResumesWhoseClientsLeftWhileQueuedCostNoReplayRead() throws {
+        let relay = try startRelay(["RELAY_WORKERS": "1", "RELAY_REPLAY_CONCURRENCY": "1",
+                                    "RELAY_SIMULATED_TOKENS_PER_SECOND": "100000"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 3000).readAll()
+        XCTAssertGreaterThan(all.count, 1000)
+        func xranges() throws -> Int {
+            let info = try redis.cli("INFO", "commandstats")
+            guard let line = info.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cmdstat_xrange:") }),
+                  let calls = line.split(separator: ",").first?.split(separator: "=").last else { return 0 }
+            return Int(calls) ?? 0
+        }
+        let before = try xranges()
+        // 150 resumes from the start; each client reads its response head, then leaves.
+        let n = 150
+        var resumes: [RawConnection] = []
+        for _ in 0..<n { resumes.append(try RawConnection(port: relay.port)) }
+        for c in resumes {
+            try c.send("GET /api/chat/stream/\(id) HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(token)\r\n"
+                       + "Last-Event-ID: 0\r\nConnection: close\r\n\r\n")
+        }
+        for c in resumes {
+            var head = ""
+            while !head.contains("\r\n\r\n"), let bytes = c.read(max: 512, timeout: 30), !bytes.isEmpty {
+                head += String(decoding: bytes, as: UTF8.self)
+            }
+            XCTAssertTrue(head.hasPrefix("HTTP/1.1 200 "), head)
+            c.close()
+        }
+        try eventually(30, "no replay left waiting") { try metric(relay, "relay_replays_queued") == 0 }
+        // Each resume's `open` script calls XRANGE … COUNT 1 once; the rest are replay reads.
+        let reads = try xranges() - before - n
+        let skipped = try metric(relay, "relay_replays_skipped_total") ?? 0
+        print("resumes that left: \(reads) of \(n) replay reads made, \(Int(skipped)) skipped")
+        // A subscription whose client left before its replay was even asked for reads nothing
+        // either; one that left while queued is skipped when its turn comes.
+        XCTAssertGreaterThan(skipped, 0, "a read whose client had left was skipped")
+        XCTAssertLessThanOrEqual(reads + Int(skipped), n, "at most one read (made or skipped) per resume")
+        // The relay still serves a whole resume afterwards.
+        let again = try RawConnection(port: relay.port)
+        defer { again.close() }
+        try again.send("GET /api/chat/stream/\(id) HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(token)\r\n"
+                       + "Last-Event-ID: \(all.count - 1)\r\nConnection: close\r\n\r\n")
+        let answer = String(decoding: again.readToEnd(timeout: 20), as: UTF8.self)
+        XCTAssertTrue(answer.contains(all.last!.data), answer.suffix(300).description)
+    }
 }

@@ -82,7 +82,8 @@ final class InMemoryStreamHost: SubscriptionHost {
         sweeper = ConnectionSweeper(config: config, metrics: Metrics(), outage: RedisOutageWatch(loop: loop))
     }
 
-    func readEvents(_ id: RequestID, after seq: UInt64, done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
+    func readEvents(_ id: RequestID, after seq: UInt64, wanted: @escaping () -> Bool,
+                    done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
         let read = { [unowned self] in
             self.readCount += 1
             if self.failNextReads > 0 {
@@ -94,7 +95,8 @@ final class InMemoryStreamHost: SubscriptionHost {
         answerReadsAtOnce ? read() : pendingReads.append(read)
     }
 
-    func readCatchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<String?, RedisFailure>) -> Void) {
+    func readCatchUp(_ id: RequestID, from: UInt64, to: UInt64, wanted: @escaping () -> Bool,
+                     done: @escaping (Result<String?, RedisFailure>) -> Void) {
         var text = ""
         for s in (from + 1)...to {
             guard let t = textBySeq[s] else { return done(.success(nil)) }

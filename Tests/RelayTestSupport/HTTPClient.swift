@@ -47,6 +47,9 @@ public final class SSEConnection {
     public private(set) var comments: [String] = []
     /// `true` once the body has ended (terminal chunk or close).
     public private(set) var ended = false
+    /// `true` when a chunked body ended with its last chunk `0\r\n\r\n` (RFC 9112 §7.1), not
+    /// by the connection closing or resetting in the middle of it.
+    public private(set) var endedWithLastChunk = false
     public var parser = SSEParser()
 
     private var fd: Int32
@@ -144,6 +147,7 @@ public final class SSEConnection {
                 case .end(let n):
                     buffer.removeFirst(n)
                     ended = true
+                    endedWithLastChunk = true
                     return nil
                 case .malformed(let why):
                     throw TestFailure("bad chunked body: \(why)")

@@ -60,6 +60,20 @@ public struct RequestFramer: Sendable {
     /// deadline is not running), and after a rejection.
     public private(set) var isIdle = true
 
+    /// `true` once a byte of the request in progress other than the empty lines RFC 9112 §2.2
+    /// asks to ignore before a request line has arrived: the span the whole-request deadline
+    /// covers. A client that ends a body with an extra CRLF has started no request, and
+    /// `RequestHeadValidator` refuses more than `maxLeadingEmptyLines` of them, so at most a
+    /// few bytes ever wait without a deadline. `false` whenever `isIdle`.
+    public private(set) var requestStarted = false
+    private var leadingLineBytes = 0
+
+    /// Bytes fed since the first byte of the request in progress (its leading empty lines
+    /// included); 0 while `isIdle`. They are the last bytes fed: a caller that holds an
+    /// incomplete head back from its parser holds exactly these, and passes the complete
+    /// requests that came before them in the same read.
+    public private(set) var pendingRequestBytes = 0
+
     /// Requests whose body ended so far.
     public private(set) var completedRequests = 0
 
@@ -68,12 +82,23 @@ public struct RequestFramer: Sendable {
         var events: [Event] = []
         var i = 0
         let n = bytes.count
+        // Where a request that began in this feed began (after the previous one's end).
+        var begin = 0
+        defer { pendingRequestBytes = isIdle ? 0 : pendingRequestBytes + (n - begin) }
         while i < n {
             switch state {
             case .closed:
                 return events
             case .head:
                 isIdle = false
+                if !requestStarted {
+                    // Only CR and LF so far, and no more of them than the empty lines allowed
+                    // (a run of bare CRs is not an empty line: it starts the deadline too).
+                    var j = i
+                    while j < n, bytes[j] == 0x0D || bytes[j] == 0x0A { j += 1 }
+                    leadingLineBytes += j - i
+                    if j < n || leadingLineBytes > 2 * limits.maxLeadingEmptyLines + 1 { requestStarted = true }
+                }
                 let rest = UnsafeRawBufferPointer(rebasing: bytes[i...])
                 switch validator.feed(rest) {
                 case .needMore:
@@ -86,7 +111,7 @@ public struct RequestFramer: Sendable {
                     validator.reset()
                     switch head.framing {
                     case .none, .length(0):
-                        events.append(endOfRequest())
+                        events.append(endOfRequest()); pendingRequestBytes = 0; begin = i
                     case .length(let k):
                         state = .lengthBody(remaining: k)
                     case .chunked:
@@ -98,7 +123,7 @@ public struct RequestFramer: Sendable {
                 let take = min(remaining, n - i)
                 i += take
                 if take == remaining {
-                    events.append(endOfRequest())
+                    events.append(endOfRequest()); pendingRequestBytes = 0; begin = i
                 } else {
                     state = .lengthBody(remaining: remaining - take)
                 }
@@ -133,7 +158,7 @@ public struct RequestFramer: Sendable {
                     guard trailers.framing == .none else {
                         return events + [reject(.invalidChunkedBody, "framing field in the trailer section")]
                     }
-                    events.append(endOfRequest())
+                    events.append(endOfRequest()); pendingRequestBytes = 0; begin = i
                 }
             }
         }
@@ -148,6 +173,8 @@ public struct RequestFramer: Sendable {
     private mutating func endOfRequest() -> Event {
         state = .head
         isIdle = true
+        requestStarted = false
+        leadingLineBytes = 0
         completedRequests += 1
         return .endOfRequest
     }
@@ -155,6 +182,7 @@ public struct RequestFramer: Sendable {
     private mutating func reject(_ r: RequestHeadRejection) -> Event {
         state = .closed
         isIdle = true
+        requestStarted = false
         return .rejected(r)
     }
 

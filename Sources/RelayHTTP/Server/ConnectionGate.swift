@@ -67,6 +67,12 @@ public final class ConnectionGate {
     private var timerFrees = false
     private let loop: EventLoop
     private let timeoutMs: UInt64
+    /// Requests of this connection handed to an `HTTPExchange` whose response has not been
+    /// handed to evhttp whole (a stream still running, a long-poll or a parked request still
+    /// waiting). While any is, a rejection writes no answer: it would land inside that
+    /// response, or be taken by the client for its answer (RFC 9112 §9.3.2: responses come in
+    /// request order).
+    private var unansweredRequests = 0
     /// A stream on this connection lifted evhttp's read timeout (`liftReadTimeout`): the gate
     /// no longer sets it.
     private var readTimeoutLifted = false
@@ -118,6 +124,20 @@ public final class ConnectionGate {
         var day = timeval(tv_sec: 86_400, tv_usec: 0)
         evhttp_connection_set_timeout_tv(connection, &day)
         readTimeoutLifted = true
+    }
+
+    /// evhttp handed a request of this connection to an `HTTPExchange` (`HTTPExchange.gate`).
+    public func requestRouted() { unansweredRequests += 1 }
+
+    /// That exchange's response was handed to evhttp whole (a reply, or a stream's end).
+    public func requestAnswered() { unansweredRequests = max(0, unansweredRequests - 1) }
+
+    /// The stream's response ended and the connection stays open (keep-alive): evhttp's read
+    /// timeout is set again, so an idle connection is closed after `RELAY_REQUEST_TIMEOUT`
+    /// like any other (docs/LIMITS.md) instead of holding its descriptor for the lifted day.
+    public func restoreReadTimeout() {
+        readTimeoutLifted = false
+        setReadTimeout(ms: isPending ? timeoutMs + Self.readTimeoutMarginMs : timeoutMs)
     }
 
     /// The methods some route of the relay serves: the `Allow` of the gate's 405.
@@ -211,8 +231,13 @@ public final class ConnectionGate {
                 return
             }
         }
-        let pending = !framer.value.isIdle
-        if !pending { self.framer = nil }
+        // `pending`: a request is in progress (its deadline runs). Empty lines that came after
+        // a request (RFC 9112 §2.2) keep the framer and are held, but start no deadline: a
+        // client that ends its body with an extra CRLF and then reads a long stream must not
+        // be cut at `RELAY_REQUEST_TIMEOUT`.
+        let idle = framer.value.isIdle
+        let pending = framer.value.requestStarted
+        if idle { self.framer = nil }
         if pending, timer?.isScheduled != true { scheduleTimer(afterMs: timeoutMs, frees: false) }
         if pending != isPending {
             // evhttp's read-idle timeout (`RELAY_REQUEST_TIMEOUT`, from the last read) would
@@ -228,11 +253,31 @@ public final class ConnectionGate {
                 return
             }
         }
-        if pending && !inBody {
-            // A head is still incomplete: nothing of it reaches evhttp yet. Everything in the
-            // input moves aside, in order (evhttp had consumed all complete requests before).
-            if held == nil { held = evbuffer_new() }
-            evbuffer_add_buffer(held, input)
+        if !idle && !inBody {
+            // A head is still incomplete: nothing of it reaches evhttp yet. Its bytes (the last
+            // `pendingRequestBytes` fed) move aside, in order; complete requests that came before
+            // them in the same read stay for evhttp (a POST whose body ends with an extra CRLF,
+            // or is followed by the first bytes of a pipelined request). Once some are held, the
+            // input holds only later bytes of the same head.
+            if let h = held {
+                evbuffer_add_buffer(h, input)
+            } else {
+                let h = evbuffer_new()!
+                held = h
+                let length = evbuffer_get_length(input)
+                let keep = length - min(length, framer.value.pendingRequestBytes)
+                if keep == 0 {
+                    evbuffer_add_buffer(h, input)
+                } else {
+                    let front = evbuffer_new()
+                    evbuffer_remove_buffer(input, front, keep)
+                    evbuffer_add_buffer(h, input)
+                    reinserting = true
+                    evbuffer_prepend_buffer(input, front)
+                    reinserting = false
+                    evbuffer_free(front)
+                }
+            }
         } else {
             reinsertHeld(into: input)
         }
@@ -249,7 +294,7 @@ public final class ConnectionGate {
     }
 
     private func deadlinePassed() {
-        guard !isRejected, let framer, !framer.value.isIdle else { return }
+        guard !isRejected, let framer, framer.value.requestStarted else { return }
         listener.countDeadlineCut()
         reject(APIError(.requestTimeout, "the request was not received within \(timeoutMs / 1000) s of its first byte"),
                allow: nil, input: bufferevent_get_input(bufferevent))
@@ -271,9 +316,10 @@ public final class ConnectionGate {
         }
         let fd = Int32(bufferevent_getfd(bufferevent))
         if fd >= 0 {
-            // Only when nothing of an earlier response is still queued: the answer must not
-            // land in the middle of another one (a pipelined request behind a stream).
-            if let out = bufferevent_get_output(bufferevent), evbuffer_get_length(out) == 0 {
+            // Only when every earlier request was answered and nothing of its response is
+            // still queued: the answer must not land in the middle of another response (a
+            // pipelined request behind a stream, even between two of its events).
+            if unansweredRequests == 0, let out = bufferevent_get_output(bufferevent), evbuffer_get_length(out) == 0 {
                 var head = "HTTP/1.1 \(error.status) \(HTTPExchange.reason(error.status))\r\n"
                     + "Content-Type: application/json\r\nCache-Control: no-store\r\nConnection: close\r\n"
                 if let allow { head += "Allow: \(allow)\r\n" }
@@ -292,13 +338,42 @@ public final class ConnectionGate {
         scheduleTimer(afterMs: 0, frees: true)
     }
 
+    /// The reset of `closeWithin(ms:)`; made when first needed.
+    private var closeTimer: LoopTimer?
+    private var closed = false
+
+    /// Resets the connection (`SO_LINGER` 0, then evhttp frees it) unless evhttp has closed
+    /// it within `ms`: the bound on a response that was ended and is waiting to be written to
+    /// a client that does not read (`HTTPExchange.abort`).
+    public func closeWithin(ms: UInt64) {
+        guard !closed else { return }
+        if closeTimer == nil {
+            closeTimer = LoopTimer(loop: loop) { [unowned self] in
+                guard !closed else { return }
+                let fd = Int32(bufferevent_getfd(bufferevent))
+                if fd >= 0 {
+                    var lg = linger(l_onoff: 1, l_linger: 0)
+                    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, socklen_t(MemoryLayout<linger>.size))
+                }
+                freeConnection()
+            }
+        }
+        closeTimer?.schedule(afterMs: ms)
+    }
+
+    /// Whether a response ended by `HTTPExchange.abort` is still being written (the
+    /// `closeWithin` bound is running).
+    public var isClosing: Bool { !closed && closeTimer?.isScheduled == true }
+
     private func freeConnection() {
         evhttp_connection_free(connection)  // calls connectionClosed() through the close callback
     }
 
     /// evhttp is freeing the connection.
     public func connectionClosed() {
+        closed = true
         timer?.cancel()
+        closeTimer?.cancel()
         if isPending {
             isPending = false
             _ = listener.pendingChanged(by: -1)

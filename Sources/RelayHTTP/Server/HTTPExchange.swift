@@ -45,6 +45,7 @@ public final class HTTPExchange {
             // However the connection ends (client gone, a rejected pipelined request, shutdown),
             // the exchange stops touching the request evhttp is about to free.
             gate?.onClose = { [weak self] in self?.connectionClosed() }
+            gate?.requestRouted()
         }
     }
     /// Keeps the exchange alive while a stream is open (the stream's owners hold it weakly).
@@ -62,6 +63,9 @@ public final class HTTPExchange {
     /// once per turn) of the last write straight to the socket.
     @exclusivity(unchecked) private var base: OpaquePointer?
     @exclusivity(unchecked) private var lastDirectTurn = timeval()
+    /// The `retry:` field line still to be put in front of the stream's first event
+    /// (`startStream(retry:)`); nil once written or when there is none.
+    private var pendingRetry: String?
 
     /// The watch for the client closing while a reply is awaited (`watchForPeerClose`).
     private var closeWatch: OpaquePointer?
@@ -103,18 +107,32 @@ public final class HTTPExchange {
         return String(cString: v)
     }
 
-    /// The value of query parameter `name` (percent-decoded), or nil.
+    /// The value of query parameter `name` (percent-decoded, `+` as a space), or nil; the
+    /// first when the query repeats it (`queryParameterValues` has them all). A decoded NUL
+    /// (`%00`) stays in the value, so a parser sees it and refuses it; bytes that are not
+    /// UTF-8 become U+FFFD.
     public func queryParameter(_ name: String) -> String? {
-        guard !query.isEmpty else { return nil }
+        queryParameterValues(name).first
+    }
+
+    /// Every value of query parameter `name`, in query order (percent-decoded as
+    /// `queryParameter`); empty when absent. A parameter without `=` has the value "".
+    public func queryParameterValues(_ name: String) -> [String] {
+        guard !query.isEmpty else { return [] }
+        var out: [String] = []
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count >= 1, parts[0] == name else { continue }
             let raw = parts.count == 2 ? String(parts[1]) : ""
-            guard let decoded = evhttp_uridecode(raw, 1, nil) else { return raw }
+            var size = 0
+            guard let decoded = evhttp_uridecode(raw, 1, &size) else { out.append(raw); continue }
             defer { free(decoded) }
-            return String(cString: decoded)
+            // The decoded length, not C-string length: `%00` must not cut the value short.
+            out.append(decoded.withMemoryRebound(to: UInt8.self, capacity: size) {
+                String(decoding: UnsafeBufferPointer(start: $0, count: size), as: UTF8.self)
+            })
         }
-        return nil
+        return out
     }
 
     /// Percent-decodes a path segment (RFC 3986 §2.1); nil for a malformed escape or
@@ -178,16 +196,21 @@ public final class HTTPExchange {
         evhttp_send_reply(req, Int32(status), HTTPExchange.reason(status), buf)
         evbuffer_free(buf)
         self.req = nil
+        gate?.requestAnswered()
     }
 
-    /// Sends `204 No Content` (no body, no `Content-Type`) and ends the exchange.
-    public func respondNoContent(headers: [(String, String)] = []) {
+    /// Sends `204 No Content` (no body; `Content-Type` only when given: a 204 ending an event
+    /// stream names the stream's type, so SSE clients that check it stop cleanly) and ends the
+    /// exchange.
+    public func respondNoContent(contentType: String? = nil, headers: [(String, String)] = []) {
         guard let req else { return }
+        if let contentType { setHeader("Content-Type", contentType) }
         setHeader("Cache-Control", "no-store")
         for (k, v) in headers { setHeader(k, v) }
         stopCloseWatch()
         evhttp_send_reply(req, 204, HTTPExchange.reason(204), nil)
         self.req = nil
+        gate?.requestAnswered()
     }
 
     /// Sends `error` as `{"error":{"code","message"}}` with its status. An overload answer
@@ -240,12 +263,16 @@ public final class HTTPExchange {
         event_free(w)
     }
 
-    /// Starts a chunked 200 response; headers must be set before.
-    public func startStream() {
+    /// Starts a chunked 200 response; headers must be set before. `retry`, an SSE field line
+    /// (`SSEFrame.retry`), is written in front of the first event (the first chunk whose text
+    /// is not a comment), in that event's block: WHATWG HTML §9.2.6 dispatches nothing for a
+    /// block without `data:`, so `retry:` never travels alone.
+    public func startStream(retry: String? = nil) {
         guard let req else { return }
         stopCloseWatch()
         evhttp_send_reply_start(req, 200, "OK")
         streaming = true
+        pendingRetry = retry
         chunked = evhttp_find_header(evhttp_request_get_output_headers(req), "Transfer-Encoding")
             .map { strcasecmp($0, "chunked") == 0 } ?? false
         bodyAllowed = method != .head
@@ -328,6 +355,10 @@ public final class HTTPExchange {
     public func write(_ frame: WireFrame) -> Bool {
         guard req != nil, streaming else { return false }
         guard bodyAllowed, let out = output else { return true }
+        if let retry = pendingRetry, frame.withUnsafeBytes({ $0[frame.body.lowerBound] }) != UInt8(ascii: ":") {
+            pendingRetry = nil
+            return write(WireFrame(text: retry + frame.text))
+        }
         let range = chunked ? 0..<frame.count : frame.body
         frame.withUnsafeBytes { all in
             let p = UnsafeRawBufferPointer(rebasing: all[range])
@@ -364,38 +395,47 @@ public final class HTTPExchange {
     /// Ends a stream (the last chunk) and releases the request.
     public func endStream() {
         guard let req else { return }
+        gate?.restoreReadTimeout()  // lifted for the stream (`startStream`)
         evhttp_send_reply_end(req)
         self.req = nil
+        gate?.requestAnswered()
         forgetConnection()
         streaming = false
         onClose = nil
         selfWhileStreaming = nil
     }
 
-    /// Closes the client's connection at once (drain, slow consumer): the client sees
-    /// the body end without `done` and resumes from Redis.
+    /// How long `abort()` waits for the client to take the queued bytes and the terminator
+    /// before it resets the connection, ms.
+    public static let abortGraceMs: UInt64 = 5000
+
+    /// Ends the response without a terminal event (drain, slow consumer) and closes the
+    /// connection: the response ends properly — the last chunk `0\r\n\r\n` (RFC 9112 §7.1)
+    /// after what is queued, or, unchunked (HTTP/1.0), the close itself — so a client or proxy
+    /// sees a complete response, not a broken one, and an `EventSource` reconnects with
+    /// `Last-Event-ID` (WHATWG HTML §9.2.3: the response ended without the stream being
+    /// closed). `Connection: close` has evhttp close the connection once that is written.
     ///
-    /// "At once" means a reset (`SO_LINGER` 0): a plain `close()` would queue the FIN
-    /// behind everything still in the kernel's send buffer, so a client reading at
-    /// 1 KB/s would only notice after minutes of stale bytes (and the kernel would
-    /// keep that memory until then). The client resumes from the last complete event
-    /// it got, so nothing is lost.
-    public func abort() {
+    /// Bounded: a client that has not taken everything (a slow consumer far behind)
+    /// within `graceMs` is reset (`SO_LINGER` 0, `ConnectionGate.closeWithin`), so neither the
+    /// relay's buffer nor the kernel's is held for a client that does not read. The client
+    /// resumes from the last complete event it got; nothing is lost.
+    public func abort() { abort(graceMs: Self.abortGraceMs) }
+
+    /// `abort()` with another bound, ms.
+    public func abort(graceMs: UInt64) {
         guard let req else { return }
-        let con = evhttp_request_get_connection(req)
-        if let con, let bev = evhttp_connection_get_bufferevent(con) {
-            let fd = bufferevent_getfd(bev)
-            if fd >= 0 {
-                var lg = linger(l_onoff: 1, l_linger: 0)
-                setsockopt(Int32(fd), SOL_SOCKET, SO_LINGER, &lg, socklen_t(MemoryLayout<linger>.size))
-            }
+        if let out = evhttp_request_get_output_headers(req),
+           evhttp_find_header(out, "Connection").map({ strcasecmp($0, "close") == 0 }) != true {
+            evhttp_add_header(out, "Connection", "close")
         }
+        gate?.closeWithin(ms: graceMs)
         self.req = nil
         forgetConnection()
         streaming = false
         onClose = nil
         selfWhileStreaming = nil
-        if let con { evhttp_connection_free(con) }
+        evhttp_send_reply_end(req)
     }
 
     public static func reason(_ status: Int) -> String {

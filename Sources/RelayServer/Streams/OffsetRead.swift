@@ -31,6 +31,8 @@ final class OffsetRead {
     private let ex: HTTPExchange
     private let id: RequestID
     private let who: Identity
+    /// The caller's owner hash (`OwnerHash`; from the token's `sub`, or named by a read ticket).
+    private let ownerHash: String
     private let mode: ReadMode
     private let clientCursor: String?
     private let hub: StreamHub
@@ -51,10 +53,12 @@ final class OffsetRead {
     /// Keeps the read alive while it waits (released by `finish`).
     private var keepAlive: OffsetRead?
 
-    private init(ex: HTTPExchange, id: RequestID, who: Identity, mode: ReadMode, cursor: String?, hub: StreamHub, gate: RequestGuard) {
+    private init(ex: HTTPExchange, id: RequestID, who: Identity, ownerHash: String, mode: ReadMode, cursor: String?,
+                 hub: StreamHub, gate: RequestGuard) {
         self.ex = ex
         self.id = id
         self.who = who
+        self.ownerHash = ownerHash
         self.mode = mode
         self.clientCursor = cursor
         self.hub = hub
@@ -62,18 +66,26 @@ final class OffsetRead {
     }
 
     /// Serves `GET /api/chat/stream/{rawID}?offset=…`: validates the id, the connection
-    /// limit, the bearer token, the drain, `offset`, `live` (`400 invalid_offset`) and
+    /// limit, the bearer token or a read ticket for this stream (`RequestGuard.authenticateRead`,
+    /// docs/PROTOCOL.md §2.5), the drain, `offset`, `live` (`400 invalid_offset`) and
     /// the session's revocation marker, then answers (docs/PROTOCOL.md §12).
     static func serve(_ ex: HTTPExchange, rawID: Substring, rawOffset: String, gate: RequestGuard, hub: StreamHub) {
         guard let clientID = gate.attempt(ex, { try RequestID(validating: rawID) }) else { return }
         guard !gate.refusedAtConnectionLimit(ex) else { return }
-        guard let who = gate.authenticate(ex) else { return }
-        guard !hub.draining else { return gate.fail(ex, .notReady("draining")) }
-        guard let (offset, mode) = gate.attempt(ex, { (try ReadOffset.parse(rawOffset), try ReadMode.parse(ex.queryParameter("live"))) })
-        else { return }
-        let read = OffsetRead(ex: ex, id: clientID.scoped(by: OwnerHash.of(who.user)), who: who, mode: mode,
-                              cursor: ex.queryParameter("cursor"), hub: hub, gate: gate)
-        gate.checkSession(ex, who) { read.open(offset) }
+        gate.authenticateRead(ex, clientID: clientID) { who, ownerHash, _ in
+            guard !hub.draining else { return gate.fail(ex, .notReady("draining")) }
+            guard let (offset, mode) = gate.attempt(ex, {
+                // A repeated `offset` or `live` has no single meaning (a proxy or cache may take
+                // another one than the relay): refused, like two Last-Event-ID headers (§6.1).
+                for name in ["offset", "live"] where ex.queryParameterValues(name).count > 1 {
+                    throw APIError(.invalidOffset, "\(name) must appear at most once in the query")
+                }
+                return (try ReadOffset.parse(rawOffset), try ReadMode.parse(ex.queryParameter("live")))
+            }) else { return }
+            let read = OffsetRead(ex: ex, id: clientID.scoped(by: ownerHash), who: who, ownerHash: ownerHash, mode: mode,
+                                  cursor: ex.queryParameter("cursor"), hub: hub, gate: gate)
+            gate.checkSession(ex, who) { read.open(offset) }
+        }
     }
 
     // MARK: Deciding
@@ -86,7 +98,7 @@ final class OffsetRead {
                 gate.fail(ex, .notReady("Redis is not available (\(f.isDisconnect ? "disconnected" : "error"))"))
             case .success(let info):
                 let found = info.map {
-                    ResumeDecision.Found(ownedByCaller: $0.owner == who.user, finished: $0.state != .running, lastSeq: $0.lastSeq,
+                    ResumeDecision.Found(ownedByCaller: OwnerHash.of($0.owner) == ownerHash, finished: $0.state != .running, lastSeq: $0.lastSeq,
                                          firstRetainedSeq: $0.firstRetainedSeq, textLength: $0.textLength)
                 }
                 decided(OffsetReadDecision.decide(found, offset: offset, lossless: hub.lossless), lastSeq: info?.lastSeq ?? 0)
@@ -148,7 +160,9 @@ final class OffsetRead {
         reading = true
         readAgain = false
         let from = position
-        hub.readEvents(id, after: from) { [self] r in
+        // Skipped only once finished (its cleanup done); an exchange found closed is
+        // finished by the read's answer.
+        hub.readEvents(id, after: from, wanted: { [weak self] in self.map { !$0.finished } ?? false }) { [self] r in
             switch r {
             case .failure(let f):
                 readFailed(f)
@@ -159,7 +173,7 @@ final class OffsetRead {
                 case .gap(let seq):
                     readGap(seq)
                 case .catchUp(let seq):
-                    hub.readCatchUp(id, from: from, to: seq) { [self] r in
+                    hub.readCatchUp(id, from: from, to: seq, wanted: { [weak self] in self.map { !$0.finished } ?? false }) { [self] r in
                         switch r {
                         case .success(let text?):
                             hub.caughtUp(events: Int(seq - from) - 1)
@@ -256,7 +270,10 @@ final class OffsetRead {
         ex.onClose = nil
         keepAlive = nil
         gate.checkSession(ex, who) { [self] in
-            if let exp = who.expiresAt, exp <= hub.context.nowMs() / 1000 {
+            // Past `exp` + `RELAY_JWT_LEEWAY`, as the stream cut judges it (a token accepted
+            // within the leeway is not refused for the event that wakes its wait).
+            if ConnectionPolicy.tokenExpired(nowS: hub.context.nowMs() / 1000, expiresAt: who.expiresAt,
+                                             leewayS: Int64(hub.config.jwtLeewaySeconds)) {
                 gate.fail(ex, .unauthorized("token expired"))
                 return finish()
             }

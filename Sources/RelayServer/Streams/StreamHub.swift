@@ -285,8 +285,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     var nowMs: UInt64 { loop.nowMs }
     var lossless: Bool { log.lossless }
 
-    func readEvents(_ id: RequestID, after seq: UInt64, done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
-        admitReplayRead { [log] finished in
+    func readEvents(_ id: RequestID, after seq: UInt64, wanted: @escaping () -> Bool,
+                    done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
+        admitReplayRead(wanted: wanted) { [log] finished in
             log.range(id, after: seq) { r in
                 finished()
                 done(r)
@@ -294,8 +295,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         }
     }
 
-    func readCatchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<String?, RedisFailure>) -> Void) {
-        admitReplayRead { [log] finished in
+    func readCatchUp(_ id: RequestID, from: UInt64, to: UInt64, wanted: @escaping () -> Bool,
+                     done: @escaping (Result<String?, RedisFailure>) -> Void) {
+        admitReplayRead(wanted: wanted) { [log] finished in
             log.catchUp(id, from: from, to: to) { r in
                 finished()
                 done(r)
@@ -304,11 +306,20 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     }
 
     /// Runs `read` now, or once one of the worker's replay slots frees (`ReplayAdmission`);
-    /// `read` calls `finished` once, when its reply (or failure) is in.
-    private func admitReplayRead(_ read: @escaping (_ finished: @escaping () -> Void) -> Void) {
+    /// `read` calls `finished` once, when its reply (or failure) is in. A read whose
+    /// subscription is no longer `wanted` when its slot comes (the client left while it
+    /// waited) is skipped and passes the slot on: a burst of resumes whose clients give up
+    /// and retry does not make the live ones wait behind reads nobody will get.
+    private func admitReplayRead(wanted: @escaping () -> Bool, _ read: @escaping (_ finished: @escaping () -> Void) -> Void) {
         nextReplayTicket += 1
         let ticket = nextReplayTicket
-        let run = { read { self.replayReadFinished() } }
+        let run = {
+            guard wanted() else {
+                self.metrics.add(.replaysSkipped)
+                return self.replayReadFinished()
+            }
+            read { self.replayReadFinished() }
+        }
         if replayAdmission.request(ticket) {
             run()
         } else {

@@ -19,7 +19,9 @@ protocol StreamSink: AnyObject {
     var unsentBytes: Int { get }
     /// Ends the response normally (the chunked terminator).
     func endStream()
-    /// Closes the connection at once, without an event: the client resumes from Redis.
+    /// Ends the response without a terminal event (its chunked terminator, then the
+    /// connection closes; reset if the client does not take it within a bound): the client
+    /// resumes from Redis.
     func abort()
 }
 

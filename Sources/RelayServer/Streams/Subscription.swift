@@ -132,7 +132,7 @@ final class Subscription {
     /// Re-reads everything after `lastSent` (after a pub/sub reconnect or a seq gap).
     func replay() {
         guard !ended, merge.requestReplay() else { return }
-        host.readEvents(id, after: lastSent) { [weak self] r in
+        host.readEvents(id, after: lastSent, wanted: { [weak self] in self.map { !$0.ended } ?? false }) { [weak self] r in
             guard let self, !self.ended else { return }
             switch r {
             case .failure(let f):
@@ -149,7 +149,7 @@ final class Subscription {
     }
 
     private func catchUp(to seq: UInt64, then events: [SequencedEvent]) {
-        host.readCatchUp(id, from: lastSent, to: seq) { [weak self] r in
+        host.readCatchUp(id, from: lastSent, to: seq, wanted: { [weak self] in self.map { !$0.ended } ?? false }) { [weak self] r in
             guard let self, !self.ended else { return }
             switch r {
             case .success(let text?):

@@ -16,10 +16,15 @@ protocol SubscriptionHost: AnyObject {
     /// (`RELAY_LOSSLESS_RESUME`, docs/PROTOCOL.md §6) instead of `409 resume_gap`.
     var lossless: Bool { get }
     /// Reads the retained events of stream `id` after `seq` (`XRANGE (<seq>-0 +`), in seq order.
-    func readEvents(_ id: RequestID, after seq: UInt64, done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void)
+    /// `wanted` is asked when a read that waited for a replay slot (`RELAY_REPLAY_CONCURRENCY`)
+    /// gets one: false (its client left meanwhile) skips the read and `done` is not called.
+    func readEvents(_ id: RequestID, after seq: UInt64, wanted: @escaping () -> Bool,
+                    done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void)
     /// Reads the text of events `from+1 … to` of stream `id` from its text key
     /// (docs/DATA_MODEL.md §4); `nil` when it has expired.
-    func readCatchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<String?, RedisFailure>) -> Void)
+    /// `wanted`: as for `readEvents`.
+    func readCatchUp(_ id: RequestID, from: UInt64, to: UInt64, wanted: @escaping () -> Bool,
+                     done: @escaping (Result<String?, RedisFailure>) -> Void)
     /// Subscribes to stream `id`'s live channel; `confirmed` runs once Redis confirms it.
     func subscribeLive(_ id: RequestID, confirmed: @escaping () -> Void)
     /// Test fault injection (`RELAY_DEBUG_REPLAY_DELAY_MS`): hold each first replay back this long, ms.

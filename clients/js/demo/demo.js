@@ -201,6 +201,7 @@ function run(stream, view) {
         const text = connectionText(u, MAX_ATTEMPTS);
         record.statusText = text;
         showStatus(view, text ? { text, tone: 'info', action: 'none' } : null, null);
+        follow();   // the line may wrap to a second line: keep it above the composer
         break;
       }
       case 'budget': showBudget(u.budget); break;

@@ -219,3 +219,39 @@ test('a relay without the long-poll read answers it with an SSE resume from the 
   assert.equal(c.longPoll, false);
   assert.equal(c.readMode, 'sse');
 });
+
+test('a 502 storm on every base URL over long-poll: a bounded number of reads, each at least 1 s after the last, then needsResume', async () => {
+  const clock = new VirtualClock();
+  const lb = { status: 502, headers: { 'content-type': 'text/html' }, body: '<html>502 Bad Gateway</html>' };
+  const sse = new Body();
+  const times = [];
+  const { fetch, calls } = scriptedFetch((call) => { times.push(clock.now()); return call.method === 'POST' ? { body: sse } : lb; });
+  const c = new RelayChatClient({ baseURLs: ['http://a', 'http://b', 'http://c'], fetch, clock, random: () => 0, token: () => 't', readMode: 'longPoll' });
+  const s = c.startChat(request, { requestId: 'req-storm-00000001' });
+  await clock.advance(10 * 60_000);
+  assert.ok(s.completion, 'the answer ended');
+  assert.equal(s.completion.kind, 'needsResume');
+  const reads = calls.filter((x) => x.url.includes('live=long-poll'));
+  assert.ok(reads.length >= 2 && reads.length <= 6, `bounded reads: ${reads.length}`);
+  assert.deepEqual(new Set(reads.map((x) => new URL(x.url).host)).size > 1, true, 'rotated base URLs');
+  // Before any event each attempt re-sends the (idempotent, same X-Request-Id) POST, then reads.
+  const readTimes = times.filter((_, i) => calls[i].url.includes('live=long-poll'));
+  for (let i = 1; i < readTimes.length; i++) assert.ok(readTimes[i] - readTimes[i - 1] >= 1000, `no hot loop: ${readTimes.join(',')}`);
+  assert.ok(calls.length <= 2 * reads.length, 'one POST at most per read');
+});
+
+test('a buffered body flushed late on the abandoned SSE connection after the switch to long-poll: nothing twice at the seam', async () => {
+  const sse = new Body();
+  const { clock, calls, c } = client((call) => (call.url.includes('live=long-poll')
+    ? poll([dlt('one '), dlt('two '), dlt('three.'), fin(3)], 4, { 'stream-closed': 'true' }) : { body: sse }));
+  const s = c.startChat(request, { requestId: 'req-seam-000000001' });
+  const updates = [];
+  s.subscribe((u) => updates.push(u));
+  await clock.advance(20_000);                   // head at 0, no byte: switched
+  assert.equal(calls.length, 2);
+  // The proxy now releases what it held, on the connection the client gave up.
+  try { sse.write(delta(1, 'one ') + delta(2, 'two ') + delta(3, 'three.') + done(4)); sse.end(); } catch { /* cancelled */ }
+  await clock.advance(100);
+  assert.equal(rendered(updates), 'one two three.');
+  assert.deepEqual(s.completion, { kind: 'finished', finishReason: 'stop' });
+});

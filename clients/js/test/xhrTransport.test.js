@@ -157,3 +157,36 @@ test('the SSE parser needs no TextDecoder for text (React Native has none)', asy
     globalThis.TextDecoder = saved;
   }
 });
+
+test('SSE over XHR in odd progress splits (one character, between CR and LF, inside a field name, empty progress): the text exactly once', async () => {
+  reset();
+  const clock = new VirtualClock();
+  const client = new RelayChatClient({ baseURLs: ['http://a'], transport: 'xhr', XMLHttpRequest: FakeXHR, clock, random: () => 0, token: () => 't' });
+  const s = client.startChat(request, { requestId: 'req-xhr-0000000009' });
+  const updates = [];
+  s.subscribe((u) => updates.push(u));
+  await settle();
+  const x = FakeXHR.all[0];
+  x.respond(200, { 'content-type': 'text/event-stream' });
+  await settle();
+  const parts = ['Mutual ', 'اتفاقية ', 'عدم ', 'إفشاء\n', '— “NDA” ', '😀 done.'];
+  let body = 'retry: 1000\r\n\r\n: ping\r\n\r\n';
+  parts.forEach((p, i) => { body += delta(i + 1, p).replace(/\n/g, '\r\n'); });
+  body += done(parts.length + 1).replace(/\n/g, '\r\n');
+  // Split points: every CR|LF, inside "data", inside "id:", and single characters at the start.
+  let at = 0;
+  const cuts = [];
+  for (let i = 1; i < body.length; i++) if (body[i - 1] === '\r' || body.slice(i - 2, i) === 'da' || body.slice(i - 1, i) === 'i' || i < 12) cuts.push(i);
+  for (const c of [...cuts, body.length]) {
+    x.progress(body.slice(at, c));
+    if (c % 7 === 0) x.progress('');             // a progress event with nothing new
+    at = c;
+    await clock.advance(1);
+  }
+  x.finish();
+  await clock.advance(200);
+  assert.deepEqual(s.completion, { kind: 'finished', finishReason: 'stop' });
+  assert.equal(rendered(updates), parts.join(''));
+  assert.equal(s.policy.lastEventId, parts.length + 1);
+  assert.equal(FakeXHR.all.length, 1, 'no reconnection, no long-poll switch');
+});
