@@ -256,7 +256,7 @@ enum Report {
 
         // reconnect storm
         if let r = pick("storm", "relay") {
-            md.append("### storm: \(f(num(r, "readers"), 0)) readers of \(f(num(r, "answers"), 0)) live answers (\(f(num(r, "rate"), 0)) tokens/s) through nginx over \(f(num(r, "instances"), 0)) relays; one relay SIGKILLed")
+            md.append("### storm: \(f(num(r, "readers"), 0)) readers of \(f(num(r, "answers"), 0)) live answers (\(f(num(r, "rate"), 0)) \(num(r, "rate") == 1 ? "token" : "tokens")/s) through nginx over \(f(num(r, "instances"), 0)) relays; one relay SIGKILLed")
             md.append("")
             md.append("StreamRelay only: nchan has no instance that could take over another's subscribers (see \"Reconnect storm\" above). Readers reconnect by the kits' `ReconnectPolicy` (1 s + 0–250 ms after a drop; `max(Retry-After, 1 s)` + 0–250 ms after a `503`). Goal: every affected reader caught up within 2 s of the kill, nothing lost or duplicated.")
             md.append("")

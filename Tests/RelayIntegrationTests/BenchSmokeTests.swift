@@ -94,6 +94,19 @@ final class BenchSmokeTests: RelayTestCase {
         XCTAssertEqual(r["ok"] as? Bool, true, "\(r)")
         XCTAssertFalse(relays[0].process.isRunning, "the bench killed the first relay")
         XCTAssertTrue(run.stderr.contains("scenario storm"), "parameters printed: \(run.stderr)")
+
+        // The report renders the run as the storm table.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("storm-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let resultsFile = dir.appendingPathComponent("results.jsonl"), out = dir.appendingPathComponent("out.md")
+        try (try JSONSerialization.data(withJSONObject: r) + Data("\n".utf8)).write(to: resultsFile)
+        let report = try BenchRun.run(["report", "--results", resultsFile.path, "--out", out.path])
+        XCTAssertEqual(report.status, 0, report.stderr)
+        let md = try String(contentsOf: out, encoding: .utf8)
+        XCTAssertTrue(md.contains("### storm: 300 readers of 300 live answers (5 tokens/s) through nginx over 3 relays"), md)
+        XCTAssertTrue(md.contains("| readers on the killed relay (affected) | \(affected) |"), md)
+        XCTAssertTrue(md.contains("| lost events (SSE id and delta index) | 0 |"), md)
     }
 
     /// `send-floor` needs no server: it paces one relay-framed event per connection at
