@@ -111,8 +111,8 @@ stop_nchan() { kill -QUIT "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>
 
 # storm: three relays behind real nginx (deploy/nginx.conf, rendered by
 # scripts/render-nginx-conf.sh), one of them SIGKILLed by the load generator. Relay-only:
-# nchan has no instance that could take over another's subscribers (docs/BENCHMARKS.md,
-# "Reconnect storm"). nginx gets room for 10,000 readers (2 sockets each, split over its
+# in nchan the publisher is the application, not an instance, so killing an nchan instance
+# is not the same event (docs/BENCHMARKS.md, "Reconnect storm"). nginx gets room for 10,000 readers (2 sockets each, split over its
 # workers); the relays keep their production RELAY_MAX_CONNECTIONS (10,000 each).
 run_storm() {
   local rate ports=() pids=() i
