@@ -568,10 +568,34 @@ public struct RelayConfig: Sendable, Equatable {
         columns(options.filter(\.testOnly).map { ("\($0.flag) / \($0.env)", $0.help) })
     }
 
-    /// Two columns, the left padded to the longest left entry plus two spaces.
+    /// The column every description starts in, characters.
+    public static let helpIndent = 8
+    /// The width help text is wrapped to, characters (a word longer than the line stays whole).
+    public static let helpWidth = 80
+
+    /// Each row as its name on a line of its own (two spaces in), then its description on the
+    /// lines below, all starting at `helpIndent` and wrapped at word boundaries to `helpWidth`,
+    /// so the columns line up and fit an 80-column terminal whatever the names' lengths.
     static func columns(_ rows: [(String, String)]) -> String {
-        let width = (rows.map { $0.0.count }.max() ?? 0) + 4
-        return rows.map { ("  " + $0.0).padding(toLength: width, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n")
+        rows.map { name, help in
+            (["  " + name] + wrap(help, indent: helpIndent, width: helpWidth)).joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
+    /// `text` as lines of at most `width` characters, each prefixed by `indent` spaces.
+    public static func wrap(_ text: String, indent: Int, width: Int) -> [String] {
+        let pad = String(repeating: " ", count: indent)
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            if !line.isEmpty && indent + line.count + 1 + word.count > width {
+                lines.append(pad + line)
+                line = ""
+            }
+            line += line.isEmpty ? String(word) : " " + word
+        }
+        if !line.isEmpty { lines.append(pad + line) }
+        return lines
     }
 
     static func int(_ v: String, _ name: String, _ range: ClosedRange<Int>) throws -> Int {

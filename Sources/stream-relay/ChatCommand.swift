@@ -244,7 +244,9 @@ enum ChatCommand {
             while client.stopDeliveries.inFlight > 0 && Date() < deadline {
                 try? await Task.sleep(nanoseconds: 20_000_000)
             }
-            out.status(describeStop(client.stopDeliveries, requestId: stream.requestId.value, url: o.urls[0]))
+            let tokenWords = o.tokenFile.map { "$(cat '\($0)')" } ?? (o.token != nil ? "<token>" : "$RELAY_TOKEN")
+            out.status(describeStop(client.stopDeliveries, requestId: stream.requestId.value, url: o.urls[0],
+                                    tokenWords: tokenWords))
         }
         if let t = telemetry { out.status(t.json) }
         if let path = o.output {
@@ -272,7 +274,11 @@ enum ChatCommand {
     /// runs to its end even if the client disconnects") — its `done`, or the `max_tokens` the
     /// budget reservation granted (§9.2 "Clamp") — and settles the budget to every token
     /// generated (§9.2 "Settle").
-    static func describeStop(_ d: StopDelivery.Counts, requestId: String, url: URL) -> String {
+    /// - Parameter tokenWords: how the retry command names the token in a shell, as the token
+    ///   was given: `$RELAY_TOKEN`, `$(cat PATH)` for `--token-file`, `<token>` for `--token`
+    ///   (the token itself is never printed).
+    static func describeStop(_ d: StopDelivery.Counts, requestId: String, url: URL,
+                             tokenWords: String = "$RELAY_TOKEN") -> String {
         if d.delivered > 0 { return "■ stop confirmed by the relay (DELETE answered)" }
         let attempts = d.attempts == 1 ? "1 attempt" : "\(d.attempts) attempts"
         let why = d.failed > 0 ? "no relay answered the DELETE (\(attempts))"
@@ -281,7 +287,7 @@ enum ChatCommand {
         return "! stop not confirmed: \(why). If no DELETE reached it, the relay keeps generating this answer "
             + "until it ends by itself (its done, or the max_tokens its budget reservation granted) and charges "
             + "every token to the budget (docs/PROTOCOL.md §3.3, §9.2). To retry the stop: "
-            + "curl -X DELETE -H \"Authorization: Bearer $RELAY_TOKEN\" \(endpoint)"
+            + "curl -X DELETE -H \"Authorization: Bearer \(tokenWords)\" \(endpoint)"
     }
 
     static func describe(_ c: Completion?) -> String {

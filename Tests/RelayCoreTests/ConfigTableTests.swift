@@ -28,17 +28,23 @@ final class ConfigTableTests: XCTestCase {
     }
 
     /// Every help line's description starts in the same column, whatever the option lengths.
-    func testHelpColumnsAreAligned() {
-        let lines = RelayConfig.helpText.split(separator: "\n").filter { $0.hasPrefix("  ") }
-        XCTAssertGreaterThan(lines.count, 20)
-        let starts = Set(lines.prefix { !$0.contains("RELAY_LOG_") }.map { line -> Int in
-            let chars = Array(line)
-            var i = 2
-            while i < chars.count - 1 && !(chars[i] == " " && chars[i + 1] == " ") { i += 1 }
-            while i < chars.count && chars[i] == " " { i += 1 }
-            return i
-        })
-        XCTAssertEqual(starts.count, 1, "descriptions start in one column: \(starts)")
+    func testHelpColumnsAreAlignedAndFitEightyColumns() {
+        for text in [RelayConfig.helpText, RelayConfig.testOptionsHelpText] {
+            let lines = text.split(separator: "\n").filter { $0.hasPrefix("  ") }
+            XCTAssertGreaterThanOrEqual(lines.count, 2)
+            for line in lines {
+                let isName = line.hasPrefix("  -") || line.hasPrefix("  RELAY_")
+                XCTAssertTrue(isName || line.hasPrefix(String(repeating: " ", count: RelayConfig.helpIndent)),
+                              "a name two spaces in, or a description at column \(RelayConfig.helpIndent): \(line)")
+                if !isName {
+                    XCTAssertNotEqual(line.dropFirst(RelayConfig.helpIndent).first, " ", "descriptions start in one column: \(line)")
+                }
+                XCTAssertTrue(line.count <= RelayConfig.helpWidth || !line.dropFirst(RelayConfig.helpIndent).contains(" "),
+                              "fits \(RelayConfig.helpWidth) columns: \(line)")
+            }
+        }
+        XCTAssertEqual(RelayConfig.wrap("aa bb cc", indent: 2, width: 7), ["  aa bb", "  cc"])
+        XCTAssertEqual(RelayConfig.wrap("a-very-long-word x", indent: 2, width: 7), ["  a-very-long-word", "  x"])
     }
 
     /// Applying each documented default to a fresh configuration changes nothing, so
