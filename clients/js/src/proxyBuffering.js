@@ -19,8 +19,8 @@ export const BURST_END_WINDOW_MS = 1000;
 /**
  * Two signs, each impossible on a streaming path:
  * * silent after the head: the head arrived at H and no body byte by H + 20 s (the relay writes
- *   `retry: 1000` right after the head, then an event or `: ping` at least every 15 s, checked each
- *   second, PROTOCOL.md §4.1);
+ *   each event as it comes, `retry:` in the first event's block, and `: ping` after any silence of
+ *   15 s, checked each second, PROTOCOL.md §4.1);
  * * whole body at the end: every event of the response arrived in one read of at least 3 events, at
  *   least 5 s after the request was sent, and the body ended at most 1 s after it (a read that
  *   completes the terminal `done`/`error` is the end). Reads without events (`retry:`, pings) do not count.
