@@ -114,6 +114,15 @@ def http_get(port, path, headers=None, timeout=5.0):
         c.close()
 
 
+def serves(port, path):
+    """Whether 127.0.0.1:`port` answers `GET path` with 200 within 1 s (a relay's /readyz, a
+    page nginx serves); a refused or silent port is False."""
+    try:
+        return http_get(port, path, timeout=1)[0] == 200
+    except OSError:
+        return False
+
+
 class CuttingProxy:
     """A loopback TCP proxy to one upstream. When armed, it cuts (closes both sides of) the
     next `POST /…/api/chat/stream` connection after `after_bytes` response bytes. While
@@ -285,7 +294,7 @@ class ChatDemoEndToEnd(unittest.TestCase):
             with open(tmp / f"relay-{name}.log", "wb") as log:
                 cls.start([str(BIN), "serve"], env=dict(env, RELAY_LISTEN=f"127.0.0.1:{port}", RELAY_INSTANCE=f"relay-{name}"), log=log)
         for port in cls.relay_ports:
-            wait_until(f"relay on {port} ready", lambda: cls._ready(port), 20)
+            wait_until(f"relay on {port} ready", lambda: serves(port, "/readyz"), 20)
         cls.token = subprocess.run([str(BIN), "mint-token", "--sub", "e2e-user", "--sid", "e2e-session", "--tier", "pro", "--ttl", "3600"],
                                    env=env, capture_output=True, check=True, text=True).stdout.strip()
         cls.env = env
@@ -297,7 +306,7 @@ class ChatDemoEndToEnd(unittest.TestCase):
         user = "user root;" if os.getuid() == 0 else ""
         cls.start(["nginx", "-p", f"{tmp}/", "-e", f"{tmp}/nginx-error.log", "-c", str(tmp / "nginx.conf"),
                    "-g", f"pid {tmp}/nginx.pid; daemon off; {user}"])
-        wait_until("nginx", lambda: cls._nginx_up(), 10)
+        wait_until("nginx", lambda: serves(cls.nginx_port, "/demo/index.html"), 10)
         options = webdriver.ChromeOptions()
         options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
         for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1000,900",
@@ -308,20 +317,6 @@ class ChatDemoEndToEnd(unittest.TestCase):
         cls.driver.set_script_timeout(10)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         print(f"screenshots: {SCREENSHOTS}", file=sys.stderr)
-
-    @classmethod
-    def _ready(cls, port):
-        try:
-            return http_get(port, "/readyz", timeout=1)[0] == 200
-        except OSError:
-            return False
-
-    @classmethod
-    def _nginx_up(cls):
-        try:
-            return http_get(cls.nginx_port, "/demo/index.html", timeout=1)[0] == 200
-        except OSError:
-            return False
 
     @classmethod
     def tearDownClass(cls):

@@ -38,7 +38,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from test_chat_e2e import free_port, http_get, minimal_env, wait_until  # noqa: E402
+from test_chat_e2e import free_port, http_get, minimal_env, serves, wait_until  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(os.environ.get("STREAM_RELAY_BIN", ROOT / ".build/debug/stream-relay"))
@@ -103,7 +103,7 @@ class NativeEventSourceEndToEnd(unittest.TestCase):
         with open(cls.tmp / f"relay-{name}.log", "ab") as log:
             p = cls.start([str(BIN), "serve"], env=dict(cls.env, RELAY_LISTEN=f"127.0.0.1:{port}", RELAY_INSTANCE=f"relay-{name}"), log=log)
         cls.relays[name] = p
-        wait_until(f"relay {name} ready", lambda: cls._ready(port), 20)
+        wait_until(f"relay {name} ready", lambda: serves(port, "/readyz"), 20)
         return p
 
     @classmethod
@@ -140,7 +140,7 @@ class NativeEventSourceEndToEnd(unittest.TestCase):
         cls.procs.append(subprocess.Popen(["nginx", "-p", f"{tmp}/", "-e", f"{tmp}/nginx-error.log", "-c", str(tmp / "nginx.conf"),
                                            "-g", f"pid {tmp}/nginx.pid; daemon off; {user}"], env=minimal_env(), stdin=subprocess.DEVNULL,
                                           stdout=cls.nginx_log, stderr=cls.nginx_err))
-        wait_until("nginx", lambda: cls._nginx_up(), 10)
+        wait_until("nginx", lambda: serves(cls.nginx_port, "/native/index.html"), 10)
         options = webdriver.ChromeOptions()
         options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
         for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-extensions"):
@@ -148,20 +148,6 @@ class NativeEventSourceEndToEnd(unittest.TestCase):
         service = Service(executable_path=shutil.which("chromedriver") or "/usr/bin/chromedriver", log_output=str(tmp / "chromedriver.log"))
         cls.driver = webdriver.Chrome(service=service, options=options)
         cls.driver.set_script_timeout(15)
-
-    @classmethod
-    def _ready(cls, port):
-        try:
-            return http_get(port, "/readyz", timeout=1)[0] == 200
-        except OSError:
-            return False
-
-    @classmethod
-    def _nginx_up(cls):
-        try:
-            return http_get(cls.nginx_port, "/native/index.html", timeout=1)[0] == 200
-        except OSError:
-            return False
 
     @classmethod
     def tearDownClass(cls):
