@@ -32,6 +32,9 @@ public protocol UpstreamFactory: AnyObject {
     /// Checks `request` and fixes everything its call needs; takes no resources.
     /// - Throws: `APIError` (400 `invalid_request`) for a model this upstream does not serve.
     func prepare(_ request: ChatRequest) throws -> UpstreamPlan
+    /// Fixes the call that continues `soFar` (see the extension's default, which refuses).
+    /// - Throws: `ContinuationUnsupported`, or `APIError` as `prepare`.
+    func prepareContinuation(_ request: ChatRequest, soFar: AnswerSoFar) throws -> UpstreamPlan
 }
 
 /// A checked request, ready to become an `Upstream` on a worker loop.
@@ -44,7 +47,44 @@ public struct UpstreamPlan {
     public func make(loop: EventLoop) throws -> Upstream { try build(loop) }
 }
 
+/// The answer so far of a generation whose owner was lost, for a continuation
+/// (docs/PROTOCOL.md, "Takeover"): the new call must produce only what follows it.
+public struct AnswerSoFar: Sendable, Equatable {
+    /// The text of every `delta` stored so far, concatenated (UTF-8).
+    public let text: String
+    /// Completion tokens already generated (the `delta` events stored so far, or the
+    /// upstream's count when it reported one), tokens.
+    public let completionTokens: Int
+    /// - Parameters:
+    ///   - text: the stored text so far.
+    ///   - completionTokens: tokens generated so far (≥ 0).
+    public init(text: String, completionTokens: Int) {
+        self.text = text
+        self.completionTokens = completionTokens
+    }
+}
+
+/// Thrown by `UpstreamFactory.prepareContinuation` when this upstream cannot continue an
+/// answer (it does not honour a final assistant message, or is configured not to): the
+/// stream then ends with `upstream_lost`, as when no takeover happens.
+public struct ContinuationUnsupported: Error, Sendable, Equatable {
+    /// Why, for the log (e.g. "upstream openai: continuation off").
+    public let reason: String
+    public init(reason: String) { self.reason = reason }
+}
+
 extension UpstreamFactory {
+    /// Checks `request` for a continuation of `soFar` and fixes the call that produces only
+    /// the rest of the answer, on the same model and within the same granted `maxTokens`
+    /// (the remaining `maxTokens - soFar.completionTokens`). Takes no resources.
+    ///
+    /// The default refuses: an upstream continues only where it says how.
+    /// - Throws: `ContinuationUnsupported` when this upstream cannot continue;
+    ///   `APIError` as `prepare` does.
+    public func prepareContinuation(_ request: ChatRequest, soFar: AnswerSoFar) throws -> UpstreamPlan {
+        throw ContinuationUnsupported(reason: "upstream \(type(of: self)) does not continue answers")
+    }
+
     /// `prepare` then `make` in one step (tools and tests).
     public func makeUpstream(for request: ChatRequest, loop: EventLoop) throws -> Upstream {
         try prepare(request).make(loop: loop)
