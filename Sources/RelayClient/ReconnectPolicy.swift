@@ -4,22 +4,29 @@ import RelayCore
 /// The connection rules of one chat response as a pure state machine
 /// (`conformance/CLIENT_RULES.md` "Reconnect decisions"). The networking layer
 /// reports what happened and performs the returned `Action`; every time is an argument
-/// in ms and every random jitter an argument too, so tests drive it with a virtual
-/// clock and fixed values.
+/// in ms and every random draw `r` in [0, 1) an argument too, so tests drive it with a
+/// virtual clock and fixed values, and the waits below are computed here from `r`.
 ///
 /// * A **drop** (network error, connection refused or reset, or the body ending without
-///   `done`/`error`) waits `backoffMs + jitter` — 1 s, or 3 s when `NetworkAdvice` saw
-///   RTT > 500 ms, plus 0–250 ms — then reconnects with `Last-Event-ID` on the next base
-///   URL. At most 3 reconnections in a row without an event in between; the next failure
-///   ends in `needsResume` (a manual Resume re-sends the whole request).
-/// * **502, 503, 504** are drops that wait `max(Retry-After × 1000, backoffMs) + jitter`
-///   (RFC 9110 §10.2.3) and rotate the base URL; they count toward the 3. The relay answers
+///   `done`/`error`) waits, then reconnects with `Last-Event-ID` on the next base URL.
+///   `backoffMs` is 1 s, or 3 s when `NetworkAdvice` saw RTT > 500 ms. The first
+///   reconnection of a streak (none since the last event, or since the request was sent)
+///   waits a **full jitter** `floor(r × (backoffMs + 1))`, uniform over 0…`backoffMs` ms
+///   (AWS Architecture Blog, "Exponential Backoff And Jitter"), so clients dropped at one
+///   instant — an instance killed under them — come back spread over the whole backoff;
+///   the 2nd and 3rd in a row wait `backoffMs + floor(r × 251)` (0–250 ms of jitter), so a
+///   link that stays down does not use up the 3 tries in a second. At most 3
+///   reconnections in a row without an event in between; the next failure ends in
+///   `needsResume` (a manual Resume re-sends the whole request).
+/// * **502, 503, 504** are drops that wait `max(Retry-After × 1000, backoffMs) +
+///   floor(r × 251)` on any attempt (RFC 9110 §10.2.3; the relay already draws its
+///   `Retry-After` per response, PROTOCOL.md §4.3) and rotate the base URL; they count toward the 3. The relay answers
 ///   only 503 before a stream (a draining relay, or one at its connection cap); its 502/504
 ///   codes are in-stream `error` events (PROTOCOL.md §8.2), so a 502/504 response is a
 ///   gateway or load balancer in front of it whose instance is down or timed out.
 /// * **`token_expired`** (an `error` event, or a 401 `token_expired`/`unauthorized` answer
 ///   to a reconnection) asks the token provider for a fresh token (`freshTokenNeeded`)
-///   and reconnects from `lastEventId` after the jitter only; it counts toward the 3. Once
+///   and reconnects from `lastEventId` after the jitter only (`floor(r × 251)` ms); it counts toward the 3. Once
 ///   per expiry: a 401 to the reconnection made with the fresh token fails the answer.
 ///   `session_revoked` is terminal.
 /// * No resume once more than 5 minutes have passed since the last event (`now` must
@@ -77,8 +84,30 @@ public struct ReconnectPolicy: Sendable, Equatable {
     public static let idleLimitMs: Int64 = 300_000
     /// Foreground, connected time without an event (and no `done`) after which the answer is complete, ms.
     public static let hardTimeoutMs: Int64 = 60_000
-    /// Upper bound of the random jitter added to every reconnection wait, ms.
+    /// Upper bound of the random jitter added to a reconnection wait that is not the
+    /// first of its streak (and to 502/503/504 and `token_expired` waits), ms.
     public static let maxJitterMs: Int64 = 250
+
+    /// The jitter added to a wait, ms: `floor(r × 251)`, 0…250 (`r` in [0, 1); a value
+    /// outside is clamped into it, a non-finite one counts as 0).
+    public static func jitterMs(random r: Double) -> Int64 {
+        scaled(r, upTo: maxJitterMs)
+    }
+
+    /// The wait before the reconnection that follows a drop (not a 502/503/504 or
+    /// `token_expired`), ms. `reconnectionsInARow` is the streak before this drop (0 when
+    /// an event came since the last reconnection, or none was made since the request):
+    /// 0 → full jitter `floor(r × (backoffMs + 1))`, uniform over 0…`backoffMs`; 1 or
+    /// more → `backoffMs + jitterMs(random: r)`.
+    public static func dropWaitMs(backoffMs: Int64, reconnectionsInARow: Int, random r: Double) -> Int64 {
+        reconnectionsInARow == 0 ? scaled(r, upTo: max(0, backoffMs)) : backoffMs + jitterMs(random: r)
+    }
+
+    /// `floor(r × (upTo + 1))` for `r` clamped into [0, 1): uniform over 0…`upTo`.
+    private static func scaled(_ r: Double, upTo: Int64) -> Int64 {
+        guard r.isFinite, r > 0 else { return 0 }
+        return min(upTo, Int64(min(r, 1.0.nextDown) * Double(upTo + 1)))
+    }
 
     /// The current state.
     public private(set) var state: State = .idle
@@ -184,17 +213,18 @@ public struct ReconnectPolicy: Sendable, Equatable {
 
     /// Response headers arrived. `error` is the decoded `{"error":{…}}` body of a
     /// non-200 response, when there is one; `retryAfterMs` its `Retry-After`, in ms.
-    /// `jitterMs` (0–250) is added to a reconnection wait.
+    /// `random`: a draw `r` in [0, 1) from the caller's random source (uniform in
+    /// production), which sets the jitter of a reconnection wait (`jitterMs(random:)`).
     public mutating func responseOpened(status: Int, contentType: String?, error: APIError? = nil,
-                                        retryAfterMs: Int64? = nil, jitterMs: Int64 = 0, now: Int64) -> Action {
+                                        retryAfterMs: Int64? = nil, random: Double = 0, now: Int64) -> Action {
         guard case .connecting(let attempt) = state else { return .none }
         guard status == 200 else {
             let e = error ?? APIError(status: status, code: ErrorCode(rawValue: "http_\(status)"), message: "HTTP \(status)")
             if Self.isRetryableGatewayStatus(status) {
-                return drop(now: now, waitMs: max(retryAfterMs ?? 0, backoffMs) + jitterMs)
+                return drop(now: now, waitMs: max(retryAfterMs ?? 0, backoffMs) + Self.jitterMs(random: random))
             }
             if status == 401, attempt > 0 || polling, e.code == "token_expired" || e.code == "unauthorized", !refreshedForExpiry {
-                return tokenExpired(now: now, jitterMs: jitterMs)
+                return tokenExpired(now: now, random: random)
             }
             return end(.failed(status: status, code: e.code, message: e.message), now: now)
         }
@@ -225,9 +255,9 @@ public struct ReconnectPolicy: Sendable, Equatable {
     /// without its terminal event reaching the kit: failed (`streamClosed`). A `200` of
     /// another type fails (`bad_content_type`). Other statuses exactly as
     /// `responseOpened(status:…)` (call it after their error body): a 401 is treated as on
-    /// a resume.
+    /// a resume. `random`: a draw in [0, 1), as for `responseOpened`.
     public mutating func pollOpened(status: Int, contentType: String?, closed: Bool, error: APIError? = nil,
-                                    retryAfterMs: Int64? = nil, jitterMs: Int64 = 0, now: Int64) -> Action {
+                                    retryAfterMs: Int64? = nil, random: Double = 0, now: Int64) -> Action {
         guard case .connecting = state else { return .none }
         if status == 204, closed { return streamClosed(now: now) }
         if status == 204 || (status == 200 && Self.isJSON(contentType)) {
@@ -239,7 +269,7 @@ public struct ReconnectPolicy: Sendable, Equatable {
                                message: "expected application/json, got \(contentType ?? "none")"), now: now)
         }
         return responseOpened(status: status, contentType: contentType, error: error, retryAfterMs: retryAfterMs,
-                              jitterMs: jitterMs, now: now)
+                              random: random, now: now)
     }
 
     /// A long-poll read said `Stream-Closed: true` but the terminal event never came:
@@ -250,7 +280,8 @@ public struct ReconnectPolicy: Sendable, Equatable {
     }
 
     /// An event arrived with its SSE `id` (`seq`) and, when decodable, its content.
-    public mutating func eventReceived(seq: UInt64?, event: StreamEvent?, jitterMs: Int64 = 0, now: Int64) -> Action {
+    /// `random`: a draw in [0, 1) for the jitter of the wait after `token_expired`.
+    public mutating func eventReceived(seq: UInt64?, event: StreamEvent?, random: Double = 0, now: Int64) -> Action {
         guard case .streaming = state else { return .none }
         if let seq { lastEventId = seq }
         lastEventAt = now
@@ -261,7 +292,7 @@ public struct ReconnectPolicy: Sendable, Equatable {
         case .done(let reason, _, _)?:
             return end(reason == .cancelled ? .stopped : .finished(finishReason: reason.rawValue), now: now)
         case .error(_, "token_expired", _)?:
-            return tokenExpired(now: now, jitterMs: jitterMs)
+            return tokenExpired(now: now, random: random)
         case .error(let status, let code, let message)?:
             return end(.failed(status: status, code: code, message: message), now: now)
         case .delta?, nil:
@@ -270,11 +301,15 @@ public struct ReconnectPolicy: Sendable, Equatable {
     }
 
     /// The connection failed (refused, reset, timed out) or its body ended without
-    /// `done`/`error`. `jitterMs` (0–250) is added to the wait.
-    public mutating func connectionLost(jitterMs: Int64 = 0, now: Int64) -> Action {
+    /// `done`/`error`. `random`: a draw `r` in [0, 1) from the caller's random source
+    /// (uniform in production); the wait is `dropWaitMs(backoffMs:reconnectionsInARow:random:)`
+    /// — full jitter over 0…`backoffMs` for the first reconnection of a streak,
+    /// `backoffMs` + 0–250 ms after that.
+    public mutating func connectionLost(random: Double = 0, now: Int64) -> Action {
         switch state {
         case .connecting, .streaming:
-            return drop(now: now, waitMs: backoffMs + jitterMs)
+            return drop(now: now, waitMs: Self.dropWaitMs(backoffMs: backoffMs, reconnectionsInARow: failuresInARow,
+                                                          random: random))
         case .idle, .waiting, .suspended, .ended:
             return .none
         }
@@ -297,10 +332,10 @@ public struct ReconnectPolicy: Sendable, Equatable {
     }
 
     /// The token expired: ask the provider once, reconnect after the jitter only.
-    private mutating func tokenExpired(now: Int64, jitterMs: Int64) -> Action {
+    private mutating func tokenExpired(now: Int64, random: Double) -> Action {
         freshTokenNeeded = true
         refreshedForExpiry = true
-        return drop(now: now, waitMs: jitterMs)
+        return drop(now: now, waitMs: Self.jitterMs(random: random))
     }
 
     /// The networking layer asked the provider for the fresh token.

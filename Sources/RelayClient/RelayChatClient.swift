@@ -38,8 +38,9 @@ public final class RelayChatClient: Sendable {
     public let telemetry: TelemetrySink?
     /// The HTTP stack.
     public let transport: any RelayTransport
-    /// The random jitter added to every reconnection wait, ms, in [0, 250].
-    let jitter: @Sendable () -> Int64
+    /// The random source of the reconnection waits: a draw in [0, 1), clamped into it
+    /// (`ReconnectPolicy.connectionLost(random:now:)` turns it into a wait).
+    let random: @Sendable () -> Double
     let budgetBox = LockedBox<BudgetState?>(nil)
     let stops = StopDelivery()
     /// The read mode and whether a buffering proxy switched this client to long-poll.
@@ -52,18 +53,21 @@ public final class RelayChatClient: Sendable {
     ///   - clock: the time source, `SystemClock()` by default.
     ///   - telemetry: the telemetry hook.
     ///   - transport: the HTTP stack, `URLSessionTransport()` by default.
-    ///   - jitter: the random source of reconnection jitter, ms in [0, 250] (uniform by default).
+    ///   - random: the random source of the reconnection waits, a draw in [0, 1) (uniform by
+    ///     default; a fixed value in tests): the first reconnection after a drop waits
+    ///     `floor(r × (backoff + 1))` ms, later ones `backoff + floor(r × 251)` ms
+    ///     (conformance/CLIENT_RULES.md "Reconnect decisions").
     public init(baseURLs: [URL], tokenProvider: @escaping @Sendable (TokenReason) async throws -> String,
                 clock: any RelayClock = SystemClock(), telemetry: TelemetrySink? = nil,
                 transport: any RelayTransport = URLSessionTransport(),
-                jitter: @escaping @Sendable () -> Int64 = { Int64.random(in: 0...ReconnectPolicy.maxJitterMs) }) {
+                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
         precondition(!baseURLs.isEmpty, "RelayChatClient needs at least one base URL")
         self.baseURLs = baseURLs
         self.tokenProvider = tokenProvider
         self.clock = clock
         self.telemetry = telemetry
         self.transport = transport
-        self.jitter = { min(max(0, jitter()), ReconnectPolicy.maxJitterMs) }
+        self.random = random
     }
 
     /// A client whose token closure is asked on every connection (it must return a
@@ -72,9 +76,9 @@ public final class RelayChatClient: Sendable {
     public convenience init(baseURLs: [URL], token: @escaping @Sendable () async throws -> String,
                             clock: any RelayClock = SystemClock(), telemetry: TelemetrySink? = nil,
                             configuration: URLSessionConfiguration = .default,
-                            jitter: @escaping @Sendable () -> Int64 = { Int64.random(in: 0...ReconnectPolicy.maxJitterMs) }) {
+                            random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
         self.init(baseURLs: baseURLs, tokenProvider: { _ in try await token() }, clock: clock, telemetry: telemetry,
-                  transport: URLSessionTransport(configuration: configuration), jitter: jitter)
+                  transport: URLSessionTransport(configuration: configuration), random: random)
     }
 
     /// Options of one chat.

@@ -11,11 +11,14 @@ import RelayCore
 /// Behaviour (rules in `ReconnectPolicy`, `ResponseRenderer`):
 /// * `POST /api/chat/stream` with `X-Request-Id`, streamed through the client's
 ///   `RelayTransport`; events parsed by `RelayCore.SSEParser`; `lastEventId` kept in memory.
-/// * On a drop, a refused connection or a 502/503/504: wait 1 s (3 s when the measured RTT — request sent to response
-///   headers — or the reported one is over 500 ms; at least `Retry-After`) plus 0–250 ms
-///   of jitter, then `GET /api/chat/stream/{id}` with `Last-Event-ID`, rotating through
+/// * On a drop, a refused connection or a 502/503/504: wait, then `GET /api/chat/stream/{id}`
+///   with `Last-Event-ID`, rotating through
 ///   the client's base URLs; at most 3 times, then the completion `needsResume`, and
-///   `resume()` re-sends the whole request.
+///   `resume()` re-sends the whole request. The backoff is 1 s (3 s when the measured RTT —
+///   request sent to response headers — or the reported one is over 500 ms). The first
+///   reconnection after a drop waits a full jitter, uniform over 0…backoff; the 2nd and 3rd
+///   in a row the backoff plus 0–250 ms; a 502/503/504 `max(Retry-After, backoff)` plus
+///   0–250 ms (`ReconnectPolicy.dropWaitMs`).
 /// * A buffered SSE response (`ProxyBufferingDetector`: a head without a byte for 20 s,
 ///   or the whole body in one read at the end) switches the client to long-poll reads
 ///   (`GET /api/chat/stream/{id}?offset=<lastEventId>&live=long-poll`, `-1` before any
@@ -269,7 +272,7 @@ final class StreamDriver: @unchecked Sendable {
                 pollBody.append(d)
                 if pollBody.count > Self.maxPollBodyBytes {
                     dropConnection()
-                    await perform(policy.connectionLost(jitterMs: client.jitter(), now: now))
+                    await perform(policy.connectionLost(random: client.random(), now: now))
                 }
                 return
             }
@@ -278,7 +281,7 @@ final class StreamDriver: @unchecked Sendable {
                 items = try parser.feed(d)
             } catch {
                 dropConnection()
-                return await perform(policy.connectionLost(jitterMs: client.jitter(), now: now))
+                return await perform(policy.connectionLost(random: client.random(), now: now))
             }
             if var det = detector, det.verdict == .undecided {
                 var events = 0
@@ -309,10 +312,10 @@ final class StreamDriver: @unchecked Sendable {
                 let e = RelayChatClient.apiError(status: status, body: errorBody)
                 return await perform(policy.responseOpened(status: status, contentType: errorContentType, error: e,
                                                            retryAfterMs: ReconnectPolicy.retryAfterMs(errorRetryAfter),
-                                                           jitterMs: client.jitter(), now: now))
+                                                           random: client.random(), now: now))
             }
             if readingLongPoll {
-                if error != nil { return await perform(policy.connectionLost(jitterMs: client.jitter(), now: now)) }
+                if error != nil { return await perform(policy.connectionLost(random: client.random(), now: now)) }
                 return await pollEnded(now: now)
             }
             _ = parser.finish()   // an incomplete event is discarded with its id (WHATWG §9.2.6)
@@ -322,7 +325,7 @@ final class StreamDriver: @unchecked Sendable {
                     return await switchToLongPoll(reason, now: now)
                 }
             }
-            await perform(policy.connectionLost(jitterMs: client.jitter(), now: now))
+            await perform(policy.connectionLost(random: client.random(), now: now))
         }
     }
 
@@ -333,7 +336,7 @@ final class StreamDriver: @unchecked Sendable {
         // relay's mid-stream `error` (session_revoked, token_expired) repeats the last
         // delta's seq so that a resume skips nothing, and must not be taken for a drop.
         if let seq, seq <= policy.lastEventId, event?.isTerminal != true { return }
-        let action = policy.eventReceived(seq: seq, event: event, jitterMs: client.jitter(), now: now)
+        let action = policy.eventReceived(seq: seq, event: event, random: client.random(), now: now)
         eventsReceived += 1
         if let event, !Self.isTokenExpiry(event) {
             let limited = BudgetLimitedFlag.isSet(inEventJSON: msg.data)
@@ -350,7 +353,7 @@ final class StreamDriver: @unchecked Sendable {
         if let n = options.dropAfterEvents, !dropped, !ended, eventsReceived >= n {
             dropped = true
             dropConnection()
-            await perform(policy.connectionLost(jitterMs: client.jitter(), now: now))
+            await perform(policy.connectionLost(random: client.random(), now: now))
         }
     }
 
@@ -481,7 +484,7 @@ final class StreamDriver: @unchecked Sendable {
             let array = (try? JSONSerialization.jsonObject(with: pollBody, options: [.fragmentsAllowed])) as? [Any]
             let next = pollFields.nextOffset.flatMap { $0.count <= 20 && $0.allSatisfy(\.isASCII) ? UInt64($0) : nil }
             guard let array, let next else {
-                return await perform(policy.connectionLost(jitterMs: client.jitter(), now: now))
+                return await perform(policy.connectionLost(random: client.random(), now: now))
             }
             got = array.count
             let id = connectionID

@@ -21,7 +21,7 @@ extension Runner {
             log("storm needs --kill-pid (the instance to SIGKILL) and --create-ports (the instances that generate)")
             return false
         }
-        log("scenario storm: \(answers) answers at \(rate) tokens/s generated on ports \(opts.createPorts), \(readersN) readers through the load balancer at \(target.host):\(target.port); SIGKILL pid \(killPid) \(opts.warm) s after every reader is in; kit reconnect policy (drop: 1 s + 0–250 ms; 503: max(Retry-After, 1 s) + 0–250 ms)")
+        log("scenario storm: \(answers) answers at \(rate) tokens/s generated on ports \(opts.createPorts), \(readersN) readers through the load balancer at \(target.host):\(target.port); SIGKILL pid \(killPid) \(opts.warm) s after every reader is in; kit reconnect policy (first reconnection after a drop: full jitter 0–1 s; 2nd and 3rd in a row: 1 s + 0–250 ms; 502/503/504: max(Retry-After, 1 s) + 0–250 ms)")
         sources = SourceAddresses(count: opts.sourceAddresses, connections: readersN * 2 + answers)
         let stats = StormStats()
         let ids = (0..<answers).map { Runner.newID($0) }

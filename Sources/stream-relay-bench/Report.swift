@@ -258,7 +258,7 @@ enum Report {
         if let r = pick("storm", "relay") {
             md.append("### storm: \(f(num(r, "readers"), 0)) readers of \(f(num(r, "answers"), 0)) live answers (\(f(num(r, "rate"), 0)) \(num(r, "rate") == 1 ? "token" : "tokens")/s) through nginx over \(f(num(r, "instances"), 0)) relays; one relay SIGKILLed")
             md.append("")
-            md.append("StreamRelay only: in nchan the publisher is the application, not an instance, so killing an nchan instance is not the same event (see \"Reconnect storm\" above). Readers reconnect by the kits' `ReconnectPolicy` (1 s + 0–250 ms after a drop; `max(Retry-After, 1 s)` + 0–250 ms after a `503`). Goal: every affected reader caught up within 2 s of the kill, nothing lost or duplicated.")
+            md.append("StreamRelay only: in nchan the publisher is the application, not an instance, so killing an nchan instance is not the same event (see \"Reconnect storm\" above). Readers reconnect by the kits' `ReconnectPolicy` (after a drop the first reconnection waits a full jitter, uniform over 0–1 s, a 2nd or 3rd in a row 1 s + 0–250 ms; `max(Retry-After, 1 s)` + 0–250 ms after a `502`/`503`/`504`). Goal: every affected reader caught up within 2 s of the kill, nothing lost or duplicated.")
             md.append("")
             md.append("| metric | value |")
             md.append("|---|---:|")

@@ -5,10 +5,11 @@ import RelayLoop
 
 /// One reader of a live answer in the `storm` scenario: a `GET /api/chat/stream/{id}`
 /// through the load balancer that reconnects as the client kits do, by the kits' own
-/// `RelayClient.ReconnectPolicy` (conformance/CLIENT_RULES.md "Reconnect decisions"): a
-/// drop waits 1,000 ms + jitter, a `503` waits `max(Retry-After, 1 s)` + jitter (jitter
-/// uniform in 0–250 ms), then `Last-Event-ID: <last seq>`; at most 3 reconnections in a
-/// row without an event in between.
+/// `RelayClient.ReconnectPolicy` (conformance/CLIENT_RULES.md "Reconnect decisions"): the
+/// first reconnection after a drop waits a full jitter, uniform over 0–1,000 ms; a second
+/// or third in a row 1,000 ms + 0–250 ms; a `502`/`503`/`504` `max(Retry-After, 1 s)` +
+/// 0–250 ms; then `Last-Event-ID: <last seq>`; at most 3 reconnections in a row without an
+/// event in between.
 ///
 /// Checks every event it gets: the SSE `id` (the stream's `seq`) must be one more than the
 /// last one received (a jump is a lost event, a repeat a duplicate), and so must the
@@ -97,8 +98,8 @@ final class StormReader {
 
     static func nowMs() -> Int64 { Int64(monoMs()) }
 
-    /// The kits' jitter: `floor(r × 251)` ms for `r` uniform in [0, 1).
-    static func jitterMs() -> Int64 { Int64(Double.random(in: 0..<1) * 251) }
+    /// The kits' random draw `r`, uniform in [0, 1): the policy turns it into the wait.
+    static func random() -> Double { Double.random(in: 0..<1) }
 
     private func open(lastEventID: String) {
         connected = false
@@ -110,7 +111,7 @@ final class StormReader {
         }
         guard let c = HTTPConnection(loop: loop, src: sources.take(), dst: target.dst) else {
             stats.connectFailures += 1
-            perform(policy.connectionLost(jitterMs: Self.jitterMs(), now: Self.nowMs()))
+            perform(policy.connectionLost(random: Self.random(), now: Self.nowMs()))
             return
         }
         conn = c
@@ -126,7 +127,7 @@ final class StormReader {
                 self.resumedAt = nowMicros()
             }
             let action = self.policy.responseOpened(status: status, contentType: Self.header("content-type", in: head),
-                                                    retryAfterMs: retryAfter, jitterMs: Self.jitterMs(), now: Self.nowMs())
+                                                    retryAfterMs: retryAfter, random: Self.random(), now: Self.nowMs())
             if status == 200 { self.connected = true }
             self.perform(action)
         }
@@ -143,7 +144,7 @@ final class StormReader {
         if finished || failed != nil { return }
         stats.drops[why, default: 0] += 1
         if let k = killAt, droppedAt == nil { droppedAt = max(k, nowMicros()) }
-        perform(policy.connectionLost(jitterMs: Self.jitterMs(), now: Self.nowMs()))
+        perform(policy.connectionLost(random: Self.random(), now: Self.nowMs()))
     }
 
     private func perform(_ action: ReconnectPolicy.Action) {
@@ -222,7 +223,7 @@ final class StormReader {
                     stats.errorEvents += 1
                 }
             }
-            let action = policy.eventReceived(seq: seq, event: decoded, jitterMs: Self.jitterMs(), now: Self.nowMs())
+            let action = policy.eventReceived(seq: seq, event: decoded, random: Self.random(), now: Self.nowMs())
             perform(action)
             if conn == nil { return }
         }

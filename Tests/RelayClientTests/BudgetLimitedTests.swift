@@ -100,7 +100,7 @@ final class BudgetLimitedTests: XCTestCase {
         }
         let clock = VirtualClock()
         let c = RelayChatClient(baseURLs: [URL(string: "http://relay-a.test")!], tokenProvider: { _ in "tok" }, clock: clock,
-                                transport: URLSessionTransport(configuration: relay.configuration), jitter: { 0 })
+                                transport: URLSessionTransport(configuration: relay.configuration), random: { 0 })
         _ = try await c.fetchBudget()
         let updates = await withRunningClock(clock) {
             await collect(c.startChat(ChatRequest(messages: [ChatMessage(role: "user", content: "lease")])))

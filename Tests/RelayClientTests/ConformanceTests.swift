@@ -252,8 +252,9 @@ final class ConformanceTests: XCTestCase {
     func testReconnectTables() throws {
         for c in try cases("reconnect.json") {
             var p = ReconnectPolicy(backoffMs: 1000)
-            // The vectors' random source: jitter = floor(random × 251) ms (conformance/CLIENT_RULES.md).
-            let jitter = Int64(((c["random"] as? NSNumber)?.doubleValue ?? 0) * Double(ReconnectPolicy.maxJitterMs + 1))
+            // The vectors' random source, a fixed draw in [0, 1); the policy turns it into the waits
+            // (conformance/CLIENT_RULES.md "Reconnect decisions").
+            let random = (c["random"] as? NSNumber)?.doubleValue ?? 0
             for (i, s) in (c["steps"] as? [[String: Any]] ?? []).enumerated() {
                 let at = (s["at"] as? NSNumber)?.int64Value ?? 0
                 let input = s["input"] as? String ?? ""
@@ -268,11 +269,11 @@ final class ConformanceTests: XCTestCase {
                     let err = (s["code"] as? String).map { APIError(status: status, code: ErrorCode(rawValue: $0), message: "") }
                     let retryAfter = (s["retryAfter"] as? NSNumber).map { $0.int64Value * 1000 }
                     a = p.responseOpened(status: status, contentType: s["contentType"] as? String, error: err,
-                                         retryAfterMs: retryAfter, jitterMs: jitter, now: at)
+                                         retryAfterMs: retryAfter, random: random, now: at)
                 case "event":
                     let json = try JSONSerialization.data(withJSONObject: s["event"] ?? [:])
                     let ev = try? StreamEvent(json: String(decoding: json, as: UTF8.self))
-                    a = p.eventReceived(seq: (s["seq"] as? NSNumber)?.uint64Value, event: ev, jitterMs: jitter, now: at)
+                    a = p.eventReceived(seq: (s["seq"] as? NSNumber)?.uint64Value, event: ev, random: random, now: at)
                 case "pollSent":
                     p.pollSent(now: at)
                     a = .none
@@ -281,8 +282,8 @@ final class ConformanceTests: XCTestCase {
                     let err = (s["code"] as? String).map { APIError(status: status, code: ErrorCode(rawValue: $0), message: "") }
                     a = p.pollOpened(status: status, contentType: s["contentType"] as? String, closed: s["closed"] as? Bool ?? false,
                                      error: err, retryAfterMs: (s["retryAfter"] as? NSNumber).map { $0.int64Value * 1000 },
-                                     jitterMs: jitter, now: at)
-                case "drop": a = p.connectionLost(jitterMs: jitter, now: at)
+                                     random: random, now: at)
+                case "drop": a = p.connectionLost(random: random, now: at)
                 case "tick": a = p.tick(now: at)
                 case "background":
                     p.enterBackground(now: at)

@@ -30,7 +30,7 @@ final class LongPollTests: XCTestCase {
         s.client = RelayChatClient(baseURLs: urls, tokenProvider: { why in
             reasons.mutate { $0.append(why) }
             return count.mutate { $0 += 1; return "tok\($0)" }
-        }, clock: s.clock, transport: s.transport, jitter: { 0 })
+        }, clock: s.clock, transport: s.transport, random: { 0 })
         return s
     }
 
@@ -90,7 +90,8 @@ final class LongPollTests: XCTestCase {
         XCTAssertEqual(u.completion, .finished(finishReason: "stop"))
         XCTAssertEqual(u.finalText, words.joined())
         let waits = u.compactMap { if case .connection(.waitingToReconnect(_, let d)) = $0 { return d } else { return nil } }
-        XCTAssertEqual(waits, [1_000, 1_000, 2_000], "502: the backoff; 504 with Retry-After: 2 → 2 s")
+        XCTAssertEqual(waits, [1_000, 0, 2_000],
+                       "502: the backoff; the drop after events: the full jitter, 0 for r = 0; 504 with Retry-After: 2 → 2 s")
     }
 
     // MARK: - Buffering proxies

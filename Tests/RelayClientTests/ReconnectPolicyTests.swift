@@ -15,26 +15,53 @@ final class ReconnectPolicyTests: XCTestCase {
         return p
     }
 
-    func testDropWaitsOneSecondThenResumesFromLastEventID() {
+    func testFirstDropWaitsAFullJitterThenResumesFromLastEventID() {
         var p = streaming()
-        XCTAssertEqual(p.connectionLost(now: 100), .wait(until: 1_100))
-        XCTAssertEqual(p.nextDeadline, 1_100)
-        XCTAssertEqual(p.tick(now: 1_099), .none)
-        XCTAssertEqual(p.tick(now: 1_100), .reconnect(lastEventId: 5))
+        XCTAssertEqual(p.connectionLost(random: 0.5, now: 100), .wait(until: 600), "floor(0.5 × 1001) = 500 ms")
+        XCTAssertEqual(p.nextDeadline, 600)
+        XCTAssertEqual(p.tick(now: 599), .none)
+        XCTAssertEqual(p.tick(now: 600), .reconnect(lastEventId: 5))
         XCTAssertEqual(p.state, .connecting(attempt: 1))
         XCTAssertEqual(p.reconnections, 1)
     }
 
-    func testSlowRTTWaitsThreeSeconds() {
+    func testTheFullJitterSpansTheWholeBackoff() {
+        for (r, wait) in [(0.0, Int64(0)), (0.5, 500), (0.999, 999), (1.0.nextDown, 1_000)] {
+            var p = streaming()
+            XCTAssertEqual(p.connectionLost(random: r, now: 0), .wait(until: wait), "r = \(r)")
+        }
+        XCTAssertEqual(ReconnectPolicy.dropWaitMs(backoffMs: 1_000, reconnectionsInARow: 0, random: 1), 1_000, "clamped below 1")
+        XCTAssertEqual(ReconnectPolicy.dropWaitMs(backoffMs: 1_000, reconnectionsInARow: 0, random: -3), 0)
+        XCTAssertEqual(ReconnectPolicy.dropWaitMs(backoffMs: 1_000, reconnectionsInARow: 0, random: .nan), 0)
+        XCTAssertEqual(ReconnectPolicy.jitterMs(random: .infinity), 0)
+        XCTAssertEqual(ReconnectPolicy.jitterMs(random: 7), 250)
+    }
+
+    func testACrowdDroppedAtOneInstantSpreadsOverTheWholeBackoff() {
+        var perTenth = [Int](repeating: 0, count: 10)
+        for i in 0..<1_000 {
+            var p = streaming()
+            guard case .wait(let until) = p.connectionLost(random: (Double(i) + 0.5) / 1_000, now: 0) else {
+                return XCTFail("a drop waits")
+            }
+            perTenth[min(9, Int(until / 100))] += 1
+        }
+        XCTAssertTrue(perTenth.allSatisfy { (99...101).contains($0) }, "each 100 ms of the backoff holds a tenth: \(perTenth)")
+    }
+
+    func testSlowRTTSpreadsTheFirstWaitOverThreeSeconds() {
         var p = streaming(backoff: NetworkAdvice(NetworkConditions(rttMs: 800)).reconnectBackoffMs)
-        XCTAssertEqual(p.connectionLost(now: 0), .wait(until: 3_000))
+        XCTAssertEqual(p.connectionLost(random: 0.999, now: 0), .wait(until: 2_997))
+        XCTAssertEqual(p.tick(now: 2_997), .reconnect(lastEventId: 5))
+        XCTAssertEqual(p.connectionLost(random: 0.999, now: 3_000), .wait(until: 6_250), "the second: 3 s + 250 ms")
     }
 
     func testThreeFailedReconnectionsThenNeedsResume() {
         var p = streaming()
         var now: Int64 = 0
-        for attempt in 1...3 {
-            XCTAssertEqual(p.connectionLost(now: now), .wait(until: now + 1_000))
+        for (attempt, wait) in [(1, Int64(0)), (2, 1_000), (3, 1_000)] {
+            XCTAssertEqual(p.connectionLost(now: now), .wait(until: now + wait),
+                           "r = 0: the first at once, the 2nd and 3rd after the backoff")
             now += 1_000
             XCTAssertEqual(p.tick(now: now), .reconnect(lastEventId: 5), "attempt \(attempt)")
         }
@@ -47,7 +74,8 @@ final class ReconnectPolicyTests: XCTestCase {
         var p = streaming()
         var now: Int64 = 0
         for i in 0..<10 {
-            _ = p.connectionLost(now: now)
+            XCTAssertEqual(p.connectionLost(random: 0.5, now: now), .wait(until: now + 500),
+                           "after an event the streak starts again: the full jitter")
             now += 1_000
             XCTAssertEqual(p.tick(now: now), .reconnect(lastEventId: 5 + UInt64(i)))
             _ = p.responseOpened(status: 200, contentType: "text/event-stream", now: now)
@@ -73,7 +101,7 @@ final class ReconnectPolicyTests: XCTestCase {
         // The app was suspended: the drop is noticed 5 min + 1 ms after the last event.
         XCTAssertEqual(p.connectionLost(now: 300_001), .finish(.needsResume))
         var q = streaming()
-        XCTAssertEqual(q.connectionLost(now: 1_000), .wait(until: 2_000))
+        XCTAssertEqual(q.connectionLost(random: 0.5, now: 1_000), .wait(until: 1_500))
         XCTAssertEqual(q.tick(now: 300_001), .finish(.needsResume), "suspended while waiting")
     }
 

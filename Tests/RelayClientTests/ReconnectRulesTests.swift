@@ -4,7 +4,7 @@ import RelayCore
 
 /// The `conformance/CLIENT_RULES.md` reconnect decisions (token expiry, `Retry-After`,
 /// background and foreground), on the pure policy
-/// (virtual times, fixed jitter).
+/// (virtual times, fixed random draws).
 final class ReconnectRulesTests: XCTestCase {
     let stream = "text/event-stream"
 
@@ -29,10 +29,10 @@ final class ReconnectRulesTests: XCTestCase {
 
     func test503WaitsTheLongerOfRetryAfterAndBackoffPlusJitter() {
         var p = streaming()
-        XCTAssertEqual(p.connectionLost(jitterMs: 30, now: 100), .wait(until: 1_130))
-        XCTAssertEqual(p.tick(now: 1_130), .reconnect(lastEventId: 5))
+        XCTAssertEqual(p.connectionLost(random: 0.13, now: 100), .wait(until: 230), "the full jitter: floor(0.13 × 1001)")
+        XCTAssertEqual(p.tick(now: 230), .reconnect(lastEventId: 5))
         XCTAssertEqual(p.responseOpened(status: 503, contentType: nil, error: e(503, "not_ready"), retryAfterMs: 5_000,
-                                        jitterMs: 10, now: 1_200), .wait(until: 6_210))
+                                        random: 0.04, now: 1_200), .wait(until: 6_210), "Retry-After + floor(0.04 × 251)")
         XCTAssertEqual(p.tick(now: 6_210), .reconnect(lastEventId: 5))
         // Without Retry-After (a draining relay): the backoff.
         XCTAssertEqual(p.responseOpened(status: 503, contentType: nil, now: 6_300), .wait(until: 7_300))
@@ -44,7 +44,8 @@ final class ReconnectRulesTests: XCTestCase {
     func test503OnTheFirstRequestIsRetryableToo() {
         var p = ReconnectPolicy(backoffMs: 3_000)
         _ = p.start(now: 0)
-        XCTAssertEqual(p.responseOpened(status: 503, contentType: nil, retryAfterMs: 1_000, jitterMs: 250, now: 0), .wait(until: 3_250))
+        XCTAssertEqual(p.responseOpened(status: 503, contentType: nil, retryAfterMs: 1_000, random: 0.999, now: 0), .wait(until: 3_250),
+                       "a 503 is not a drop: no full jitter, even on the first try")
         XCTAssertEqual(p.tick(now: 3_250), .reconnect(lastEventId: 0), "before any event: re-send the POST")
     }
 
@@ -59,7 +60,7 @@ final class ReconnectRulesTests: XCTestCase {
 
     func testTokenExpiredEventRefreshesAndResumesAfterJitterOnly() {
         var p = streaming()
-        XCTAssertEqual(p.eventReceived(seq: 5, event: .error(status: 401, code: "token_expired", message: ""), jitterMs: 40, now: 50),
+        XCTAssertEqual(p.eventReceived(seq: 5, event: .error(status: 401, code: "token_expired", message: ""), random: 0.16, now: 50),
                        .wait(until: 90))
         XCTAssertTrue(p.freshTokenNeeded)
         XCTAssertEqual(p.tick(now: 90), .reconnect(lastEventId: 5))
@@ -137,9 +138,9 @@ final class ReconnectRulesTests: XCTestCase {
 
     func testWaitThatEndsInTheBackgroundWaitsForTheForeground() {
         var p = streaming()
-        XCTAssertEqual(p.connectionLost(now: 0), .wait(until: 1_000))
+        XCTAssertEqual(p.connectionLost(random: 0.999, now: 0), .wait(until: 999))
         p.enterBackground(now: 500)
-        XCTAssertEqual(p.tick(now: 1_000), .none)
+        XCTAssertEqual(p.tick(now: 999), .none)
         XCTAssertEqual(p.state, .suspended)
         XCTAssertEqual(p.enterForeground(now: 5_000), .reconnect(lastEventId: 5))
         XCTAssertEqual(p.state, .connecting(attempt: 1))

@@ -22,14 +22,14 @@ final class RelayStreamRecoveryTests: XCTestCase {
         var client: RelayChatClient!
     }
 
-    func setup(jitter: Int64 = 0) -> Setup {
+    func setup(random: Double = 0) -> Setup {
         var s = Setup()
         let reasons = s.reasons
         let count = LockedBox(0)
         s.client = RelayChatClient(baseURLs: urls, tokenProvider: { why in
             reasons.mutate { $0.append(why) }
             return count.mutate { $0 += 1; return "tok\($0)" }
-        }, clock: s.clock, transport: s.transport, jitter: { jitter })
+        }, clock: s.clock, transport: s.transport, random: { random })
         return s
     }
 
@@ -74,13 +74,13 @@ final class RelayStreamRecoveryTests: XCTestCase {
     }
 
     func testTokenExpiredEventAsksForAFreshTokenOnceAndResumesFromTheLastId() async throws {
-        let s = setup(jitter: 100)
+        let s = setup(random: 0.4)
         let t = s.transport
         let log = UpdateLog(s.client.startChat(request))
         try await t.waitForRequests(1)
         // The relay's expiry event repeats the last delta's seq (docs/PROTOCOL.md "Numbering").
         t.open(0, frames: frames(0, 5) + SSEFrame.event(seq: 5, json: StreamEvent.error(status: 401, code: "token_expired", message: "expired").json))
-        try await log.wait("the reconnection wait") { self.waits($0) == [[1, 100]] }   // jitter only, no backoff
+        try await log.wait("the reconnection wait") { self.waits($0) == [[1, 100]] }   // jitter only, floor(0.4 × 251); no backoff
         try await advance(s.clock, until: "the reconnection") { t.requests.count == 2 }
         let r = t.requests[1]
         XCTAssertEqual(r.method, "GET")
@@ -98,7 +98,7 @@ final class RelayStreamRecoveryTests: XCTestCase {
     }
 
     func test401ToAReconnectRefreshesOnceThenASecond401Fails() async throws {
-        let s = setup()
+        let s = setup(random: 0.5)
         let t = s.transport
         let log = try await dropThenReconnect(s, after: 3, error: "connection reset")
         t.refuse(1, status: 401, code: "token_expired")
@@ -108,12 +108,12 @@ final class RelayStreamRecoveryTests: XCTestCase {
         t.refuse(2, status: 401, code: "unauthorized")
         let u = try await log.finished()
         XCTAssertEqual(u.completion, .failed(status: 401, code: "unauthorized", message: "unauthorized"))
-        XCTAssertEqual(waits(u), [[1, 1_000], [2, 0]])
+        XCTAssertEqual(waits(u), [[1, 500], [2, 125]], "the drop: the full jitter; the 401: the jitter only")
         XCTAssertEqual(s.reasons.value.filter { $0 == .expired }.count, 1, "the provider is asked once per expiry")
     }
 
     func test503WithRetryAfterIsARetryableDropOnTheNextURL() async throws {
-        let s = setup(jitter: 70)
+        let s = setup(random: 0.28)
         let t = s.transport
         let log = try await dropThenReconnect(s, after: 2, error: "connection refused")
         XCTAssertEqual(t.requests[1].url.host, "relay-b.test")
@@ -124,7 +124,7 @@ final class RelayStreamRecoveryTests: XCTestCase {
         t.open(2, frames: frames(2, all.count))
         t.send([.end(error: nil)], to: 2)
         let u = try await log.finished()
-        XCTAssertEqual(waits(u), [[1, 1_070], [2, 2_070]], "max(Retry-After, 1 s) + jitter")
+        XCTAssertEqual(waits(u), [[1, 280], [2, 2_070]], "the drop: floor(0.28 × 1001); the 503: max(Retry-After, 1 s) + floor(0.28 × 251)")
         XCTAssertEqual(u.completion, .finished(finishReason: "stop"))
         XCTAssertEqual(u.finalText, words.joined())
         XCTAssertEqual(u.telemetry?.reconnections, 2)

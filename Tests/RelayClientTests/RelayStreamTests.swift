@@ -17,14 +17,14 @@ final class RelayStreamTests: XCTestCase {
     let request = ChatRequest(messages: [ChatMessage(role: "user", content: "hi")])
 
     func client(_ relay: MockRelay, clock: VirtualClock, tokens: LockedBox<Int> = LockedBox(0),
-                telemetry: LockedBox<[TelemetryRecord]> = LockedBox([]), jitter: Int64 = 0,
+                telemetry: LockedBox<[TelemetryRecord]> = LockedBox([]), random: Double = 0,
                 reasons: LockedBox<[RelayChatClient.TokenReason]> = LockedBox([])) -> RelayChatClient {
         RelayChatClient(baseURLs: urls, tokenProvider: { why in
                             reasons.mutate { $0.append(why) }
                             return tokens.mutate { $0 += 1; return "tok\($0)" }
                         }, clock: clock,
                         telemetry: { r in telemetry.mutate { $0.append(r) } },
-                        transport: URLSessionTransport(configuration: relay.configuration), jitter: { jitter })
+                        transport: URLSessionTransport(configuration: relay.configuration), random: { random })
     }
 
     func testWholeStreamInOddChunks() async throws {
@@ -63,11 +63,11 @@ final class RelayStreamTests: XCTestCase {
         }
         let clock = VirtualClock()
         let tokens = LockedBox(0)
-        let updates = await withRunningClock(clock) { await collect(client(relay, clock: clock, tokens: tokens).startChat(request)) }
+        let updates = await withRunningClock(clock) { await collect(client(relay, clock: clock, tokens: tokens, random: 0.5).startChat(request)) }
         XCTAssertEqual(updates.finalText, words.joined())
         XCTAssertEqual(updates.completion, .finished(finishReason: "stop"))
         XCTAssertEqual(updates.telemetry?.reconnections, 1)
-        XCTAssertTrue(updates.contains(.connection(.waitingToReconnect(attempt: 1, delayMs: 1_000))))
+        XCTAssertTrue(updates.contains(.connection(.waitingToReconnect(attempt: 1, delayMs: 500))), "the full jitter: floor(0.5 × 1001)")
         let r = relay.requests
         XCTAssertEqual(r.count, 2)
         XCTAssertEqual(r[1].method, "GET")
@@ -219,11 +219,12 @@ final class RelayStreamTests: XCTestCase {
         }
         let clock = VirtualClock()
         let opts = RelayChatClient.ChatOptions(network: NetworkConditions(connectionType: "2g", rttMs: 900, downlinkMbps: 0.2))
-        let updates = await withRunningClock(clock) { await collect(client(relay, clock: clock).startChat(request, options: opts)) }
+        let updates = await withRunningClock(clock) { await collect(client(relay, clock: clock, random: 0.999).startChat(request, options: opts)) }
         guard case .advice(let a)? = updates.first else { return XCTFail("\(updates)") }
         XCTAssertEqual(a.warning, NetworkAdvice.slowConnectionWarning)
         XCTAssertTrue(a.suggestsSummaryMode)
-        XCTAssertTrue(updates.contains(.connection(.waitingToReconnect(attempt: 1, delayMs: 3_000))))
+        XCTAssertTrue(updates.contains(.connection(.waitingToReconnect(attempt: 1, delayMs: 2_997))),
+                      "the full jitter over the 3 s backoff: floor(0.999 × 3001)")
         XCTAssertEqual(updates.completion, .finished(finishReason: "stop"))
     }
 }

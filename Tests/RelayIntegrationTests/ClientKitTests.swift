@@ -151,7 +151,7 @@ final class ClientKitTests: RelayTestCase {
         let tele = Box<[TelemetryRecord]>([])
         let tokens = Box(0)
         let c = RelayChatClient(baseURLs: [url(proxy.port)], token: { tokens.mutate { $0 += 1 }; return RelayProcess.token() },
-                                telemetry: { r in tele.mutate { $0.append(r) } }, configuration: .ephemeral, jitter: { 0 })
+                                telemetry: { r in tele.mutate { $0.append(r) } }, configuration: .ephemeral, random: { 0 })
         let stream = c.startChat(request(maxTokens: 200))
         let t0 = Date()
         let out = try await collect(stream, timeout: 15)
@@ -165,7 +165,7 @@ final class ClientKitTests: RelayTestCase {
             if case .waitingToReconnect(let a, let d) = s { return [Int64(a), d] }
             return nil
         }
-        XCTAssertEqual(waits, [[1, 1_000], [2, 1_000], [3, 1_000]])
+        XCTAssertEqual(waits, [[1, 0], [2, 1_000], [3, 1_000]], "r = 0: the first at once (full jitter), then the backoff")
         let resumedFrom = out.statuses.compactMap { s -> UInt64? in
             if case .reconnecting(_, _, let last) = s { return last }
             return nil
@@ -579,7 +579,7 @@ final class ClientKitTests: RelayTestCase {
         // over 500 ms of clock time, which at 10× is 50 ms of real time — a cold relay's first
         // POST on a loaded 2-core machine. At 2× that threshold is 250 ms of real time.
         let c = RelayChatClient(baseURLs: [url(relay.port), url(capped.port)], tokenProvider: { _ in RelayProcess.token() },
-                                clock: FastClock(factor: 2), transport: URLSessionTransport(configuration: .ephemeral), jitter: { 40 })
+                                clock: FastClock(factor: 2), transport: URLSessionTransport(configuration: .ephemeral), random: { 0.16 })
         let out = try await collect(c.startChat(request(maxTokens: 120), options: .init(dropAfterEvents: 10)))
         XCTAssertEqual(out.completion, .finished(finishReason: "length"), "\(out.statuses)")
         XCTAssertEqual(out.text, reference)
@@ -587,10 +587,10 @@ final class ClientKitTests: RelayTestCase {
             if case .waitingToReconnect(let a, let d) = s { return [Int64(a), d] }
             return nil
         }
-        XCTAssertEqual(waits.first, [1, 1_040], "the drop: the backoff + 40 ms jitter")
+        XCTAssertEqual(waits.first, [1, 160], "the drop: the full jitter, floor(0.16 × 1001)")
         XCTAssertEqual(waits.count, 2, "\(waits)")
         XCTAssertTrue(waits.count == 2 && waits[1][0] == 2 && [1_040, 2_040, 3_040].contains(waits[1][1]),
-                      "then the 503: its Retry-After (1–3 s) + 40 ms jitter: \(waits)")
+                      "then the 503: its Retry-After (1–3 s) + floor(0.16 × 251) = 40 ms: \(waits)")
         let urls = out.statuses.compactMap { s -> URL? in if case .reconnecting(_, let u, _) = s { return u } else { return nil } }
         XCTAssertEqual(urls, [url(capped.port), url(relay.port)], "refused by the capped relay, then back on the other")
     }

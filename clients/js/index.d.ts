@@ -99,6 +99,11 @@ export const MAX_ATTEMPTS: 3;
 export const IDLE_LIMIT_MS: 300000;
 export const HARD_TIMEOUT_MS: 60000;
 export const MAX_JITTER_MS: 250;
+/** The jitter added to a wait, ms: `floor(r × 251)`, 0–250, for a draw `r` in [0, 1). */
+export function jitterMs(r: number): number;
+/** The wait before the reconnection after a drop, ms: the first of a streak (`reconnectionsInARow` 0) waits a full
+ *  jitter `floor(r × (backoffMs + 1))`, later ones `backoffMs + jitterMs(r)` (conformance/CLIENT_RULES.md). */
+export function dropWaitMs(backoffMs: number, reconnectionsInARow: number, r: number): number;
 export function offersRetry(c: Completion): boolean;
 export function isEventStream(contentType: string | null | undefined): boolean;
 /** `application/json`, parameters and case ignored. */
@@ -294,6 +299,7 @@ export interface ClientOptions {
    *  (conformance/CLIENT_RULES.md "Buffering proxies"); `sse`: never switch; `longPoll`: from the start. */
   readMode?: 'auto' | 'sse' | 'longPoll';
   clock?: Clock;
+  /** [0, 1) source of the reconnection waits (full jitter, then backoff + 0–250 ms) and request ids; `Math.random` by default. */
   random?: () => number;
   telemetry?: (record: TelemetryRecord) => void;
 }

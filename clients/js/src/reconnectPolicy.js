@@ -8,8 +8,31 @@ export const MAX_ATTEMPTS = 3;
 export const IDLE_LIMIT_MS = 300000;
 /** Foreground connected time without an event after which the answer is complete, ms. */
 export const HARD_TIMEOUT_MS = 60000;
-/** Largest jitter added to a reconnect wait, ms (uniform in [0, 250]). */
+/**
+ * Largest jitter added to a reconnect wait that is not the first of its streak (and to 502/503/504
+ * and `token_expired` waits), ms (uniform in [0, 250]).
+ */
 export const MAX_JITTER_MS = 250;
+
+/** `floor(r × (upTo + 1))` for `r` clamped into [0, 1) (non-finite → 0): uniform over 0…`upTo`. @param {number} r @param {number} upTo */
+function scaled(r, upTo) {
+  if (!Number.isFinite(r) || r <= 0) return 0;
+  return Math.min(upTo, Math.floor(Math.min(r, 1 - Number.EPSILON / 2) * (upTo + 1)));
+}
+
+/** The jitter added to a wait, ms: `floor(r × 251)`, 0–250, for a draw `r` in [0, 1). @param {number} r */
+export function jitterMs(r) { return scaled(r, MAX_JITTER_MS); }
+
+/**
+ * The wait before the reconnection that follows a drop (not a 502/503/504 or `token_expired`), ms.
+ * `reconnectionsInARow` is the streak before this drop (0 when an event came since the last
+ * reconnection, or none was made since the request): 0 → full jitter `floor(r × (backoffMs + 1))`,
+ * uniform over 0…`backoffMs`; 1 or more → `backoffMs + jitterMs(r)`.
+ * @param {number} backoffMs @param {number} reconnectionsInARow @param {number} r a draw in [0, 1)
+ */
+export function dropWaitMs(backoffMs, reconnectionsInARow, r) {
+  return reconnectionsInARow === 0 ? scaled(r, Math.max(0, backoffMs)) : backoffMs + jitterMs(r);
+}
 
 /**
  * How an answer ended.
@@ -57,12 +80,15 @@ const NONE = { type: 'none' };
  * States: `idle`, `connecting` (attempt 0 = the original request), `streaming`,
  * `waiting` (until a time), `suspended` (dropped in the background), `ended`.
  *
- * * Drop (network error, refused/reset, body ended without `done`/`error`): wait
- *   `backoffMs + jitter` (1000 ms, 3000 ms when RTT > 500 ms; jitter = floor(random() × 251)),
- *   then `reconnect` with `Last-Event-ID` (the driver rotates the base URL; before any
- *   event it re-sends the POST with the same `X-Request-Id`).
+ * * Drop (network error, refused/reset, body ended without `done`/`error`): wait, then `reconnect`
+ *   with `Last-Event-ID` (the driver rotates the base URL; before any event it re-sends the POST
+ *   with the same `X-Request-Id`). `backoffMs` is 1000 ms, 3000 ms when RTT > 500 ms. The first
+ *   reconnection of a streak (none since the last event or the request) waits a full jitter
+ *   `floor(random() × (backoffMs + 1))`, uniform over 0…backoffMs (AWS Architecture Blog,
+ *   "Exponential Backoff And Jitter"): clients dropped at one instant come back spread over the
+ *   whole backoff. The 2nd and 3rd in a row wait `backoffMs + floor(random() × 251)`.
  * * At most 3 reconnections in a row without an event; the next failure → `needsResume`.
- * * 502, 503 or 504 (± `Retry-After: R`) on any attempt: retryable drop, wait `max(R×1000, backoff) + jitter`
+ * * 502, 503 or 504 (± `Retry-After: R`) on any attempt: retryable drop, wait `max(R×1000, backoff) + floor(random() × 251)`
  *   (the relay answers only 503 before a stream; 502/504 come from a gateway in front of it).
  * * `token_expired` (error event, or 401 `token_expired`/`unauthorized` on a reconnect):
  *   wait `jitter`, then reconnect asking the token provider for a fresh token; a second 401
@@ -106,8 +132,8 @@ export class ReconnectPolicy {
 
   get isEnded() { return this.state === 'ended'; }
 
-  /** Jitter for one wait, ms in [0, 250]. */
-  jitterMs() { return Math.min(MAX_JITTER_MS, Math.floor(this.random() * (MAX_JITTER_MS + 1))); }
+  /** Jitter for one wait from the random source, ms in [0, 250]. */
+  jitterMs() { return jitterMs(this.random()); }
 
   /** When `tick` must next be called, ms, or null. */
   get nextDeadline() {
@@ -258,15 +284,21 @@ export class ReconnectPolicy {
       this.state = 'suspended';
       return NONE;
     }
-    return this._retryableDrop(now, this.backoffMs);
+    return this._retryableDrop(now, this.backoffMs, true);
   }
 
-  /** @param {number} now @param {number} waitMs @returns {Action} */
-  _retryableDrop(now, waitMs) {
+  /**
+   * A retryable failure: wait `baseMs` + 0–250 ms of jitter, or, for a drop (`drop`), `dropWaitMs`
+   * (the full jitter when it starts a streak). @param {number} now @param {number} baseMs
+   * @param {boolean} [drop] @returns {Action}
+   */
+  _retryableDrop(now, baseMs, drop = false) {
     if (now - this._lastEventAt > IDLE_LIMIT_MS || this._failuresInARow >= MAX_ATTEMPTS) return this._end({ kind: 'needsResume' });
+    const r = this.random();
+    const waitMs = drop ? dropWaitMs(baseMs, this._failuresInARow, r) : baseMs + jitterMs(r);
     this._failuresInARow += 1;
     this.attempt = this._failuresInARow;
-    this.until = now + waitMs + this.jitterMs();
+    this.until = now + waitMs;
     this.state = 'waiting';
     return { type: 'wait', until: this.until };
   }

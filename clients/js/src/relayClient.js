@@ -81,7 +81,7 @@ export function parseRetryAfter(v) {
  * @property {'auto' | 'sse' | 'longPoll'} [readMode] `auto` (default): SSE, and long-poll for the rest of this client's life once
  *   a response looks buffered by a proxy (conformance/CLIENT_RULES.md "Buffering proxies"); `sse`: never switch; `longPoll`: from the start
  * @property {Clock} [clock]
- * @property {() => number} [random] [0, 1) source for jitter and request ids
+ * @property {() => number} [random] [0, 1) source of the reconnection waits (ReconnectPolicy: full jitter, then backoff + 0–250 ms) and of request ids
  * @property {(record: {requestId: string, tokensReceived: number, latencyMs: number, reconnections: number}) => void} [telemetry]
  */
 

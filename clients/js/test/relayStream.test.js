@@ -19,7 +19,7 @@ test('a dropped stream resumes on the next base URL with Last-Event-ID and ends 
   const { fetch, calls } = scriptedFetch((call, i) => ({ body: bodies[i] }));
   const tokens = [];
   const telemetry = [];
-  const client = new RelayChatClient({ baseURLs: ['http://a', 'http://b/'], fetch, clock, random: () => 0,
+  const client = new RelayChatClient({ baseURLs: ['http://a', 'http://b/'], fetch, clock, random: () => 0.5,
     token: (info) => { tokens.push(info); return `t${tokens.length}`; }, telemetry: (r) => telemetry.push(r) });
   const s = client.startChat(request, { requestId: 'req1' });
   const updates = collect(s);
@@ -28,8 +28,8 @@ test('a dropped stream resumes on the next base URL with Last-Event-ID and ends 
   await clock.advance(100);
   bodies[0].write(delta(3, 'for five ye'));
   bodies[0].end();                                     // cut mid-answer
-  await clock.advance(999);
-  assert.equal(calls.length, 1, 'waits the 1 s backoff');
+  await clock.advance(499);
+  assert.equal(calls.length, 1, 'the first reconnection after a drop waits the full jitter: floor(0.5 × 1001) = 500 ms');
   await clock.advance(1);
   assert.equal(calls.length, 2);
   assert.equal(calls[1].url, 'http://b/api/chat/stream/req1');
@@ -146,9 +146,9 @@ test('503 with Retry-After waits R seconds and rotates; token_expired asks for a
   await clock.advance(5);
   bodies[0].write(delta(1, 'Hello '));
   bodies[0].fail();
-  await clock.advance(1000);
-  assert.equal(calls.length, 2, 'first reconnect after 1 s');
-  await clock.advance(3999);
+  await clock.advance(1);
+  assert.equal(calls.length, 2, 'the first reconnection after the drop: the full jitter, 0 ms for r = 0');
+  await clock.advance(3998);
   assert.equal(calls.length, 2, 'Retry-After 4 s');
   await clock.advance(1);
   assert.equal(calls.length, 3);
@@ -164,7 +164,7 @@ test('503 with Retry-After waits R seconds and rotates; token_expired asks for a
 test('three failed reconnections → needsResume; resume re-sends the whole request with a new id', async () => {
   const clock = new VirtualClock();
   const { fetch, calls } = scriptedFetch((call, i) => { if (i === 0) return { body: delta(1, 'Hi ') }; throw new TypeError('refused'); });
-  const client = new RelayChatClient({ baseURLs: ['http://a', 'http://b'], fetch, clock, random: () => 0, token: () => 't' });
+  const client = new RelayChatClient({ baseURLs: ['http://a', 'http://b'], fetch, clock, random: () => 0.5, token: () => 't' });
   const s = client.startChat(request, { requestId: 'first' });
   await clock.advance(5000);
   assert.equal(calls.length, 4);

@@ -1,5 +1,5 @@
 // Compile-only check of index.d.ts (tsc --noEmit -p test/types): how an app uses the kit.
-import { RelayChatClient, ProxyBufferingDetector, xhrFetch, ChatUpdate, ReconnectPolicy, DirectionDecider, BudgetState, networkAdvice, budgetLimitedNote, isBudgetLimited } from '../../index';
+import { RelayChatClient, ProxyBufferingDetector, xhrFetch, ChatUpdate, ReconnectPolicy, DirectionDecider, BudgetState, networkAdvice, budgetLimitedNote, isBudgetLimited, dropWaitMs, jitterMs } from '../../index';
 
 const client = new RelayChatClient({ baseURLs: ['https://relay.example'], token: async ({ refresh }) => (refresh ? 'new' : 'old') });
 const stream = client.startChat({ messages: [{ role: 'user', content: 'Draft an NDA' }], model: 'simulated' }, { network: { effectiveType: '4g', rtt: 80, downlink: 10 } });
@@ -11,6 +11,8 @@ const off = stream.subscribe((u: ChatUpdate) => {
 });
 off();
 const p = new ReconnectPolicy({ backoffMs: 1000, random: () => 0 });
+const firstWait: number = dropWaitMs(1000, 0, Math.random()) + jitterMs(0.5);
+void firstWait;
 const a = p.start(0);
 if (a.type === 'reconnect') { const id: number = a.lastEventId; void id; }
 const d = new DirectionDecider();
