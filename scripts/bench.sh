@@ -8,6 +8,8 @@
 #            --targets "relay nchan"   (which systems to run, default both)
 #   BENCH_ARGS="--duration 5 …" is passed to every stream-relay-bench run (exploration);
 #   RELAY_BIN=/path/to/stream-relay runs another relay build (before/after comparisons).
+#   BENCH_BIN=/path/to/stream-relay-bench runs another load generator build (the `storm` readers
+#   run the kits' ReconnectPolicy compiled into it: before/after comparisons of that policy).
 #   BENCH_CONFIG=debug builds and runs the debug build (a quick check of the scenarios only).
 #
 # Installs what it needs (libnginx-mod-nchan), builds release, starts a fresh
@@ -43,7 +45,7 @@ CONFIG=${BENCH_CONFIG:-release}
 swift build -c "$CONFIG" 2>&1 | tail -1 >&2
 BIN=$(swift build -c "$CONFIG" --show-bin-path)
 RELAY="${RELAY_BIN:-$BIN/stream-relay}"
-BENCH="$BIN/stream-relay-bench"
+BENCH="${BENCH_BIN:-$BIN/stream-relay-bench}"
 
 WORK=$(mktemp -d /tmp/stream-relay-bench.XXXXXX)
 mkdir -p "$ROOT/.build/bench"
