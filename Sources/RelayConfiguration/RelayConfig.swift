@@ -124,6 +124,12 @@ public struct RelayConfig: Sendable, Equatable {
     /// Lossless resume beyond the retained window (docs/PROTOCOL.md §6, docs/DATA_MODEL.md §4);
     /// default on.
     public var losslessResume = true
+    /// How long a finished answer's record is kept after its final event, ms
+    /// (`RELAY_ANSWER_RETENTION`, docs/PROTOCOL.md §6.5); default 86,400,000 (24 h), 0 off.
+    public var answerRetentionMs = 86_400_000
+    /// The largest retained-answer record body (text and delta lengths), bytes
+    /// (`RELAY_ANSWER_RETENTION_MAX_BYTES`); default 1 MiB. Larger answers are not retained.
+    public var answerRetentionMaxBytes = 1 << 20
     /// HS256 shared secret (`RELAY_JWT_SECRET`).
     public var jwtSecret: String?
     /// PEM file of the RS256/ES256 public key (`RELAY_JWT_PUBLIC_KEY`).
@@ -514,6 +520,14 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_LOSSLESS_RESUME", flag: "--lossless-resume", default: "on", unit: "on/off",
                doc: "keep the full text for resumes beyond the window: on/off") { c, v in
             c.losslessResume = try bool(v, "RELAY_LOSSLESS_RESUME")
+        },
+        Option(env: "RELAY_ANSWER_RETENTION", flag: "--answer-retention", default: "24h", unit: "duration",
+               doc: "how long a finished answer (done, cancelled, budget cut) is kept after its final event for resumes and GET /api/chat/answers/{id} once its events expired: 24h, 90m, 0 (off)") { c, v in
+            c.answerRetentionMs = try duration(v, "RELAY_ANSWER_RETENTION", 0...2_592_000_000)
+        },
+        Option(env: "RELAY_ANSWER_RETENTION_MAX_BYTES", flag: "--answer-retention-max-bytes", default: "1048576", unit: "bytes",
+               doc: "largest retained answer (its text plus about 1.4 bytes per event); a longer answer is not retained") { c, v in
+            c.answerRetentionMaxBytes = try int(v, "RELAY_ANSWER_RETENTION_MAX_BYTES", 1...67_108_864)
         },
     ]
 

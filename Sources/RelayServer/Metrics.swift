@@ -15,6 +15,7 @@ public final class Metrics: Sendable {
         case deltasMerged, catchUpMerged, appendAuxiliaryErrors, replaysWaited, replaysSkipped
         case cancelsPending
         case jwksParkedRequests
+        case resumesRetained, answersRetained, answersRetainedBytes, answersNotRetainedOversize, answerReads, answersErased
 
         var name: String {
             switch self {
@@ -48,6 +49,12 @@ public final class Metrics: Sendable {
             case .replaysSkipped: return "relay_replays_skipped_total"
             case .cancelsPending: return "relay_cancels_pending_total"
             case .jwksParkedRequests: return "relay_jwks_waiting_requests_total"
+            case .resumesRetained: return "relay_resumes_total{outcome=\"retained\"}"
+            case .answersRetained: return "relay_answers_retained_total"
+            case .answersRetainedBytes: return "relay_answers_retained_bytes_total"
+            case .answersNotRetainedOversize: return "relay_answers_not_retained_total{reason=\"oversize\"}"
+            case .answerReads: return "relay_answer_reads_total"
+            case .answersErased: return "relay_answers_erased_total"
             }
         }
 
@@ -57,8 +64,13 @@ public final class Metrics: Sendable {
             case .eventsAppended: return "Stream events appended to Redis by this instance's generations."
             case .eventsDelivered: return "Stream events written to client connections."
             case .streamsStarted: return "Generations started (POST /api/chat/stream admitted)."
-            case .resumesOK, .resumesGap, .resumesNotFound, .resumesCatchUp:
-                return "Resume requests (GET /api/chat/stream/{id}) by outcome: ok, gap (409 resume_gap), not_found (404), catch_up (lossless catch-up)."
+            case .resumesOK, .resumesGap, .resumesNotFound, .resumesCatchUp, .resumesRetained:
+                return "Resume requests (GET /api/chat/stream/{id}) by outcome: ok, gap (409 resume_gap), not_found (404), catch_up (lossless catch-up), retained (answered from a retained answer after its events expired)."
+            case .answersRetained: return "Finished answers this instance wrote a retained record for (RELAY_ANSWER_RETENTION, docs/PROTOCOL.md §6.5); the records live in Redis until they expire."
+            case .answersRetainedBytes: return "Bytes of the retained-answer records this instance wrote (the record values; Redis adds about 100 bytes of key overhead each, docs/DATA_MODEL.md §13)."
+            case .answersNotRetainedOversize: return "Finished answers not retained because their record would pass RELAY_ANSWER_RETENTION_MAX_BYTES."
+            case .answerReads: return "GET /api/chat/answers/{id} calls answered with a retained answer (200)."
+            case .answersErased: return "Retained answers deleted by POST /admin/users/{sub}/answers/erase (data-erasure requests)."
             case .revocations: return "Live streams cut because their session was revoked."
             case .cancels: return "Generations stopped by DELETE /api/chat/stream/{id}."
             case .jwksParkedRequests: return "Requests whose token named a kid the JWKS lacked (or came before the first set) and waited for a refetch (at most RELAY_JWT_JWKS_TIMEOUT)."
@@ -191,6 +203,14 @@ public final class Metrics: Sendable {
     /// Adds `n` to a counter.
     public func add(_ c: Counter, _ n: Int = 1) {
         state.withLock { $0.counters[c.rawValue] += n }
+    }
+
+    /// A finished answer's retention: a record of `bytes` written, or none (`nil`: over
+    /// `RELAY_ANSWER_RETENTION_MAX_BYTES`).
+    public func answerRetained(bytes: Int?) {
+        guard let bytes else { return add(.answersNotRetainedOversize) }
+        add(.answersRetained)
+        add(.answersRetainedBytes, bytes)
     }
 
     /// Sets a gauge to `v`.

@@ -47,7 +47,8 @@ final class Worker: @unchecked Sendable {
         pubsub = PubSub(loop: loop, connection: pubsubConnection, sharded: sharded)
         let config = context.config
         let log = EventLog(connection: commands, maxLen: config.bufferEvents,
-                           ttlMs: config.bufferTTLms, lossless: config.losslessResume, sharded: sharded != nil)
+                           ttlMs: config.bufferTTLms, lossless: config.losslessResume, sharded: sharded != nil,
+                           retentionMs: config.answerRetentionMs, retentionMaxBytes: config.answerRetentionMaxBytes)
         let sessions = SessionStore(connection: commands, scripts: log.scripts)
         hub = StreamHub(index: index, context: context, loop: loop, log: log, pubsub: pubsub, sessions: sessions,
                         ledger: BudgetLedger(connection: commands, scripts: log.scripts))

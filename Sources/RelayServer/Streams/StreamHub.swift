@@ -371,6 +371,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     func appended(events: Int) { counters.appended(events) }
     func firstToken(afterSeconds s: Double) { metrics.observe(.timeToFirstToken, seconds: s) }
     func upstreamFailed() { metrics.add(.upstreamErrors) }
+    func wallMs() -> UInt64 { UInt64(max(0, context.nowMs())) }
+    func answerRetained(bytes: Int?) { metrics.answerRetained(bytes: bytes) }
 
     /// Settles a generation's reservation (`BudgetLedger.settle`, once per id).
     func settle(_ g: Generation, tokens: Int) {

@@ -1,3 +1,4 @@
+import Foundation
 import RelayCore
 import RelayLoop
 import RelayRedis
@@ -70,4 +71,14 @@ protocol GenerationHost: AnyObject {
     /// to this worker's subscriptions of the stream as a live event, without waiting for
     /// the `PUBLISH` to come back over pub/sub.
     func acknowledged(_ g: Generation, event: SequencedEvent)
+    /// Unix time, ms (a retained answer's times).
+    func wallMs() -> UInt64
+    /// A finished answer was retained with a record of `bytes`, or not (`nil`: over
+    /// `RELAY_ANSWER_RETENTION_MAX_BYTES`).
+    func answerRetained(bytes: Int?)
+}
+
+extension GenerationHost {
+    func wallMs() -> UInt64 { UInt64(max(0, Int64(Date().timeIntervalSince1970 * 1000))) }
+    func answerRetained(bytes: Int?) {}
 }
