@@ -65,6 +65,29 @@ final class AnswerRetentionTests: RelayTestCase {
         XCTAssertEqual(try metric(relay, "relay_answers_retained_total"), 1)
     }
 
+    /// Offset reads (docs/PROTOCOL.md §12, the long-poll kits' reads) of an expired, retained
+    /// answer get the same two events as a JSON array, closed.
+    func testOffsetReadsAfterTheEventsExpiredGetTheRestAndTheDone() throws {
+        let relay = try startRetainingRelay()
+        let token = RelayProcess.token()
+        let (id, all) = try finishedAndExpired(relay, token: token, maxTokens: 30)
+        for (query, k) in [("offset=-1", 0), ("offset=7", 7), ("offset=7&live=long-poll", 7), ("offset=29", 29), ("offset=30", 30)] {
+            let r = try get(relay, "/api/chat/stream/\(id)?\(query)", token: token)
+            XCTAssertEqual(r.status, 200, query)
+            XCTAssertEqual(r.header("Stream-Closed"), "true", query)
+            let array = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.text.utf8)) as? [[String: Any]], r.text)
+            let texts = array.compactMap { $0["type"] as? String == "delta" ? $0["content"] as? String : nil }
+            XCTAssertEqual(texts.joined(), Chat.text(Array(all[k...])), query)
+            XCTAssertEqual(array.last?["type"] as? String, "done", query)
+            XCTAssertEqual(array.count, k == 30 ? 1 : 2, query)
+        }
+        let closed = try get(relay, "/api/chat/stream/\(id)?offset=31&live=long-poll", token: token)
+        XCTAssertEqual(closed.status, 204)
+        XCTAssertEqual(closed.header("Stream-Closed"), "true")
+        XCTAssertEqual(try get(relay, "/api/chat/stream/\(id)?offset=32", token: token).status, 400)
+        XCTAssertEqual(try get(relay, "/api/chat/stream/\(id)?offset=3", token: RelayProcess.token(sub: "bob")).status, 404)
+    }
+
     func testGetAnswerReturnsTheRecordAsJSONToItsOwnerOnly() throws {
         let relay = try startRetainingRelay()
         let token = RelayProcess.token()
