@@ -12,8 +12,8 @@ public enum HTTPContinuation: String, Sendable, Equatable, CaseIterable {
     /// `openai` (OpenAI's own API starts a new message after a final assistant one).
     case off
     /// Anthropic Messages API prefill: a final `assistant` message is continued ("Prefill
-    /// Claude's response"). Default of `anthropic`. Models that refuse prefill (Claude 4.6
-    /// and later answer 400) need `off`.
+    /// Claude's response"). Default of `anthropic`. Models that refuse prefill (Anthropic
+    /// documents a 400 for Claude 4.6 models) need `off`.
     case anthropicPrefill = "anthropic-prefill"
     /// vLLM's chat completions extra parameters `"continue_final_message": true,
     /// "add_generation_prompt": false` (also accepted by recent llama.cpp servers and other
