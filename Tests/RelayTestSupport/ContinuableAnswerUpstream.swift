@@ -34,6 +34,9 @@ public struct ContinuableAnswerUpstream: Sendable {
     public let tokens: [String]
     /// Whether the Anthropic model takes a prefill at all.
     public var prefillSupported = true
+    /// Pause after each text delta, ms (0: the whole stream in one write). A paced answer
+    /// lets a test stop the relay generating it midway.
+    public var pauseMsPerToken = 0
 
     /// The whole answer.
     public var text: String { tokens.joined() }
@@ -77,15 +80,17 @@ public struct ContinuableAnswerUpstream: Sendable {
             "stop_reason": NSNull(), "stop_sequence": NSNull(),
             "usage": ["input_tokens": Self.inputTokens(messages, system: body["system"] as? String), "output_tokens": 1]]])
         sse += Self.event("content_block_start", ["type": "content_block_start", "index": 0, "content_block": ["type": "text", "text": ""]])
+        var steps: [FakeUpstreamServer.Step] = [.head(status: 200, contentType: "text/event-stream")]
         for t in sent {
             sse += Self.event("content_block_delta", ["type": "content_block_delta", "index": 0, "delta": ["type": "text_delta", "text": t]])
+            flush(&sse, into: &steps)
         }
         sse += Self.event("content_block_stop", ["type": "content_block_stop", "index": 0])
         sse += Self.event("message_delta", ["type": "message_delta",
                                             "delta": ["stop_reason": sent.count < rest.count ? "max_tokens" : "end_turn", "stop_sequence": NSNull()],
                                             "usage": ["output_tokens": sent.count]])
         sse += Self.event("message_stop", ["type": "message_stop"])
-        return .init([.head(status: 200, contentType: "text/event-stream"), .send(Array(sse.utf8))])
+        return .init(steps + [.send(Array(sse.utf8))])
     }
 
     // MARK: OpenAI-compatible
@@ -121,15 +126,25 @@ public struct ContinuableAnswerUpstream: Sendable {
             "data: " + Self.json(["id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1694268190,
                                   "model": body["model"] ?? "m", "choices": choices, "usage": usage]) + "\n\n"
         }
+        var steps: [FakeUpstreamServer.Step] = [.head(status: 200, contentType: "text/event-stream")]
         var sse = chunk([["index": 0, "delta": ["role": "assistant", "content": ""], "finish_reason": NSNull()]])
         for t in sent {
             sse += chunk([["index": 0, "delta": ["content": t], "finish_reason": NSNull()]])
+            flush(&sse, into: &steps)
         }
         sse += chunk([["index": 0, "delta": [:] as [String: Any], "finish_reason": sent.count < rest.count ? "length" : "stop"]])
         let prompt = Self.inputTokens(messages, system: nil)
         sse += chunk([], usage: ["prompt_tokens": prompt, "completion_tokens": sent.count, "total_tokens": prompt + sent.count])
         sse += "data: [DONE]\n\n"
-        return .init([.head(status: 200, contentType: "text/event-stream"), .send(Array(sse.utf8))])
+        return .init(steps + [.send(Array(sse.utf8))])
+    }
+
+    /// With pacing, sends what is pending now and pauses; without, keeps collecting.
+    private func flush(_ pending: inout String, into steps: inout [FakeUpstreamServer.Step]) {
+        guard pauseMsPerToken > 0 else { return }
+        steps.append(.send(Array(pending.utf8)))
+        steps.append(.pause(ms: pauseMsPerToken))
+        pending = ""
     }
 
     // MARK: the deterministic answer

@@ -83,6 +83,13 @@ final class HTTPContinuationTests: UpstreamTestCase {
         try assertSeamlessAtEveryCut(.openAI(.vllm), continuation: .vllm)
     }
 
+    /// The same when the test upstream writes each token apart (one body piece per delta).
+    func testAPacedPrefillContinuationIsSeamlessToo() throws {
+        var paced = Self.answer
+        paced.pauseMsPerToken = 1
+        try assertSeamlessAtEveryCut(.anthropic(paced), continuation: nil)
+    }
+
     func testLlamaServerFinalAssistantMessageContinuesWithoutRepeatingOrDroppingAToken() throws {
         try assertSeamlessAtEveryCut(.openAI(.llamaCpp), continuation: .llamaCpp)
     }
