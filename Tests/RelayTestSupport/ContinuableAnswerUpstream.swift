@@ -41,6 +41,7 @@ public struct ContinuableAnswerUpstream: Sendable {
     /// The whole answer.
     public var text: String { tokens.joined() }
 
+    /// - Parameter tokens: the answer, one delta each (non-empty strings).
     public init(tokens: [String]) { self.tokens = tokens }
 
     /// An answer with ASCII, multi-space runs, line breaks and indentation, a token that ends
