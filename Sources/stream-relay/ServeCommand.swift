@@ -71,6 +71,12 @@ enum ServeCommand {
             budgets = try BudgetPolicy.parse(config.budgets, defaultTier: config.defaultTier)
             models = try ModelPolicy(specification: config.models, fallbackModel: config.upstreamModel)
             adminKey = try AdminKey.fromEnvironment(config.adminKey)
+            if config.completionWebhookURL != nil {
+                guard let secret = config.completionWebhookSecret else {
+                    throw ConfigError("RELAY_COMPLETION_WEBHOOK_URL needs RELAY_COMPLETION_WEBHOOK_SECRET (whsec_<base64>, Standard Webhooks)")
+                }
+                _ = try StandardWebhookSigner(secret: secret)
+            }
         } catch {
             printError("stream-relay: \(error)\n")
             return 2
