@@ -9,8 +9,8 @@ import RelayUpstream
 /// sends any answer's webhook, so one that dies mid-retry leaves its messages to the
 /// others once their claims lapse.
 ///
-/// Every `pollMs` it claims the due messages (at most `maxInFlight` in flight) for the
-/// attempt timeout plus `claimMarginMs`, then for each:
+/// Every `pollMs` it claims the due messages (at most `maxInFlight` in flight) for
+/// `claimMs` (twice the attempt timeout plus 5 s), then for each:
 /// 1. reads the stream (`CompletionWebhookOutbox.subject`): gone → dropped
 ///    (`expired`); still running (its final append is not stored yet) → due again after
 ///    the grace; a client read its final event → no webhook (`skipped`);
@@ -46,9 +46,10 @@ final class CompletionWebhookSender {
     static let pollMs: UInt64 = 250
     /// Messages one instance sends at once.
     static let maxInFlight = 16
-    /// A claim lasts the attempt timeout plus this, ms: the stream read before the POST and
-    /// the settlement after it fit well within it, so a live sender never loses its claim.
-    static let claimMarginMs = 15_000
+    /// How long a claim lasts, ms: twice the attempt timeout plus 5 s, so the stream read
+    /// before the POST and the settlement after it fit well within it and a live sender
+    /// never loses its claim; a dead sender's message is claimed again once it lapsed.
+    static func claimMs(timeoutMs: Int) -> Int { 2 * timeoutMs + 5_000 }
     /// A message whose stream still runs, or whose stream could not be read, is looked at
     /// again after at least this long, ms.
     static let recheckMs = 1_000
@@ -94,7 +95,7 @@ final class CompletionWebhookSender {
         claiming = true
         claims &+= 1
         let token = "\(instance)/\(UInt64.random(in: 0...UInt64.max, using: &rng))/\(claims)"
-        outbox.claim(token: token, claimMs: timeoutMs + Self.claimMarginMs, limit: room) { [self] claimed in
+        outbox.claim(token: token, claimMs: Self.claimMs(timeoutMs: timeoutMs), limit: room) { [self] claimed in
             claiming = false
             guard !stopped else { return }
             for c in claimed where inFlight[c.id] == nil { begin(c, token: token) }
