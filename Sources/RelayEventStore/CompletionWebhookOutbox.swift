@@ -1,6 +1,6 @@
 import RelayRedis
 
-/// The completion webhooks' outbox in Redis (docs/DATA_MODEL.md §10): every message due,
+/// The completion webhooks' outbox in Redis (docs/DATA_MODEL.md §13): every message due,
 /// shared by all instances, so a message survives the instance that ended its answer and
 /// the one that was sending it.
 ///
