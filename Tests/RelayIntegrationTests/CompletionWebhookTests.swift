@@ -23,7 +23,7 @@ final class CompletionWebhookTests: RelayTestCase {
         let contentType: String
         let body: String
         /// The receiver answered 2xx: a delivery.
-        var delivered: Bool { action.hasPrefix("2") }
+        var delivered: Bool { action.hasPrefix("2") || action == "slow" }
         var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:] }
     }
 
@@ -42,13 +42,13 @@ final class CompletionWebhookTests: RelayTestCase {
 
         var url: String { "http://127.0.0.1:\(port)/hooks/relay" }
 
-        /// Starts answering as `script` says (`500`, `410`, `hang`, …; then 200).
-        func start(script: [String] = []) throws {
+        /// Starts answering as `script` says (`500`, `410`, `hang`, `slow`, …; then as `otherwise`).
+        func start(script: [String] = [], otherwise: String = "200") throws {
             let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().appendingPathComponent("tests/webhook/receiver.py").path
             process = try ChildProcess.spawn("python3", [path, "--port", String(port), "--secret", CompletionWebhookTests.secret,
                                                          "--log", logURL.path, "--script", script.joined(separator: ","),
-                                                         "--hang-seconds", "20"])
+                                                         "--hang-seconds", "20", "--default", otherwise])
             try eventually(10, "the webhook receiver listening on \(port)") {
                 guard let fd = try? LoopbackSocket.connect(port: port) else { return false }
                 close(fd)
@@ -192,6 +192,21 @@ final class CompletionWebhookTests: RelayTestCase {
         XCTAssertEqual(try metric(relay, "relay_completion_webhooks_total{result=\"delivered\"}"), 3)
         XCTAssertGreaterThanOrEqual(try metric(relay, "relay_completion_webhook_retries_total") ?? 0, 4)
         print("completion webhooks: \(receiver.requests.count) requests for 3 answers, \(receiver.requests.filter(\.delivered).count) delivered")
+    }
+
+    func testTwoRelaysDrainingOneOutboxDeliverEachAnswerOnce() throws {
+        let receiver = try makeReceiver()
+        // Every answer takes 0.5 s: both relays poll the outbox meanwhile, and only one may
+        // hold each message.
+        try receiver.start(otherwise: "slow")
+        let a = try startRelay(receiver)
+        let b = try startRelay(receiver)
+        var ids: [String] = []
+        for i in 0..<6 { ids.append(try answerNobodyReads(i % 2 == 0 ? a : b, maxTokens: 10)) }
+        try eventually(30, "six deliveries") { receiver.deliveriesByID.count == 6 }
+        try consistently(for: 3, "no second delivery of any answer") { receiver.requests.count == 6 }
+        XCTAssertEqual(try (metric(a, "relay_completion_webhooks_total{result=\"delivered\"}") ?? 0)
+                       + (metric(b, "relay_completion_webhooks_total{result=\"delivered\"}") ?? 0), 6)
     }
 
     func testASendingRelayKilledMidRetryLeavesTheMessageToAnotherAndItIsDeliveredOnce() throws {

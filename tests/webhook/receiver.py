@@ -2,8 +2,9 @@
 """A completion-webhook receiver for the relay's integration tests (CompletionWebhookTests).
 
 Listens on 127.0.0.1:<port>, answers each POST as its --script says (in arrival order:
-a status such as 500 or 410, or "hang": no answer for --hang-seconds; requests past the
-script get 200), and appends one JSON line per request to --log:
+a status such as 500 or 410; "hang": no answer for --hang-seconds; "slow": 200 after
+--slow-seconds; requests past the script are answered as --default says, 200 unless told),
+and appends one JSON line per request to --log:
 
     {"n": 0, "action": "500", "id": "...", "timestamp": "...", "sig_ok": true, "body": "..."}
 
@@ -29,6 +30,8 @@ def main():
     ap.add_argument("--log", required=True)
     ap.add_argument("--script", default="")
     ap.add_argument("--hang-seconds", type=float, default=30)
+    ap.add_argument("--slow-seconds", type=float, default=0.5)
+    ap.add_argument("--default", default="200")
     args = ap.parse_args()
     key = base64.b64decode(args.secret[len("whsec_"):])
     script = [s for s in args.script.split(",") if s]
@@ -46,7 +49,7 @@ def main():
             with lock:
                 n = state["n"]
                 state["n"] += 1
-            action = script[n] if n < len(script) else "200"
+            action = script[n] if n < len(script) else args.default
             wid = self.headers.get("webhook-id", "")
             ts = self.headers.get("webhook-timestamp", "")
             signed = wid.encode() + b"." + ts.encode() + b"." + body
@@ -62,7 +65,9 @@ def main():
             if action == "hang":
                 time.sleep(args.hang_seconds)
                 return
-            status = int(action)
+            if action == "slow":
+                time.sleep(args.slow_seconds)
+            status = 200 if action == "slow" else int(action)
             reply = b"{}"
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
