@@ -168,6 +168,26 @@ final class CompletionWebhookTests: RelayTestCase {
         try eventually(15, "the control answer's delivery") { receiver.deliveriesByID.count == 1 }
     }
 
+    func testAnAnswerAClientResumesOnAnotherRelayAndReadsToItsEndGetsNoWebhook() throws {
+        let receiver = try makeReceiver()
+        try receiver.start()
+        let a = try startRelay(receiver, ["RELAY_SIMULATED_TOKENS_PER_SECOND": "50"])
+        let b = try startRelay(receiver, ["RELAY_SIMULATED_TOKENS_PER_SECOND": "50"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let first = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 60)
+        let head = try XCTUnwrap(try first.nextEvent())
+        first.close()
+        // The app came back before the end, on the other instance: it reads the end there.
+        let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: head.lastEventId).readAll()
+        XCTAssertTrue(rest.last.map(isTerminal) ?? false)
+        try eventually(10, "the message settled as skipped") {
+            (try metric(a, "relay_completion_webhooks_total{result=\"skipped\"}") ?? 0)
+                + (try metric(b, "relay_completion_webhooks_total{result=\"skipped\"}") ?? 0) == 1
+        }
+        try consistently(for: 2, "no request to the receiver") { receiver.requests.isEmpty }
+    }
+
     func testFailingTimingOutAndDownReceiversGetExactlyOneDeliveryPerAnswer() throws {
         let receiver = try makeReceiver()
         let relay = try startRelay(receiver)
