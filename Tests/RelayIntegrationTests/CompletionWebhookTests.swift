@@ -127,7 +127,10 @@ final class CompletionWebhookTests: RelayTestCase {
         let relay = try startRelay(receiver)
         let id = try answerNobodyReads(relay, sub: "user-42")
         try waitForEnd(id, sub: "user-42")
+        let ended = Date()
         try eventually(15, "one delivery") { receiver.deliveriesByID.count == 1 }
+        // Printed, not asserted: the grace (500 ms here) plus a poll (250 ms) plus the POST.
+        print(String(format: "completion webhook delivered %.2f s after the answer's end was seen", Date().timeIntervalSince(ended)))
         try consistently(for: 3, "no second delivery") { receiver.requests.count == 1 }
 
         let d = try XCTUnwrap(receiver.requests.first)
