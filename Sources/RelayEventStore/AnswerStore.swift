@@ -1,7 +1,7 @@
 import RelayCore
 import RelayRedis
 
-/// The retained answers in Redis (docs/DATA_MODEL.md §13): reading one record, the
+/// The retained answers in Redis (docs/DATA_MODEL.md §14): reading one record, the
 /// owner's index, and the admin erase of every record of one owner. The record itself is
 /// written by `Scripts.appendFinal` (with the final event); its value's encoding is
 /// `RetainedAnswer`'s alone. Loop thread only, on the worker's command connection.

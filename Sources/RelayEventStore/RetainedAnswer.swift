@@ -2,7 +2,7 @@ import Foundation
 import RelayCore
 
 /// The compact record of a finished answer, kept for `RELAY_ANSWER_RETENTION` after its
-/// stream's events expired (docs/DATA_MODEL.md §13, docs/PROTOCOL.md §6.5):
+/// stream's events expired (docs/DATA_MODEL.md §14, docs/PROTOCOL.md §6.5):
 /// `relay:{<ownerHash>:<requestId>}:answer`, written by `Scripts.appendFinal` with the final
 /// event, in the stream's hash tag.
 ///

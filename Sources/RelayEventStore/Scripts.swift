@@ -86,7 +86,7 @@ public enum Scripts {
     /// (`StreamAppender`).
     /// With the `done` of an answer kept for `RELAY_ANSWER_RETENTION`, the same call writes
     /// its `RetainedAnswer` (`SET answer <record> PX <retention>`), so the record exists
-    /// exactly when the stream ended with `done` (docs/DATA_MODEL.md §13).
+    /// exactly when the stream ended with `done` (docs/DATA_MODEL.md §14).
     /// KEYS: events, meta, text, offsets, answer.
     /// ARGV: seq, event JSON, maxlen, ttl_ms, final state, lossless '1'/'0', the record
     /// ('' for none), its lifetime ms, then when text is buffered: text start offset

@@ -118,7 +118,7 @@ public final class StreamAppender {
     @exclusivity(unchecked) public var onRetained: ((Int?) -> Void)?
 
     /// Keeps this answer for `EventLog.retentionMs` once it ends with `done` (docs/DATA_MODEL.md
-    /// §13): its deltas' text is buffered (`RetentionBuffer`, capped at
+    /// §14): its deltas' text is buffered (`RetentionBuffer`, capped at
     /// `EventLog.retentionMaxBytes`) and the final append writes the record. Call before the
     /// first event; does nothing when retention is off (`retentionMs` 0).
     /// - Parameters: `owner` the `sub`, `ownerHash` its `OwnerHash`, `sid` the session,

@@ -5,7 +5,7 @@ import RelayEventStore
 
 /// Retained answers over HTTP (docs/PROTOCOL.md §6.5, §9.6): the resume of a finished
 /// answer whose events expired, `GET /api/chat/answers/{requestId}`, and the admin erase
-/// of a user's retained answers. The record is `RetainedAnswer` (docs/DATA_MODEL.md §13).
+/// of a user's retained answers. The record is `RetainedAnswer` (docs/DATA_MODEL.md §14).
 /// Loop thread only.
 final class AnswerRoutes {
     private let gate: RequestGuard

@@ -6,7 +6,7 @@ import RelayTestSupport
 import XCTest
 
 /// Finished answers are kept for `RELAY_ANSWER_RETENTION` (docs/PROTOCOL.md §6.5, §9.6,
-/// docs/DATA_MODEL.md §13): once a stream's events expired (a 1 s `RELAY_BUFFER_TTL` here), a
+/// docs/DATA_MODEL.md §14): once a stream's events expired (a 1 s `RELAY_BUFFER_TTL` here), a
 /// resume from any `Last-Event-ID` gets exactly the rest of the answer as one delta (id
 /// final − 1) and the original `done`; `GET /api/chat/answers/{id}` returns the record; the
 /// owner, revocation, the cap, retention 0 and the admin erase by `sub` hold.
@@ -218,7 +218,7 @@ final class AnswerRetentionTests: RelayTestCase {
     }
 
     /// Redis memory of one retained record of the built-in 3,000-token draft, for
-    /// docs/DATA_MODEL.md §13 (`MEMORY USAGE … SAMPLES 0`): bounded by the text, the
+    /// docs/DATA_MODEL.md §14 (`MEMORY USAGE … SAMPLES 0`): bounded by the text, the
     /// lengths' base64 and a small fixed overhead.
     func testRedisMemoryOfTheRetainedThreeThousandTokenDraft() throws {
         let relay = try startRetainingRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20000", "RELAY_BUFFER_TTL": "300s"])

@@ -6,7 +6,7 @@ import RelayTestKit
 import RelayTestSupport
 import XCTest
 
-/// Retained answers on a Redis Cluster (docs/DATA_MODEL.md §11, §13): the record is written by
+/// Retained answers on a Redis Cluster (docs/DATA_MODEL.md §11, §14): the record is written by
 /// the final append on its stream's slot, the owner's index lives on the user's own slot, and
 /// the admin erase deletes records spread over every primary.
 final class ClusterAnswerRetentionTests: RedisClusterTestCase {

@@ -1,5 +1,5 @@
 /// What a generation keeps in memory to write its `RetainedAnswer` with the final event
-/// (docs/DATA_MODEL.md §13): the text so far and each delta's length, up to a cap.
+/// (docs/DATA_MODEL.md §14): the text so far and each delta's length, up to a cap.
 ///
 /// The cap is `RELAY_ANSWER_RETENTION_MAX_BYTES` over the record's body, its text and
 /// encoded lengths (`RetainedAnswer.bodyBytes`); once an answer passes it the buffer lets go of what it
