@@ -112,10 +112,26 @@ public final class StreamAppender {
         var record: [UInt8]?
     }
     @exclusivity(unchecked) private var retention: Retention?
-    /// The final event was stored with this many bytes of `RetainedAnswer` (called once),
-    /// or with none because the answer passed `RELAY_ANSWER_RETENTION_MAX_BYTES` (`nil`).
-    /// Not called for answers that end with `error` or when retention is off.
-    @exclusivity(unchecked) public var onRetained: ((Int?) -> Void)?
+    /// How a finished answer's retention went (`onRetained`).
+    public enum RetentionOutcome: Sendable, Equatable {
+        /// A record of this many bytes was stored with the final event.
+        case retained(bytes: Int)
+        /// None: the answer passed `RELAY_ANSWER_RETENTION_MAX_BYTES`.
+        case oversize
+        /// None: the buffer does not hold every delta of the stream (a generation that
+        /// continued a stream without `seedRetention`), so no exact record can be made.
+        case incomplete
+    }
+    /// The final `done` was stored; called once. Not called for answers that end with
+    /// `error` or when retention is off.
+    @exclusivity(unchecked) public var onRetained: ((RetentionOutcome) -> Void)?
+
+    /// The text and delta lengths of the events this appender did not append itself (a
+    /// generation continuing a stream another instance started), so its record holds the
+    /// whole answer. Call after `retain(…)`, before the first event.
+    public func seedRetention(text: [UInt8], deltaLengths: [Int]) {
+        retention?.buffer.seed(text: text, deltaLengths: deltaLengths)
+    }
 
     /// Keeps this answer for `EventLog.retentionMs` once it ends with `done` (docs/DATA_MODEL.md
     /// §14): its deltas' text is buffered (`RetentionBuffer`, capped at
@@ -133,7 +149,8 @@ public final class StreamAppender {
     /// state is `done` or `cancelled` and the answer stayed under the cap. Indexes it for
     /// the owner first (`AnswerStore.index`).
     private func record(seq: UInt64, json: String, state: StreamState) -> [UInt8]? {
-        guard var r = retention, state == .done || state == .cancelled, !r.buffer.isOverCap else { return nil }
+        guard var r = retention, state == .done || state == .cancelled, !r.buffer.isOverCap,
+              r.buffer.deltaLengths.count == Int(seq) - 1 else { return nil }
         if let made = r.record { return made }
         let now = r.wallClock()
         let answer = RetainedAnswer(owner: r.owner, sid: r.sid, finalSeq: seq, createdMs: r.createdMs, finishedMs: now,
@@ -259,7 +276,7 @@ public final class StreamAppender {
         if reply == .stored, p.finalState != nil, log.lossless { checkpoint.written(through: seq, ok: true) }
         if reply == .stored, let state = p.finalState, state == .done || state == .cancelled, let r = retention {
             retention = nil   // reported once
-            onRetained?(r.record?.count)
+            onRetained?(r.record.map { .retained(bytes: $0.count) } ?? (r.buffer.isOverCap ? .oversize : .incomplete))
         }
         let next = queue.replied(seq: seq, reply)
         if reply == .stored, queue.ackedSeq >= seq {

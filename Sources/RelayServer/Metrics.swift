@@ -1,5 +1,6 @@
 import Synchronization
 import RelayUpstream
+import RelayEventStore
 
 /// Process-wide counters, gauges and histograms, shared by all workers and rendered
 /// by `GET /metrics` in the Prometheus text exposition format (version 0.0.4).
@@ -15,7 +16,7 @@ public final class Metrics: Sendable {
         case deltasMerged, catchUpMerged, appendAuxiliaryErrors, replaysWaited, replaysSkipped
         case cancelsPending
         case jwksParkedRequests
-        case resumesRetained, answersRetained, answersRetainedBytes, answersNotRetainedOversize, answerReads, answersErased
+        case resumesRetained, answersRetained, answersRetainedBytes, answersNotRetainedOversize, answersNotRetainedIncomplete, answerReads, answersErased
         case completionWebhooksQueued, completionWebhooksDelivered, completionWebhooksDropped, completionWebhooksSkipped
         case completionWebhookAttemptsOK, completionWebhookAttemptsFailed, completionWebhookRetries
 
@@ -55,6 +56,7 @@ public final class Metrics: Sendable {
             case .answersRetained: return "relay_answers_retained_total"
             case .answersRetainedBytes: return "relay_answers_retained_bytes_total"
             case .answersNotRetainedOversize: return "relay_answers_not_retained_total{reason=\"oversize\"}"
+            case .answersNotRetainedIncomplete: return "relay_answers_not_retained_total{reason=\"incomplete\"}"
             case .answerReads: return "relay_answer_reads_total"
             case .answersErased: return "relay_answers_erased_total"
             case .completionWebhooksQueued: return "relay_completion_webhooks_queued_total"
@@ -77,7 +79,8 @@ public final class Metrics: Sendable {
                 return "Resume requests (GET /api/chat/stream/{id}) by outcome: ok, gap (409 resume_gap), not_found (404), catch_up (lossless catch-up), retained (answered from a retained answer after its events expired)."
             case .answersRetained: return "Finished answers this instance wrote a retained record for (RELAY_ANSWER_RETENTION, docs/PROTOCOL.md §6.5); the records live in Redis until they expire."
             case .answersRetainedBytes: return "Bytes of the retained-answer records this instance wrote (the record values; Redis adds about 100 bytes of key overhead each, docs/DATA_MODEL.md §14)."
-            case .answersNotRetainedOversize: return "Finished answers not retained because their record would pass RELAY_ANSWER_RETENTION_MAX_BYTES."
+            case .answersNotRetainedOversize, .answersNotRetainedIncomplete:
+                return "Finished answers not retained, by reason: oversize (the record would pass RELAY_ANSWER_RETENTION_MAX_BYTES), incomplete (the generation did not hold every delta of its stream)."
             case .answerReads: return "GET /api/chat/answers/{id} calls answered with a retained answer (200)."
             case .answersErased: return "Retained answers deleted by POST /admin/users/{sub}/answers/erase (data-erasure requests)."
             case .revocations: return "Live streams cut because their session was revoked."
@@ -222,12 +225,15 @@ public final class Metrics: Sendable {
         state.withLock { $0.counters[c.rawValue] += n }
     }
 
-    /// A finished answer's retention: a record of `bytes` written, or none (`nil`: over
-    /// `RELAY_ANSWER_RETENTION_MAX_BYTES`).
-    public func answerRetained(bytes: Int?) {
-        guard let bytes else { return add(.answersNotRetainedOversize) }
-        add(.answersRetained)
-        add(.answersRetainedBytes, bytes)
+    /// A finished answer's retention (`StreamAppender.RetentionOutcome`).
+    public func answerRetained(_ outcome: StreamAppender.RetentionOutcome) {
+        switch outcome {
+        case .retained(let bytes):
+            add(.answersRetained)
+            add(.answersRetainedBytes, bytes)
+        case .oversize: add(.answersNotRetainedOversize)
+        case .incomplete: add(.answersNotRetainedIncomplete)
+        }
     }
 
     /// Sets a gauge to `v`.

@@ -57,6 +57,21 @@ final class RetainedAnswerTests: XCTestCase {
         XCTAssertThrowsError(try RetainedAnswer(decoding: notDone.encoded()), "the last event must be done")
     }
 
+    func testASeededBufferHoldsTheWholeAnswerOfAContinuedStream() throws {
+        // Deltas 1–3 were stored by another instance; this generation appends 4 and 5.
+        var b = RetentionBuffer(maxBytes: 1 << 20)
+        b.seed(text: Array("abcdéf".utf8), deltaLengths: [2, 2, 3])
+        b.add(delta: "gh")
+        b.add(delta: "中")
+        let a = RetainedAnswer(owner: "o", sid: "s", finalSeq: 6, createdMs: 1, finishedMs: 2, text: b.text,
+                               deltaLengths: b.deltaLengths, doneJSON: done)
+        let d = try RetainedAnswer(decoding: a.encoded())
+        XCTAssertEqual(String(decoding: d.text(after: 2), as: UTF8.self), "éfgh中")
+        var small = RetentionBuffer(maxBytes: 8)
+        small.seed(text: Array("abcdefghij".utf8), deltaLengths: [10])
+        XCTAssertTrue(small.isOverCap)
+    }
+
     func testTheBufferLetsGoOnceTheAnswerPassesTheCap() {
         // Body = text + base64 of one LEB128 byte per short delta: 4 deltas of 5 bytes = 20 + 8.
         var b = RetentionBuffer(maxBytes: 28)

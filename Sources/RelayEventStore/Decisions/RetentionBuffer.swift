@@ -24,6 +24,24 @@ public struct RetentionBuffer: Sendable, Equatable {
         self.maxBytes = maxBytes
     }
 
+    /// Starts from an answer so far that another writer stored (a generation continuing a
+    /// stream it did not start): `text` and each of its deltas' lengths, seq 1 first.
+    /// Over the cap at once when they pass it.
+    public mutating func seed(text: [UInt8], deltaLengths: [Int]) {
+        guard !isOverCap else { return }
+        let k = deltaLengths.reduce(0) { $0 + RetainedAnswer.lengthBytes(of: $1) }
+        guard RetainedAnswer.bodyBytes(textBytes: self.text.count + text.count, lengthBytes: lengthBytes + k) <= maxBytes else {
+            isOverCap = true
+            self.text = []
+            self.deltaLengths = []
+            lengthBytes = 0
+            return
+        }
+        self.text += text
+        self.deltaLengths += deltaLengths
+        lengthBytes += k
+    }
+
     /// Adds the text of delta number `deltaLengths.count + 1`.
     public mutating func add(delta content: String) {
         guard !isOverCap else { return }

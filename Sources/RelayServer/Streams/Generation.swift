@@ -104,7 +104,7 @@ final class Generation {
         }
         appender.retain(owner: owner, ownerHash: ownerHash, sid: sid, createdMs: host.wallMs(),
                         wallClock: { host.wallMs() })
-        appender.onRetained = { bytes in self.host.answerRetained(bytes: bytes) }
+        appender.onRetained = { outcome in self.host.answerRetained(outcome) }
         appender.onDrained = {
             guard self.finished else { return }
             self.end()

@@ -377,7 +377,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     func firstToken(afterSeconds s: Double) { metrics.observe(.timeToFirstToken, seconds: s) }
     func upstreamFailed() { metrics.add(.upstreamErrors) }
     func wallMs() -> UInt64 { UInt64(max(0, context.nowMs())) }
-    func answerRetained(bytes: Int?) { metrics.answerRetained(bytes: bytes) }
+    func answerRetained(_ outcome: StreamAppender.RetentionOutcome) { metrics.answerRetained(outcome) }
 
     /// Settles a generation's reservation (`BudgetLedger.settle`, once per id).
     /// The generation is ending (once, any way): its completion webhook is queued too.

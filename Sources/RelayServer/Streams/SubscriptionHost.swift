@@ -80,12 +80,11 @@ protocol GenerationHost: AnyObject {
     func acknowledged(_ g: Generation, event: SequencedEvent)
     /// Unix time, ms (a retained answer's times).
     func wallMs() -> UInt64
-    /// A finished answer was retained with a record of `bytes`, or not (`nil`: over
-    /// `RELAY_ANSWER_RETENTION_MAX_BYTES`).
-    func answerRetained(bytes: Int?)
+    /// How a finished answer's retention went (`StreamAppender.RetentionOutcome`).
+    func answerRetained(_ outcome: StreamAppender.RetentionOutcome)
 }
 
 extension GenerationHost {
     func wallMs() -> UInt64 { UInt64(max(0, Int64(Date().timeIntervalSince1970 * 1000))) }
-    func answerRetained(bytes: Int?) {}
+    func answerRetained(_ outcome: StreamAppender.RetentionOutcome) {}
 }
