@@ -111,6 +111,18 @@ final class AnswerRetentionTests: RelayTestCase {
         XCTAssertEqual(try get(relay, "/api/chat/answers/\(Chat.newID())", token: token).status, 404)
         XCTAssertEqual(try get(relay, "/api/chat/answers/short", token: token).status, 400)
         XCTAssertEqual(try get(relay, "/api/chat/answers/\(id)", token: "not-a-token").status, 401)
+        // HEAD gets GET's status and headers without a body, and is not counted.
+        let head = try HTTPClient.request(port: relay.port, method: "HEAD", path: "/api/chat/answers/\(id)",
+                                          headers: [("Authorization", "Bearer \(token)")])
+        XCTAssertEqual(head.status, 200)
+        XCTAssertEqual(head.text, "")
+        let headResume = try HTTPClient.request(port: relay.port, method: "HEAD", path: "/api/chat/stream/\(id)",
+                                                headers: [("Authorization", "Bearer \(token)"), ("Last-Event-ID", "4")])
+        XCTAssertEqual(headResume.status, 200)
+        XCTAssertEqual(headResume.header("Content-Type")?.hasPrefix("text/event-stream"), true)
+        XCTAssertEqual(headResume.text, "")
+        XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "DELETE", path: "/api/chat/answers/\(id)",
+                                              headers: [("Authorization", "Bearer \(token)")]).status, 405)
         XCTAssertEqual(try metric(relay, "relay_answer_reads_total"), 1)
     }
 
