@@ -29,6 +29,14 @@ public final class EventLog {
     public let ttlMs: Int
     /// Keep the full text and per-seq offsets for lossless resume.
     public let lossless: Bool
+    /// How long a finished answer's `RetainedAnswer` is kept, ms (`RELAY_ANSWER_RETENTION`;
+    /// 0: none is written).
+    public let retentionMs: Int
+    /// The largest record body kept, bytes (`RELAY_ANSWER_RETENTION_MAX_BYTES`,
+    /// `RetentionBuffer`).
+    public let retentionMaxBytes: Int
+    /// The retained answers' reads, index and erase, on the same connection.
+    public let answers: AnswerStore
     /// The worker's command connection.
     public let connection: any RedisCommandChannel
     /// Runs the event log's Lua scripts (`EVALSHA`, `EVAL` fallback).
@@ -69,7 +77,13 @@ public final class EventLog {
 
     /// - Parameter sharded: publish live events with `SPUBLISH` (Redis Cluster: the
     ///   live channel is a sharded channel, subscribed with `ShardedPubSub`).
-    public init(connection: any RedisCommandChannel, maxLen: Int, ttlMs: Int, lossless: Bool, sharded: Bool = false) {
+    ///   - retentionMs: `RELAY_ANSWER_RETENTION`, ms (0: finished answers are not kept).
+    ///   - retentionMaxBytes: `RELAY_ANSWER_RETENTION_MAX_BYTES`, bytes.
+    public init(connection: any RedisCommandChannel, maxLen: Int, ttlMs: Int, lossless: Bool, sharded: Bool = false,
+                retentionMs: Int = 0, retentionMaxBytes: Int = 1 << 20) {
+        self.retentionMs = retentionMs
+        self.retentionMaxBytes = retentionMaxBytes
+        self.answers = AnswerStore(connection: connection)
         expireLeaseScript = sharded ? Scripts.expireLeaseSharded : Scripts.expireLease
         publishCommand = sharded ? "SPUBLISH" : "PUBLISH"
         self.connection = connection
@@ -299,15 +313,18 @@ public final class EventLog {
     /// `done`, `cancelled` or `failed`. `text`: every event's text not yet confirmed
     /// written, the final event's own included (`TextCheckpoint.pending`); `nil` when
     /// none (or lossless resume is off). The caller publishes after `done` succeeds.
+    /// `record`: the answer's `RetainedAnswer` value, kept for `retentionMs` (`nil`: none).
     public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: StreamState,
-                            text: TextCheckpoint.Write?, done: @escaping (Result<Void, RedisFailure>) -> Void) {
-        var args = [String(seq), json, maxLenArg, ttlArg, finalState.rawValue, losslessArg]
+                            text: TextCheckpoint.Write?, record: [UInt8]? = nil,
+                            done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        var args = [String(seq), json, maxLenArg, ttlArg, finalState.rawValue, losslessArg,
+                    record.map { String(decoding: $0, as: UTF8.self) } ?? "", String(retentionMs)]   // the record is UTF-8
         if lossless, let w = text {
             args += [String(w.start), String(decoding: w.text, as: UTF8.self)]   // whole strings' bytes: valid UTF-8
             args.reserveCapacity(args.count + 2 * w.offsets.count)
             for o in w.offsets { args += [String(o.seq), String(o.end)] }
         }
-        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets], args: args,
+        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets, k.answer], args: args,
                     retryNoScript: false) { r in
             if let f = r.failure { return done(.failure(f)) }
             done(.success(()))

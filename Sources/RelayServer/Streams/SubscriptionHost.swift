@@ -1,3 +1,4 @@
+import Foundation
 import RelayCore
 import RelayLoop
 import RelayRedis
@@ -37,6 +38,9 @@ protocol SubscriptionHost: AnyObject {
     func isSlowConsumer(_ s: Subscription) -> Bool
     /// Counts events written to clients (flushed to `/metrics` on each sweep).
     func delivered(events: Int)
+    /// `s` wrote its stream's final event to its client (no completion webhook for it,
+    /// docs/PROTOCOL.md §13).
+    func finalEventWritten(_ s: Subscription)
     /// Counts deltas merged into a larger one for a backed-up client.
     func merged(events: Int)
     /// Counts events sent as one lossless catch-up delta (k events count k - 1).
@@ -46,6 +50,10 @@ protocol SubscriptionHost: AnyObject {
     /// The highest acknowledged seq of stream `id`'s generation running on this worker,
     /// `nil` when none runs here (`LiveSource.attach`).
     func localAckedSeq(_ id: RequestID) -> UInt64?
+}
+
+extension SubscriptionHost {
+    func finalEventWritten(_ s: Subscription) {}
 }
 
 /// What a `Generation` may ask of the worker that hosts it (implemented by
@@ -70,4 +78,13 @@ protocol GenerationHost: AnyObject {
     /// to this worker's subscriptions of the stream as a live event, without waiting for
     /// the `PUBLISH` to come back over pub/sub.
     func acknowledged(_ g: Generation, event: SequencedEvent)
+    /// Unix time, ms (a retained answer's times).
+    func wallMs() -> UInt64
+    /// How a finished answer's retention went (`StreamAppender.RetentionOutcome`).
+    func answerRetained(_ outcome: StreamAppender.RetentionOutcome)
+}
+
+extension GenerationHost {
+    func wallMs() -> UInt64 { UInt64(max(0, Int64(Date().timeIntervalSince1970 * 1000))) }
+    func answerRetained(_ outcome: StreamAppender.RetentionOutcome) {}
 }
