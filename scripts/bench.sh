@@ -10,6 +10,7 @@
 #   RELAY_BIN=/path/to/stream-relay runs another relay build (before/after comparisons).
 #   BENCH_BIN=/path/to/stream-relay-bench runs another load generator build (the `storm` readers
 #   run the kits' ReconnectPolicy compiled into it: before/after comparisons of that policy).
+#   With both RELAY_BIN and BENCH_BIN set, nothing is built.
 #   BENCH_CONFIG=debug builds and runs the debug build (a quick check of the scenarios only).
 #
 # Installs what it needs (libnginx-mod-nchan), builds release, starts a fresh
@@ -40,10 +41,15 @@ fi
 
 scripts/install-deps.sh libnginx-mod-nchan
 START=$(date +%s)
-echo "== building ${BENCH_CONFIG:-release}" >&2
 CONFIG=${BENCH_CONFIG:-release}
-swift build -c "$CONFIG" 2>&1 | tail -1 >&2
-BIN=$(swift build -c "$CONFIG" --show-bin-path)
+if [ -n "${RELAY_BIN:-}" ] && [ -n "${BENCH_BIN:-}" ]; then
+  echo "== prebuilt: $RELAY_BIN, $BENCH_BIN (nothing built)" >&2
+  BIN=""
+else
+  echo "== building $CONFIG" >&2
+  swift build -c "$CONFIG" 2>&1 | tail -1 >&2
+  BIN=$(swift build -c "$CONFIG" --show-bin-path)
+fi
 RELAY="${RELAY_BIN:-$BIN/stream-relay}"
 BENCH="${BENCH_BIN:-$BIN/stream-relay-bench}"
 
