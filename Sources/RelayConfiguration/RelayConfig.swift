@@ -124,6 +124,10 @@ public struct RelayConfig: Sendable, Equatable {
     /// Lossless resume beyond the retained window (docs/PROTOCOL.md §6, docs/DATA_MODEL.md §4);
     /// default on.
     public var losslessResume = true
+    /// At-rest keys (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md §13): `kid:base64` pairs,
+    /// comma-separated, the current first, or `file:///path` to a file holding them;
+    /// parsed at start (`AtRestKeyRing`). `nil`: stored values are plaintext.
+    public var encryptionKeys: String?
     /// HS256 shared secret (`RELAY_JWT_SECRET`).
     public var jwtSecret: String?
     /// PEM file of the RS256/ES256 public key (`RELAY_JWT_PUBLIC_KEY`).
@@ -514,6 +518,13 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_LOSSLESS_RESUME", flag: "--lossless-resume", default: "on", unit: "on/off",
                doc: "keep the full text for resumes beyond the window: on/off") { c, v in
             c.losslessResume = try bool(v, "RELAY_LOSSLESS_RESUME")
+        },
+        Option(env: "RELAY_ENCRYPTION_KEYS", flag: "--encryption-keys", default: "— (plaintext)", unit: "kid:base64,… or file:///path",
+               doc: "seal events, live messages and answer text in Redis with AES-256-GCM: comma-separated kid:base64-of-32-bytes pairs, the current key first (older keys still open), or file:///path to a file holding them (docs/DATA_MODEL.md §13)") { c, v in
+            guard !v.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+                throw ConfigError("RELAY_ENCRYPTION_KEYS is empty: give kid:base64-of-32-bytes pairs, comma-separated, the current key first, or file:///path")
+            }
+            c.encryptionKeys = v
         },
     ]
 

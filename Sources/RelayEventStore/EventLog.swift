@@ -36,6 +36,9 @@ public final class EventLog {
 
     /// Which appends trim the stream, and to what length (`StreamTrim`).
     public let trim: StreamTrim
+    /// Seals event payloads and text at rest (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md
+    /// §13); `nil`: stored as plaintext. This worker's own (it owns EVP contexts).
+    public let cipher: AtRestCipher?
 
     // Constant command arguments, formatted once instead of once per append.
     private let maxLenArg: String
@@ -69,7 +72,10 @@ public final class EventLog {
 
     /// - Parameter sharded: publish live events with `SPUBLISH` (Redis Cluster: the
     ///   live channel is a sharded channel, subscribed with `ShardedPubSub`).
-    public init(connection: any RedisCommandChannel, maxLen: Int, ttlMs: Int, lossless: Bool, sharded: Bool = false) {
+    /// - Parameter cipher: seals what is stored at rest (docs/DATA_MODEL.md §13); `nil`: plaintext.
+    public init(connection: any RedisCommandChannel, maxLen: Int, ttlMs: Int, lossless: Bool, sharded: Bool = false,
+                cipher: AtRestCipher? = nil) {
+        self.cipher = cipher
         expireLeaseScript = sharded ? Scripts.expireLeaseSharded : Scripts.expireLease
         publishCommand = sharded ? "SPUBLISH" : "PUBLISH"
         self.connection = connection
@@ -171,9 +177,10 @@ public final class EventLog {
     /// Reads the retained events after `seq`: `XRANGE key (<seq>-0 +` (Redis `XRANGE`
     /// doc, exclusive range), in seq order.
     public func range(_ id: RequestID, after seq: UInt64, done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
-        connection.send(["XRANGE", StreamKeys(id).events, "(\(seq)-0", "+"]) { r in
+        let key = StreamKeys(id).events
+        connection.send(["XRANGE", key, "(\(seq)-0", "+"]) { [cipher] r in
             if let f = r.failure { return done(.failure(f)) }
-            done(.success(EventLog.events(from: r)))
+            done(EventLog.opened(EventLog.events(from: r), key: key, cipher: cipher))
         }
     }
 
@@ -181,10 +188,24 @@ public final class EventLog {
     /// a lossless catch-up; `nil` when the text has expired.
     public func catchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<String?, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
-        scripts.run(Scripts.catchUp, keys: [k.text, k.offsets], args: [String(from), String(to)]) { r in
+        let sealed = cipher != nil
+        scripts.run(Scripts.catchUp, keys: [k.text, k.offsets], args: [String(from), String(to), sealed ? "1" : "0"]) { [cipher] r in
             if let f = r.failure { return done(.failure(f)) }
-            guard let a = r.array, a.count == 2 else { return done(.success(nil)) }
-            done(.success(a[1].string ?? ""))
+            guard let a = r.array, a.count >= 2 else { return done(.success(nil)) }
+            guard a.count == 3, case .bulk(let whole) = a[2] else {
+                return done(.success(a[1].string ?? ""))
+            }
+            // Sealed: the whole text key came back (its records); open them and cut.
+            let start = Int(a[0].int ?? 0), end = Int(a[1].int ?? 0)
+            do {
+                let plain = try EventLog.openText(whole, key: k, cipher: cipher)
+                guard end >= start, end <= plain.count else {
+                    return done(.failure(EventLog.unreadable("\(k.text): its records hold \(plain.count) bytes, offsets ask for \(start)..<\(end)")))
+                }
+                done(.success(String(decoding: plain[start..<end], as: UTF8.self)))
+            } catch {
+                done(.failure(EventLog.unreadable("\(error)")))
+            }
         }
     }
 
@@ -212,7 +233,7 @@ public final class EventLog {
         }
         c.add(entryID: seq)
         c.add(constant: "e")
-        c.add(json)
+        if let cipher { c.add(cipher.seal(json, aad: s.keys.events)) } else { c.add(json) }
         connection.send(c, view: reply)
         if refreshTTL { refreshTTLs(s.keys) }
     }
@@ -256,7 +277,15 @@ public final class EventLog {
         // Whole events' UTF-8 for the text; binary bytes for the offsets, passed as they
         // are (`RedisConnection` hands the RESP to hiredis; `ClusterClient` keeps the
         // encoded command for resends).
-        if !w.text.isEmpty { setRange(k.text, at: w.start, w.text) { r in outcome.replied(r) } }
+        if !w.text.isEmpty {
+            if let cipher {
+                // One sealed record per write, after the confirmed ones (`TextCheckpoint`).
+                let record = cipher.seal(w.text, aad: EventLog.textAAD(k, start: w.start))
+                setRange(k.text, at: w.storedStart, Array(record.utf8)) { r in outcome.replied(r) }
+            } else {
+                setRange(k.text, at: w.start, w.text) { r in outcome.replied(r) }
+            }
+        }
         for run in runs { setRange(k.offsets, at: run.byteOffset, run.bytes) { r in outcome.replied(r) } }
         expire(k.text)
         expire(k.offsets)
@@ -301,9 +330,13 @@ public final class EventLog {
     /// none (or lossless resume is off). The caller publishes after `done` succeeds.
     public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: StreamState,
                             text: TextCheckpoint.Write?, done: @escaping (Result<Void, RedisFailure>) -> Void) {
-        var args = [String(seq), json, maxLenArg, ttlArg, finalState.rawValue, losslessArg]
+        var args = [String(seq), cipher.map { $0.seal(json, aad: k.events) } ?? json, maxLenArg, ttlArg, finalState.rawValue, losslessArg]
         if lossless, let w = text {
-            args += [String(w.start), String(decoding: w.text, as: UTF8.self)]   // whole strings' bytes: valid UTF-8
+            if let cipher, !w.text.isEmpty {
+                args += [String(w.storedStart), cipher.seal(w.text, aad: EventLog.textAAD(k, start: w.start))]
+            } else {
+                args += [String(w.storedStart), String(decoding: w.text, as: UTF8.self)]   // whole strings' bytes: valid UTF-8
+            }
             args.reserveCapacity(args.count + 2 * w.offsets.count)
             for o in w.offsets { args += [String(o.seq), String(o.end)] }
         }
@@ -342,7 +375,7 @@ public final class EventLog {
         let c = command
         c.start(argumentCount: 3)
         c.add(s.publishHead)   // PUBLISH <live>
-        c.add(seq: seq, space: json)
+        c.add(seq: seq, space: cipher.map { $0.seal(json, aad: s.keys.events) } ?? json)
         return c
     }
 
@@ -356,15 +389,25 @@ public final class EventLog {
     /// entries): `state` nil when the stream is gone. `textThrough`: the seq whose
     /// lossless-resume text is confirmed stored (0: none); its stored end offset comes
     /// back as `StoredTail.textEnd`.
+    /// `textStoredEnd`: the `text` key's confirmed length as stored
+    /// (`TextCheckpoint.confirmedStoredEnd`), which it must reach; `nil`: that seq's
+    /// end offset (plain text).
     public func appendStatus(_ k: StreamKeys, after ackedSeq: UInt64, count: Int, textThrough: UInt64 = 0,
+                             textStoredEnd: Int? = nil,
                              done: @escaping (Result<StoredTail, RedisFailure>) -> Void) {
-        scripts.run(Scripts.appendStatus, keys: [k.events, k.meta, k.text, k.offsets],
-                    args: [String(ackedSeq), String(count), String(textThrough)]) { r in
+        var args = [String(ackedSeq), String(count), String(textThrough)]
+        if let textStoredEnd { args.append(String(textStoredEnd)) }
+        scripts.run(Scripts.appendStatus, keys: [k.events, k.meta, k.text, k.offsets], args: args) { [cipher] r in
             if let f = r.failure { return done(.failure(f)) }
             guard let a = r.array, a.count == 4 else { return done(.success(StoredTail(state: nil, topSeq: 0, entries: []))) }
             let textEnd = a[3].int ?? -1
+            let entries: [SequencedEvent]
+            switch EventLog.opened(EventLog.events(from: a[2]), key: k.events, cipher: cipher) {
+            case .success(let e): entries = e
+            case .failure(let f): return done(.failure(f))
+            }
             done(.success(StoredTail(state: a[0].string, topSeq: EventLog.seq(ofEntryID: a[1].string ?? "") ?? 0,
-                                     entries: EventLog.events(from: a[2]),
+                                     entries: entries,
                                      textEnd: textThrough > 0 && textEnd >= 0 ? Int(textEnd) : nil)))
         }
     }
@@ -427,12 +470,72 @@ public final class EventLog {
     public func expireLease(_ id: RequestID, event: StreamEvent, done: @escaping (Result<LeaseExpiry, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
         scripts.run(expireLeaseScript, keys: [k.events, k.meta, k.live, k.lease, k.text, k.offsets],
-                    args: [String(maxLen), String(ttlMs), event.json, lossless ? "1" : "0"]) { r in
+                    args: [String(maxLen), String(ttlMs), cipher.map { $0.seal(event.json, aad: k.events) } ?? event.json,
+                           lossless ? "1" : "0"]) { r in
             if let f = r.failure { return done(.failure(f)) }
             let a = r.array ?? []
             done(.success(LeaseExpiry(reply: a.first?.int ?? 0, budgetKey: a.count > 1 ? a[1].string ?? "" : "",
                                       promptEstimate: a.count > 2 ? Int(a[2].string ?? "0") ?? 0 : 0)))
         }
+    }
+
+    // MARK: At rest (docs/DATA_MODEL.md §13)
+
+    /// The failure kind of a stored value that does not open (`RedisFailure.code`
+    /// `.other(unreadableKind)`): readers answer it with `stored_data_unreadable`.
+    public static let unreadableKind = "UNREADABLE"
+
+    /// A failure for a stored value that does not open.
+    public static func unreadable(_ why: String) -> RedisFailure {
+        RedisFailure(code: .other(unreadableKind), message: "\(unreadableKind) \(why)")
+    }
+
+    /// Whether `f` is a stored value that did not open (`unreadable`).
+    public static func isUnreadable(_ f: RedisFailure) -> Bool { f.code == .other(unreadableKind) }
+
+    /// The associated data of a text record: the text key's name and the record's start
+    /// offset in the plaintext (`relay:{id}:text@<start>`), so a record can be moved
+    /// neither to another stream nor to another place in its own.
+    public static func textAAD(_ k: StreamKeys, start: Int) -> String { k.text + "@" + String(start) }
+
+    /// Events read from stream `key` with their payloads opened (`AtRestValue.open`).
+    public static func opened(_ events: [SequencedEvent], key: String, cipher: AtRestCipher?) -> Result<[SequencedEvent], RedisFailure> {
+        var out = events
+        for (i, e) in events.enumerated() where e.json.utf8.first == SealedFormat.marker {
+            do {
+                out[i] = SequencedEvent(seq: e.seq, json: try AtRestValue.open(e.json, key: key, cipher: cipher))
+            } catch {
+                return .failure(unreadable(error.description))
+            }
+        }
+        return .success(out)
+    }
+
+    /// A live message's event with its payload opened (the payload is sealed like the
+    /// stream entry, under the events key's name).
+    /// - Throws: `AtRestOpenError`.
+    public func openLive(_ e: SequencedEvent, id: String) throws(AtRestOpenError) -> SequencedEvent {
+        guard e.json.utf8.first == SealedFormat.marker else { return e }
+        return SequencedEvent(seq: e.seq, json: try AtRestValue.open(e.json, key: StreamKeys(id).events, cipher: cipher))
+    }
+
+    /// The plaintext of a whole text key read back: its sealed records opened in order,
+    /// each under `textAAD` at the plaintext offset it continues. A text key that is not
+    /// sealed (written while encryption was off) is returned as it is.
+    /// - Throws: `AtRestOpenError`.
+    public static func openText(_ stored: [UInt8], key k: StreamKeys, cipher: AtRestCipher?) throws(AtRestOpenError) -> [UInt8] {
+        guard SealedFormat.looksSealed(stored) else { return stored }
+        guard let cipher else { throw AtRestOpenError(.noKeys, key: k.text) }
+        let records: [Range<Int>]
+        do { records = try SealedFormat.records(stored) } catch { throw AtRestOpenError(.malformed(error), key: k.text) }
+        var plain: [UInt8] = []
+        try stored.withUnsafeBufferPointer { b throws(AtRestOpenError) in
+            for r in records {
+                let part = try cipher.open(UnsafeBufferPointer(rebasing: b[r]), aad: textAAD(k, start: plain.count))
+                plain.append(contentsOf: part)
+            }
+        }
+        return plain
     }
 
     /// Parses a stream entry ID `<seq>-0` into its seq.

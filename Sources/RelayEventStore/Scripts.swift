@@ -126,7 +126,9 @@ public enum Scripts {
     /// shorter than that offset (a failover or restart can lose a text write whose
     /// reply came back while keeping the acknowledged `XADD`s that preceded it).
     /// KEYS: events, meta, text, offsets. ARGV: acknowledged seq, most entries to
-    /// return, seq the text is confirmed through ('0': none).
+    /// return, seq the text is confirmed through ('0': none), and optionally the length
+    /// the `text` key must have (its sealed records, docs/DATA_MODEL.md §13; default:
+    /// that seq's end offset).
     /// Returns {} when the meta hash or the stream key is gone, else
     /// {state, top entry ID or '', entries (as `XRANGE`), stored end offset or -1 (-1
     /// too when not asked)}.
@@ -139,7 +141,9 @@ public enum Scripts {
     local textEnd = -1
     if ARGV[3] ~= '0' then
       textEnd = redis.call('BITFIELD', KEYS[4], 'GET', 'u32', '#' .. ARGV[3])[1]
-      if redis.call('STRLEN', KEYS[3]) < textEnd then textEnd = -1 end
+      local need = textEnd
+      if ARGV[4] then need = tonumber(ARGV[4]) end
+      if redis.call('STRLEN', KEYS[3]) < need then textEnd = -1 end
     end
     return {st, top, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2]), textEnd}
     """
@@ -161,14 +165,20 @@ public enum Scripts {
     """
 
     /// The text between the end of event `from` and the end of event `to` (bytes),
-    /// for a lossless catch-up. KEYS: text, offsets. ARGV: from, to.
-    /// Returns {start offset, text} or nil when the text has expired.
+    /// for a lossless catch-up. KEYS: text, offsets. ARGV: from, to, sealed '1'/'0'.
+    /// Returns {start offset, text} or nil when the text has expired; sealed at rest
+    /// (docs/DATA_MODEL.md §13), {start offset, end offset, the whole text key} (its
+    /// records are opened by the relay, which cuts the range from the plaintext).
     public static let catchUp = """
     if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
     local o = redis.call('BITFIELD', KEYS[2], 'GET', 'u32', '#' .. ARGV[1], 'GET', 'u32', '#' .. ARGV[2])
     local s = o[1]
     local e = o[2]
     if tonumber(ARGV[1]) == 0 then s = 0 end
+    if ARGV[3] == '1' then
+      if e < s then e = s end
+      return {s, e, redis.call('GET', KEYS[1])}
+    end
     if e <= s then return {s, ''} end
     return {s, redis.call('GETRANGE', KEYS[1], s, e - 1)}
     """

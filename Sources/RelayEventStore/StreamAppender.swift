@@ -115,7 +115,7 @@ public final class StreamAppender {
         // A group stays well inside the retained window (`MAXLEN`), so its entries can
         // be verified after a failure.
         self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)))
-        self.checkpoint = TextCheckpoint(trim: log.trim)
+        self.checkpoint = TextCheckpoint(trim: log.trim, sealedKidBytes: log.cipher.map { $0.ring.currentKid.utf8.count })
         self.epoch = log.connectionEpoch
     }
 
@@ -273,7 +273,8 @@ public final class StreamAppender {
         // have lost a text write whose reply came back, keeping the `XADD`s before it).
         let text = log.lossless && checkpoint.confirmedSeq > 0
             ? (seq: checkpoint.confirmedSeq, end: checkpoint.confirmedEnd) : nil
-        log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2, textThrough: text?.seq ?? 0) { r in
+        log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2, textThrough: text?.seq ?? 0,
+                         textStoredEnd: text != nil && log.cipher != nil ? checkpoint.confirmedStoredEnd : nil) { r in
             self.verifying = false
             guard !self.isClosed else { return }
             guard case .success(let tail) = r else {

@@ -15,6 +15,7 @@ public final class Metrics: Sendable {
         case deltasMerged, catchUpMerged, appendAuxiliaryErrors, replaysWaited, replaysSkipped
         case cancelsPending
         case jwksParkedRequests
+        case atRestSeals, atRestOpens, atRestOpenFailures
 
         var name: String {
             switch self {
@@ -48,6 +49,9 @@ public final class Metrics: Sendable {
             case .replaysSkipped: return "relay_replays_skipped_total"
             case .cancelsPending: return "relay_cancels_pending_total"
             case .jwksParkedRequests: return "relay_jwks_waiting_requests_total"
+            case .atRestSeals: return "relay_at_rest_seals_total"
+            case .atRestOpens: return "relay_at_rest_opens_total"
+            case .atRestOpenFailures: return "relay_at_rest_open_failures_total"
             }
         }
 
@@ -55,6 +59,9 @@ public final class Metrics: Sendable {
         var help: String {
             switch self {
             case .eventsAppended: return "Stream events appended to Redis by this instance's generations."
+            case .atRestSeals: return "Values sealed with AES-256-GCM before they were written to Redis (events, live messages, text records; RELAY_ENCRYPTION_KEYS, docs/DATA_MODEL.md §13)."
+            case .atRestOpens: return "Sealed values read from Redis that opened (the tag verified)."
+            case .atRestOpenFailures: return "Sealed values read from Redis that did not open (unknown kid, another key, altered or truncated bytes); the reader got stored_data_unreadable."
             case .eventsDelivered: return "Stream events written to client connections."
             case .streamsStarted: return "Generations started (POST /api/chat/stream admitted)."
             case .resumesOK, .resumesGap, .resumesNotFound, .resumesCatchUp:

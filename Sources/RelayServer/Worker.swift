@@ -46,8 +46,12 @@ final class Worker: @unchecked Sendable {
         sharded = (commands as? ClusterClient).map { ShardedPubSub(loop: loop, cluster: $0) }
         pubsub = PubSub(loop: loop, connection: pubsubConnection, sharded: sharded)
         let config = context.config
+        let cipher: AtRestCipher?
+        do { cipher = try context.atRestKeys.map { ring throws(AtRestCipher.SetupError) in try AtRestCipher(ring: ring) } } catch {
+            throw ConfigError("RELAY_ENCRYPTION_KEYS: \(error.description)")
+        }
         let log = EventLog(connection: commands, maxLen: config.bufferEvents,
-                           ttlMs: config.bufferTTLms, lossless: config.losslessResume, sharded: sharded != nil)
+                           ttlMs: config.bufferTTLms, lossless: config.losslessResume, sharded: sharded != nil, cipher: cipher)
         let sessions = SessionStore(connection: commands, scripts: log.scripts)
         hub = StreamHub(index: index, context: context, loop: loop, log: log, pubsub: pubsub, sessions: sessions,
                         ledger: BudgetLedger(connection: commands, scripts: log.scripts))

@@ -214,6 +214,12 @@ final class OffsetRead {
 
     private func readFailed(_ f: RedisFailure) {
         reading = false
+        if EventLog.isUnreadable(f) {
+            hub.storedValueUnreadable(f.message)
+            guard mode != .sse else { return finish(endStream: true) }
+            gate.fail(ex, .storedDataUnreadable("the stream's stored events do not open with this relay's keys"))
+            return finish()
+        }
         if f.isDisconnect { hub.redisDisconnected() }
         guard mode != .sse else { return finish(endStream: true) }
         gate.fail(ex, .notReady("Redis is not available"))

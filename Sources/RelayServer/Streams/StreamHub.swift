@@ -188,8 +188,14 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     private func message(channel: String, payload: [UInt8]) {
         if let id = StreamKeys.requestID(fromLiveChannel: channel) {
-            guard subscriptions[id]?.isEmpty == false, let e = LivePayload.parse(payload) else { return }
-            deliverLive(id, e)
+            guard let subs = subscriptions[id], !subs.isEmpty, let e = LivePayload.parse(payload) else { return }
+            do {
+                deliverLive(subs, try log.openLive(e, id: id))
+            } catch {
+                // Never the sealed bytes to a client: its readers end with the error.
+                storedValueUnreadable(error.description)
+                for s in subs.members { s.fail(.storedDataUnreadable("event \(e.seq) of the stream does not open with this relay's keys")) }
+            }
         } else if channel == StreamKeys.cancelChannel {
             let id = String(decoding: payload, as: UTF8.self)
             if let g = generations[id] {
@@ -222,6 +228,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     private func sweep() {
         counters.flush()
+        flushAtRestCounters()
         sweeper.sweep(allSubscriptions, nowMs: loop.nowMs, nowS: context.nowMs() / 1000)
     }
 
@@ -236,7 +243,22 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     }
 
     /// Adds the per-event counters to the shared `Metrics` (before `/metrics` answers).
-    func flushCounters() { counters.flush() }
+    func flushCounters() {
+        counters.flush()
+        flushAtRestCounters()
+    }
+
+    /// The cipher's counts already added to `Metrics`.
+    private var atRestFlushed = (seals: 0, opens: 0, failures: 0)
+
+    /// Adds what the worker's `AtRestCipher` counted since the last flush to `Metrics`.
+    private func flushAtRestCounters() {
+        guard let c = log.cipher else { return }
+        if c.seals > atRestFlushed.seals { metrics.add(.atRestSeals, c.seals - atRestFlushed.seals) }
+        if c.opens > atRestFlushed.opens { metrics.add(.atRestOpens, c.opens - atRestFlushed.opens) }
+        if c.openFailures > atRestFlushed.failures { metrics.add(.atRestOpenFailures, c.openFailures - atRestFlushed.failures) }
+        atRestFlushed = (c.seals, c.opens, c.openFailures)
+    }
 
     // MARK: Redis connection state
 
@@ -352,8 +374,18 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     /// A subscription's Redis read failed: retry it shortly (the connection sweep ends
     /// it if Redis stays away longer than the grace period).
     func redisTrouble(_ s: Subscription, _ f: RedisFailure) {
+        if EventLog.isUnreadable(f) {
+            storedValueUnreadable(f.message)
+            return s.fail(.storedDataUnreadable("the stream's stored events do not open with this relay's keys"))
+        }
         if f.isDisconnect { redisDisconnected() }
         retries.add(s)
+    }
+
+    /// A stored value did not open (docs/DATA_MODEL.md §13): logged with its key and kid
+    /// (never its bytes); counted by the cipher (`relay_at_rest_open_failures_total`).
+    func storedValueUnreadable(_ why: String) {
+        Log.error("stored value does not open", ["worker": index, "reason": why])
     }
 
     func isSlowConsumer(_ s: Subscription) -> Bool { sweeper.isSlowConsumer(s, nowMs: loop.nowMs) }
