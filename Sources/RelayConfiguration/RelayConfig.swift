@@ -519,8 +519,8 @@ public struct RelayConfig: Sendable, Equatable {
                doc: "keep the full text for resumes beyond the window: on/off") { c, v in
             c.losslessResume = try bool(v, "RELAY_LOSSLESS_RESUME")
         },
-        Option(env: "RELAY_ENCRYPTION_KEYS", flag: "--encryption-keys", default: "— (plaintext)", unit: "kid:base64,… or file:///path",
-               doc: "seal events, live messages and answer text in Redis with AES-256-GCM: comma-separated kid:base64-of-32-bytes pairs, the current key first (older keys still open), or file:///path to a file holding them (docs/DATA_MODEL.md §13)") { c, v in
+        Option(env: "RELAY_ENCRYPTION_KEYS", flag: "--encryption-keys", default: "—", unit: "kid:base64,… or file:///path",
+               doc: "seal events, live messages and answer text in Redis with AES-256-GCM (unset: plaintext): comma-separated kid:base64-of-32-bytes pairs, the current key first (older keys still open), or file:///path to a file holding them (docs/DATA_MODEL.md §13)") { c, v in
             guard !v.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
                 throw ConfigError("RELAY_ENCRYPTION_KEYS is empty: give kid:base64-of-32-bytes pairs, comma-separated, the current key first, or file:///path")
             }
