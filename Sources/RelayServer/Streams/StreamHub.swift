@@ -385,6 +385,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     /// A stored value did not open (docs/DATA_MODEL.md §13): logged with its key and kid
     /// (never its bytes); counted by the cipher (`relay_at_rest_open_failures_total`).
     func storedValueUnreadable(_ why: String) {
+        // Without keys there is no cipher to count it.
+        if log.cipher == nil { metrics.add(.atRestOpenFailures) }
         Log.error("stored value does not open", ["worker": index, "reason": why])
     }
 
