@@ -116,6 +116,15 @@ final class AtRestCipherTests: XCTestCase {
         XCTAssertThrowsError(try EventLog.openText(stored, key: StreamKeys("abc:r2"), cipher: c))
     }
 
+    func testNonCanonicalBase64IsRefused() {
+        // "QQ==" is 0x41; "QR==" decodes to the same byte with unused bits set (found by
+        // the sealed_format fuzz target): refused, so one value has one text.
+        for t in ["~QR==", "~QUF=", "~QQ=A", "~Q===", "~QQ", "~"] {
+            XCTAssertThrowsError(try Array(t.utf8).withUnsafeBufferPointer { try SealedFormat.binary(ofText: $0) }, t)
+        }
+        XCTAssertEqual(try Array("~QQ==".utf8).withUnsafeBufferPointer { try SealedFormat.binary(ofText: $0) }, [0x41])
+    }
+
     func testBase64MatchesFoundation() throws {
         for n in 0..<40 {
             let bytes = (0..<n).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }

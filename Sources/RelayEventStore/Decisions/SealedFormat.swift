@@ -135,7 +135,7 @@ public enum SealedFormat {
         }
     }
 
-    /// The binary form inside a sealed text (`~` + padded base64).
+    /// The binary form inside a sealed text (`~` + padded, canonical base64).
     /// - Throws: `Malformed.notSealed` without the marker, `.badBase64` otherwise.
     public static func binary(ofText t: UnsafeBufferPointer<UInt8>) throws(Malformed) -> [UInt8] {
         guard t.first == marker else { throw .notSealed }
@@ -152,6 +152,8 @@ public enum SealedFormat {
             guard c0 != 0xFF, c1 != 0xFF, !p2 || (p3 && last), !p3 || last else { throw .badBase64 }
             let c2 = p2 ? 0 : r[Int(t[i + 2])], c3 = p3 ? 0 : r[Int(t[i + 3])]
             guard c2 != 0xFF, c3 != 0xFF else { throw .badBase64 }
+            // Canonical only (RFC 4648 §3.5): the bits a pad leaves unused are zero.
+            guard !p2 || c1 & 0x0F == 0, p2 || !p3 || c2 & 0x03 == 0 else { throw .badBase64 }
             let v = UInt32(c0) << 18 | UInt32(c1) << 12 | UInt32(c2) << 6 | UInt32(c3)
             out.append(UInt8(v >> 16))
             if !p2 { out.append(UInt8(v >> 8 & 0xFF)) }
