@@ -37,7 +37,7 @@ public final class EventLog {
     /// Which appends trim the stream, and to what length (`StreamTrim`).
     public let trim: StreamTrim
     /// Seals event payloads and text at rest (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md
-    /// §13); `nil`: stored as plaintext. This worker's own (it owns EVP contexts).
+    /// §14); `nil`: stored as plaintext. This worker's own (it owns EVP contexts).
     public let cipher: AtRestCipher?
 
     // Constant command arguments, formatted once instead of once per append.
@@ -72,7 +72,7 @@ public final class EventLog {
 
     /// - Parameter sharded: publish live events with `SPUBLISH` (Redis Cluster: the
     ///   live channel is a sharded channel, subscribed with `ShardedPubSub`).
-    /// - Parameter cipher: seals what is stored at rest (docs/DATA_MODEL.md §13); `nil`: plaintext.
+    /// - Parameter cipher: seals what is stored at rest (docs/DATA_MODEL.md §14); `nil`: plaintext.
     public init(connection: any RedisCommandChannel, maxLen: Int, ttlMs: Int, lossless: Bool, sharded: Bool = false,
                 cipher: AtRestCipher? = nil) {
         self.cipher = cipher
@@ -479,7 +479,7 @@ public final class EventLog {
         }
     }
 
-    // MARK: At rest (docs/DATA_MODEL.md §13)
+    // MARK: At rest (docs/DATA_MODEL.md §14)
 
     /// The failure kind of a stored value that does not open (`RedisFailure.code`
     /// `.other(unreadableKind)`): readers answer it with `stored_data_unreadable`.

@@ -127,7 +127,7 @@ public enum Scripts {
     /// reply came back while keeping the acknowledged `XADD`s that preceded it).
     /// KEYS: events, meta, text, offsets. ARGV: acknowledged seq, most entries to
     /// return, seq the text is confirmed through ('0': none), and optionally the length
-    /// the `text` key must have (its sealed records, docs/DATA_MODEL.md §13; default:
+    /// the `text` key must have (its sealed records, docs/DATA_MODEL.md §14; default:
     /// that seq's end offset).
     /// Returns {} when the meta hash or the stream key is gone, else
     /// {state, top entry ID or '', entries (as `XRANGE`), stored end offset or -1 (-1
@@ -167,7 +167,7 @@ public enum Scripts {
     /// The text between the end of event `from` and the end of event `to` (bytes),
     /// for a lossless catch-up. KEYS: text, offsets. ARGV: from, to, sealed '1'/'0'.
     /// Returns {start offset, text} or nil when the text has expired; sealed at rest
-    /// (docs/DATA_MODEL.md §13), {start offset, end offset, the whole text key} (its
+    /// (docs/DATA_MODEL.md §14), {start offset, end offset, the whole text key} (its
     /// records are opened by the relay, which cuts the range from the plaintext).
     public static let catchUp = """
     if redis.call('EXISTS', KEYS[1]) == 0 then return nil end

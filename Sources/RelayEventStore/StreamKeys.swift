@@ -23,6 +23,9 @@ public struct StreamKeys: Sendable, Equatable {
     /// `PX` `EventLog.cancelMarkerMs`), read after a new generation is registered
     /// (docs/PROTOCOL.md §7, docs/DATA_MODEL.md).
     public let cancel: String
+    /// `relay:{id}:delivered`: set when a client was written the stream's final event;
+    /// such an answer gets no completion webhook (`CompletionWebhookOutbox`, docs/PROTOCOL.md §13).
+    public let delivered: String
 
     public init(_ id: RequestID) { self.init(id.value) }
 
@@ -35,6 +38,7 @@ public struct StreamKeys: Sendable, Equatable {
         offsets = p + "offsets"
         lease = p + "lease"
         cancel = p + "cancel"
+        delivered = p + "delivered"
     }
 
     /// The request id inside a `relay:{id}:live` channel name, if it is one.

@@ -15,6 +15,8 @@ public final class Metrics: Sendable {
         case deltasMerged, catchUpMerged, appendAuxiliaryErrors, replaysWaited, replaysSkipped
         case cancelsPending
         case jwksParkedRequests
+        case completionWebhooksQueued, completionWebhooksDelivered, completionWebhooksDropped, completionWebhooksSkipped
+        case completionWebhookAttemptsOK, completionWebhookAttemptsFailed, completionWebhookRetries
         case atRestSeals, atRestOpens, atRestOpenFailures
 
         var name: String {
@@ -49,6 +51,13 @@ public final class Metrics: Sendable {
             case .replaysSkipped: return "relay_replays_skipped_total"
             case .cancelsPending: return "relay_cancels_pending_total"
             case .jwksParkedRequests: return "relay_jwks_waiting_requests_total"
+            case .completionWebhooksQueued: return "relay_completion_webhooks_queued_total"
+            case .completionWebhooksDelivered: return "relay_completion_webhooks_total{result=\"delivered\"}"
+            case .completionWebhooksDropped: return "relay_completion_webhooks_total{result=\"dropped\"}"
+            case .completionWebhooksSkipped: return "relay_completion_webhooks_total{result=\"skipped\"}"
+            case .completionWebhookAttemptsOK: return "relay_completion_webhook_attempts_total{result=\"ok\"}"
+            case .completionWebhookAttemptsFailed: return "relay_completion_webhook_attempts_total{result=\"failed\"}"
+            case .completionWebhookRetries: return "relay_completion_webhook_retries_total"
             case .atRestSeals: return "relay_at_rest_seals_total"
             case .atRestOpens: return "relay_at_rest_opens_total"
             case .atRestOpenFailures: return "relay_at_rest_open_failures_total"
@@ -59,7 +68,7 @@ public final class Metrics: Sendable {
         var help: String {
             switch self {
             case .eventsAppended: return "Stream events appended to Redis by this instance's generations."
-            case .atRestSeals: return "Values sealed with AES-256-GCM before they were written to Redis (events, live messages, text records; RELAY_ENCRYPTION_KEYS, docs/DATA_MODEL.md §13)."
+            case .atRestSeals: return "Values sealed with AES-256-GCM before they were written to Redis (events, live messages, text records; RELAY_ENCRYPTION_KEYS, docs/DATA_MODEL.md §14)."
             case .atRestOpens: return "Sealed values read from Redis that opened (the tag verified)."
             case .atRestOpenFailures: return "Sealed values read from Redis that did not open (unknown kid, another key, altered or truncated bytes); the reader got stored_data_unreadable."
             case .eventsDelivered: return "Stream events written to client connections."
@@ -68,6 +77,14 @@ public final class Metrics: Sendable {
                 return "Resume requests (GET /api/chat/stream/{id}) by outcome: ok, gap (409 resume_gap), not_found (404), catch_up (lossless catch-up)."
             case .revocations: return "Live streams cut because their session was revoked."
             case .cancels: return "Generations stopped by DELETE /api/chat/stream/{id}."
+            case .completionWebhooksQueued:
+                return "Answers this instance ended that were queued for a completion webhook (docs/PROTOCOL.md §13); one per answer across all instances."
+            case .completionWebhooksDelivered, .completionWebhooksDropped, .completionWebhooksSkipped:
+                return "Completion webhooks settled by this instance, by result: delivered (a 2xx answer), dropped (410 Gone, RELAY_COMPLETION_WEBHOOK_MAX_ATTEMPTS failed attempts, or the stream expired first), skipped (a client read the answer's end)."
+            case .completionWebhookAttemptsOK, .completionWebhookAttemptsFailed:
+                return "Completion webhook POSTs made by this instance, by result: ok (2xx), failed (another status, no answer, or RELAY_COMPLETION_WEBHOOK_TIMEOUT)."
+            case .completionWebhookRetries:
+                return "Failed completion webhook attempts followed by a retry after a backoff."
             case .jwksParkedRequests: return "Requests whose token named a kid the JWKS lacked (or came before the first set) and waited for a refetch (at most RELAY_JWT_JWKS_TIMEOUT)."
             case .cancelsPending: return "DELETE /api/chat/stream/{id} calls that came before their stream existed and left a cancel marker (docs/PROTOCOL.md §7)."
             case .slowConsumerDisconnects: return "Client connections cut because their unsent backlog exceeded the backpressure limit."

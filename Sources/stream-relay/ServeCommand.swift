@@ -79,6 +79,7 @@ enum ServeCommand {
             budgets = try BudgetPolicy.parse(config.budgets, defaultTier: config.defaultTier)
             models = try ModelPolicy(specification: config.models, fallbackModel: config.upstreamModel)
             adminKey = try AdminKey.fromEnvironment(config.adminKey)
+            try checkCompletionWebhook(config)
         } catch {
             printError("stream-relay: \(error)\n")
             return 2
@@ -132,9 +133,23 @@ enum ServeCommand {
         return 0
     }
 
+    /// The completion webhook's settings hold together (docs/PROTOCOL.md §13): a URL needs a
+    /// Standard Webhooks secret.
+    /// - Throws: `ConfigError` when `RELAY_COMPLETION_WEBHOOK_URL` is set without
+    ///   `RELAY_COMPLETION_WEBHOOK_SECRET`; `StandardWebhookSecretError` for a secret that is
+    ///   not `whsec_<base64 of 24–64 bytes>`.
+    static func checkCompletionWebhook(_ config: RelayConfig) throws {
+        guard config.completionWebhookURL != nil else { return }
+        guard let secret = config.completionWebhookSecret else {
+            throw ConfigError("RELAY_COMPLETION_WEBHOOK_URL needs RELAY_COMPLETION_WEBHOOK_SECRET (whsec_<base64>, Standard Webhooks)")
+        }
+        _ = try StandardWebhookSigner(secret: secret)
+    }
+
     /// How each worker makes its upstream factory (`RELAY_UPSTREAM`). The HTTP
     /// adapters create their libcurl multi handle on the worker's own loop thread.
-    /// - Throws: `ConfigError` when `openai`/`anthropic` lack `UPSTREAM_URL` or it is invalid.
+    /// - Throws: `ConfigError` when `openai`/`anthropic` lack `UPSTREAM_URL` or it is invalid,
+    ///   or `RELAY_UPSTREAM_CONTINUATION` names a mode of the other API.
     static func upstreamFactoryMaker(_ config: RelayConfig,
                                      counters: UpstreamTextCounters = UpstreamTextCounters()) throws -> @Sendable () -> UpstreamFactory {
         switch config.upstream {
@@ -145,6 +160,8 @@ enum ServeCommand {
             var http = HTTPUpstreamConfig(baseURL: url, apiKey: config.upstreamAPIKey ?? "", defaultModel: config.upstreamModel)
             http.idleTimeoutMs = config.upstreamIdleTimeoutMs
             http.summaryMaxTokens = config.summaryMaxTokens
+            http.continuation = try HTTPContinuation.resolve(config.upstreamContinuation,
+                                                             api: config.upstream == "openai" ? .openAI : .anthropic)
             try http.validate()
             let h = http
             if config.upstream == "openai" {
@@ -201,7 +218,7 @@ enum ServeCommand {
         return (JWTAuthenticator(verifier: verifier), nil)
     }
 
-    /// The at-rest keys of `RELAY_ENCRYPTION_KEYS` (docs/DATA_MODEL.md §13): inline
+    /// The at-rest keys of `RELAY_ENCRYPTION_KEYS` (docs/DATA_MODEL.md §14): inline
     /// `kid:base64` pairs, or `file:///path` to a file holding them.
     /// - Throws: `ConfigError` naming the problem (unreadable file, bad base64, wrong
     ///   length, duplicate kid, empty); never key material.

@@ -49,12 +49,14 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private let retries: ReplayRetries
     /// Replay reads in flight and waiting (`ReplayAdmission`, `RELAY_REPLAY_CONCURRENCY`).
     private var replayAdmission: ReplayAdmission
-    private var waitingReplays: [UInt64: () -> Void] = [:]
+    private var waitingReplays: [UInt64: (wanted: () -> Bool, run: () -> Void)] = [:]
     private var nextReplayTicket: UInt64 = 0
     private var replayFinishes = 0
     private var startingReplays = false
     private var sweepTimer: LoopTimer?
     private var leaseTimer: LoopTimer?
+    /// Completion webhooks (docs/PROTOCOL.md §13), when `RELAY_COMPLETION_WEBHOOK_URL` is set.
+    var completionWebhooks: CompletionWebhookQueue?
 
     init(index: Int, context: ServerContext, loop: EventLoop, log: EventLog, pubsub: PubSub, sessions: SessionStore,
          ledger: BudgetLedger) {
@@ -335,17 +337,11 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private func admitReplayRead(wanted: @escaping () -> Bool, _ read: @escaping (_ finished: @escaping () -> Void) -> Void) {
         nextReplayTicket += 1
         let ticket = nextReplayTicket
-        let run = {
-            guard wanted() else {
-                self.metrics.add(.replaysSkipped)
-                return self.replayReadFinished()
-            }
-            read { self.replayReadFinished() }
-        }
+        let run = { read { self.replayReadFinished() } }
         if replayAdmission.request(ticket) {
             run()
         } else {
-            waitingReplays[ticket] = run
+            waitingReplays[ticket] = (wanted, run)
             metrics.gauge(.queuedReplays, 1)
             metrics.add(.replaysWaited)
         }
@@ -359,9 +355,17 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         startingReplays = true
         while replayFinishes > 0 {
             replayFinishes -= 1
-            if let next = replayAdmission.finished() {
+            let handoff = replayAdmission.finished(skipping: { [waitingReplays] ticket in
+                !(waitingReplays[ticket]?.wanted() ?? false)
+            })
+            for ticket in handoff.skipped { waitingReplays.removeValue(forKey: ticket) }
+            if !handoff.skipped.isEmpty {
+                metrics.gauge(.queuedReplays, -handoff.skipped.count)
+                metrics.add(.replaysSkipped, handoff.skipped.count)
+            }
+            if let next = handoff.next {
                 metrics.gauge(.queuedReplays, -1)
-                waitingReplays.removeValue(forKey: next)?()
+                waitingReplays.removeValue(forKey: next)?.run()
             }
         }
         startingReplays = false
@@ -382,7 +386,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         retries.add(s)
     }
 
-    /// A stored value did not open (docs/DATA_MODEL.md §13): logged with its key and kid
+    /// A stored value did not open (docs/DATA_MODEL.md §14): logged with its key and kid
     /// (never its bytes); counted by the cipher (`relay_at_rest_open_failures_total`).
     func storedValueUnreadable(_ why: String) {
         // Without keys there is no cipher to count it.
@@ -392,6 +396,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     func isSlowConsumer(_ s: Subscription) -> Bool { sweeper.isSlowConsumer(s, nowMs: loop.nowMs) }
     func delivered(events: Int) { counters.delivered(events) }
+    func finalEventWritten(_ s: Subscription) { completionWebhooks?.finalEventRead(scopedID: s.id.value) }
     func merged(events: Int) { metrics.add(.deltasMerged, events) }
     func caughtUp(events: Int) { metrics.add(.catchUpMerged, events) }
     var slowLinkLimits: SlowLinkCoalescer.Limits {
@@ -407,8 +412,10 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     func upstreamFailed() { metrics.add(.upstreamErrors) }
 
     /// Settles a generation's reservation (`BudgetLedger.settle`, once per id).
+    /// The generation is ending (once, any way): its completion webhook is queued too.
     func settle(_ g: Generation, tokens: Int) {
         settler.settle(budgetKey: g.budget.key, id: g.id, tokens: tokens)
+        completionWebhooks?.answerEnding(scopedID: g.id.value, sub: g.owner)
     }
 
     /// An event of a generation on this worker was stored: delivered at once to this
