@@ -35,7 +35,8 @@ public struct AtRestOpenError: Error, Equatable, Sendable, CustomStringConvertib
 }
 
 /// Seals and opens values at rest with AES-256-GCM through OpenSSL's EVP interface
-/// (docs/DATA_MODEL.md §14): a fresh random 96-bit nonce per seal (`RAND_bytes`), the
+/// (docs/DATA_MODEL.md §14): a fresh random 96-bit nonce per seal (`RAND_bytes`, drawn a
+/// pool at a time), the
 /// associated data the caller names (the value's own Redis key name), the format of
 /// `SealedFormat`. New seals use the ring's current key; every key of the ring opens.
 ///
@@ -50,6 +51,13 @@ public final class AtRestCipher {
     private let currentKid: [UInt8]
     /// Reused scratch for the binary form of a seal (loop thread).
     private var scratch: [UInt8] = []
+    /// Random bytes for nonces, drawn from `RAND_bytes` a pool at a time (one call costs
+    /// about as much as two seals: docs/BENCHMARKS.md); each seal takes the next 12 bytes,
+    /// never used again. Refilled when used up. Loop thread.
+    private var noncePool = [UInt8](repeating: 0, count: AtRestCipher.noncePoolBytes)
+    private var noncePoolUsed = AtRestCipher.noncePoolBytes
+    /// Bytes drawn from `RAND_bytes` at once: 341 nonces.
+    static let noncePoolBytes = 12 * 341
 
     /// Values sealed, opened, and refused (`open` threw) since creation; the worker adds
     /// them to `/metrics` (`relay_at_rest_*_total`). Loop thread.
@@ -104,8 +112,17 @@ public final class AtRestCipher {
             b[1] = UInt8(k)
             currentKid.withUnsafeBufferPointer { (b + 2).update(from: $0.baseAddress!, count: k) }
             let nonce = b + 2 + k
-            precondition(srossl_random(nonce, Int32(SealedFormat.nonceBytes)) == 1,
-                         "RAND_bytes failed: refusing to seal with a predictable nonce")
+            if noncePoolUsed + SealedFormat.nonceBytes > noncePool.count {
+                let ok = noncePool.withUnsafeMutableBufferPointer { srossl_random($0.baseAddress, Int32($0.count)) }
+                precondition(ok == 1, "RAND_bytes failed: refusing to seal with a predictable nonce")
+                noncePoolUsed = 0
+            }
+            noncePool.withUnsafeMutableBufferPointer { pool in
+                nonce.update(from: pool.baseAddress! + noncePoolUsed, count: SealedFormat.nonceBytes)
+                // Spent: wiped, so no nonce stays in memory to be taken twice.
+                (pool.baseAddress! + noncePoolUsed).update(repeating: 0, count: SealedFormat.nonceBytes)
+            }
+            noncePoolUsed += SealedFormat.nonceBytes
             let ct = nonce + SealedFormat.nonceBytes
             var a = aad
             let ok = a.withUTF8 { ad in
@@ -168,8 +185,9 @@ public final class AtRestCipher {
 
     /// `open(_:aad:)` of a string's UTF-8.
     public func open(_ sealed: String, aad: String) throws(AtRestOpenError) -> [UInt8] {
-        let bytes = Array(sealed.utf8)
-        return try bytes.withUnsafeBufferPointer { u throws(AtRestOpenError) in try open(u, aad: aad) }
+        var s = sealed
+        let r = s.withUTF8 { u in Result { () throws(AtRestOpenError) -> [UInt8] in try open(u, aad: aad) } }
+        return try r.get()
     }
 }
 

@@ -221,7 +221,9 @@ public final class EventLog {
     /// `reply` gets the `XADD`'s reply, read in place (`appendOutcome` turns it into the
     /// outcome; one closure per event, the caller's); the `PEXPIRE` replies are only
     /// counted (`onAuxiliaryFailure`). The caller publishes after a success (`publish`).
-    public func append(_ s: StreamCommands, seq: UInt64, json: String, refreshTTL: Bool,
+    /// `stored`: the event as stored (`storedForm`), when the caller made it already (the
+    /// appender seals each event once for its entry and its live message).
+    public func append(_ s: StreamCommands, seq: UInt64, json: String, refreshTTL: Bool, stored: String? = nil,
                        reply: @escaping (RedisReplyView) -> Void) {
         let trims = trim.trims(seq: seq)
         let c = command
@@ -233,7 +235,7 @@ public final class EventLog {
         }
         c.add(entryID: seq)
         c.add(constant: "e")
-        if let cipher { c.add(cipher.seal(json, aad: s.keys.events)) } else { c.add(json) }
+        c.add(stored ?? storedForm(json, s.keys))
         connection.send(c, view: reply)
         if refreshTTL { refreshTTLs(s.keys) }
     }
@@ -243,6 +245,13 @@ public final class EventLog {
     public func append(_ k: StreamKeys, seq: UInt64, json: String, refreshTTL: Bool,
                        reply: @escaping (RedisReplyView) -> Void) {
         append(commands(for: k), seq: seq, json: json, refreshTTL: refreshTTL, reply: reply)
+    }
+
+    /// An event as it is stored in the stream's entry and live message: sealed under the
+    /// events key's name with the cipher (docs/DATA_MODEL.md §14), else the JSON itself.
+    public func storedForm(_ json: String, _ k: StreamKeys) -> String {
+        guard let cipher else { return json }
+        return cipher.seal(json, aad: k.events)
     }
 
     /// The per-event command heads of a stream (`StreamCommands`): made once per
@@ -329,8 +338,8 @@ public final class EventLog {
     /// written, the final event's own included (`TextCheckpoint.pending`); `nil` when
     /// none (or lossless resume is off). The caller publishes after `done` succeeds.
     public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: StreamState,
-                            text: TextCheckpoint.Write?, done: @escaping (Result<Void, RedisFailure>) -> Void) {
-        var args = [String(seq), cipher.map { $0.seal(json, aad: k.events) } ?? json, maxLenArg, ttlArg, finalState.rawValue, losslessArg]
+                            text: TextCheckpoint.Write?, stored: String? = nil, done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        var args = [String(seq), stored ?? storedForm(json, k), maxLenArg, ttlArg, finalState.rawValue, losslessArg]
         if lossless, let w = text {
             if let cipher, !w.text.isEmpty {
                 args += [String(w.storedStart), cipher.seal(w.text, aad: EventLog.textAAD(k, start: w.start))]
@@ -355,13 +364,13 @@ public final class EventLog {
     /// is: an error reply is not counted here, `then` reports it (`auxiliaryReplied`,
     /// as `StreamAppender` does). Pass a closure made once, not one per event (the
     /// queue drains after most events of a steady stream).
-    public func publish(_ s: StreamCommands, seq: UInt64, json: String, then: @escaping (RedisReplyView) -> Void) {
-        connection.send(publishing(s, seq: seq, json: json), view: then)
+    public func publish(_ s: StreamCommands, seq: UInt64, json: String, stored: String? = nil, then: @escaping (RedisReplyView) -> Void) {
+        connection.send(publishing(s, seq: seq, json: json, stored: stored), view: then)
     }
 
     /// `publish(_:seq:json:then:)` without a `then`: the reply is only counted when an error.
-    public func publish(_ s: StreamCommands, seq: UInt64, json: String) {
-        connection.send(publishing(s, seq: seq, json: json), view: auxiliaryReply)
+    public func publish(_ s: StreamCommands, seq: UInt64, json: String, stored: String? = nil) {
+        connection.send(publishing(s, seq: seq, json: json, stored: stored), view: auxiliaryReply)
     }
 
     /// `publish(_:seq:json:)` for keys whose command heads were not made (tools, tests).
@@ -371,11 +380,11 @@ public final class EventLog {
 
     /// The `PUBLISH` of an event, in `command`; its payload is
     /// `LivePayload.message(seq:json:)`, written in place.
-    private func publishing(_ s: StreamCommands, seq: UInt64, json: String) -> RESPCommand {
+    private func publishing(_ s: StreamCommands, seq: UInt64, json: String, stored: String?) -> RESPCommand {
         let c = command
         c.start(argumentCount: 3)
         c.add(s.publishHead)   // PUBLISH <live>
-        c.add(seq: seq, space: cipher.map { $0.seal(json, aad: s.keys.events) } ?? json)
+        c.add(seq: seq, space: stored ?? storedForm(json, s.keys))
         return c
     }
 

@@ -37,6 +37,9 @@ public final class StreamAppender {
     /// One event waiting for its acknowledgement.
     struct Pending: @unchecked Sendable {
         let json: String
+        /// The event as stored (`EventLog.storedForm`: sealed at rest, or `json`), made
+        /// once for its entry, its resends and its live message.
+        let stored: String
         let finalState: StreamState?
         /// This append also refreshes the keys' TTL (`TTLRefreshPolicy`); a resend keeps it.
         let refreshTTL: Bool
@@ -142,7 +145,7 @@ public final class StreamAppender {
         guard !isClosed else { return }
         if log.lossless { checkpoint.add(seq: seq, text: text) }
         let refresh = ttlRefresh.due(nowMs: loop.nowMs, final: finalState != nil)
-        let p = Pending(json: json, finalState: finalState, refreshTTL: refresh)
+        let p = Pending(json: json, stored: log.storedForm(json, keys), finalState: finalState, refreshTTL: refresh)
         if epoch != log.connectionEpoch {
             epoch = log.connectionEpoch
             if queue.mustVerify() { scheduleVerify() }
@@ -158,12 +161,12 @@ public final class StreamAppender {
         for (seq, p) in items {
             if let state = p.finalState {
                 log.appendFinal(keys, seq: seq, json: p.json, finalState: state,
-                                text: log.lossless ? checkpoint.pending(through: seq) : nil) { r in
+                                text: log.lossless ? checkpoint.pending(through: seq) : nil, stored: p.stored) { r in
                     self.replied(seq: seq, p, r)
                 }
             } else {
                 let reply = XAddReplyHandler(self, seq: seq, p)
-                log.append(commands, seq: seq, json: p.json, refreshTTL: p.refreshTTL) { r in reply.replied(r) }
+                log.append(commands, seq: seq, json: p.json, refreshTTL: p.refreshTTL, stored: p.stored) { r in reply.replied(r) }
             }
         }
     }
@@ -212,8 +215,8 @@ public final class StreamAppender {
         if reply == .stored, queue.ackedSeq >= seq {
             // Published once stored, in seq order. When this drains the queue, report
             // it once Redis answered the publish (`EventLog.publish(then:)`).
-            if next == .drained { return acknowledged(seq: seq, json: p.json, drains: true) }
-            acknowledged(seq: seq, json: p.json, drains: false)
+            if next == .drained { return acknowledged(seq: seq, p, drains: true) }
+            acknowledged(seq: seq, p, drains: false)
         }
         handle(next)
     }
@@ -221,15 +224,15 @@ public final class StreamAppender {
     /// An event is acknowledged (stored, every earlier one too): publishes it on the live
     /// channel and hands it to `onAcknowledged`. `drains`: it was the last queued event;
     /// the drain is reported once Redis answered its publish.
-    private func acknowledged(seq: UInt64, json: String, drains: Bool) {
+    private func acknowledged(seq: UInt64, _ p: Pending, drains: Bool) {
         if drains {
             // `self` is the closure's whole context: no allocation per drain (most events
             // of a steady stream drain the queue).
-            log.publish(commands, seq: seq, json: json, then: { r in self.drainPublishReplied(r) })
+            log.publish(commands, seq: seq, json: p.json, stored: p.stored, then: { r in self.drainPublishReplied(r) })
         } else {
-            log.publish(commands, seq: seq, json: json)
+            log.publish(commands, seq: seq, json: p.json, stored: p.stored)
         }
-        onAcknowledged?(seq, json)
+        onAcknowledged?(seq, p.json)
     }
 
     /// The publish of the event that drained the queue was answered: report the drain,
@@ -287,7 +290,7 @@ public final class StreamAppender {
             // Stored but maybe never published (their replies were lost): publish now, in order.
             for (i, a) in acked.enumerated() {
                 let drains = next == .drained && i == acked.count - 1
-                self.acknowledged(seq: a.seq, json: a.item.json, drains: drains)
+                self.acknowledged(seq: a.seq, a.item, drains: drains)
                 if drains { return }
             }
             self.handle(next)

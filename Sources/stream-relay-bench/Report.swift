@@ -333,7 +333,7 @@ enum Report {
         if !seal.isEmpty {
             md.append("### at-rest-cost: CPU per event of sealing at rest (no Redis)")
             md.append("")
-            md.append("Two AES-256-GCM seals (the stream entry and the live message) and one open (a reader) per event, on one thread, through OpenSSL EVP; each worker reuses its contexts (`AtRestCipher`), the last column makes them per call.")
+            md.append("One AES-256-GCM seal (shared by the stream entry and the live message) and one open (a reader) per event, on one thread, through OpenSSL EVP; each worker reuses its contexts (`AtRestCipher`, nonces drawn from `RAND_bytes` a pool at a time), the last column makes them per call.")
             md.append("")
             md.append("| delta | JSON bytes | sealed bytes | µs per event, reused contexts | µs per event, contexts per call |")
             md.append("|---|---:|---:|---:|---:|")
