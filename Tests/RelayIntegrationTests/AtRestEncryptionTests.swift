@@ -26,7 +26,7 @@ final class AtRestEncryptionTests: RelayTestCase {
 
     /// The RDB and AOF files' bytes after two answers (English, Arabic), with AOF on and
     /// RDB compression off (so plaintext would show as it is).
-    func persistedFiles(env: [String: String]) throws -> (rdb: Data, aof: Data) {
+    func persistedFiles(env: [String: String]) throws -> (rdb: Data, aof: Data, monitor: String) {
         try redis.cli("CONFIG", "SET", "rdbcompression", "no")
         try redis.cli("CONFIG", "SET", "appendonly", "yes")
         try redis.cli("CONFIG", "SET", "appendfsync", "always")
@@ -35,6 +35,15 @@ final class AtRestEncryptionTests: RelayTestCase {
             return info.contains("aof_enabled:1") && info.contains("aof_rewrite_in_progress:0")
                 && !info.contains("aof_rewrite_scheduled:1")
         }
+        // Everything Redis executes, pub/sub included (what a MONITOR or a replica sees).
+        let monitorFile = redis.directory.appendingPathComponent("monitor.txt")
+        FileManager.default.createFile(atPath: monitorFile.path, contents: nil)
+        let monitor = Process()
+        monitor.executableURL = URL(fileURLWithPath: TestPaths.which("stdbuf"))
+        monitor.arguments = ["-oL", TestPaths.which("redis-cli"), "-s", redis.socketPath, "MONITOR"]
+        monitor.standardOutput = try FileHandle(forWritingTo: monitorFile)
+        try monitor.run()
+        defer { if monitor.isRunning { monitor.terminate(); monitor.waitUntilExit() } }
         let relay = try startRelay(env.merging(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50000"]) { $1 })
         let token = RelayProcess.token()
         for model in ["simulated", "simulated-ar"] {
@@ -42,6 +51,14 @@ final class AtRestEncryptionTests: RelayTestCase {
             XCTAssertEqual(Chat.text(all), referenceText(model: model), "the client gets the answer as it is")
         }
         XCTAssertEqual(try redis.cli("SAVE"), "OK")
+        // MONITOR does not show SAVE: a marker that it does, after everything else.
+        try redis.cli("ECHO", "monitor-end")
+        try eventually(5, "MONITOR to have seen the end marker") {
+            (try? String(contentsOf: monitorFile, encoding: .utf8))?.contains("monitor-end") ?? false
+        }
+        monitor.terminate()
+        monitor.waitUntilExit()
+        let seen = (try? String(contentsOf: monitorFile, encoding: .utf8)) ?? ""
         let rdb = try Data(contentsOf: redis.directory.appendingPathComponent("dump.rdb"))
         var aof = Data()
         let aofDir = redis.directory.appendingPathComponent("appendonlydir")
@@ -50,7 +67,7 @@ final class AtRestEncryptionTests: RelayTestCase {
         }
         XCTAssertGreaterThan(rdb.count, 10_000)
         XCTAssertGreaterThan(aof.count, 10_000)
-        return (rdb, aof)
+        return (rdb, aof, seen)
     }
 
     func hits(_ phrase: String, in data: Data) -> Int {
@@ -64,6 +81,11 @@ final class AtRestEncryptionTests: RelayTestCase {
         let files = try persistedFiles(env: ["RELAY_ENCRYPTION_KEYS": "k1:\(keyA)"])
         let all = phrases(model: "simulated") + phrases(model: "simulated-ar")
         XCTAssertGreaterThan(phrases(model: "simulated-ar").count, 2)
+        // Live messages are sealed too: every PUBLISH MONITOR saw carries a sealed event.
+        let publishes = files.monitor.split(separator: "\n").filter { $0.contains("\"PUBLISH\" \"relay:{") }
+        XCTAssertGreaterThan(publishes.count, 1000)
+        XCTAssertTrue(publishes.allSatisfy { $0.contains(" ~AQ") && !$0.contains("type") }, "\(publishes.first ?? "")")
+        for p in phrases(model: "simulated") { XCTAssertFalse(files.monitor.contains(p), "MONITOR saw \(p)") }
         for p in all {
             XCTAssertEqual(hits(p, in: files.rdb), 0, "RDB holds \(p)")
             XCTAssertEqual(hits(p, in: files.aof), 0, "AOF holds \(p)")
@@ -83,6 +105,8 @@ final class AtRestEncryptionTests: RelayTestCase {
             for p in ps { XCTAssertGreaterThan(hits(p, in: files.rdb), 0, "RDB lacks \(p) (\(model))") }
             XCTAssertGreaterThan(ps.map { hits($0, in: files.aof) }.reduce(0, +), 0, "AOF lacks every phrase of \(model)")
         }
+        let publishes = files.monitor.split(separator: "\n").filter { $0.contains("\"PUBLISH\" \"relay:{") }
+        XCTAssertTrue(publishes.contains { $0.contains("delta") }, "plain live messages are visible to MONITOR")
     }
 
     func testStoredValuesAreSealedAndResumesAndCatchUpsLoseNothing() throws {
