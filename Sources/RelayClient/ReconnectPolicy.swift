@@ -24,7 +24,12 @@ import RelayCore
 ///   `session_revoked` is terminal.
 /// * No resume once more than 5 minutes have passed since the last event (`now` must
 ///   come from a clock that advances while the device sleeps): the relay keeps a
-///   stream's events for 300 s (docs/DATA_MODEL.md §12), so it ends in `needsResume`.
+///   stream's events for 300 s (docs/DATA_MODEL.md §12), so it ends in `needsResume` —
+///   unless the app was in the background since that event (`LateResumeRule`): then the
+///   answer may have finished meanwhile, and the relay keeps finished answers for
+///   `RELAY_ANSWER_RETENTION` (docs/PROTOCOL.md §6.5), so once in the foreground the kit
+///   makes one **late resume** from `lastEventId` at once; its `404` (or `204`) ends in
+///   `needsResume`, its `200` renders the rest.
 /// * **Hard timeout**: 60 s without any event (and no `done`), counting only time spent
 ///   in the foreground while connecting or connected → `timedOut` (complete as it
 ///   stands, retry offered).
@@ -102,6 +107,10 @@ public struct ReconnectPolicy: Sendable, Equatable {
 
     private var failuresInARow = 0
     private var lastEventAt: Int64 = 0
+    /// The app was in the background at some moment since the last event (`LateResumeRule`).
+    private var backgroundSinceEvent = false
+    /// The late resume was made and no event has come since.
+    public private(set) var lateResumed = false
     /// The connection in flight uses a token fetched for an expiry and no event has
     /// confirmed it yet: another 401 is final.
     private var refreshedForExpiry = false
@@ -163,6 +172,8 @@ public struct ReconnectPolicy: Sendable, Equatable {
         freshTokenNeeded = false
         refreshedForExpiry = false
         polling = false
+        backgroundSinceEvent = !isForeground
+        lateResumed = false
         return .sendRequest
     }
 
@@ -196,6 +207,7 @@ public struct ReconnectPolicy: Sendable, Equatable {
             if status == 401, attempt > 0 || polling, e.code == "token_expired" || e.code == "unauthorized", !refreshedForExpiry {
                 return tokenExpired(now: now, jitterMs: jitterMs)
             }
+            if lateResumed, LateResumeRule.expired(status: status) { return end(.needsResume, now: now) }
             return end(.failed(status: status, code: e.code, message: e.message), now: now)
         }
         guard Self.isEventStream(contentType) else {
@@ -257,6 +269,8 @@ public struct ReconnectPolicy: Sendable, Equatable {
         activeAtLastEvent = activeMs + (activeSince.map { now - $0 } ?? 0)
         failuresInARow = 0
         refreshedForExpiry = false
+        backgroundSinceEvent = !isForeground
+        lateResumed = false
         switch event {
         case .done(let reason, _, _)?:
             return end(reason == .cancelled ? .stopped : .finished(finishReason: reason.rawValue), now: now)
@@ -282,8 +296,14 @@ public struct ReconnectPolicy: Sendable, Equatable {
 
     /// A retryable failure: wait `waitMs`, or wait for the foreground when in the background.
     private mutating func drop(now: Int64, waitMs: Int64) -> Action {
-        if now - lastEventAt > Self.idleLimitMs || failuresInARow >= Self.maxAttempts {
-            return end(.needsResume, now: now)
+        if failuresInARow >= Self.maxAttempts { return end(.needsResume, now: now) }
+        switch lateRule(now: now) {
+        case .proceed: break
+        case .needsResume: return end(.needsResume, now: now)
+        case .waitForForeground:
+            set(.suspended, now: now)
+            return .none
+        case .lateResume: return lateResume(now: now)
         }
         guard isForeground else {
             set(.suspended, now: now)
@@ -312,7 +332,17 @@ public struct ReconnectPolicy: Sendable, Equatable {
     public mutating func tick(now: Int64) -> Action {
         switch state {
         case .waiting(let attempt, let until):
-            if now - lastEventAt > Self.idleLimitMs { return end(.needsResume, now: now) }
+            switch lateRule(now: now) {
+            case .proceed: break
+            case .needsResume: return end(.needsResume, now: now)
+            case .waitForForeground:
+                failuresInARow -= 1   // not attempted: the foreground makes the late resume
+                set(.suspended, now: now)
+                return .none
+            case .lateResume:
+                failuresInARow -= 1   // this wait's attempt becomes the late resume
+                return lateResume(now: now)
+            }
             guard now >= until else { return .none }
             if !isForeground {
                 failuresInARow -= 1   // not attempted: the foreground makes it
@@ -334,6 +364,7 @@ public struct ReconnectPolicy: Sendable, Equatable {
     /// now on waits for the foreground.
     public mutating func enterBackground(now: Int64) {
         isForeground = false
+        backgroundSinceEvent = true
         set(state, now: now)
     }
 
@@ -345,9 +376,27 @@ public struct ReconnectPolicy: Sendable, Equatable {
             set(state, now: now)
             return .none
         }
-        if now - lastEventAt > Self.idleLimitMs || failuresInARow >= Self.maxAttempts {
-            return end(.needsResume, now: now)
+        if failuresInARow >= Self.maxAttempts { return end(.needsResume, now: now) }
+        switch lateRule(now: now) {
+        case .proceed, .waitForForeground: break
+        case .needsResume: return end(.needsResume, now: now)
+        case .lateResume: return lateResume(now: now)
         }
+        failuresInARow += 1
+        reconnections += 1
+        set(.connecting(attempt: failuresInARow), now: now)
+        return .reconnect(lastEventId: lastEventId)
+    }
+
+    /// `LateResumeRule` for this moment.
+    private func lateRule(now: Int64) -> LateResumeRule.Decision {
+        LateResumeRule.decide(idleMs: now - lastEventAt, backgroundSinceLastEvent: backgroundSinceEvent,
+                              lateResumeMade: lateResumed, foreground: isForeground)
+    }
+
+    /// Makes the late resume: reconnect at once from `lastEventId`, counted as a reconnection.
+    private mutating func lateResume(now: Int64) -> Action {
+        lateResumed = true
         failuresInARow += 1
         reconnections += 1
         set(.connecting(attempt: failuresInARow), now: now)

@@ -124,10 +124,16 @@ public struct RelayConfig: Sendable, Equatable {
     /// Lossless resume beyond the retained window (docs/PROTOCOL.md §6, docs/DATA_MODEL.md §4);
     /// default on.
     public var losslessResume = true
-    /// At-rest keys (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md §14): `kid:base64` pairs,
+    /// At-rest keys (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md §15): `kid:base64` pairs,
     /// comma-separated, the current first, or `file:///path` to a file holding them;
     /// parsed at start (`AtRestKeyRing`). `nil`: stored values are plaintext.
     public var encryptionKeys: String?
+    /// How long a finished answer's record is kept after its final event, ms
+    /// (`RELAY_ANSWER_RETENTION`, docs/PROTOCOL.md §6.5); default 86,400,000 (24 h), 0 off.
+    public var answerRetentionMs = 86_400_000
+    /// The largest retained-answer record body (text and delta lengths), bytes
+    /// (`RELAY_ANSWER_RETENTION_MAX_BYTES`); default 1 MiB. Larger answers are not retained.
+    public var answerRetentionMaxBytes = 1 << 20
     /// HS256 shared secret (`RELAY_JWT_SECRET`).
     public var jwtSecret: String?
     /// PEM file of the RS256/ES256 public key (`RELAY_JWT_PUBLIC_KEY`).
@@ -579,11 +585,19 @@ public struct RelayConfig: Sendable, Equatable {
             c.losslessResume = try bool(v, "RELAY_LOSSLESS_RESUME")
         },
         Option(env: "RELAY_ENCRYPTION_KEYS", flag: "--encryption-keys", default: "—", unit: "kid:base64,… or file:///path",
-               doc: "seal events, live messages and answer text in Redis with AES-256-GCM (unset: plaintext): comma-separated kid:base64-of-32-bytes pairs, the current key first (older keys still open), or file:///path to a file holding them (docs/DATA_MODEL.md §14)") { c, v in
+               doc: "seal events, live messages and answer text in Redis with AES-256-GCM (unset: plaintext): comma-separated kid:base64-of-32-bytes pairs, the current key first (older keys still open), or file:///path to a file holding them (docs/DATA_MODEL.md §15)") { c, v in
             guard !v.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
                 throw ConfigError("RELAY_ENCRYPTION_KEYS is empty: give kid:base64-of-32-bytes pairs, comma-separated, the current key first, or file:///path")
             }
             c.encryptionKeys = v
+        },
+        Option(env: "RELAY_ANSWER_RETENTION", flag: "--answer-retention", default: "24h", unit: "duration",
+               doc: "how long a finished answer (done, cancelled, budget cut) is kept after its final event for resumes and GET /api/chat/answers/{id} once its events expired: 24h, 90m, 0 (off)") { c, v in
+            c.answerRetentionMs = try duration(v, "RELAY_ANSWER_RETENTION", 0...2_592_000_000)
+        },
+        Option(env: "RELAY_ANSWER_RETENTION_MAX_BYTES", flag: "--answer-retention-max-bytes", default: "1048576", unit: "bytes",
+               doc: "largest retained answer (its text plus about 1.4 bytes per event); a longer answer is not retained") { c, v in
+            c.answerRetentionMaxBytes = try int(v, "RELAY_ANSWER_RETENTION_MAX_BYTES", 1...67_108_864)
         },
     ]
 

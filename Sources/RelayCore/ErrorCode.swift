@@ -155,7 +155,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, ExpressibleByStri
         case .notImplemented: return "a transfer coding other than `chunked` (RFC 9112 §6.1); the connection is closed"
         case .httpVersionNotSupported: return "an HTTP version other than 1.0 and 1.1; the connection is closed"
         case .tooManyPendingRequests: return "this worker already has `RELAY_MAX_PENDING_REQUESTS` connections part-way through sending a request; retry"
-        case .storedDataUnreadable: return "a stored event or text of the stream does not open with this relay's `RELAY_ENCRYPTION_KEYS` (a kid it does not hold, another key, altered bytes: docs/DATA_MODEL.md §14); nothing of it is sent"
+        case .storedDataUnreadable: return "a stored event or text of the stream does not open with this relay's `RELAY_ENCRYPTION_KEYS` (a kid it does not hold, another key, altered bytes: docs/DATA_MODEL.md §15); nothing of it is sent"
         default: return "not a code of the relay's"
         }
     }

@@ -35,7 +35,7 @@ public struct AtRestOpenError: Error, Equatable, Sendable, CustomStringConvertib
 }
 
 /// Seals and opens values at rest with AES-256-GCM through OpenSSL's EVP interface
-/// (docs/DATA_MODEL.md §14): a fresh random 96-bit nonce per seal (`RAND_bytes`, drawn a
+/// (docs/DATA_MODEL.md §15): a fresh random 96-bit nonce per seal (`RAND_bytes`, drawn a
 /// pool at a time), the
 /// associated data the caller names (the value's own Redis key name), the format of
 /// `SealedFormat`. New seals use the ring's current key; every key of the ring opens.
@@ -192,7 +192,7 @@ public final class AtRestCipher {
 }
 
 /// Reading a stored value that may be sealed: what `EventLog` does with every event and
-/// text it reads (docs/DATA_MODEL.md §14).
+/// text it reads (docs/DATA_MODEL.md §15).
 public enum AtRestValue {
     /// The plaintext of a stored value: a sealed one (first byte `~`) is opened with
     /// `cipher`; any other value is plaintext written while encryption was off, returned

@@ -29,6 +29,14 @@ public final class EventLog {
     public let ttlMs: Int
     /// Keep the full text and per-seq offsets for lossless resume.
     public let lossless: Bool
+    /// How long a finished answer's `RetainedAnswer` is kept, ms (`RELAY_ANSWER_RETENTION`;
+    /// 0: none is written).
+    public let retentionMs: Int
+    /// The largest record body kept, bytes (`RELAY_ANSWER_RETENTION_MAX_BYTES`,
+    /// `RetentionBuffer`).
+    public let retentionMaxBytes: Int
+    /// The retained answers' reads, index and erase, on the same connection.
+    public let answers: AnswerStore
     /// The worker's command connection.
     public let connection: any RedisCommandChannel
     /// Runs the event log's Lua scripts (`EVALSHA`, `EVAL` fallback).
@@ -37,7 +45,7 @@ public final class EventLog {
     /// Which appends trim the stream, and to what length (`StreamTrim`).
     public let trim: StreamTrim
     /// Seals event payloads and text at rest (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md
-    /// §14); `nil`: stored as plaintext. This worker's own (it owns EVP contexts).
+    /// §15); `nil`: stored as plaintext. This worker's own (it owns EVP contexts).
     public let cipher: AtRestCipher?
 
     // Constant command arguments, formatted once instead of once per append.
@@ -72,10 +80,16 @@ public final class EventLog {
 
     /// - Parameter sharded: publish live events with `SPUBLISH` (Redis Cluster: the
     ///   live channel is a sharded channel, subscribed with `ShardedPubSub`).
-    /// - Parameter cipher: seals what is stored at rest (docs/DATA_MODEL.md §14); `nil`: plaintext.
+    /// - Parameter cipher: seals what is stored at rest (docs/DATA_MODEL.md §15); `nil`: plaintext.
+    ///   - retentionMs: `RELAY_ANSWER_RETENTION`, ms (0: finished answers are not kept).
+    ///   - retentionMaxBytes: `RELAY_ANSWER_RETENTION_MAX_BYTES`, bytes.
     public init(connection: any RedisCommandChannel, maxLen: Int, ttlMs: Int, lossless: Bool, sharded: Bool = false,
-                cipher: AtRestCipher? = nil) {
+                retentionMs: Int = 0, retentionMaxBytes: Int = 1 << 20, cipher: AtRestCipher? = nil) {
         self.cipher = cipher
+        self.retentionMs = retentionMs
+        self.retentionMaxBytes = retentionMaxBytes
+        self.answers = AnswerStore(connection: connection)
+        answers.cipher = cipher
         expireLeaseScript = sharded ? Scripts.expireLeaseSharded : Scripts.expireLease
         publishCommand = sharded ? "SPUBLISH" : "PUBLISH"
         self.connection = connection
@@ -248,7 +262,7 @@ public final class EventLog {
     }
 
     /// An event as it is stored in the stream's entry and live message: sealed under the
-    /// events key's name with the cipher (docs/DATA_MODEL.md §14), else the JSON itself.
+    /// events key's name with the cipher (docs/DATA_MODEL.md §15), else the JSON itself.
     public func storedForm(_ json: String, _ k: StreamKeys) -> String {
         guard let cipher else { return json }
         return cipher.seal(json, aad: k.events)
@@ -337,9 +351,12 @@ public final class EventLog {
     /// `done`, `cancelled` or `failed`. `text`: every event's text not yet confirmed
     /// written, the final event's own included (`TextCheckpoint.pending`); `nil` when
     /// none (or lossless resume is off). The caller publishes after `done` succeeds.
+    /// `record`: the answer's `RetainedAnswer` value, kept for `retentionMs` (`nil`: none).
     public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: StreamState,
-                            text: TextCheckpoint.Write?, stored: String? = nil, done: @escaping (Result<Void, RedisFailure>) -> Void) {
-        var args = [String(seq), stored ?? storedForm(json, k), maxLenArg, ttlArg, finalState.rawValue, losslessArg]
+                            text: TextCheckpoint.Write?, record: [UInt8]? = nil, stored: String? = nil,
+                            done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        var args = [String(seq), stored ?? storedForm(json, k), maxLenArg, ttlArg, finalState.rawValue, losslessArg,
+                    record.map { String(decoding: $0, as: UTF8.self) } ?? "", String(retentionMs)]   // the record is UTF-8
         if lossless, let w = text {
             if let cipher, !w.text.isEmpty {
                 args += [String(w.storedStart), cipher.seal(w.text, aad: EventLog.textAAD(k, start: w.start))]
@@ -349,7 +366,7 @@ public final class EventLog {
             args.reserveCapacity(args.count + 2 * w.offsets.count)
             for o in w.offsets { args += [String(o.seq), String(o.end)] }
         }
-        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets], args: args,
+        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets, k.answer], args: args,
                     retryNoScript: false) { r in
             if let f = r.failure { return done(.failure(f)) }
             done(.success(()))
@@ -488,7 +505,7 @@ public final class EventLog {
         }
     }
 
-    // MARK: At rest (docs/DATA_MODEL.md §14)
+    // MARK: At rest (docs/DATA_MODEL.md §15)
 
     /// The failure kind of a stored value that does not open (`RedisFailure.code`
     /// `.other(unreadableKind)`): readers answer it with `stored_data_unreadable`.

@@ -84,10 +84,13 @@ public enum Scripts {
     /// `HSET state, last_seq`, and `PEXPIRE` of every key. It does not publish: the
     /// appender publishes every event after its `XADD` was acknowledged, in seq order
     /// (`StreamAppender`).
-    /// KEYS: events, meta, text, offsets.
-    /// ARGV: seq, event JSON, maxlen, ttl_ms, final state, lossless '1'/'0', then when
-    /// text is buffered: text start offset (bytes), the text, and a (seq, end offset)
-    /// pair per buffered event.
+    /// With the `done` of an answer kept for `RELAY_ANSWER_RETENTION`, the same call writes
+    /// its `RetainedAnswer` (`SET answer <record> PX <retention>`), so the record exists
+    /// exactly when the stream ended with `done` (docs/DATA_MODEL.md §14).
+    /// KEYS: events, meta, text, offsets, answer.
+    /// ARGV: seq, event JSON, maxlen, ttl_ms, final state, lossless '1'/'0', the record
+    /// ('' for none), its lifetime ms, then when text is buffered: text start offset
+    /// (bytes), the text, and a (seq, end offset) pair per buffered event.
     /// Errors: `NOSTREAM` (meta or stream gone), `FINISHED <state>` (stream already
     /// ended), `OUTOFORDER <top seq>` (seq is not top + 1). Returns seq.
     public static let appendFinal = """
@@ -101,11 +104,12 @@ public enum Scripts {
       return redis.error_reply('NOSTREAM stream expired')
     end
     redis.call('XSETID', KEYS[1], '\(fenceID)')
+    if ARGV[7] ~= '' then redis.call('SET', KEYS[5], ARGV[7], 'PX', ARGV[8]) end
     if ARGV[6] == '1' then
-      if #ARGV >= 8 then
-        if ARGV[8] ~= '' then redis.call('SETRANGE', KEYS[3], ARGV[7], ARGV[8]) end
+      if #ARGV >= 10 then
+        if ARGV[10] ~= '' then redis.call('SETRANGE', KEYS[3], ARGV[9], ARGV[10]) end
         local bf = {}
-        for i = 9, #ARGV - 1, 2 do
+        for i = 11, #ARGV - 1, 2 do
           bf[#bf + 1] = 'SET'; bf[#bf + 1] = 'u32'; bf[#bf + 1] = '#' .. ARGV[i]; bf[#bf + 1] = ARGV[i + 1]
         end
         if #bf > 0 then redis.call('BITFIELD', KEYS[4], unpack(bf)) end
@@ -127,7 +131,7 @@ public enum Scripts {
     /// reply came back while keeping the acknowledged `XADD`s that preceded it).
     /// KEYS: events, meta, text, offsets. ARGV: acknowledged seq, most entries to
     /// return, seq the text is confirmed through ('0': none), and optionally the length
-    /// the `text` key must have (its sealed records, docs/DATA_MODEL.md §14; default:
+    /// the `text` key must have (its sealed records, docs/DATA_MODEL.md §15; default:
     /// that seq's end offset).
     /// Returns {} when the meta hash or the stream key is gone, else
     /// {state, top entry ID or '', entries (as `XRANGE`), stored end offset or -1 (-1
@@ -167,7 +171,7 @@ public enum Scripts {
     /// The text between the end of event `from` and the end of event `to` (bytes),
     /// for a lossless catch-up. KEYS: text, offsets. ARGV: from, to, sealed '1'/'0'.
     /// Returns {start offset, text} or nil when the text has expired; sealed at rest
-    /// (docs/DATA_MODEL.md §14), {start offset, end offset, the whole text key} (its
+    /// (docs/DATA_MODEL.md §15), {start offset, end offset, the whole text key} (its
     /// records are opened by the relay, which cuts the range from the plaintext).
     public static let catchUp = """
     if redis.call('EXISTS', KEYS[1]) == 0 then return nil end

@@ -102,6 +102,70 @@ public final class StreamAppender {
     /// `close()` was called: nothing more is sent, replies and timers are ignored.
     @exclusivity(unchecked) public private(set) var isClosed = false
 
+    /// What the final `done` needs to write the answer's `RetainedAnswer` (`retain(…)`).
+    private struct Retention {
+        let owner: String
+        let ownerHash: String
+        let sid: String
+        let createdMs: UInt64
+        /// Unix ms.
+        let wallClock: () -> UInt64
+        var buffer: RetentionBuffer
+        /// The record sent with the final event (a resend sends the same bytes).
+        var record: [UInt8]?
+    }
+    @exclusivity(unchecked) private var retention: Retention?
+    /// How a finished answer's retention went (`onRetained`).
+    public enum RetentionOutcome: Sendable, Equatable {
+        /// A record of this many bytes was stored with the final event.
+        case retained(bytes: Int)
+        /// None: the answer passed `RELAY_ANSWER_RETENTION_MAX_BYTES`.
+        case oversize
+        /// None: the buffer does not hold every delta of the stream (a generation that
+        /// continued a stream without `seedRetention`), so no exact record can be made.
+        case incomplete
+    }
+    /// The final `done` was stored; called once. Not called for answers that end with
+    /// `error` or when retention is off.
+    @exclusivity(unchecked) public var onRetained: ((RetentionOutcome) -> Void)?
+
+    /// The text and delta lengths of the events this appender did not append itself (a
+    /// generation continuing a stream another instance started), so its record holds the
+    /// whole answer. Call after `retain(…)`, before the first event.
+    public func seedRetention(text: [UInt8], deltaLengths: [Int]) {
+        retention?.buffer.seed(text: text, deltaLengths: deltaLengths)
+    }
+
+    /// Keeps this answer for `EventLog.retentionMs` once it ends with `done` (docs/DATA_MODEL.md
+    /// §14): its deltas' text is buffered (`RetentionBuffer`, capped at
+    /// `EventLog.retentionMaxBytes`) and the final append writes the record. Call before the
+    /// first event; does nothing when retention is off (`retentionMs` 0).
+    /// - Parameters: `owner` the `sub`, `ownerHash` its `OwnerHash`, `sid` the session,
+    ///   `createdMs` the start (unix ms), `wallClock` unix ms now.
+    public func retain(owner: String, ownerHash: String, sid: String, createdMs: UInt64, wallClock: @escaping () -> UInt64) {
+        guard log.retentionMs > 0 else { return }
+        retention = Retention(owner: owner, ownerHash: ownerHash, sid: sid, createdMs: createdMs, wallClock: wallClock,
+                              buffer: RetentionBuffer(maxBytes: log.retentionMaxBytes), record: nil)
+    }
+
+    /// The record to send with final event `seq` (made once): `nil` unless retained, the
+    /// state is `done` or `cancelled` and the answer stayed under the cap. Indexes it for
+    /// the owner first (`AnswerStore.index`).
+    private func record(seq: UInt64, json: String, state: StreamState) -> [UInt8]? {
+        guard var r = retention, state == .done || state == .cancelled, !r.buffer.isOverCap,
+              r.buffer.deltaLengths.count == Int(seq) - 1 else { return nil }
+        if let made = r.record { return made }
+        let now = r.wallClock()
+        let answer = RetainedAnswer(owner: r.owner, sid: r.sid, finalSeq: seq, createdMs: r.createdMs, finishedMs: now,
+                                    text: r.buffer.text, deltaLengths: r.buffer.deltaLengths, doneJSON: json)
+        // Sealed at rest under its own key's name (docs/DATA_MODEL.md §15).
+        let bytes = log.cipher.map { Array($0.seal(answer.encoded(), aad: keys.answer).utf8) } ?? answer.encoded()
+        r.record = bytes
+        retention = r
+        log.answers.index(id, ownerHash: r.ownerHash, expiresAtMs: now + UInt64(log.retentionMs), nowMs: now) { _ in }
+        return bytes
+    }
+
     /// The highest acknowledged seq.
     public var ackedSeq: UInt64 { queue.ackedSeq }
     /// The lossless-resume text is confirmed stored through this seq (0: none yet;
@@ -132,6 +196,7 @@ public final class StreamAppender {
         onPermanentFailure = nil
         onDrained = nil
         onAcknowledged = nil
+        onRetained = nil
         retryTimer?.cancel()
         retryTimer = nil
     }
@@ -144,6 +209,7 @@ public final class StreamAppender {
     public func append(seq: UInt64, json: String, text: String, finalState: StreamState? = nil) {
         guard !isClosed else { return }
         if log.lossless { checkpoint.add(seq: seq, text: text) }
+        if finalState == nil, retention != nil { retention!.buffer.add(delta: text) }
         let refresh = ttlRefresh.due(nowMs: loop.nowMs, final: finalState != nil)
         let p = Pending(json: json, stored: log.storedForm(json, keys), finalState: finalState, refreshTTL: refresh)
         if epoch != log.connectionEpoch {
@@ -161,7 +227,8 @@ public final class StreamAppender {
         for (seq, p) in items {
             if let state = p.finalState {
                 log.appendFinal(keys, seq: seq, json: p.json, finalState: state,
-                                text: log.lossless ? checkpoint.pending(through: seq) : nil, stored: p.stored) { r in
+                                text: log.lossless ? checkpoint.pending(through: seq) : nil,
+                                record: record(seq: seq, json: p.json, state: state), stored: p.stored) { r in
                     self.replied(seq: seq, p, r)
                 }
             } else {
@@ -211,6 +278,10 @@ public final class StreamAppender {
         }
         // The final event's script stored the buffered text with it.
         if reply == .stored, p.finalState != nil, log.lossless { checkpoint.written(through: seq, ok: true) }
+        if reply == .stored, let state = p.finalState, state == .done || state == .cancelled, let r = retention {
+            retention = nil   // reported once
+            onRetained?(r.record.map { .retained(bytes: $0.count) } ?? (r.buffer.isOverCap ? .oversize : .incomplete))
+        }
         let next = queue.replied(seq: seq, reply)
         if reply == .stored, queue.ackedSeq >= seq {
             // Published once stored, in seq order. When this drains the queue, report

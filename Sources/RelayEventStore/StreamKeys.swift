@@ -23,6 +23,9 @@ public struct StreamKeys: Sendable, Equatable {
     /// `PX` `EventLog.cancelMarkerMs`), read after a new generation is registered
     /// (docs/PROTOCOL.md §7, docs/DATA_MODEL.md).
     public let cancel: String
+    /// `relay:{id}:answer`: the finished answer's `RetainedAnswer`, kept for
+    /// `RELAY_ANSWER_RETENTION` (docs/DATA_MODEL.md §14), written by `Scripts.appendFinal`.
+    public let answer: String
     /// `relay:{id}:delivered`: set when a client was written the stream's final event;
     /// such an answer gets no completion webhook (`CompletionWebhookOutbox`, docs/PROTOCOL.md §13).
     public let delivered: String
@@ -38,6 +41,7 @@ public struct StreamKeys: Sendable, Equatable {
         offsets = p + "offsets"
         lease = p + "lease"
         cancel = p + "cancel"
+        answer = p + "answer"
         delivered = p + "delivered"
     }
 
@@ -46,6 +50,11 @@ public struct StreamKeys: Sendable, Equatable {
         guard ch.hasPrefix("relay:{"), ch.hasSuffix("}:live") else { return nil }
         return String(ch.dropFirst(7).dropLast(6))
     }
+
+    /// `relay:answers:{<ownerHash>}`: sorted set of the owner's retained answers (member:
+    /// the client request id, score: the record's expiry, unix ms), walked by the admin
+    /// erase of a user's answers (docs/DATA_MODEL.md §14). Its own hash tag, the user's.
+    public static func answerIndex(ownerHash: String) -> String { "relay:answers:{\(ownerHash)}" }
 
     /// Channel of session revocations (payload: session id).
     public static let revocationsChannel = "relay:revocations"

@@ -15,6 +15,9 @@ final class ChatStreamRoutes {
     private let admission: StreamAdmission
     private let hub: StreamHub
     private let upstreams: UpstreamFactory
+    /// Retained answers: the resume of a finished answer whose events expired, and the
+    /// answers routes (`Router`).
+    let answers: AnswerRoutes
     private var log: EventLog { hub.log }
     private var metrics: Metrics { hub.metrics }
 
@@ -23,6 +26,7 @@ final class ChatStreamRoutes {
         self.hub = hub
         self.upstreams = upstreams
         self.admission = StreamAdmission(gate: gate, log: hub.log, ledger: hub.ledger)
+        self.answers = AnswerRoutes(gate: gate, hub: hub)
     }
 
     /// Starts a generation, or resumes it when a retried POST carries the
@@ -182,6 +186,14 @@ final class ChatStreamRoutes {
                 }
                 switch ResumeDecision.decide(found, lastEventID: lastEventID, lossless: self.log.lossless) {
                 case .notFound:
+                    if info == nil, self.answers.enabled {
+                        // The stream's keys expired: a finished answer may be retained (§6.5).
+                        var headers = [("X-Request-Id", id.clientValue)]
+                        if let ticket { headers.append(("X-Read-Ticket", ticket)) }
+                        return self.answers.resume(ex, id: id, ownerHash: ownerHash, lastEventID: lastEventID, headers: headers) {
+                            self.setStreamHeaders(ex, id: id, ticket: ticket)
+                        }
+                    }
                     if ex.method != .head { self.metrics.add(.resumesNotFound) }
                     return self.gate.fail(ex, .streamNotFound)
                 case .beyondEnd(let lastSeq):

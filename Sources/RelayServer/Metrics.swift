@@ -1,5 +1,6 @@
 import Synchronization
 import RelayUpstream
+import RelayEventStore
 
 /// Process-wide counters, gauges and histograms, shared by all workers and rendered
 /// by `GET /metrics` in the Prometheus text exposition format (version 0.0.4).
@@ -15,6 +16,7 @@ public final class Metrics: Sendable {
         case deltasMerged, catchUpMerged, appendAuxiliaryErrors, replaysWaited, replaysSkipped
         case cancelsPending
         case jwksParkedRequests
+        case resumesRetained, answersRetained, answersRetainedBytes, answersNotRetainedOversize, answersNotRetainedIncomplete, answerReads, answersErased
         case completionWebhooksQueued, completionWebhooksDelivered, completionWebhooksDropped, completionWebhooksSkipped
         case completionWebhookAttemptsOK, completionWebhookAttemptsFailed, completionWebhookRetries
         case atRestSeals, atRestOpens, atRestOpenFailures
@@ -51,6 +53,13 @@ public final class Metrics: Sendable {
             case .replaysSkipped: return "relay_replays_skipped_total"
             case .cancelsPending: return "relay_cancels_pending_total"
             case .jwksParkedRequests: return "relay_jwks_waiting_requests_total"
+            case .resumesRetained: return "relay_resumes_total{outcome=\"retained\"}"
+            case .answersRetained: return "relay_answers_retained_total"
+            case .answersRetainedBytes: return "relay_answers_retained_bytes_total"
+            case .answersNotRetainedOversize: return "relay_answers_not_retained_total{reason=\"oversize\"}"
+            case .answersNotRetainedIncomplete: return "relay_answers_not_retained_total{reason=\"incomplete\"}"
+            case .answerReads: return "relay_answer_reads_total"
+            case .answersErased: return "relay_answers_erased_total"
             case .completionWebhooksQueued: return "relay_completion_webhooks_queued_total"
             case .completionWebhooksDelivered: return "relay_completion_webhooks_total{result=\"delivered\"}"
             case .completionWebhooksDropped: return "relay_completion_webhooks_total{result=\"dropped\"}"
@@ -68,13 +77,19 @@ public final class Metrics: Sendable {
         var help: String {
             switch self {
             case .eventsAppended: return "Stream events appended to Redis by this instance's generations."
-            case .atRestSeals: return "Values sealed with AES-256-GCM before they were written to Redis (events, live messages, text records; RELAY_ENCRYPTION_KEYS, docs/DATA_MODEL.md §14)."
+            case .atRestSeals: return "Values sealed with AES-256-GCM before they were written to Redis (events, live messages, text records; RELAY_ENCRYPTION_KEYS, docs/DATA_MODEL.md §15)."
             case .atRestOpens: return "Sealed values read from Redis that opened (the tag verified)."
             case .atRestOpenFailures: return "Sealed values read from Redis that did not open (unknown kid, another key, altered or truncated bytes); the reader got stored_data_unreadable."
             case .eventsDelivered: return "Stream events written to client connections."
             case .streamsStarted: return "Generations started (POST /api/chat/stream admitted)."
-            case .resumesOK, .resumesGap, .resumesNotFound, .resumesCatchUp:
-                return "Resume requests (GET /api/chat/stream/{id}) by outcome: ok, gap (409 resume_gap), not_found (404), catch_up (lossless catch-up)."
+            case .resumesOK, .resumesGap, .resumesNotFound, .resumesCatchUp, .resumesRetained:
+                return "Resume requests (GET /api/chat/stream/{id}) by outcome: ok, gap (409 resume_gap), not_found (404), catch_up (lossless catch-up), retained (answered from a retained answer after its events expired)."
+            case .answersRetained: return "Finished answers this instance wrote a retained record for (RELAY_ANSWER_RETENTION, docs/PROTOCOL.md §6.5); the records live in Redis until they expire."
+            case .answersRetainedBytes: return "Bytes of the retained-answer records this instance wrote (the record values; Redis adds about 100 bytes of key overhead each, docs/DATA_MODEL.md §14)."
+            case .answersNotRetainedOversize, .answersNotRetainedIncomplete:
+                return "Finished answers not retained, by reason: oversize (the record would pass RELAY_ANSWER_RETENTION_MAX_BYTES), incomplete (the generation did not hold every delta of its stream)."
+            case .answerReads: return "GET /api/chat/answers/{id} calls answered with a retained answer (200)."
+            case .answersErased: return "Retained answers deleted by POST /admin/users/{sub}/answers/erase (data-erasure requests)."
             case .revocations: return "Live streams cut because their session was revoked."
             case .cancels: return "Generations stopped by DELETE /api/chat/stream/{id}."
             case .completionWebhooksQueued:
@@ -215,6 +230,17 @@ public final class Metrics: Sendable {
     /// Adds `n` to a counter.
     public func add(_ c: Counter, _ n: Int = 1) {
         state.withLock { $0.counters[c.rawValue] += n }
+    }
+
+    /// A finished answer's retention (`StreamAppender.RetentionOutcome`).
+    public func answerRetained(_ outcome: StreamAppender.RetentionOutcome) {
+        switch outcome {
+        case .retained(let bytes):
+            add(.answersRetained)
+            add(.answersRetainedBytes, bytes)
+        case .oversize: add(.answersNotRetainedOversize)
+        case .incomplete: add(.answersNotRetainedIncomplete)
+        }
     }
 
     /// Sets a gauge to `v`.

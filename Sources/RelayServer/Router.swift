@@ -72,7 +72,10 @@ final class Router {
             guard ex.method == .get || ex.method == .head else { return gate.methodNotAllowed(ex, "GET, HEAD") }
             account.budget(ex)
         default:
-            if path.hasPrefix(streamPrefix) {
+            if path.hasPrefix("/api/chat/answers/") {
+                guard ex.method == .get || ex.method == .head else { return gate.methodNotAllowed(ex, "GET, HEAD") }
+                chat.answers.get(ex, rawID: path.dropFirst("/api/chat/answers/".count))
+            } else if path.hasPrefix(streamPrefix) {
                 let rawID = path.dropFirst(streamPrefix.count)
                 switch ex.method {
                 case .get, .head: chat.resume(ex, rawID: rawID)
@@ -85,6 +88,15 @@ final class Router {
                 guard let key = context.adminKey,
                       (try? key.authorize(authorizationValues: ex.headerValues("Authorization"))) != nil else {
                     return gate.fail(ex, .unauthorized("admin credentials required"))
+                }
+                if path.hasPrefix("/admin/users/"), path.hasSuffix("/answers/erase"),
+                   path.count > "/admin/users//answers/erase".count {
+                    guard ex.method == .post else { return gate.methodNotAllowed(ex, "POST") }
+                    let raw = String(path.dropFirst("/admin/users/".count).dropLast("/answers/erase".count))
+                    guard let sub = HTTPExchange.percentDecoded(raw) else {
+                        return gate.fail(ex, .invalidRequest("bad sub encoding"))
+                    }
+                    return chat.answers.erase(ex, sub: sub)
                 }
                 guard path.hasPrefix("/admin/sessions/"), path.hasSuffix("/revoke"),
                       path.count > "/admin/sessions//revoke".count else { return ex.respond(.routeNotFound) }

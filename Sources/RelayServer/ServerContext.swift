@@ -32,7 +32,7 @@ public struct ServerContext: Sendable {
     /// The read-ticket keys (docs/PROTOCOL.md §2.5), loaded from Redis by each worker's
     /// `ReadTicketKeyLoader`; shared by every worker.
     public let readTicketKeys = ReadTicketKeys()
-    /// The at-rest keys (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md §14); `nil`: stored
+    /// The at-rest keys (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md §15); `nil`: stored
     /// values are plaintext. Each worker makes its own `AtRestCipher` from them.
     public var atRestKeys: AtRestKeyRing? = nil
 

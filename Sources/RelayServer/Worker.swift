@@ -52,7 +52,8 @@ final class Worker: @unchecked Sendable {
             throw ConfigError("RELAY_ENCRYPTION_KEYS: \(error.description)")
         }
         let log = EventLog(connection: commands, maxLen: config.bufferEvents,
-                           ttlMs: config.bufferTTLms, lossless: config.losslessResume, sharded: sharded != nil, cipher: cipher)
+                           ttlMs: config.bufferTTLms, lossless: config.losslessResume, sharded: sharded != nil,
+                           retentionMs: config.answerRetentionMs, retentionMaxBytes: config.answerRetentionMaxBytes, cipher: cipher)
         let sessions = SessionStore(connection: commands, scripts: log.scripts)
         hub = StreamHub(index: index, context: context, loop: loop, log: log, pubsub: pubsub, sessions: sessions,
                         ledger: BudgetLedger(connection: commands, scripts: log.scripts))

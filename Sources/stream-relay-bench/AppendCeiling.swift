@@ -18,7 +18,7 @@ extension Runner {
         log("scenario append-ceiling: EventLog.append (XADD NOMKSTREAM, exact MAXLEN trim every \(StreamTrim(maxLen: 200).step)th event, SETRANGE of the text and of its offsets once per \(TextCheckpoint(trim: StreamTrim(maxLen: 200)).every) events, PUBLISH after the reply, PEXPIRE 300 s when due, lossless text \(opts.lossless ? "on" : "off")) on \(redis), \(opts.streams) streams per connection, \(opts.pipeline) appends in flight per connection, \(opts.duration) s per run, connections \(opts.connectionSteps)")
         ok = atRestCostScenario() && ok
         // Each step twice, values stored as plaintext then sealed at rest (AES-256-GCM,
-        // docs/DATA_MODEL.md §14): the cost of sealing side by side, in the same run.
+        // docs/DATA_MODEL.md §15): the cost of sealing side by side, in the same run.
         for conns in opts.connectionSteps {
           for sealed in [false, true] {
             var logs: [EventLog] = []

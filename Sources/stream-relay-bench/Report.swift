@@ -320,7 +320,7 @@ enum Report {
             md.append("")
             md.append("The relay's whole write path per event: `SETRANGE` of the text and of its offsets (lossless resume, once per 25 events) and `XADD NOMKSTREAM` in one write (every \(StreamTrim(maxLen: 200).step)th with an exact `MAXLEN \(StreamTrim(maxLen: 200).trimmedLength)`: never more than 200 entries), `PUBLISH` once the `XADD` is acknowledged (PEXPIRE only when due). \(f(num(ceil.first, "streams_per_connection"), 0)) streams per connection, \(f(num(ceil.first, "pipeline"), 0)) appends in flight per connection.")
             md.append("")
-            md.append("Each step runs twice in the same run: values stored as plaintext, then sealed at rest (`RELAY_ENCRYPTION_KEYS`, AES-256-GCM: the entry, the live message and the text records; docs/DATA_MODEL.md §14).")
+            md.append("Each step runs twice in the same run: values stored as plaintext, then sealed at rest (`RELAY_ENCRYPTION_KEYS`, AES-256-GCM: the entry, the live message and the text records; docs/DATA_MODEL.md §15).")
             md.append("")
             md.append("| hiredis connections | encryption | appends/s | round trip p50, ms | p99, ms | Redis CPU, % | failed |")
             md.append("|---:|---|---:|---:|---:|---:|---:|")

@@ -218,7 +218,7 @@ enum ServeCommand {
         return (JWTAuthenticator(verifier: verifier), nil)
     }
 
-    /// The at-rest keys of `RELAY_ENCRYPTION_KEYS` (docs/DATA_MODEL.md §14): inline
+    /// The at-rest keys of `RELAY_ENCRYPTION_KEYS` (docs/DATA_MODEL.md §15): inline
     /// `kid:base64` pairs, or `file:///path` to a file holding them.
     /// - Throws: `ConfigError` naming the problem (unreadable file, bad base64, wrong
     ///   length, duplicate kid, empty); never key material.

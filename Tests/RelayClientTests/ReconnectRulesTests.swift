@@ -145,10 +145,33 @@ final class ReconnectRulesTests: XCTestCase {
         XCTAssertEqual(p.state, .connecting(attempt: 1))
     }
 
-    func testForegroundAfterFiveMinutesNeedsResume() {
+    func testForegroundAfterFiveMinutesMakesOneLateResume() {
         var p = streaming()
         p.enterBackground(now: 0)
         _ = p.connectionLost(now: 1)
-        XCTAssertEqual(p.enterForeground(now: 300_001), .finish(.needsResume))
+        XCTAssertEqual(p.enterForeground(now: 300_001), .reconnect(lastEventId: 5))
+        XCTAssertTrue(p.lateResumed)
+        XCTAssertEqual(p.responseOpened(status: 404, contentType: "application/json",
+                                        error: APIError(status: 404, code: "stream_not_found", message: ""), now: 300_100),
+                       .finish(.needsResume), "not retained: expired, not a failure")
+    }
+
+    func testALateResumeThatDropsRetriesWithoutTheIdleRule() {
+        var p = streaming()
+        p.enterBackground(now: 0)
+        p.enterForeground(now: 600_000)   // still streaming: the drop is seen after the foreground
+        XCTAssertEqual(p.connectionLost(now: 600_010), .reconnect(lastEventId: 5), "late resume at once")
+        XCTAssertEqual(p.connectionLost(now: 600_020), .wait(until: 601_020), "the late resume's drop waits as usual")
+        XCTAssertEqual(p.tick(now: 601_020), .reconnect(lastEventId: 5))
+        XCTAssertEqual(p.responseOpened(status: 200, contentType: "text/event-stream", now: 601_100), .none)
+        XCTAssertEqual(p.eventReceived(seq: 9, event: .delta("rest"), now: 601_200), .none)
+        XCTAssertFalse(p.lateResumed)
+    }
+
+    func testAnAnswerSilentForFiveMinutesInTheForegroundStillNeedsResume() {
+        // Never backgrounded since its last event: a running answer idle > 5 min.
+        var p = streaming()
+        XCTAssertEqual(p.connectionLost(now: 10), .wait(until: 1_010))
+        XCTAssertEqual(p.tick(now: 300_001), .finish(.needsResume))
     }
 }

@@ -157,15 +157,40 @@ final class RelayStreamRecoveryTests: XCTestCase {
         XCTAssertEqual(waits(u), [], "the foreground reconnects at once")
     }
 
-    func testForegroundAfterFiveIdleMinutesNeedsResume() async throws {
+    /// The answer finished on the relay while the app was away > 5 minutes: the late
+    /// resume (docs/PROTOCOL.md §6.5) gets the rest as one delta (id final − 1) and the
+    /// done, and the kit renders the whole answer.
+    func testForegroundAfterFiveIdleMinutesFetchesTheRestOfAFinishedAnswer() async throws {
+        let s = setup()
+        let t = s.transport
+        let (stream, log) = try await dropInTheBackground(s)
+        s.clock.advance(by: 600_000)
+        stream.enterForeground()
+        try await t.waitForRequests(2)
+        XCTAssertEqual(t.requests[1].header("Last-Event-ID"), "5")
+        let rest = words[5...].joined()
+        t.open(1, frames: SSEFrame.event(seq: UInt64(words.count), json: StreamEvent.delta(rest).json)
+                   + SSEFrame.event(seq: UInt64(all.count), json: all.last!.json))
+        t.send([.end(error: nil)], to: 1)
+        let u = try await log.finished()
+        XCTAssertEqual(u.completion, .finished(finishReason: "stop"))
+        XCTAssertEqual(u.finalText, words.joined(), "the rest, nothing twice")
+        XCTAssertEqual(waits(u), [], "the foreground resumes at once")
+    }
+
+    /// The late resume finds nothing (404: not retained, or a running answer silent > 5
+    /// minutes): `needsResume`, as the idle rule always said — not a failure.
+    func testALateResumeAnswered404NeedsResume() async throws {
         let s = setup()
         let t = s.transport
         let (stream, log) = try await dropInTheBackground(s)
         s.clock.advance(by: 300_001)
         stream.enterForeground()
+        try await t.waitForRequests(2)
+        t.refuse(1, status: 404, code: "stream_not_found")
         let u = try await log.finished()
         XCTAssertEqual(u.completion, .needsResume)
-        XCTAssertEqual(t.requests.count, 1)
+        XCTAssertEqual(t.requests.count, 2)
     }
 
     func testStopCompletesAtOnceAndTheDeleteIsRetriedAcrossURLs() async throws {

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import RelayEventStore
 
-/// AES-256-GCM sealing at rest through EVP (docs/DATA_MODEL.md §14).
+/// AES-256-GCM sealing at rest through EVP (docs/DATA_MODEL.md §15).
 final class AtRestCipherTests: XCTestCase {
     static let keyA = Data(repeating: 0xA1, count: 32).base64EncodedString()
     static let keyB = Data((0..<32).map { UInt8($0) }).base64EncodedString()

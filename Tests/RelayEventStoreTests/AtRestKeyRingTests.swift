@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import RelayEventStore
 
-/// `RELAY_ENCRYPTION_KEYS` parsing (docs/DATA_MODEL.md §14).
+/// `RELAY_ENCRYPTION_KEYS` parsing (docs/DATA_MODEL.md §15).
 final class AtRestKeyRingTests: XCTestCase {
     static let keyA = Data(repeating: 0xA1, count: 32).base64EncodedString()
     static let keyB = Data((0..<32).map { UInt8($0) }).base64EncodedString()

@@ -1,7 +1,7 @@
 import XCTest
 @testable import RelayEventStore
 
-/// `TextCheckpoint` with the text sealed at rest (docs/DATA_MODEL.md §14): each write is one
+/// `TextCheckpoint` with the text sealed at rest (docs/DATA_MODEL.md §15): each write is one
 /// record placed after the confirmed records, so writes stay positional.
 final class SealedTextCheckpointTests: XCTestCase {
     func testSealedWritesGoAfterTheConfirmedRecordsAndAResendRepeatsThePlace() {

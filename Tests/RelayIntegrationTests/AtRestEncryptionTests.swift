@@ -4,7 +4,7 @@ import RelayTestKit
 import RelayTestSupport
 import XCTest
 
-/// Answers sealed at rest (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md §14): nothing of an
+/// Answers sealed at rest (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md §15): nothing of an
 /// answer is readable in Redis, its RDB snapshot or its AOF; resumes, lossless catch-ups
 /// and offset reads work as without it; a relay without the right key answers
 /// `stored_data_unreadable`, never the sealed bytes.

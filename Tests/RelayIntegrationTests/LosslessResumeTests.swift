@@ -100,7 +100,9 @@ final class LosslessResumeTests: RelayTestCase {
     // the appender itself: `AppendTests.testTheCapStaysExactAndTheCatchUpByteExact`.
 
     func testTextGoneOrFeatureOffIs409AndExpiredStreamIs404() throws {
-        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50000", "RELAY_BUFFER_TTL": "2s"])
+        // Without answer retention (PROTOCOL.md §6.5), which would answer the expired,
+        // finished stream from its record (AnswerRetentionTests).
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50000", "RELAY_BUFFER_TTL": "2s", "RELAY_ANSWER_RETENTION": "0"])
         let token = RelayProcess.token()
         let id = Chat.newID()
         XCTAssertEqual(try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 500).readAll().count, 501)

@@ -105,6 +105,11 @@ export function isEventStream(contentType: string | null | undefined): boolean;
 export function isJSON(contentType: string | null | undefined): boolean;
 /** 502, 503, 504: retryable drops that rotate the base URL (the relay sends 502/504 only as in-stream events: a gateway's). */
 export function isGatewayRetryable(status: number): boolean;
+/** The late-resume rule (CLIENT_RULES.md "Late resume"): what an unfinished answer does once > 5 min passed since its last event. */
+export function lateResumeDecision(s: { idleMs: number; backgroundSinceLastEvent: boolean; lateResumeMade: boolean; foreground: boolean }):
+  'proceed' | 'needsResume' | 'waitForForeground' | 'lateResume';
+/** 404 and 204 to a late resume: the relay no longer has the answer (→ needsResume). */
+export function lateResumeExpired(status: number): boolean;
 export class ReconnectPolicy {
   constructor(options?: { backoffMs?: number; random?: () => number });
   backoffMs: number;
@@ -114,6 +119,8 @@ export class ReconnectPolicy {
   readonly lastEventId: number;
   readonly reconnections: number;
   readonly isBackground: boolean;
+  /** The late resume was made and no event has come since. */
+  readonly lateResumed: boolean;
   readonly isEnded: boolean;
   /** Reads go over long-poll: a 401 to any read is treated as on a resume. */
   readonly polling: boolean;

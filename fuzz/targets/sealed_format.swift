@@ -1,4 +1,4 @@
-// libFuzzer target: RelayEventStore's SealedFormat (docs/DATA_MODEL.md §14): the framing of
+// libFuzzer target: RelayEventStore's SealedFormat (docs/DATA_MODEL.md §15): the framing of
 // values sealed at rest, read back from Redis (which anyone with write access can alter).
 // Invariants: no crash; `binary(ofText:)` accepts only canonical padded base64 after `~`
 // (re-encoding gives the input back); an accepted binary form parses into ranges that lie

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The keys that seal stored answers at rest (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md §14):
+/// The keys that seal stored answers at rest (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md §15):
 /// comma-separated `kid:base64` pairs, each key 32 bytes (AES-256), the first one current.
 /// New seals use the current key; every listed key still opens what it sealed, so a
 /// rotation lists the new key first and keeps the old one until its data has expired

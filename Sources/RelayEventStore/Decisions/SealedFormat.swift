@@ -1,4 +1,4 @@
-/// The layout of a value sealed at rest (docs/DATA_MODEL.md §14), version 1. A sealed value
+/// The layout of a value sealed at rest (docs/DATA_MODEL.md §15), version 1. A sealed value
 /// is ASCII text, so it travels wherever the relay passes strings (stream fields, pub/sub
 /// payloads, Lua script arguments, cluster resends):
 ///

@@ -44,7 +44,7 @@ public struct TextCheckpoint: Sendable, Equatable {
         public var offsets: [Offset]
         /// Where the write goes in the `text` key as stored, bytes: `start` for plain
         /// text; with sealing at rest, the end of the records already confirmed (each
-        /// write is one sealed record, `SealedFormat`; docs/DATA_MODEL.md §14).
+        /// write is one sealed record, `SealedFormat`; docs/DATA_MODEL.md §15).
         public var storedStart: Int
         /// The last seq it covers.
         public var throughSeq: UInt64 { offsets.last?.seq ?? 0 }

@@ -102,6 +102,9 @@ final class Generation {
         appender.onAcknowledged = { seq, json in
             self.host.acknowledged(self, event: SequencedEvent(seq: seq, json: json))
         }
+        appender.retain(owner: owner, ownerHash: ownerHash, sid: sid, createdMs: host.wallMs(),
+                        wallClock: { host.wallMs() })
+        appender.onRetained = { outcome in self.host.answerRetained(outcome) }
         appender.onDrained = {
             guard self.finished else { return }
             self.end()

@@ -101,7 +101,56 @@ final class OffsetRead {
                     ResumeDecision.Found(ownedByCaller: OwnerHash.of($0.owner) == ownerHash, finished: $0.state != .running, lastSeq: $0.lastSeq,
                                          firstRetainedSeq: $0.firstRetainedSeq, textLength: $0.textLength)
                 }
+                if info == nil, hub.log.retentionMs > 0 { return retained(offset) }
                 decided(OffsetReadDecision.decide(found, offset: offset, lossless: hub.lossless), lastSeq: info?.lastSeq ?? 0)
+            }
+        }
+    }
+
+    /// The stream's keys are gone: answers from its retained answer when there is one
+    /// (docs/PROTOCOL.md §6.5, `RetainedResumeDecision`: one rest-of-text delta with id
+    /// final − 1, then the `done`), in this read's mode; else `404` as before.
+    private func retained(_ offset: ReadOffset) {
+        hub.log.answers.read(id) { [self] r in
+            guard ex.isOpen else { return }
+            let a: RetainedAnswer
+            switch r {
+            case .failure(.redis(let f)):
+                return gate.fail(ex, .notReady("Redis is not available (\(f.isDisconnect ? "disconnected" : "error"))"))
+            case .failure(.undecodable), .success(nil):
+                return decided(.notFound, lastSeq: 0)
+            case .failure(.unreadable(let why)):
+                hub.storedValueUnreadable(why)
+                return gate.fail(ex, .storedDataUnreadable("the retained answer does not open with this relay's keys"))
+            case .success(let found?):
+                a = found
+            }
+            let from: UInt64
+            switch offset {
+            case .start: from = 0
+            case .now: from = a.finalSeq
+            case .after(let seq): from = seq
+            }
+            switch RetainedResumeDecision.decide(ownedByCaller: OwnerHash.of(a.owner) == ownerHash, finalSeq: a.finalSeq, lastEventID: from) {
+            case .notFound: decided(.notFound, lastSeq: 0)
+            case .beyondEnd(let last): decided(.beyondEnd(lastSeq: last), lastSeq: last)
+            case .noContent: decided(.closed(finalSeq: a.finalSeq), lastSeq: a.finalSeq)
+            case .stream(let deltaSeq, let doneSeq):
+                hub.metrics.add(.resumesRetained)
+                position = from
+                var events: [SequencedEvent] = []
+                if let seq = deltaSeq {
+                    events.append(SequencedEvent(seq: seq, json: StreamEvent.delta(String(decoding: a.text(after: from), as: UTF8.self)).json))
+                }
+                events.append(SequencedEvent(seq: doneSeq, json: a.doneJSON))
+                let batch = OffsetReadBatch(after: from, read: events, maxBytes: OffsetRead.maxBodyBytes)
+                switch mode {
+                case .catchUp, .longPoll: respond(batch)
+                case .sse:
+                    startSSE()
+                    writeSSE(batch)
+                    if !finished { finish(endStream: true) }
+                }
             }
         }
     }

@@ -386,7 +386,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         retries.add(s)
     }
 
-    /// A stored value did not open (docs/DATA_MODEL.md §14): logged with its key and kid
+    /// A stored value did not open (docs/DATA_MODEL.md §15): logged with its key and kid
     /// (never its bytes); counted by the cipher (`relay_at_rest_open_failures_total`).
     func storedValueUnreadable(_ why: String) {
         // Without keys there is no cipher to count it.
@@ -410,6 +410,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     func appended(events: Int) { counters.appended(events) }
     func firstToken(afterSeconds s: Double) { metrics.observe(.timeToFirstToken, seconds: s) }
     func upstreamFailed() { metrics.add(.upstreamErrors) }
+    func wallMs() -> UInt64 { UInt64(max(0, context.nowMs())) }
+    func answerRetained(_ outcome: StreamAppender.RetentionOutcome) { metrics.answerRetained(outcome) }
 
     /// Settles a generation's reservation (`BudgetLedger.settle`, once per id).
     /// The generation is ending (once, any way): its completion webhook is queued too.

@@ -1,3 +1,4 @@
+import Foundation
 import RelayCore
 import RelayLoop
 import RelayRedis
@@ -77,4 +78,13 @@ protocol GenerationHost: AnyObject {
     /// to this worker's subscriptions of the stream as a live event, without waiting for
     /// the `PUBLISH` to come back over pub/sub.
     func acknowledged(_ g: Generation, event: SequencedEvent)
+    /// Unix time, ms (a retained answer's times).
+    func wallMs() -> UInt64
+    /// How a finished answer's retention went (`StreamAppender.RetentionOutcome`).
+    func answerRetained(_ outcome: StreamAppender.RetentionOutcome)
+}
+
+extension GenerationHost {
+    func wallMs() -> UInt64 { UInt64(max(0, Int64(Date().timeIntervalSince1970 * 1000))) }
+    func answerRetained(_ outcome: StreamAppender.RetentionOutcome) {}
 }

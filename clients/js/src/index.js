@@ -3,7 +3,7 @@ export { SSEParser, SSELineTooLongError } from './sseParser.js';
 export { RenderBuffer, safeCut, graphemes, graphemesFallback, RENDER_INTERVAL_MS, LONG_RUN_CHARACTERS, FIRST_RENDER_CHARACTERS } from './renderBuffer.js';
 export { DirectionDecider, decideDirection, isArabicScalar, layoutForSample, SAMPLE_SCALARS, MARKDOWN_SYNTAX, ARABIC_LINE_HEIGHT, DEFAULT_LINE_HEIGHT } from './textDirection.js';
 export { DraftProgress, LONG_ANSWER_TOKENS, headingNumber, statedCount } from './draftProgress.js';
-export { ReconnectPolicy, offersRetry, isEventStream, isJSON, isGatewayRetryable, MAX_ATTEMPTS, IDLE_LIMIT_MS, HARD_TIMEOUT_MS, MAX_JITTER_MS } from './reconnectPolicy.js';
+export { ReconnectPolicy, lateResumeDecision, lateResumeExpired, offersRetry, isEventStream, isJSON, isGatewayRetryable, MAX_ATTEMPTS, IDLE_LIMIT_MS, HARD_TIMEOUT_MS, MAX_JITTER_MS } from './reconnectPolicy.js';
 export { ResponseRenderer, isBudgetLimited } from './responseRenderer.js';
 export { TypingIndicator, AutoScroll, BudgetState, budgetLimitedNote, networkAdvice, browserNetworkConditions, telemetryRecord,
   EXPECTED_FIRST_TOKEN_MS, SLOW_CONNECTION_WARNING, NORMAL_BACKOFF_MS, SLOW_BACKOFF_MS } from './uiState.js';

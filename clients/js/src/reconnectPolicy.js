@@ -54,6 +54,24 @@ export function isJSON(ct) {
 const NONE = { type: 'none' };
 
 /**
+ * The late-resume rule (CLIENT_RULES.md "Late resume"), pure: what an unfinished answer does
+ * once more than 5 min have passed since its last event. The relay keeps finished answers for
+ * `RELAY_ANSWER_RETENTION` (PROTOCOL.md §6.5), so after a background the answer may be waiting:
+ * `lateResume` (foreground) / `waitForForeground` (background); never backgrounded since the last
+ * event → `needsResume` (the idle rule); not late, or the late resume already made → `proceed`.
+ * @param {{idleMs: number, backgroundSinceLastEvent: boolean, lateResumeMade: boolean, foreground: boolean}} s
+ * @returns {'proceed' | 'needsResume' | 'waitForForeground' | 'lateResume'}
+ */
+export function lateResumeDecision({ idleMs, backgroundSinceLastEvent, lateResumeMade, foreground }) {
+  if (!(idleMs > IDLE_LIMIT_MS) || lateResumeMade) return 'proceed';
+  if (!backgroundSinceLastEvent) return 'needsResume';
+  return foreground ? 'lateResume' : 'waitForForeground';
+}
+
+/** `true` for a late resume's answers meaning the relay no longer has the answer (404, 204). @param {number} status */
+export function lateResumeExpired(status) { return status === 404 || status === 204; }
+
+/**
  * States: `idle`, `connecting` (attempt 0 = the original request), `streaming`,
  * `waiting` (until a time), `suspended` (dropped in the background), `ended`.
  *
@@ -70,7 +88,9 @@ const NONE = { type: 'none' };
  * * Other non-200 responses and non-`text/event-stream` bodies are terminal failures.
  * * Hard timeout: 60 s counted only while in the foreground and connecting/streaming,
  *   without an event → `timedOut`.
- * * Idle rule: > 5 min since the last event (a clock that advances during sleep) → `needsResume`.
+ * * Idle rule: > 5 min since the last event (a clock that advances during sleep) → `needsResume`,
+ *   unless the app was in the background since that event: then one late resume from
+ *   `lastEventId` once in the foreground (`lateResumeDecision`); its 404/204 → `needsResume`.
  * * Background: a drop waits (`suspended`); on foreground within 5 min of the last event,
  *   reconnect at once.
  * * Stop: `stop` at once (the driver sends the DELETE in the background).
@@ -100,6 +120,10 @@ export class ReconnectPolicy {
     this._accountedAt = 0;
     this._refreshNext = false;
     this._refreshedSinceEvent = false;
+    /** The app was in the background at some moment since the last event. */
+    this._backgroundSinceEvent = false;
+    /** The late resume was made and no event has come since. */
+    this.lateResumed = false;
     /** Reads go over long-poll (the catch-up read of PROTOCOL.md's long-poll mode): every read is a resume. */
     this.polling = false;
   }
@@ -149,6 +173,8 @@ export class ReconnectPolicy {
     this._refreshNext = false;
     this._refreshedSinceEvent = false;
     this.polling = false;
+    this._backgroundSinceEvent = this.isBackground;
+    this.lateResumed = false;
     return { type: 'sendRequest' };
   }
 
@@ -177,6 +203,7 @@ export class ReconnectPolicy {
     if (status === 401 && code !== 'session_revoked' && (this.attempt > 0 || this.polling) && (code === 'token_expired' || code === 'unauthorized')) {
       if (!this._refreshedSinceEvent) return this._tokenExpired(now);
     }
+    if (this.lateResumed && lateResumeExpired(status)) return this._end({ kind: 'needsResume' });
     return this._end({ kind: 'failed', status, code, message });
   }
 
@@ -239,6 +266,8 @@ export class ReconnectPolicy {
     }
     this._failuresInARow = 0;
     this._refreshedSinceEvent = false;
+    this._backgroundSinceEvent = this.isBackground;
+    this.lateResumed = false;
     if (!event) return NONE;
     if (event.type === 'done') {
       return this._end(event.finish_reason === 'cancelled' ? { kind: 'stopped' } : { kind: 'finished', finishReason: event.finish_reason ?? 'stop' });
@@ -254,16 +283,36 @@ export class ReconnectPolicy {
     if (this.state !== 'connecting' && this.state !== 'streaming') return NONE;
     this._account(now);
     if (this.isBackground) {
-      if (now - this._lastEventAt > IDLE_LIMIT_MS) return this._end({ kind: 'needsResume' });
+      // In the background since the last event: never late-ended here (the late resume waits for the foreground).
       this.state = 'suspended';
       return NONE;
     }
     return this._retryableDrop(now, this.backoffMs);
   }
 
+  /** `lateResumeDecision` now. @param {number} now */
+  _late(now) {
+    return lateResumeDecision({ idleMs: now - this._lastEventAt, backgroundSinceLastEvent: this._backgroundSinceEvent,
+      lateResumeMade: this.lateResumed, foreground: !this.isBackground });
+  }
+
+  /** The late resume: reconnect at once from `lastEventId`, counted. @param {number} now @returns {Action} */
+  _lateResume(now) {
+    this.lateResumed = true;
+    this._failuresInARow += 1;
+    this.attempt = this._failuresInARow;
+    return this._reconnect(now);
+  }
+
   /** @param {number} now @param {number} waitMs @returns {Action} */
   _retryableDrop(now, waitMs) {
-    if (now - this._lastEventAt > IDLE_LIMIT_MS || this._failuresInARow >= MAX_ATTEMPTS) return this._end({ kind: 'needsResume' });
+    if (this._failuresInARow >= MAX_ATTEMPTS) return this._end({ kind: 'needsResume' });
+    switch (this._late(now)) {
+      case 'needsResume': return this._end({ kind: 'needsResume' });
+      case 'waitForForeground': this.state = 'suspended'; return NONE;
+      case 'lateResume': return this._lateResume(now);
+      default: break;
+    }
     this._failuresInARow += 1;
     this.attempt = this._failuresInARow;
     this.until = now + waitMs + this.jitterMs();
@@ -281,7 +330,12 @@ export class ReconnectPolicy {
   tick(now) {
     switch (this.state) {
       case 'waiting':
-        if (now - this._lastEventAt > IDLE_LIMIT_MS) return this._end({ kind: 'needsResume' });
+        switch (this._late(now)) {
+          case 'needsResume': return this._end({ kind: 'needsResume' });
+          case 'waitForForeground': return NONE;
+          case 'lateResume': this._failuresInARow -= 1; return this._lateResume(now);   // this wait's attempt becomes the late resume
+          default: break;
+        }
         if (this.isBackground || now < this.until) return NONE;
         return this._reconnect(now);
       case 'connecting': case 'streaming':
@@ -289,7 +343,7 @@ export class ReconnectPolicy {
         if (this._activeMs >= HARD_TIMEOUT_MS) return this._end({ kind: 'timedOut' });
         return NONE;
       case 'suspended':
-        if (now - this._lastEventAt > IDLE_LIMIT_MS) return this._end({ kind: 'needsResume' });
+        if (this._late(now) === 'needsResume') return this._end({ kind: 'needsResume' });
         return NONE;
       default: return NONE;
     }
@@ -306,14 +360,21 @@ export class ReconnectPolicy {
   }
 
   /** The app went to the background. @param {number} now */
-  enterBackground(now) { this._account(now); this.isBackground = true; }
+  enterBackground(now) { this._account(now); this.isBackground = true; this._backgroundSinceEvent = true; }
 
   /** The app is back: a suspended or waiting stream reconnects at once (within 5 min of the last event). @param {number} now @returns {Action} */
   enterForeground(now) {
     this._account(now);
     this.isBackground = false;
     if (this.state !== 'suspended' && this.state !== 'waiting') return NONE;
-    if (now - this._lastEventAt > IDLE_LIMIT_MS) return this._end({ kind: 'needsResume' });
+    switch (this._late(now)) {
+      case 'needsResume': return this._end({ kind: 'needsResume' });
+      case 'lateResume':
+        if (this.state === 'waiting') this._failuresInARow -= 1;   // the wait's attempt becomes the late resume
+        if (this._failuresInARow >= MAX_ATTEMPTS) return this._end({ kind: 'needsResume' });
+        return this._lateResume(now);
+      default: break;
+    }
     if (this.state === 'suspended') {
       if (this._failuresInARow >= MAX_ATTEMPTS) return this._end({ kind: 'needsResume' });
       this._failuresInARow += 1;

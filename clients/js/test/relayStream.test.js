@@ -208,6 +208,52 @@ test('background: updates pause and replay on foreground; a drop reconnects at o
   assert.equal(calls[1].headers['Last-Event-ID'], '1');
 });
 
+test('late resume: back after 10 min in the background, the rest of a finished answer arrives as one delta and the done', async () => {
+  const clock = new VirtualClock();
+  const bodies = [new Body(), new Body()];
+  const { fetch, calls } = scriptedFetch((c, i) => ({ body: bodies[i] }));
+  const client = new RelayChatClient({ baseURLs: ['http://a'], fetch, clock, random: () => 0, token: () => 't' });
+  const s = client.startChat(request);
+  const updates = collect(s);
+  await clock.advance(5);
+  bodies[0].write(delta(1, 'The parties agree ') + delta(2, 'to keep '));
+  await clock.advance(10);
+  s.enterBackground();
+  bodies[0].end();
+  await clock.advance(600_000);
+  assert.equal(calls.length, 1, 'nothing in the background, and not ended by the idle rule');
+  assert.equal(s.completion, null);
+  s.enterForeground();
+  await settle();
+  assert.equal(calls.length, 2, 'one late resume at once');
+  assert.equal(calls[1].headers['Last-Event-ID'], '2');
+  bodies[1].write(delta(40, 'all information confidential.') + done(41));   // PROTOCOL.md §6.5: id final − 1, then done
+  bodies[1].end();
+  await clock.advance(10);
+  assert.equal(rendered(updates), 'The parties agree to keep all information confidential.');
+  assert.deepEqual(s.completion, { kind: 'finished', finishReason: 'stop' });
+});
+
+test('late resume answered 404 (not retained): needsResume, not a failure', async () => {
+  const clock = new VirtualClock();
+  const body = new Body();
+  const { fetch, calls } = scriptedFetch((c, i) => (i === 0 ? { body }
+    : { status: 404, headers: { 'content-type': 'application/json' }, body: '{"error":{"code":"stream_not_found","message":"no such stream"}}' }));
+  const client = new RelayChatClient({ baseURLs: ['http://a'], fetch, clock, random: () => 0, token: () => 't' });
+  const s = client.startChat(request);
+  collect(s);
+  await clock.advance(5);
+  body.write(delta(1, 'The parties '));
+  s.enterBackground();
+  body.end();
+  await clock.advance(300_001);
+  s.enterForeground();
+  await settle();
+  await clock.advance(10);
+  assert.equal(calls.length, 2);
+  assert.deepEqual(s.completion, { kind: 'needsResume' });
+});
+
 test('a done with budget_limited: the flag on the final render only, and the pill says nothing remains', async () => {
   const clock = new VirtualClock();
   const body = new Body();
