@@ -217,6 +217,31 @@ final class AtRestEncryptionTests: RelayTestCase {
         }
     }
 
+    /// The retained answer (kept after the stream's keys expired) is sealed under its own
+    /// key's name: the right key reads it back whole, another key gets
+    /// `stored_data_unreadable`.
+    func testRetainedAnswerIsSealedAndOnlyTheRightKeyReadsIt() throws {
+        let env = ["RELAY_ENCRYPTION_KEYS": "k1:\(keyA)", "RELAY_BUFFER_TTL": "1s", "RELAY_SIMULATED_TOKENS_PER_SECOND": "50000"]
+        let relay = try startRelay(env)
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id, model: "simulated-ar", maxTokens: 200).readAll()
+        try eventually(10, "the stream's own keys to expire") { try self.redis.cli("EXISTS", self.streamKey(id, "events")) == "0" }
+        let stored = try redis.cli("GETRANGE", streamKey(id, "answer"), "0", "5")
+        XCTAssertTrue(stored.hasPrefix("~AQJrM"), "the record is sealed: \(stored)")
+        let auth = [("Authorization", "Bearer \(token)")]
+        let ok = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/answers/\(id)", headers: auth)
+        XCTAssertEqual(ok.status, 200, ok.text)
+        XCTAssertTrue(ok.text.contains(JSONText.quoted(Chat.text(all))), "the whole Arabic answer: \(ok.text.prefix(120))")
+        let other = try startRelay(env.merging(["RELAY_ENCRYPTION_KEYS": "k1:\(keyB)"]) { $1 })
+        let refused = try HTTPClient.request(port: other.port, method: "GET", path: "/api/chat/answers/\(id)", headers: auth)
+        XCTAssertEqual(refused.status, 500, refused.text)
+        XCTAssertEqual(refused.errorCode, "stored_data_unreadable")
+        let resumed = try HTTPClient.request(port: other.port, method: "GET", path: "/api/chat/stream/\(id)",
+                                             headers: auth + [("Last-Event-ID", "3")])
+        XCTAssertEqual(resumed.errorCode, "stored_data_unreadable", resumed.text)
+    }
+
     /// A bad `RELAY_ENCRYPTION_KEYS` stops the relay at start with a message naming the
     /// problem (and never the key).
     func testBadEncryptionKeysStopTheRelayAtStartWithAClearError() throws {
