@@ -242,6 +242,29 @@ final class AtRestEncryptionTests: RelayTestCase {
         XCTAssertEqual(resumed.errorCode, "stored_data_unreadable", resumed.text)
     }
 
+    /// A stalled owner: another relay's lease expiry appends `upstream_lost` (sealed by
+    /// that relay, published by the script) and the resumed client reads it in clear.
+    func testLeaseExpiryEventIsSealedAndReadBack() throws {
+        let env = ["RELAY_ENCRYPTION_KEYS": "k1:\(keyA)", "RELAY_SIMULATED_TOKENS_PER_SECOND": "40"]
+        let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 })
+        let b = try startRelay(env)
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let owner = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 600)
+        var ownerEvents: [SSEMessage] = []
+        for _ in 0..<5 { ownerEvents.append(try XCTUnwrap(try owner.nextEvent())) }
+        let pid = a.process.processIdentifier
+        Foundation.kill(pid, SIGSTOP)
+        defer { Foundation.kill(pid, SIGCONT) }
+        let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: ownerEvents.last!.lastEventId).readAll(timeout: 15)
+        guard let last = rest.last, case .error(_, "upstream_lost", _)? = try? StreamEvent(json: last.data) else {
+            return XCTFail("the resumed client ends with upstream_lost, got \(rest.suffix(2).map(\.data))")
+        }
+        assertSequence(ownerEvents + rest)
+        let top = try redis.cli("XREVRANGE", streamKey(id, "events"), "+", "-", "COUNT", "1")
+        XCTAssertTrue(top.contains("~AQJrM") && !top.contains("upstream_lost"), "the terminal entry is sealed: \(top.prefix(80))")
+    }
+
     /// A bad `RELAY_ENCRYPTION_KEYS` stops the relay at start with a message naming the
     /// problem (and never the key).
     func testBadEncryptionKeysStopTheRelayAtStartWithAClearError() throws {
