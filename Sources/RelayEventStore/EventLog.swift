@@ -1,3 +1,4 @@
+import Foundation
 import RelayCore
 import RelayRedis
 
@@ -93,7 +94,8 @@ public final class EventLog {
     public func connected(alsoLoading others: [String] = []) {
         connectionEpoch &+= 1
         scripts.load([Scripts.create, Scripts.appendFinal, Scripts.appendStatus, Scripts.open, Scripts.catchUp,
-                      expireLeaseScript, Scripts.admit, Scripts.requestCancel] + others)
+                      expireLeaseScript, Scripts.admit, Scripts.requestCancel, Scripts.takeover, Scripts.appendFenced,
+                      Scripts.releaseLease] + others)
     }
 
     /// Owner lease of a running generation, ms (`relay:{id}:lease` `PX`); refreshed
@@ -103,14 +105,15 @@ public final class EventLog {
     /// Creates the stream (meta hash and an empty stream key, `Scripts.create`) unless
     /// the id is taken, and takes the lease.
     /// `budgetKey` and `promptEstimate` (tokens) are kept in the meta for a settlement
-    /// by another instance. `done(.success(true))` when created, `false` when it already existed.
+    /// by another instance. `request`: the `StoredRequest` a takeover continues (nil: the
+    /// stream cannot be taken over). `done(.success(true))` when created, `false` when it already existed.
     public func create(_ id: RequestID, owner: String, sid: String, instance: String, nowMs: UInt64,
-                       budgetKey: String, promptEstimate: Int,
+                       budgetKey: String, promptEstimate: Int, request: StoredRequest? = nil,
                        done: @escaping (Result<Bool, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
-        scripts.run(Scripts.create, keys: [k.meta, k.lease, k.events, k.text, k.offsets],
+        scripts.run(Scripts.create, keys: [k.meta, k.lease, k.events, k.text, k.offsets, k.request],
                     args: [owner, sid, instance, String(nowMs), String(ttlMs), String(EventLog.leaseMs),
-                           budgetKey, String(promptEstimate), maxLenArg]) { r in
+                           budgetKey, String(promptEstimate), maxLenArg, request?.encoded() ?? ""]) { r in
             if let f = r.failure { return done(.failure(f)) }
             done(.success(r.int == 1))
         }
@@ -288,6 +291,7 @@ public final class EventLog {
     private func refreshTTLs(_ k: StreamKeys) {
         expire(k.events)
         expire(k.meta)
+        expire(k.request)
         if lossless {
             expire(k.text)
             expire(k.offsets)
@@ -299,15 +303,17 @@ public final class EventLog {
     /// `done`, `cancelled` or `failed`. `text`: every event's text not yet confirmed
     /// written, the final event's own included (`TextCheckpoint.pending`); `nil` when
     /// none (or lossless resume is off). The caller publishes after `done` succeeds.
+    /// `epoch`: the writer's ownership epoch (0: the stream's creator; `takeover`).
     public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: StreamState,
-                            text: TextCheckpoint.Write?, done: @escaping (Result<Void, RedisFailure>) -> Void) {
-        var args = [String(seq), json, maxLenArg, ttlArg, finalState.rawValue, losslessArg]
+                            text: TextCheckpoint.Write?, epoch: UInt64 = 0,
+                            done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        var args = [String(seq), json, maxLenArg, ttlArg, finalState.rawValue, losslessArg, String(epoch)]
         if lossless, let w = text {
             args += [String(w.start), String(decoding: w.text, as: UTF8.self)]   // whole strings' bytes: valid UTF-8
             args.reserveCapacity(args.count + 2 * w.offsets.count)
             for o in w.offsets { args += [String(o.seq), String(o.end)] }
         }
-        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets], args: args,
+        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets, k.request], args: args,
                     retryNoScript: false) { r in
             if let f = r.failure { return done(.failure(f)) }
             done(.success(()))
@@ -356,10 +362,12 @@ public final class EventLog {
     /// entries): `state` nil when the stream is gone. `textThrough`: the seq whose
     /// lossless-resume text is confirmed stored (0: none); its stored end offset comes
     /// back as `StoredTail.textEnd`.
-    public func appendStatus(_ k: StreamKeys, after ackedSeq: UInt64, count: Int, textThrough: UInt64 = 0,
+    /// `epoch`: the caller's ownership epoch: the state reads `taken` when another
+    /// instance holds a newer one (`Scripts.takeover`).
+    public func appendStatus(_ k: StreamKeys, after ackedSeq: UInt64, count: Int, textThrough: UInt64 = 0, epoch: UInt64 = 0,
                              done: @escaping (Result<StoredTail, RedisFailure>) -> Void) {
         scripts.run(Scripts.appendStatus, keys: [k.events, k.meta, k.text, k.offsets],
-                    args: [String(ackedSeq), String(count), String(textThrough)]) { r in
+                    args: [String(ackedSeq), String(count), String(textThrough), String(epoch)]) { r in
             if let f = r.failure { return done(.failure(f)) }
             guard let a = r.array, a.count == 4 else { return done(.success(StoredTail(state: nil, topSeq: 0, entries: []))) }
             let textEnd = a[3].int ?? -1
@@ -406,9 +414,108 @@ public final class EventLog {
         }
     }
 
-    /// Releases the lease of a finished generation.
-    public func releaseLease(_ id: RequestID) {
+    /// Releases the lease of a finished generation: only while it names `instance`
+    /// (`Scripts.releaseLease`), so a lapsed owner never frees the lease of the instance
+    /// that took its stream over.
+    public func releaseLease(_ id: RequestID, instance: String) {
+        scripts.run(Scripts.releaseLease, keys: [StreamKeys(id).lease], args: [instance]) { _ in }
+    }
+
+    /// Ends this instance's lease at once (`DEL`), so another instance takes the stream
+    /// over (drain hand-over, docs/PROTOCOL.md §4).
+    public func dropLease(_ id: RequestID) {
         connection.send(["DEL", StreamKeys(id).lease], nil)
+    }
+
+    /// What `takeover` found (`Scripts.takeover`).
+    public enum Takeover: Sendable, Equatable {
+        /// The stream no longer exists.
+        case vanished
+        /// Nothing to do: not running, or its lease is held.
+        case ownerAlive
+        /// It cannot be continued (limit reached, no stored request, text not rebuildable):
+        /// end it with `expireLease`.
+        case notContinuable
+        /// Taken over: this instance owns it under `epoch`; continue after `topSeq`.
+        case taken(TakenStream)
+    }
+
+    /// A stream this instance took over: what its continuation needs.
+    public struct TakenStream: Sendable, Equatable {
+        /// The new ownership epoch (≥ 1): every append passes it.
+        public var epoch: UInt64
+        /// The last stored seq: the continuation appends from `topSeq + 1`.
+        public var topSeq: UInt64
+        /// The stored request bytes (`StoredRequest.decode`).
+        public var request: String
+        /// The text of the events before the oldest retained entry (from the lossless-resume
+        /// text key; empty when every event is retained).
+        public var prefix: String
+        /// The text of each retained event after `prefix`, seqs `topSeq - count + 1 … topSeq`.
+        public var retainedTexts: [String]
+        /// The answer's text so far (every stored `delta`, concatenated).
+        public var text: String { prefix + retainedTexts.joined() }
+        /// `delta` events stored so far (one completion token each; a running stream holds
+        /// no other kind).
+        public var deltas: Int { Int(topSeq) }
+        /// Continuations of this stream, this one included.
+        public var continuations: Int
+        /// The stream's owner (`sub`) and session id (the meta's).
+        public var owner: String
+        public var sid: String
+        /// Prompt tokens charged so far (the meta's `prompt`): the first call's estimate
+        /// plus each earlier continuation's re-sent prompt (`addPromptCharge`).
+        public var priorPrompt: Int
+    }
+
+    /// Takes over stream `id` when its owner lease lapsed and it may be continued
+    /// (`Scripts.takeover`, at most `maxContinuations` times per stream).
+    public func takeover(_ id: RequestID, instance: String, maxContinuations: Int,
+                         done: @escaping (Result<Takeover, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(Scripts.takeover, keys: [k.events, k.meta, k.lease, k.text, k.offsets, k.request],
+                    args: [instance, String(EventLog.leaseMs), String(maxContinuations), ttlArg, losslessArg]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            let a = r.array ?? []
+            switch a.first?.int ?? 0 {
+            case -1: return done(.success(.vanished))
+            case -2: return done(.success(.notContinuable))
+            case 1: break
+            default: return done(.success(.ownerAlive))
+            }
+            guard a.count >= 10 else { return done(.success(.notContinuable)) }
+            let top = UInt64(max(0, a[2].int ?? 0))
+            var texts: [String] = []
+            for e in EventLog.events(from: a[5]) {
+                guard case .delta(let t)? = try? StreamEvent(jsonData: Data(e.json.utf8)) else {
+                    return done(.failure(RedisFailure(code: .other("UNREADABLE"), message: "entry \(e.seq) of a running stream is not a delta")))
+                }
+                texts.append(t)
+            }
+            done(.success(.taken(TakenStream(epoch: UInt64(max(0, a[1].int ?? 0)), topSeq: top, request: a[3].string ?? "",
+                                             prefix: a[4].string ?? "", retainedTexts: texts,
+                                             continuations: Int(a[6].int ?? 0), owner: a[7].string ?? "",
+                                             sid: a[8].string ?? "", priorPrompt: Int(a[9].string ?? "0") ?? 0))))
+        }
+    }
+
+    /// Adds a continuation's re-sent prompt, tokens, to the meta's `prompt` (`HINCRBY`),
+    /// so whoever settles the stream later (`expireLease`, the next takeover) charges it.
+    public func addPromptCharge(_ id: RequestID, tokens: Int) {
+        connection.send(["HINCRBY", StreamKeys(id).meta, "prompt", String(tokens)], nil)
+    }
+
+    /// One non-final append of a taken-over stream (`Scripts.appendFenced`): like
+    /// `append`, checked against the writer's `epoch` in Redis. Trims with exact `MAXLEN`
+    /// on the seqs `StreamTrim` picks.
+    public func appendFenced(_ k: StreamKeys, seq: UInt64, json: String, epoch: UInt64, refreshTTL: Bool,
+                             done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        scripts.run(Scripts.appendFenced, keys: [k.events, k.meta],
+                    args: [String(seq), json, String(epoch), trim.trims(seq: seq) ? trimmedLengthArg : ""]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            done(.success(()))
+        }
+        if refreshTTL { refreshTTLs(k) }
     }
 
     /// What `expireLease` did: `reply` is the seq appended, 0 when nothing was needed,

@@ -99,13 +99,27 @@ public final class StreamAppender {
     /// `close()` was called: nothing more is sent, replies and timers are ignored.
     @exclusivity(unchecked) public private(set) var isClosed = false
 
+    /// The ownership epoch this appender writes under (docs/DATA_MODEL.md §6.1): 0 for the
+    /// stream's creator (plain pipelined `XADD`s); ≥ 1 after a takeover, when every
+    /// append is `EventLog.appendFenced`, checked against the meta's epoch in Redis, and
+    /// starts after `startSeq`.
+    public let ownershipEpoch: UInt64
+
     /// The highest acknowledged seq.
     public var ackedSeq: UInt64 { queue.ackedSeq }
     /// The lossless-resume text is confirmed stored through this seq (0: none yet;
     /// `TextCheckpoint.confirmedSeq`).
     public var textStoredThrough: UInt64 { checkpoint.confirmedSeq }
 
-    public init(log: EventLog, loop: EventLoop, id: RequestID) {
+    /// - Parameters:
+    ///   - ownershipEpoch: 0 for a new stream; a takeover's epoch (`EventLog.TakenStream`).
+    ///   - taken: a takeover (`EventLog.takeover`): appends go on after its `topSeq`, under
+    ///     its epoch; with lossless resume, the retained events' text is written again with
+    ///     the first text write (positional: the same bytes where the lost owner stored them).
+    public init(log: EventLog, loop: EventLoop, id: RequestID, taken: EventLog.TakenStream? = nil) {
+        let ownershipEpoch = taken?.epoch ?? 0
+        let startSeq = taken?.topSeq ?? 0
+        self.ownershipEpoch = ownershipEpoch
         self.log = log
         self.loop = loop
         self.id = id
@@ -114,8 +128,15 @@ public final class StreamAppender {
         self.ttlRefresh = TTLRefreshPolicy(ttlMs: log.ttlMs)
         // A group stays well inside the retained window (`MAXLEN`), so its entries can
         // be verified after a failure.
-        self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)))
-        self.checkpoint = TextCheckpoint(trim: log.trim)
+        self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)), ackedSeq: startSeq)
+        if let taken {
+            let firstRetained = taken.topSeq - UInt64(taken.retainedTexts.count) + 1
+            var cp = TextCheckpoint(trim: log.trim, confirmedSeq: firstRetained - 1, confirmedEnd: taken.prefix.utf8.count)
+            for (i, t) in taken.retainedTexts.enumerated() { cp.add(seq: firstRetained + UInt64(i), text: t) }
+            self.checkpoint = cp
+        } else {
+            self.checkpoint = TextCheckpoint(trim: log.trim)
+        }
         self.epoch = log.connectionEpoch
     }
 
@@ -158,7 +179,11 @@ public final class StreamAppender {
         for (seq, p) in items {
             if let state = p.finalState {
                 log.appendFinal(keys, seq: seq, json: p.json, finalState: state,
-                                text: log.lossless ? checkpoint.pending(through: seq) : nil) { r in
+                                text: log.lossless ? checkpoint.pending(through: seq) : nil, epoch: ownershipEpoch) { r in
+                    self.replied(seq: seq, p, r)
+                }
+            } else if ownershipEpoch > 0 {
+                log.appendFenced(keys, seq: seq, json: p.json, epoch: ownershipEpoch, refreshTTL: p.refreshTTL) { r in
                     self.replied(seq: seq, p, r)
                 }
             } else {
@@ -273,7 +298,8 @@ public final class StreamAppender {
         // have lost a text write whose reply came back, keeping the `XADD`s before it).
         let text = log.lossless && checkpoint.confirmedSeq > 0
             ? (seq: checkpoint.confirmedSeq, end: checkpoint.confirmedEnd) : nil
-        log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2, textThrough: text?.seq ?? 0) { r in
+        log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2, textThrough: text?.seq ?? 0,
+                          epoch: ownershipEpoch) { r in
             self.verifying = false
             guard !self.isClosed else { return }
             guard case .success(let tail) = r else {

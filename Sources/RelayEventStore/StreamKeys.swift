@@ -23,6 +23,9 @@ public struct StreamKeys: Sendable, Equatable {
     /// `PX` `EventLog.cancelMarkerMs`), read after a new generation is registered
     /// (docs/PROTOCOL.md §7, docs/DATA_MODEL.md).
     public let cancel: String
+    /// `relay:{id}:request`: the request a takeover continues (`StoredRequest`), same
+    /// lifetime as `events` (docs/DATA_MODEL.md §6.1).
+    public let request: String
 
     public init(_ id: RequestID) { self.init(id.value) }
 
@@ -35,6 +38,7 @@ public struct StreamKeys: Sendable, Equatable {
         offsets = p + "offsets"
         lease = p + "lease"
         cancel = p + "cancel"
+        request = p + "request"
     }
 
     /// The request id inside a `relay:{id}:live` channel name, if it is one.

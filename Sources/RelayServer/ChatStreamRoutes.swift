@@ -59,7 +59,8 @@ final class ChatStreamRoutes {
             promptEstimate: request.estimatedPromptTokens,
             wantedCompletion: BudgetArithmetic.wantedCompletion(maxTokens: request.maxTokens, summary: request.mode == .summary,
                                                                 defaultCap: config.maxTokens, cap: config.maxTokens,
-                                                                summaryCap: config.summaryMaxTokens))
+                                                                summaryCap: config.summaryMaxTokens),
+            chat: request)
         admission.admit(ex, req, who: who) { [weak self] outcome in
             guard let self else { return }
             switch outcome {

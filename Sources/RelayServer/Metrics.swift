@@ -15,6 +15,7 @@ public final class Metrics: Sendable {
         case deltasMerged, catchUpMerged, appendAuxiliaryErrors, replaysWaited, replaysSkipped
         case cancelsPending
         case jwksParkedRequests
+        case takeovers, continuationsRefused
 
         var name: String {
             switch self {
@@ -48,6 +49,8 @@ public final class Metrics: Sendable {
             case .replaysSkipped: return "relay_replays_skipped_total"
             case .cancelsPending: return "relay_cancels_pending_total"
             case .jwksParkedRequests: return "relay_jwks_waiting_requests_total"
+            case .takeovers: return "relay_takeovers_total"
+            case .continuationsRefused: return "relay_continuations_refused_total"
             }
         }
 
@@ -61,6 +64,8 @@ public final class Metrics: Sendable {
                 return "Resume requests (GET /api/chat/stream/{id}) by outcome: ok, gap (409 resume_gap), not_found (404), catch_up (lossless catch-up)."
             case .revocations: return "Live streams cut because their session was revoked."
             case .cancels: return "Generations stopped by DELETE /api/chat/stream/{id}."
+            case .takeovers: return "Streams this instance took over after their owner's lease lapsed, to continue them (docs/PROTOCOL.md §4.1)."
+            case .continuationsRefused: return "Streams taken over here that the upstream could not continue (no continuation support, unreadable stored request): ended with upstream_lost."
             case .jwksParkedRequests: return "Requests whose token named a kid the JWKS lacked (or came before the first set) and waited for a refetch (at most RELAY_JWT_JWKS_TIMEOUT)."
             case .cancelsPending: return "DELETE /api/chat/stream/{id} calls that came before their stream existed and left a cancel marker (docs/PROTOCOL.md §7)."
             case .slowConsumerDisconnects: return "Client connections cut because their unsent backlog exceeded the backpressure limit."

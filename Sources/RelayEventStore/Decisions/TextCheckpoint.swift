@@ -81,7 +81,13 @@ public struct TextCheckpoint: Sendable, Equatable {
     /// - Parameter trim: the stream's trim rule; `every` is an eighth of the cap (at most
     ///   32, at least 1), `holdAfter` half the cap, at most `trim.minRetained` and
     ///   `trim.maxLen − 1`.
-    public init(trim: StreamTrim) {
+    /// - Parameters:
+    ///   - confirmedSeq: the seq whose text is already stored (a takeover starts after the
+    ///     text before its oldest retained entry; 0 for a new stream).
+    ///   - confirmedEnd: that text's length, bytes.
+    public init(trim: StreamTrim, confirmedSeq: UInt64 = 0, confirmedEnd: Int = 0) {
+        self.confirmedSeq = confirmedSeq
+        self.confirmedEnd = confirmedEnd
         holdAfter = min(trim.maxLen / 2, trim.minRetained, trim.maxLen - 1)
         every = max(1, min(32, trim.maxLen / 8, holdAfter))
     }
