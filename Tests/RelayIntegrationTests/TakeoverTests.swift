@@ -10,7 +10,7 @@ import XCTest
 
 /// An owner lost mid-answer (SIGKILL, SIGSTOP past its lease, a drain's timeout) has its
 /// stream taken over by another instance, which continues the same answer from the next
-/// seq (docs/PROTOCOL.md §4.1, docs/DATA_MODEL.md §6.1): readers on every instance get
+/// seq (docs/PROTOCOL.md §4.5, docs/DATA_MODEL.md §6.1): readers on every instance get
 /// one stream, seq + 1 per event, byte-identical to an uninterrupted answer, and the
 /// reservation is settled once, to what was generated plus the re-sent prompt.
 final class TakeoverTests: RelayTestCase {

@@ -4,7 +4,7 @@ import RelayCore
 /// (their clients resume on another instance), generations owned here keep running
 /// until they finish, and `done` is called once when none is left. At the drain
 /// timeout the remaining generations are handed over: their leases end at once and
-/// another instance continues each (docs/PROTOCOL.md §4.1); with takeovers off
+/// another instance continues each (docs/PROTOCOL.md §4.5); with takeovers off
 /// (`RELAY_MAX_CONTINUATIONS=0`) they end with `upstream_lost`. Decides with
 /// `DrainState`. Loop thread only.
 final class DrainCoordinator {

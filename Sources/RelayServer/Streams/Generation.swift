@@ -78,7 +78,7 @@ final class Generation {
     /// `delta` events streamed (one completion token each).
     @exclusivity(unchecked) private var completionTokens = 0
     private let cap: BudgetArithmetic.CompletionCap
-    /// A continuation after a takeover (docs/PROTOCOL.md §4.1): the `delta` events stored
+    /// A continuation after a takeover (docs/PROTOCOL.md §4.5): the `delta` events stored
     /// before it and the prompt tokens charged before it (the meta's `prompt`); `nil` for
     /// a new stream. Its `budget.promptEstimate` is the continuation's own re-sent prompt.
     let continued: (deltas: Int, priorPrompt: Int)?
@@ -224,7 +224,7 @@ final class Generation {
     }
 
     /// Stops generating here without ending the stream (a drain's timeout,
-    /// docs/PROTOCOL.md §4.1): no final event and no settlement; the host ends the lease at
+    /// docs/PROTOCOL.md §4.5): no final event and no settlement; the host ends the lease at
     /// once (`StreamHub.generationEnded`), so another instance takes the stream over and
     /// continues it from the last stored seq, on the same reservation.
     func handOver() {
@@ -243,7 +243,7 @@ final class Generation {
         emit(e.asEvent, charge: charge)
     }
 
-    /// The upstream's usage as the whole answer's (docs/PROTOCOL.md §4.1): a continuation
+    /// The upstream's usage as the whole answer's (docs/PROTOCOL.md §4.5): a continuation
     /// adds the prompt tokens charged before it and the `delta` events stored before it.
     private func total(_ u: Usage) -> Usage {
         guard let c = continued else { return u }

@@ -6,7 +6,7 @@ import RelayEventStore
 import RelayBudgets
 
 /// Continues a stream this worker took over after its owner's lease lapsed
-/// (docs/PROTOCOL.md §4.1, docs/DATA_MODEL.md §6.1): reads the stored request
+/// (docs/PROTOCOL.md §4.5, docs/DATA_MODEL.md §6.1): reads the stored request
 /// (`StoredRequest`), asks the upstream for the rest of the answer
 /// (`UpstreamFactory.prepareContinuation` with the text so far), and runs it as a
 /// `Generation` that appends after the stored top seq under the new ownership epoch, on
