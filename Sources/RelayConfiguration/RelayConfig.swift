@@ -198,6 +198,12 @@ public struct RelayConfig: Sendable, Equatable {
     public var upstreamModel: String?
     /// No upstream bytes for this long → `504 upstream_timeout`, ms; default 60,000.
     public var upstreamIdleTimeoutMs = 60_000
+    /// How an `openai`/`anthropic` upstream continues a lost answer (one of
+    /// `upstreamContinuationValues`); default `auto`: `anthropic-prefill` for `anthropic`,
+    /// `off` for `openai` (docs/UPSTREAMS.md, "Continuing an answer").
+    public var upstreamContinuation = "auto"
+    /// The accepted values of `RELAY_UPSTREAM_CONTINUATION` (`RelayUpstream.HTTPContinuation`).
+    public static let upstreamContinuationValues = ["auto", "off", "anthropic-prefill", "vllm", "llama-cpp"]
     /// `max_tokens` cap in summary mode; default 400.
     public var summaryMaxTokens = 400
     /// A client must send its whole request (head and body) within this long of its first
@@ -485,6 +491,13 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_UPSTREAM_IDLE_TIMEOUT", flag: "--upstream-idle-timeout", default: "60s", unit: "duration",
                doc: "no upstream bytes for this long: 504 upstream_timeout") { c, v in
             c.upstreamIdleTimeoutMs = try duration(v, "RELAY_UPSTREAM_IDLE_TIMEOUT", 100...3_600_000)
+        },
+        Option(env: "RELAY_UPSTREAM_CONTINUATION", flag: "--upstream-continuation", default: "auto", unit: "name",
+               doc: "how an openai/anthropic upstream continues a lost answer: auto (anthropic: anthropic-prefill; openai: off), off, anthropic-prefill, vllm, llama-cpp") { c, v in
+            guard RelayConfig.upstreamContinuationValues.contains(v) else {
+                throw ConfigError("RELAY_UPSTREAM_CONTINUATION must be one of \(RelayConfig.upstreamContinuationValues.joined(separator: ", ")), got \"\(v)\"")
+            }
+            c.upstreamContinuation = v
         },
         Option(env: "RELAY_SUMMARY_MAX_TOKENS", flag: "--summary-max-tokens", default: "400", unit: "tokens",
                doc: "max_tokens cap in summary mode") { c, v in

@@ -122,7 +122,8 @@ enum ServeCommand {
 
     /// How each worker makes its upstream factory (`RELAY_UPSTREAM`). The HTTP
     /// adapters create their libcurl multi handle on the worker's own loop thread.
-    /// - Throws: `ConfigError` when `openai`/`anthropic` lack `UPSTREAM_URL` or it is invalid.
+    /// - Throws: `ConfigError` when `openai`/`anthropic` lack `UPSTREAM_URL` or it is invalid,
+    ///   or `RELAY_UPSTREAM_CONTINUATION` names a mode of the other API.
     static func upstreamFactoryMaker(_ config: RelayConfig,
                                      counters: UpstreamTextCounters = UpstreamTextCounters()) throws -> @Sendable () -> UpstreamFactory {
         switch config.upstream {
@@ -133,6 +134,8 @@ enum ServeCommand {
             var http = HTTPUpstreamConfig(baseURL: url, apiKey: config.upstreamAPIKey ?? "", defaultModel: config.upstreamModel)
             http.idleTimeoutMs = config.upstreamIdleTimeoutMs
             http.summaryMaxTokens = config.summaryMaxTokens
+            http.continuation = try HTTPContinuation.resolve(config.upstreamContinuation,
+                                                             api: config.upstream == "openai" ? .openAI : .anthropic)
             try http.validate()
             let h = http
             if config.upstream == "openai" {

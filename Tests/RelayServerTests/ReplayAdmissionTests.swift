@@ -31,6 +31,23 @@ final class ReplayAdmissionTests: XCTestCase {
         XCTAssertEqual(a.finished(), 3)
     }
 
+    /// Reads whose clients left while they waited are passed over when a slot frees: the slot
+    /// goes to the longest-waiting read still wanted, and the skipped ones are named.
+    func testAFreedSlotSkipsReadsNobodyWantsAnyMore() {
+        var a = ReplayAdmission(maxInFlight: 1)
+        XCTAssertTrue(a.request(1))
+        for t: UInt64 in 2...5 { XCTAssertFalse(a.request(t)) }
+        let gone: Set<UInt64> = [2, 3, 5]
+        XCTAssertEqual(a.finished(skipping: gone.contains), .init(next: 4, skipped: [2, 3]))
+        XCTAssertEqual(a.inFlight, 1)
+        XCTAssertEqual(a.queued, 1)
+        XCTAssertEqual(a.finished(skipping: gone.contains), .init(next: nil, skipped: [5]),
+                       "the last waiting read was unwanted: the slot is freed")
+        XCTAssertEqual(a.inFlight, 0)
+        XCTAssertEqual(a.queued, 0)
+        XCTAssertTrue(a.request(6), "a free slot starts the next read at once")
+    }
+
     /// A burst of 3,000 resumes on one worker: never more than the limit in flight, each read
     /// started exactly once, in arrival order, whatever order the replies come back in.
     func testABurstNeverExceedsTheLimitAndEveryReadStartsOnce() {

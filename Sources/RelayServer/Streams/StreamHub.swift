@@ -50,7 +50,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private let retries: ReplayRetries
     /// Replay reads in flight and waiting (`ReplayAdmission`, `RELAY_REPLAY_CONCURRENCY`).
     private var replayAdmission: ReplayAdmission
-    private var waitingReplays: [UInt64: () -> Void] = [:]
+    private var waitingReplays: [UInt64: (wanted: () -> Bool, run: () -> Void)] = [:]
     private var nextReplayTicket: UInt64 = 0
     private var replayFinishes = 0
     private var startingReplays = false
@@ -326,17 +326,11 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private func admitReplayRead(wanted: @escaping () -> Bool, _ read: @escaping (_ finished: @escaping () -> Void) -> Void) {
         nextReplayTicket += 1
         let ticket = nextReplayTicket
-        let run = {
-            guard wanted() else {
-                self.metrics.add(.replaysSkipped)
-                return self.replayReadFinished()
-            }
-            read { self.replayReadFinished() }
-        }
+        let run = { read { self.replayReadFinished() } }
         if replayAdmission.request(ticket) {
             run()
         } else {
-            waitingReplays[ticket] = run
+            waitingReplays[ticket] = (wanted, run)
             metrics.gauge(.queuedReplays, 1)
             metrics.add(.replaysWaited)
         }
@@ -350,9 +344,17 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         startingReplays = true
         while replayFinishes > 0 {
             replayFinishes -= 1
-            if let next = replayAdmission.finished() {
+            let handoff = replayAdmission.finished(skipping: { [waitingReplays] ticket in
+                !(waitingReplays[ticket]?.wanted() ?? false)
+            })
+            for ticket in handoff.skipped { waitingReplays.removeValue(forKey: ticket) }
+            if !handoff.skipped.isEmpty {
+                metrics.gauge(.queuedReplays, -handoff.skipped.count)
+                metrics.add(.replaysSkipped, handoff.skipped.count)
+            }
+            if let next = handoff.next {
                 metrics.gauge(.queuedReplays, -1)
-                waitingReplays.removeValue(forKey: next)?()
+                waitingReplays.removeValue(forKey: next)?.run()
             }
         }
         startingReplays = false

@@ -85,8 +85,12 @@ struct AnthropicDialect: UpstreamDialect {
 
     /// The request body: `{"model","max_tokens","stream":true,"system"?,"messages"}`, system
     /// messages moved (in order, joined by a blank line) to `system`, after the summary
-    /// instruction when there is one.
-    static func body(model: String, messages: [ChatMessage], maxTokens: Int, summaryInstruction: String?) -> [UInt8] {
+    /// instruction when there is one. A non-empty `prefill` (the answer so far, without
+    /// trailing whitespace: the API refuses a final assistant content ending in whitespace)
+    /// goes last as `{"role":"assistant","content":prefill}`, which the model continues
+    /// ("Prefill Claude's response").
+    static func body(model: String, messages: [ChatMessage], maxTokens: Int, summaryInstruction: String?,
+                     prefill: String? = nil) -> [UInt8] {
         struct Message: Encodable { let role: String; let content: String }
         struct Body: Encodable {
             let model: String
@@ -97,7 +101,8 @@ struct AnthropicDialect: UpstreamDialect {
         }
         var system = messages.filter { $0.role == "system" }.map(\.content)
         if let s = summaryInstruction { system.insert(s, at: 0) }
-        let rest = messages.filter { $0.role != "system" }.map { Message(role: $0.role, content: $0.content) }
+        var rest = messages.filter { $0.role != "system" }.map { Message(role: $0.role, content: $0.content) }
+        if let p = prefill, !p.isEmpty { rest.append(Message(role: "assistant", content: p)) }
         let b = Body(model: model, max_tokens: maxTokens, stream: true,
                      system: system.isEmpty ? nil : system.joined(separator: "\n\n"), messages: rest)
         return JSONBody.encode(b)

@@ -38,6 +38,9 @@ public struct HTTPUpstreamConfig: Sendable, Equatable {
     public var maxErrorBodyBytes: Int = 64 << 10
     /// `anthropic-version` header. Default `2023-06-01`.
     public var anthropicVersion: String = "2023-06-01"
+    /// `RELAY_UPSTREAM_CONTINUATION`: how a lost answer is continued (`HTTPContinuation`).
+    /// `nil`: the API's default (`anthropic-prefill` for `anthropic`, `off` for `openai`).
+    public var continuation: HTTPContinuation?
     /// `CURLOPT_NOPROXY` override (`nil`: libcurl reads `NO_PROXY`/`no_proxy` itself).
     public var noProxy: String?
     /// A PEM CA bundle to trust instead of the system store (`nil`: system store).

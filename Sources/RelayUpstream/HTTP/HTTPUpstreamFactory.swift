@@ -23,6 +23,10 @@ import RelayLoop
 ///   at `config.summaryMaxTokens` and puts `config.summaryInstruction` first in `system`.
 ///
 /// `model` is the request's or `config.defaultModel`.
+///
+/// Continuation (`prepareContinuation`, `config.continuation`, docs/UPSTREAMS.md
+/// "Continuing an answer"): the same request plus the answer so far as a final assistant
+/// message, as `HTTPContinuation` says; `off` refuses with `ContinuationUnsupported`.
 public final class HTTPUpstreamFactory: UpstreamFactory {
     /// Which API the upstream speaks.
     public enum API: String, Sendable {
@@ -56,39 +60,92 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
     ///   default is configured. The plan's `make` throws 500 `internal_error` when
     ///   libcurl cannot be set up.
     public func prepare(_ request: ChatRequest) throws -> UpstreamPlan {
-        let model = try request.resolvedModel(config.defaultModel)
-        let summary = request.mode == .summary ? config.summaryInstruction : nil
+        try call(request, maxTokens: grantedMaxTokens(request), continuing: nil)
+    }
+
+    /// The continuation mode in use: `config.continuation`, else the API's default
+    /// (`anthropic-prefill` for `.anthropic`, `off` for `.openAI`).
+    public var continuation: HTTPContinuation {
+        config.continuation ?? (api == .anthropic ? .anthropicPrefill : .off)
+    }
+
+    /// The call that continues `soFar` (docs/UPSTREAMS.md, "Continuing an answer"): the
+    /// request's messages, then the answer so far without its trailing whitespace as a final
+    /// `assistant` message (none when nothing but whitespace was generated), in the form of
+    /// `continuation`; `max_tokens` is the first call's (the request's, or the API's default,
+    /// capped in summary mode) minus `soFar.completionTokens`. The upstream emits only what
+    /// follows `soFar.text` (`ContinuationSeam`), then its terminal event; its usage is what
+    /// the upstream reports for this call (the prompt includes the prefill).
+    /// - Throws: `ContinuationUnsupported` when `continuation` is `off` (or does not match
+    ///   the API), or when no token of the grant is left; `APIError` as `prepare`.
+    public func prepareContinuation(_ request: ChatRequest, soFar: AnswerSoFar) throws -> UpstreamPlan {
+        let mode = continuation
+        switch (mode, api) {
+        case (.anthropicPrefill, .anthropic), (.vllm, .openAI), (.llamaCpp, .openAI):
+            break
+        default:
+            throw ContinuationUnsupported(reason: "upstream \(api.rawValue): continuation \(mode.rawValue)")
+        }
+        var maxTokens = grantedMaxTokens(request)
+        if let m = maxTokens {
+            let left = m - max(0, soFar.completionTokens)
+            guard left >= 1 else {
+                throw ContinuationUnsupported(reason: "upstream \(api.rawValue): max_tokens \(m) used up by the \(soFar.completionTokens) tokens so far")
+            }
+            maxTokens = left
+        }
+        return try call(request, maxTokens: maxTokens, continuing: (soFar, mode))
+    }
+
+    /// `max_tokens` of a first call: OpenAI sends the request's (`nil`: none), Anthropic the
+    /// request's or `config.defaultMaxTokens`; summary mode caps both at `config.summaryMaxTokens`.
+    private func grantedMaxTokens(_ request: ChatRequest) -> Int? {
         switch api {
         case .openAI:
-            let body = OpenAIDialect.body(model: model, messages: request.messages,
-                                          maxTokens: request.effectiveMaxTokens(summaryCap: config.summaryMaxTokens),
-                                          summaryInstruction: summary)
-            var headers: [String] = []
-            if !config.apiKey.isEmpty { headers.append("Authorization: Bearer \(config.apiKey)") }
-            return plan(path: "/v1/chat/completions", headers: headers, body: body, request: request) { OpenAIDialect() }
+            return request.effectiveMaxTokens(summaryCap: config.summaryMaxTokens)
         case .anthropic:
-            let maxTokens = request.mode == .summary
+            return request.mode == .summary
                 ? request.effectiveMaxTokens(summaryCap: config.summaryMaxTokens) ?? config.summaryMaxTokens
                 : request.maxTokens ?? config.defaultMaxTokens
-            let body = AnthropicDialect.body(model: model, messages: request.messages, maxTokens: maxTokens,
-                                             summaryInstruction: summary)
+        }
+    }
+
+    /// The plan of one call: a first one (`continuing` nil) or a continuation of an answer.
+    private func call(_ request: ChatRequest, maxTokens: Int?, continuing: (soFar: AnswerSoFar, mode: HTTPContinuation)?) throws -> UpstreamPlan {
+        let model = try request.resolvedModel(config.defaultModel)
+        let summary = request.mode == .summary ? config.summaryInstruction : nil
+        let split = continuing.map { ContinuationSeam.split($0.soFar.text) }
+        let seam = split.map { ContinuationSeam(whitespace: $0.whitespace) }
+        var prompt = request.estimatedPromptTokens
+        if let p = split?.prefill, !p.isEmpty { prompt += ChatRequest.estimatePromptTokens([p]) }
+        switch api {
+        case .openAI:
+            let body = OpenAIDialect.body(model: model, messages: request.messages, maxTokens: maxTokens,
+                                          summaryInstruction: summary, prefill: split?.prefill,
+                                          continuing: continuing?.mode ?? .off)
+            var headers: [String] = []
+            if !config.apiKey.isEmpty { headers.append("Authorization: Bearer \(config.apiKey)") }
+            return plan(path: "/v1/chat/completions", headers: headers, body: body, prompt: prompt, seam: seam) { OpenAIDialect() }
+        case .anthropic:
+            let body = AnthropicDialect.body(model: model, messages: request.messages, maxTokens: maxTokens ?? config.defaultMaxTokens,
+                                             summaryInstruction: summary, prefill: split?.prefill)
             var headers = ["anthropic-version: \(config.anthropicVersion)"]
             if !config.apiKey.isEmpty { headers.append("x-api-key: \(config.apiKey)") }
-            return plan(path: "/v1/messages", headers: headers, body: body, request: request) { AnthropicDialect() }
+            return plan(path: "/v1/messages", headers: headers, body: body, prompt: prompt, seam: seam) { AnthropicDialect() }
         }
     }
 
     /// The transfer request (JSON in, SSE out) and, on `make`, the streaming upstream.
-    private func plan<D: UpstreamDialect>(path: String, headers: [String], body: [UInt8], request: ChatRequest,
-                                          dialect: @escaping () -> D) -> UpstreamPlan {
+    private func plan<D: UpstreamDialect>(path: String, headers: [String], body: [UInt8], prompt: Int,
+                                          seam: ContinuationSeam?, dialect: @escaping () -> D) -> UpstreamPlan {
         let req = UpstreamTransfer.Request(url: config.endpoint(path),
                                            headers: ["Content-Type: application/json", "Accept: text/event-stream"] + headers,
                                            body: body, connectTimeoutMs: config.connectTimeoutMs,
                                            noProxy: config.noProxy, caInfo: config.caInfo)
-        let config = self.config, multis = self.multis, prompt = request.estimatedPromptTokens, counters = self.counters
+        let config = self.config, multis = self.multis, counters = self.counters
         return UpstreamPlan { loop in
             SSEStreamUpstream(request: req, multi: try multis.multi(for: loop), config: config,
-                              dialect: dialect(), estimatedPromptTokens: prompt, counters: counters)
+                              dialect: dialect(), estimatedPromptTokens: prompt, counters: counters, seam: seam)
         }
     }
 }

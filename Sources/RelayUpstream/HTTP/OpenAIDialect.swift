@@ -63,7 +63,16 @@ struct OpenAIDialect: UpstreamDialect {
     /// at the same time is not supported"), and other compatible servers refuse the pair too.
     /// An upstream that ignores `max_tokens` is cut by the relay itself at the grant
     /// (`BudgetArithmetic.CompletionCap`, `Generation`).
-    static func body(model: String, messages: [ChatMessage], maxTokens: Int?, summaryInstruction: String?) -> [UInt8] {
+    ///
+    /// A continuation (`continuing`) with a non-empty `prefill` (the answer so far without
+    /// its trailing whitespace) puts it last as `{"role":"assistant","content":prefill}`;
+    /// `.vllm` adds vLLM's extra parameters `"continue_final_message":true,
+    /// "add_generation_prompt":false` (the chat template leaves that message open, the
+    /// model continues it); `.llamaCpp` sends the message alone (llama-server continues a
+    /// final assistant message by default). Without a prefill (nothing but whitespace so
+    /// far) the body is a plain request.
+    static func body(model: String, messages: [ChatMessage], maxTokens: Int?, summaryInstruction: String?,
+                     prefill: String? = nil, continuing: HTTPContinuation = .off) -> [UInt8] {
         struct Message: Encodable { let role: String; let content: String }
         struct StreamOptions: Encodable { let include_usage: Bool }
         struct Body: Encodable {
@@ -72,11 +81,17 @@ struct OpenAIDialect: UpstreamDialect {
             let stream: Bool
             let stream_options: StreamOptions
             let max_tokens: Int?
+            let continue_final_message: Bool?
+            let add_generation_prompt: Bool?
         }
         var list = messages.map { Message(role: $0.role, content: $0.content) }
         if let s = summaryInstruction { list.insert(Message(role: "system", content: s), at: 0) }
+        let continues = prefill.map { !$0.isEmpty } ?? false
+        if continues, let p = prefill { list.append(Message(role: "assistant", content: p)) }
+        let vllm = continues && continuing == .vllm
         let b = Body(model: model, messages: list, stream: true,
-                     stream_options: StreamOptions(include_usage: true), max_tokens: maxTokens)
+                     stream_options: StreamOptions(include_usage: true), max_tokens: maxTokens,
+                     continue_final_message: vllm ? true : nil, add_generation_prompt: vllm ? false : nil)
         return JSONBody.encode(b)
     }
 }

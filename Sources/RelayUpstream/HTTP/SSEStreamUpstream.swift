@@ -25,6 +25,11 @@ import RelayLoop
 /// terminal event); a chunk that is valid JSON of an undocumented shape is skipped. Both are
 /// counted in `skippedChunks` / `replacedSurrogateHalves` and in the factory's shared
 /// `UpstreamTextCounters`.
+///
+/// A continuation (made with a `ContinuationSeam`) emits only what follows the answer so
+/// far: leading text that repeats the whitespace held back from the prefill is dropped, and
+/// a refusal of the continuation's request (`ContinuationRefusal`: 400, 422) ends with
+/// `error(503, "upstream_lost", …)` instead of `upstream_error`.
 final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTransferDelegate {
     private enum Phase { case waiting, streaming, errorBody(status: Int) }
 
@@ -35,6 +40,9 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
     private let estimatedPromptTokens: Int
     private let counters: UpstreamTextCounters
     private var joiner = SurrogateJoiner()
+    /// For a continuation: drops the whitespace the text so far already ends with
+    /// (`ContinuationSeam`); `nil` for a first call.
+    private var seam: ContinuationSeam?
     private var emit: ((StreamEvent) -> Void)?
     private var transfer: UpstreamTransfer?
     private var idleTimer: LoopTimer?
@@ -53,8 +61,10 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
     var replacedSurrogateHalves: Int { joiner.replacedHalves }
 
     init(request: UpstreamTransfer.Request, multi: CurlMulti, config: HTTPUpstreamConfig,
-         dialect: Dialect, estimatedPromptTokens: Int, counters: UpstreamTextCounters) {
+         dialect: Dialect, estimatedPromptTokens: Int, counters: UpstreamTextCounters,
+         seam: ContinuationSeam? = nil) {
         self.counters = counters
+        self.seam = seam
         self.request = request
         self.multi = multi
         self.config = config
@@ -233,7 +243,12 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
     }
 
     private func failWithStatus(_ status: Int, contentType: String?) {
-        fail(.upstreamError, UpstreamErrorBody.describe(status: status, body: errorBody, contentType: contentType))
+        let why = UpstreamErrorBody.describe(status: status, body: errorBody, contentType: contentType)
+        if seam != nil, ContinuationRefusal.isRefusal(status: status) {
+            fail(.upstreamLost, "the upstream refused to continue the answer: \(why)")
+        } else {
+            fail(.upstreamError, why)
+        }
     }
 
     private func fail(_ code: ErrorCode, _ message: String) {
@@ -249,7 +264,9 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
         return text
     }
 
-    private func emitText(_ text: String) {
+    private func emitText(_ joinedText: String) {
+        var text = joinedText
+        if !text.isEmpty, seam != nil { text = seam!.pass(text) }
         guard let emit, !text.isEmpty else { return }
         countedCompletionTokens += max(1, SimulatedTokenizer.estimateTokens(text))
         emit(.delta(text))

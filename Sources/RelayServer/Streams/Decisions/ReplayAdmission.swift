@@ -34,16 +34,44 @@ public struct ReplayAdmission: Sendable, Equatable {
         return false
     }
 
+    /// Where a freed slot went: the read to start now (`nil`: the slot is free) and the
+    /// waiting reads passed over because nobody wants them any more, in arrival order.
+    public struct Handoff: Sendable, Equatable {
+        /// The ticket to start now, or `nil` when the slot was freed.
+        public var next: UInt64?
+        /// Waiting tickets dropped unread: their client left while they waited.
+        public var skipped: [UInt64]
+    }
+
     /// A started read was answered (or failed): its slot passes to the longest-waiting read,
     /// whose ticket is returned (start it now), or is freed (`nil`).
     public mutating func finished() -> UInt64? {
+        finished(skipping: { _ in false }).next
+    }
+
+    /// A started read was answered (or failed): its slot passes to the longest-waiting read
+    /// that is still wanted; waiting reads for which `unwanted` is true on the way (their
+    /// client left while they waited) are dropped without taking the slot, so the clients
+    /// still there do not wait behind reads nobody will get (docs/OPERATIONS.md "Resume
+    /// bursts").
+    public mutating func finished(skipping unwanted: (UInt64) -> Bool) -> Handoff {
         precondition(inFlight > 0, "finished() without a started read")
-        guard head < waiting.count else {
-            inFlight -= 1
-            return nil
+        var skipped: [UInt64] = []
+        while head < waiting.count {
+            let next = waiting[head]
+            head += 1
+            compact()
+            if unwanted(next) {
+                skipped.append(next)
+                continue
+            }
+            return Handoff(next: next, skipped: skipped)
         }
-        let next = waiting[head]
-        head += 1
+        inFlight -= 1
+        return Handoff(next: nil, skipped: skipped)
+    }
+
+    private mutating func compact() {
         if head == waiting.count {
             waiting.removeAll(keepingCapacity: true)
             head = 0
@@ -51,6 +79,5 @@ public struct ReplayAdmission: Sendable, Equatable {
             waiting.removeFirst(head)
             head = 0
         }
-        return next
     }
 }
