@@ -210,7 +210,7 @@ final class TakeoverTests: RelayTestCase {
         onB.close()
     }
 
-    /// An upstream that cannot continue answers (the OpenAI adapter without continuation):
+    /// An upstream configured not to continue answers (`RELAY_UPSTREAM_CONTINUATION=off`):
     /// the instance that takes the stream over ends it with `upstream_lost`, as without
     /// takeovers, counted in `relay_continuations_refused_total`.
     func testAnUpstreamThatCannotContinueEndsTheStreamWithUpstreamLost() throws {
@@ -220,7 +220,8 @@ final class TakeoverTests: RelayTestCase {
         let fake = try FakeUpstreamServer(routes: ["/v1/chat/completions": .init([
             .head(status: 200, contentType: "text/event-stream"), .send(raw("Hello")), .holdOpen])])
         defer { fake.stop() }
-        let env = ["RELAY_UPSTREAM": "openai", "UPSTREAM_URL": fake.baseURL, "UPSTREAM_API_KEY": "sk-test", "UPSTREAM_MODEL": "gpt-test"]
+        let env = ["RELAY_UPSTREAM": "openai", "UPSTREAM_URL": fake.baseURL, "UPSTREAM_API_KEY": "sk-test", "UPSTREAM_MODEL": "gpt-test",
+                   "RELAY_UPSTREAM_CONTINUATION": "off"]
         let a = try startRelay(env), b = try startRelay(env)
         let token = RelayProcess.token()
         let id = Chat.newID()
