@@ -238,6 +238,40 @@ final class TakeoverTests: RelayTestCase {
         XCTAssertEqual(try metricSum(b, "relay_continuations_refused_total"), 1)
     }
 
+    /// An HTTP upstream that continues answers (Anthropic prefill, `RELAY_UPSTREAM_CONTINUATION`
+    /// auto): the owner is killed mid-answer and the reader's relay continues it through the
+    /// upstream; the reader gets the upstream's whole answer once, seq + 1 per event, `done`
+    /// last, and the ledger holds what the `done` reports.
+    func testAKilledOwnerOfAnAnthropicAnswerIsContinuedThroughThePrefill() throws {
+        var answer = ContinuableAnswerUpstream(tokens: Array(repeating: ContinuableAnswerUpstream.standard.tokens, count: 4).flatMap { $0 })
+        answer.pauseMsPerToken = 60
+        let fake = try FakeUpstreamServer(routes: [:])
+        defer { fake.stop() }
+        fake.setResponder("/v1/messages") { [answer] in answer.anthropicScript($0) }
+        let env = ["RELAY_UPSTREAM": "anthropic", "UPSTREAM_URL": fake.baseURL, "UPSTREAM_API_KEY": "sk-test", "UPSTREAM_MODEL": "claude-test"]
+        let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 }), b = try startRelay(env)
+        let user = "anth-\(UUID().uuidString.prefix(8))"
+        let token = RelayProcess.token(sub: user)
+        let id = Chat.newID()
+        let owner = try Chat.start(port: a.port, token: token, requestID: id, model: "claude-test", maxTokens: 500)
+        for _ in 0..<10 { _ = try XCTUnwrap(try owner.nextEvent()) }
+        let onB = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0")
+        _ = try XCTUnwrap(try onB.nextEvent())
+        a.kill9()
+        owner.close()
+        let rest = try onB.readAll(timeout: 30)
+        guard case .done(_, let usage, _)? = try? StreamEvent(json: rest.last?.data ?? "") else {
+            return XCTFail("ends with done, got \(rest.suffix(1).map(\.data))")
+        }
+        let whole = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0").readAll(timeout: 10)
+        XCTAssertEqual(Chat.text(whole), answer.text, "the upstream's whole answer, once")
+        XCTAssertEqual(whole.last.flatMap { UInt64($0.lastEventId) }, UInt64(answer.tokens.count + 1))
+        XCTAssertEqual(try metricSum(b, "relay_takeovers_total"), 1)
+        XCTAssertEqual(usage.completionTokens, answer.tokens.count)
+        try eventually(5, "settled") { try self.ledger(user).reserved == 0 }
+        XCTAssertEqual(try ledger(user).used, usage.totalTokens)
+    }
+
     /// Two takers race for one lapsed stream through the script itself: exactly one gets
     /// it (the first sets the lease), and the lapsed owner's plain `XADD` is refused by
     /// the fence while the taker's fenced append is stored.
