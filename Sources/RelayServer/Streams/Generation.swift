@@ -23,7 +23,8 @@ struct GenerationBudget {
 /// running when its client disconnects, until `done`, an upstream error, a cancel or
 /// a revocation, or its completion tokens reach the grant (`BudgetArithmetic.CompletionCap`:
 /// the relay enforces `max_tokens` itself, since an upstream may ignore it). Every ending settles its budget reservation once, to what was really
-/// generated (`GenerationHost.settle`). Loop thread only.
+/// generated (`GenerationHost.settle`), once Redis stored its final event. A generation may
+/// also continue a stream taken over from a lost owner (docs/PROTOCOL.md §4.5). Loop thread only.
 ///
 /// Lifetime: the generation holds its host, appender and upstream strongly, and
 /// nothing refers to the generation, its appender or its upstream weakly (a weakly
@@ -180,11 +181,9 @@ final class Generation {
                 firstTokenMs = host.loop.nowMs
                 host.firstToken(afterSeconds: Double(firstTokenMs! - startedMs) / 1000)
             }
-        case .done(let reason, let reported, let limited):
+        case .done(let reason, let usage, _):
             finalState = reason == .cancelled ? .cancelled : .done
-            let usage = reported
             tokens = chargeSoFar(usage)
-            _ = limited
             // `done` says when the budget's grant cut the answer (docs/PROTOCOL.md §5).
             if reason == .length && budget.grant.limitedByBudget {
                 event = .done(finishReason: reason, usage: usage, budgetLimited: true)
@@ -260,11 +259,10 @@ final class Generation {
         host.settle(self, tokens: tokens)
     }
 
-    /// Tokens to charge now: 0 before the upstream was called; else the usage's prompt
-    /// (the estimate without one) plus the completion tokens (the upstream's count or
-    /// the deltas seen, whichever is larger).
-    /// A continuation not started yet is charged what was generated before it.
-    /// `usage`: the whole answer's (`total`).
+    /// Tokens to charge now: 0 before the upstream was called (a continuation not started
+    /// yet: what was generated before it); else the usage's prompt (the estimate without
+    /// one) plus the completion tokens (the upstream's count or the deltas seen, whichever
+    /// is larger). `usage`: the whole answer's (`total`).
     private func chargeSoFar(_ usage: Usage?) -> Int {
         guard started || continued != nil else { return 0 }
         return BudgetArithmetic.charge(reportedPrompt: usage?.promptTokens, promptEstimate: promptEstimate,
