@@ -224,6 +224,21 @@ public struct RelayConfig: Sendable, Equatable {
     /// How long a read ticket (`X-Read-Ticket`, docs/PROTOCOL.md §2.5) admits `GET` of its
     /// stream, ms, capped by the token's own `exp`; default 10 min.
     public var readTicketTTLms = 600_000
+    /// Where the completion webhook is POSTed when an answer ends with no client reading
+    /// it (docs/PROTOCOL.md §13); `nil`: no webhooks.
+    public var completionWebhookURL: String?
+    /// The Standard Webhooks signing secret, `whsec_<base64>` (required with the URL).
+    public var completionWebhookSecret: String?
+    /// Whole-attempt timeout of one webhook POST, ms; default 10,000.
+    public var completionWebhookTimeoutMs = 10_000
+    /// Attempts per webhook before it is dropped; default 10.
+    public var completionWebhookMaxAttempts = 10
+    /// Delay before the first retry, ms, doubled per further retry up to 10 min, with
+    /// jitter (`CompletionWebhookRetry`); default 2,000.
+    public var completionWebhookRetryBaseMs = 2_000
+    /// How long after an answer ends a client may still read its final event before the
+    /// webhook goes out (a client that did, on any instance, means no webhook), ms; default 2,000.
+    public var completionWebhookGraceMs = 2_000
     /// Fault injection for tests: delay between the live-channel subscription and the
     /// replay, ms; default 0.
     public var debugReplayDelayMs = 0
@@ -526,6 +541,37 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_READ_TICKET_TTL", flag: "--read-ticket-ttl", default: "10m", unit: "duration",
                doc: "lifetime of a read ticket (X-Read-Ticket, for EventSource), never past the token's exp") { c, v in
             c.readTicketTTLms = try duration(v, "RELAY_READ_TICKET_TTL", 1000...86_400_000)
+        },
+        Option(env: "RELAY_COMPLETION_WEBHOOK_URL", flag: "--completion-webhook-url", default: "—", unit: "URL",
+               doc: "POST a signed completion webhook here when an answer ends and no client read its end (docs/PROTOCOL.md §13); http:// or https://") { c, v in
+            guard let u = URL(string: v), let scheme = u.scheme?.lowercased(), scheme == "http" || scheme == "https",
+                  let host = u.host, !host.isEmpty else {
+                throw ConfigError("RELAY_COMPLETION_WEBHOOK_URL must be an http:// or https:// URL with a host, got \"\(v)\"")
+            }
+            c.completionWebhookURL = v
+        },
+        Option(env: "RELAY_COMPLETION_WEBHOOK_SECRET", flag: "--completion-webhook-secret", default: "—", unit: "whsec_<base64>",
+               doc: "Standard Webhooks signing secret of the completion webhook: whsec_ then base64 of 24–64 bytes") { c, v in
+            guard v.hasPrefix("whsec_"), let key = Data(base64Encoded: String(v.dropFirst(6))), (24...64).contains(key.count) else {
+                throw ConfigError("RELAY_COMPLETION_WEBHOOK_SECRET must be whsec_ followed by the base64 of 24 to 64 bytes (Standard Webhooks)")
+            }
+            c.completionWebhookSecret = v
+        },
+        Option(env: "RELAY_COMPLETION_WEBHOOK_TIMEOUT", flag: "--completion-webhook-timeout", default: "10s", unit: "duration",
+               doc: "timeout of one completion webhook attempt (connect to response end); then it is retried") { c, v in
+            c.completionWebhookTimeoutMs = try duration(v, "RELAY_COMPLETION_WEBHOOK_TIMEOUT", 100...120_000)
+        },
+        Option(env: "RELAY_COMPLETION_WEBHOOK_MAX_ATTEMPTS", flag: "--completion-webhook-max-attempts", default: "10", unit: "attempts",
+               doc: "attempts per completion webhook; after the last failure it is dropped (relay_completion_webhooks_total{result=\"dropped\"})") { c, v in
+            c.completionWebhookMaxAttempts = try int(v, "RELAY_COMPLETION_WEBHOOK_MAX_ATTEMPTS", 1...100)
+        },
+        Option(env: "RELAY_COMPLETION_WEBHOOK_RETRY_BASE", flag: "--completion-webhook-retry-base", default: "2s", unit: "duration",
+               doc: "delay before the first retry of a completion webhook, doubled per retry up to 10m, with jitter") { c, v in
+            c.completionWebhookRetryBaseMs = try duration(v, "RELAY_COMPLETION_WEBHOOK_RETRY_BASE", 10...600_000)
+        },
+        Option(env: "RELAY_COMPLETION_WEBHOOK_GRACE", flag: "--completion-webhook-grace", default: "2s", unit: "duration",
+               doc: "how long after an answer ends a client may still read its end; one that does (any instance) means no webhook") { c, v in
+            c.completionWebhookGraceMs = try duration(v, "RELAY_COMPLETION_WEBHOOK_GRACE", 0...600_000)
         },
         Option(env: "RELAY_DEBUG_REPLAY_DELAY", flag: "--debug-replay-delay", default: "0", unit: "duration",
                doc: "test fault injection: stall between subscribe and replay", testOnly: true) { c, v in

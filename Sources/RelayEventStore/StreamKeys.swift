@@ -26,6 +26,9 @@ public struct StreamKeys: Sendable, Equatable {
     /// `relay:{id}:request`: the request a takeover continues (`StoredRequest`), same
     /// lifetime as `events` (docs/DATA_MODEL.md §6.1).
     public let request: String
+    /// `relay:{id}:delivered`: set when a client was written the stream's final event;
+    /// such an answer gets no completion webhook (`CompletionWebhookOutbox`, docs/PROTOCOL.md §13).
+    public let delivered: String
 
     public init(_ id: RequestID) { self.init(id.value) }
 
@@ -39,6 +42,7 @@ public struct StreamKeys: Sendable, Equatable {
         lease = p + "lease"
         cancel = p + "cancel"
         request = p + "request"
+        delivered = p + "delivered"
     }
 
     /// The request id inside a `relay:{id}:live` channel name, if it is one.

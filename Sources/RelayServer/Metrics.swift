@@ -16,6 +16,8 @@ public final class Metrics: Sendable {
         case cancelsPending
         case jwksParkedRequests
         case takeovers, continuationsRefused
+        case completionWebhooksQueued, completionWebhooksDelivered, completionWebhooksDropped, completionWebhooksSkipped
+        case completionWebhookAttemptsOK, completionWebhookAttemptsFailed, completionWebhookRetries
 
         var name: String {
             switch self {
@@ -51,6 +53,13 @@ public final class Metrics: Sendable {
             case .jwksParkedRequests: return "relay_jwks_waiting_requests_total"
             case .takeovers: return "relay_takeovers_total"
             case .continuationsRefused: return "relay_continuations_refused_total"
+            case .completionWebhooksQueued: return "relay_completion_webhooks_queued_total"
+            case .completionWebhooksDelivered: return "relay_completion_webhooks_total{result=\"delivered\"}"
+            case .completionWebhooksDropped: return "relay_completion_webhooks_total{result=\"dropped\"}"
+            case .completionWebhooksSkipped: return "relay_completion_webhooks_total{result=\"skipped\"}"
+            case .completionWebhookAttemptsOK: return "relay_completion_webhook_attempts_total{result=\"ok\"}"
+            case .completionWebhookAttemptsFailed: return "relay_completion_webhook_attempts_total{result=\"failed\"}"
+            case .completionWebhookRetries: return "relay_completion_webhook_retries_total"
             }
         }
 
@@ -66,6 +75,14 @@ public final class Metrics: Sendable {
             case .cancels: return "Generations stopped by DELETE /api/chat/stream/{id}."
             case .takeovers: return "Streams this instance took over after their owner's lease lapsed, to continue them (docs/PROTOCOL.md §4.5)."
             case .continuationsRefused: return "Streams taken over here that the upstream could not continue (no continuation support, unreadable stored request): ended with upstream_lost."
+            case .completionWebhooksQueued:
+                return "Answers this instance ended that were queued for a completion webhook (docs/PROTOCOL.md §13); one per answer across all instances."
+            case .completionWebhooksDelivered, .completionWebhooksDropped, .completionWebhooksSkipped:
+                return "Completion webhooks settled by this instance, by result: delivered (a 2xx answer), dropped (410 Gone, RELAY_COMPLETION_WEBHOOK_MAX_ATTEMPTS failed attempts, or the stream expired first), skipped (a client read the answer's end)."
+            case .completionWebhookAttemptsOK, .completionWebhookAttemptsFailed:
+                return "Completion webhook POSTs made by this instance, by result: ok (2xx), failed (another status, no answer, or RELAY_COMPLETION_WEBHOOK_TIMEOUT)."
+            case .completionWebhookRetries:
+                return "Failed completion webhook attempts followed by a retry after a backoff."
             case .jwksParkedRequests: return "Requests whose token named a kid the JWKS lacked (or came before the first set) and waited for a refetch (at most RELAY_JWT_JWKS_TIMEOUT)."
             case .cancelsPending: return "DELETE /api/chat/stream/{id} calls that came before their stream existed and left a cancel marker (docs/PROTOCOL.md §7)."
             case .slowConsumerDisconnects: return "Client connections cut because their unsent backlog exceeded the backpressure limit."

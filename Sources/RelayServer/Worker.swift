@@ -28,6 +28,7 @@ final class Worker: @unchecked Sendable {
     private var listener: HTTPListener?
     private var stateTimer: LoopTimer?
     private var jwksFetcher: JWKSFetcher?
+    private var webhookSender: CompletionWebhookSender?
     private let ticketKeys: ReadTicketKeyLoader
     /// During a drain: waits for the ended responses to be written out.
     private var drainPoll: LoopTimer?
@@ -52,11 +53,31 @@ final class Worker: @unchecked Sendable {
         hub = StreamHub(index: index, context: context, loop: loop, log: log, pubsub: pubsub, sessions: sessions,
                         ledger: BudgetLedger(connection: commands, scripts: log.scripts))
 
+        // Completion webhooks (docs/PROTOCOL.md §13): every worker queues its answers'
+        // messages; worker 0 of each instance sends from the shared outbox.
+        var webhookScripts: [String] = []
+        if let url = config.completionWebhookURL {
+            let outbox = CompletionWebhookOutbox(connection: commands, scripts: log.scripts)
+            webhookScripts = CompletionWebhookOutbox.allScripts
+            hub.completionWebhooks = CompletionWebhookQueue(outbox: outbox, metrics: context.metrics,
+                                                            graceMs: config.completionWebhookGraceMs,
+                                                            streamTTLms: config.bufferTTLms, wallMs: context.nowMs)
+            if index == 0 {
+                let commands = self.commands
+                webhookSender = try CompletionWebhookSender(
+                    loop: loop, outbox: outbox, metrics: context.metrics, url: url,
+                    signer: try StandardWebhookSigner(secret: config.completionWebhookSecret ?? ""),
+                    timeoutMs: config.completionWebhookTimeoutMs, graceMs: config.completionWebhookGraceMs,
+                    retry: CompletionWebhookRetry(maxAttempts: config.completionWebhookMaxAttempts,
+                                                  baseMs: config.completionWebhookRetryBaseMs),
+                    instance: context.instance, wallMs: context.nowMs, isConnected: { commands.isConnected })
+            }
+        }
         let hub = self.hub
         let ticketKeys = ReadTicketKeyLoader(keys: context.readTicketKeys, sessions: sessions, loop: loop)
         self.ticketKeys = ticketKeys
         commands.onConnect = { [unowned hub] in
-            log.connected(alsoLoading: BudgetLedger.allScripts)
+            log.connected(alsoLoading: BudgetLedger.allScripts + webhookScripts)
             hub.redisConnected()
             ticketKeys.load()
             Log.debug("redis connected", ["worker": index])
@@ -84,6 +105,7 @@ final class Worker: @unchecked Sendable {
             jwksFetcher = f
             f.start()
         }
+        webhookSender?.start()
         // Every second: this worker's Redis and readiness state for `/metrics`
         // (`relay_workers_redis_connected`, `relay_workers_ready`; the alerts use them).
         reportState()
@@ -111,6 +133,8 @@ final class Worker: @unchecked Sendable {
         listener = nil
         jwksFetcher?.stop()
         jwksFetcher = nil
+        webhookSender?.stop()
+        webhookSender = nil
         ticketKeys.stop()
         router?.keyWait?.stop()
         hub.stop()

@@ -71,6 +71,7 @@ enum ServeCommand {
             budgets = try BudgetPolicy.parse(config.budgets, defaultTier: config.defaultTier)
             models = try ModelPolicy(specification: config.models, fallbackModel: config.upstreamModel)
             adminKey = try AdminKey.fromEnvironment(config.adminKey)
+            try checkCompletionWebhook(config)
         } catch {
             printError("stream-relay: \(error)\n")
             return 2
@@ -118,6 +119,19 @@ enum ServeCommand {
         Log.info("stopped", [:])
         _ = sources
         return 0
+    }
+
+    /// The completion webhook's settings hold together (docs/PROTOCOL.md §13): a URL needs a
+    /// Standard Webhooks secret.
+    /// - Throws: `ConfigError` when `RELAY_COMPLETION_WEBHOOK_URL` is set without
+    ///   `RELAY_COMPLETION_WEBHOOK_SECRET`; `StandardWebhookSecretError` for a secret that is
+    ///   not `whsec_<base64 of 24–64 bytes>`.
+    static func checkCompletionWebhook(_ config: RelayConfig) throws {
+        guard config.completionWebhookURL != nil else { return }
+        guard let secret = config.completionWebhookSecret else {
+            throw ConfigError("RELAY_COMPLETION_WEBHOOK_URL needs RELAY_COMPLETION_WEBHOOK_SECRET (whsec_<base64>, Standard Webhooks)")
+        }
+        _ = try StandardWebhookSigner(secret: secret)
     }
 
     /// How each worker makes its upstream factory (`RELAY_UPSTREAM`). The HTTP

@@ -58,6 +58,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private var leaseTimer: LoopTimer?
     /// The worker's upstream factory, for continuing streams taken over here (`StreamTakeover`).
     var upstreams: UpstreamFactory?
+    /// Completion webhooks (docs/PROTOCOL.md §13), when `RELAY_COMPLETION_WEBHOOK_URL` is set.
+    var completionWebhooks: CompletionWebhookQueue?
 
     init(index: Int, context: ServerContext, loop: EventLoop, log: EventLog, pubsub: PubSub, sessions: SessionStore,
          ledger: BudgetLedger) {
@@ -373,6 +375,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     func isSlowConsumer(_ s: Subscription) -> Bool { sweeper.isSlowConsumer(s, nowMs: loop.nowMs) }
     func delivered(events: Int) { counters.delivered(events) }
+    func finalEventWritten(_ s: Subscription) { completionWebhooks?.finalEventRead(scopedID: s.id.value) }
     func merged(events: Int) { metrics.add(.deltasMerged, events) }
     func caughtUp(events: Int) { metrics.add(.catchUpMerged, events) }
     var slowLinkLimits: SlowLinkCoalescer.Limits {
@@ -388,8 +391,10 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     func upstreamFailed() { metrics.add(.upstreamErrors) }
 
     /// Settles a generation's reservation (`BudgetLedger.settle`, once per id).
+    /// The generation is ending (once, any way): its completion webhook is queued too.
     func settle(_ g: Generation, tokens: Int) {
         settler.settle(budgetKey: g.budget.key, id: g.id, tokens: tokens)
+        completionWebhooks?.answerEnding(scopedID: g.id.value, sub: g.owner)
     }
 
     /// An event of a generation on this worker was stored: delivered at once to this

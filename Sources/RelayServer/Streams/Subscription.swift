@@ -196,7 +196,10 @@ final class Subscription {
         if terminal, let last = now.last { outcome = last.kind == .done ? "done" : "error" }
         lastWriteMs = host.nowMs
         host.delivered(events: now.count)
-        if terminal { end() }
+        if terminal {
+            host.finalEventWritten(self)
+            end()
+        }
     }
 
     /// The common live case (the next seq, no replay under way): one event, written
@@ -242,6 +245,7 @@ final class Subscription {
         host.delivered(events: 1)
         if e.isTerminal {
             outcome = e.kind == .done ? "done" : "error"
+            host.finalEventWritten(self)
             end()
         }
     }

@@ -37,6 +37,9 @@ protocol SubscriptionHost: AnyObject {
     func isSlowConsumer(_ s: Subscription) -> Bool
     /// Counts events written to clients (flushed to `/metrics` on each sweep).
     func delivered(events: Int)
+    /// `s` wrote its stream's final event to its client (no completion webhook for it,
+    /// docs/PROTOCOL.md §13).
+    func finalEventWritten(_ s: Subscription)
     /// Counts deltas merged into a larger one for a backed-up client.
     func merged(events: Int)
     /// Counts events sent as one lossless catch-up delta (k events count k - 1).
@@ -46,6 +49,10 @@ protocol SubscriptionHost: AnyObject {
     /// The highest acknowledged seq of stream `id`'s generation running on this worker,
     /// `nil` when none runs here (`LiveSource.attach`).
     func localAckedSeq(_ id: RequestID) -> UInt64?
+}
+
+extension SubscriptionHost {
+    func finalEventWritten(_ s: Subscription) {}
 }
 
 /// What a `Generation` may ask of the worker that hosts it (implemented by
