@@ -170,6 +170,9 @@ public struct RelayConfig: Sendable, Equatable {
     public var defaultTier = RelayConfig.defaultTierName
     /// Running generations per session; default 3.
     public var maxStreamsPerSession = 3
+    /// How many times one answer may be continued by another instance after its owner's
+    /// lease lapsed (takeover, docs/PROTOCOL.md §4); 0 ends such answers with `upstream_lost`.
+    public var maxContinuations = 2
     /// Models each tier may use, `tier=model[|model…],…` (first = the tier's default);
     /// empty: only `UPSTREAM_MODEL` (docs/PROTOCOL.md §9).
     public var models = ""
@@ -460,6 +463,10 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_MAX_STREAMS_PER_SESSION", flag: "--max-streams-per-session", default: "3", unit: "generations",
                doc: "running generations per session") { c, v in
             c.maxStreamsPerSession = try int(v, "RELAY_MAX_STREAMS_PER_SESSION", 1...10_000_000)
+        },
+        Option(env: "RELAY_MAX_CONTINUATIONS", flag: "--max-continuations", default: "2", unit: "takeovers",
+               doc: "times one answer may be continued by another instance after its owner died (0: upstream_lost instead)") { c, v in
+            c.maxContinuations = try int(v, "RELAY_MAX_CONTINUATIONS", 0...100)
         },
         Option(env: "RELAY_MODELS", flag: "--models", default: "—", unit: "tier=models,…",
                doc: "models each tier may use (several joined by a vertical bar), the first its default; unset: only UPSTREAM_MODEL; another model: 400 model_not_allowed") { c, v in

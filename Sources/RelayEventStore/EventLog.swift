@@ -1,3 +1,4 @@
+import Foundation
 import RelayCore
 import RelayRedis
 
@@ -113,7 +114,8 @@ public final class EventLog {
     public func connected(alsoLoading others: [String] = []) {
         connectionEpoch &+= 1
         scripts.load([Scripts.create, Scripts.appendFinal, Scripts.appendStatus, Scripts.open, Scripts.catchUp,
-                      expireLeaseScript, Scripts.admit, Scripts.requestCancel] + others)
+                      expireLeaseScript, Scripts.admit, Scripts.requestCancel, Scripts.takeover, Scripts.appendFenced,
+                      Scripts.releaseLease] + others)
     }
 
     /// Owner lease of a running generation, ms (`relay:{id}:lease` `PX`); refreshed
@@ -123,14 +125,15 @@ public final class EventLog {
     /// Creates the stream (meta hash and an empty stream key, `Scripts.create`) unless
     /// the id is taken, and takes the lease.
     /// `budgetKey` and `promptEstimate` (tokens) are kept in the meta for a settlement
-    /// by another instance. `done(.success(true))` when created, `false` when it already existed.
+    /// by another instance. `request`: the `StoredRequest` a takeover continues (nil: the
+    /// stream cannot be taken over). `done(.success(true))` when created, `false` when it already existed.
     public func create(_ id: RequestID, owner: String, sid: String, instance: String, nowMs: UInt64,
-                       budgetKey: String, promptEstimate: Int,
+                       budgetKey: String, promptEstimate: Int, request: StoredRequest? = nil,
                        done: @escaping (Result<Bool, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
-        scripts.run(Scripts.create, keys: [k.meta, k.lease, k.events, k.text, k.offsets],
+        scripts.run(Scripts.create, keys: [k.meta, k.lease, k.events, k.text, k.offsets, k.request],
                     args: [owner, sid, instance, String(nowMs), String(ttlMs), String(EventLog.leaseMs),
-                           budgetKey, String(promptEstimate), maxLenArg]) { r in
+                           budgetKey, String(promptEstimate), maxLenArg, request.map { sealedRequest($0, k) } ?? ""]) { r in
             if let f = r.failure { return done(.failure(f)) }
             done(.success(r.int == 1))
         }
@@ -268,6 +271,14 @@ public final class EventLog {
         return cipher.seal(json, aad: k.events)
     }
 
+    /// A stream's `StoredRequest` as stored: sealed under the request key's name with the
+    /// cipher (docs/DATA_MODEL.md §15), else its encoding as it is.
+    func sealedRequest(_ request: StoredRequest, _ k: StreamKeys) -> String {
+        let encoded = request.encoded()
+        guard let cipher else { return encoded }
+        return cipher.seal(encoded, aad: k.request)
+    }
+
     /// The per-event command heads of a stream (`StreamCommands`): made once per
     /// appender, since its keys and this log's publish command do not change.
     public func commands(for k: StreamKeys) -> StreamCommands {
@@ -340,6 +351,7 @@ public final class EventLog {
     private func refreshTTLs(_ k: StreamKeys) {
         expire(k.events)
         expire(k.meta)
+        expire(k.request)
         if lossless {
             expire(k.text)
             expire(k.offsets)
@@ -352,11 +364,14 @@ public final class EventLog {
     /// written, the final event's own included (`TextCheckpoint.pending`); `nil` when
     /// none (or lossless resume is off). The caller publishes after `done` succeeds.
     /// `record`: the answer's `RetainedAnswer` value, kept for `retentionMs` (`nil`: none).
+    /// `stored`: the event as stored (`storedForm`; made here when `nil`). `epoch`: the
+    /// writer's ownership epoch (0: the stream's creator; `takeover`).
     public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: StreamState,
-                            text: TextCheckpoint.Write?, record: [UInt8]? = nil, stored: String? = nil,
+                            text: TextCheckpoint.Write?, record: [UInt8]? = nil, stored: String? = nil, epoch: UInt64 = 0,
                             done: @escaping (Result<Void, RedisFailure>) -> Void) {
         var args = [String(seq), stored ?? storedForm(json, k), maxLenArg, ttlArg, finalState.rawValue, losslessArg,
-                    record.map { String(decoding: $0, as: UTF8.self) } ?? "", String(retentionMs)]   // the record is UTF-8
+                    record.map { String(decoding: $0, as: UTF8.self) } ?? "", String(retentionMs),   // the record is UTF-8
+                    String(epoch)]
         if lossless, let w = text {
             if let cipher, !w.text.isEmpty {
                 args += [String(w.storedStart), cipher.seal(w.text, aad: EventLog.textAAD(k, start: w.start))]
@@ -366,7 +381,7 @@ public final class EventLog {
             args.reserveCapacity(args.count + 2 * w.offsets.count)
             for o in w.offsets { args += [String(o.seq), String(o.end)] }
         }
-        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets, k.answer], args: args,
+        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets, k.answer, k.request], args: args,
                     retryNoScript: false) { r in
             if let f = r.failure { return done(.failure(f)) }
             done(.success(()))
@@ -415,13 +430,14 @@ public final class EventLog {
     /// entries): `state` nil when the stream is gone. `textThrough`: the seq whose
     /// lossless-resume text is confirmed stored (0: none); its stored end offset comes
     /// back as `StoredTail.textEnd`.
-    /// `textStoredEnd`: the `text` key's confirmed length as stored
-    /// (`TextCheckpoint.confirmedStoredEnd`), which it must reach; `nil`: that seq's
-    /// end offset (plain text).
-    public func appendStatus(_ k: StreamKeys, after ackedSeq: UInt64, count: Int, textThrough: UInt64 = 0,
+    /// `epoch`: the caller's ownership epoch: the state reads `taken` when another
+    /// instance holds a newer one (`Scripts.takeover`). `textStoredEnd`: the `text` key's
+    /// confirmed length as stored (`TextCheckpoint.confirmedStoredEnd`), which it must
+    /// reach; `nil`: that seq's end offset (plain text).
+    public func appendStatus(_ k: StreamKeys, after ackedSeq: UInt64, count: Int, textThrough: UInt64 = 0, epoch: UInt64 = 0,
                              textStoredEnd: Int? = nil,
                              done: @escaping (Result<StoredTail, RedisFailure>) -> Void) {
-        var args = [String(ackedSeq), String(count), String(textThrough)]
+        var args = [String(ackedSeq), String(count), String(textThrough), String(epoch)]
         if let textStoredEnd { args.append(String(textStoredEnd)) }
         scripts.run(Scripts.appendStatus, keys: [k.events, k.meta, k.text, k.offsets], args: args) { [cipher] r in
             if let f = r.failure { return done(.failure(f)) }
@@ -475,9 +491,178 @@ public final class EventLog {
         }
     }
 
-    /// Releases the lease of a finished generation.
-    public func releaseLease(_ id: RequestID) {
+    /// Releases the lease of a finished generation: only while it names `instance`
+    /// (`Scripts.releaseLease`), so a lapsed owner never frees the lease of the instance
+    /// that took its stream over.
+    public func releaseLease(_ id: RequestID, instance: String) {
+        scripts.run(Scripts.releaseLease, keys: [StreamKeys(id).lease], args: [instance]) { _ in }
+    }
+
+    /// Ends this instance's lease at once (`DEL`), so another instance takes the stream
+    /// over (drain hand-over, docs/PROTOCOL.md §4).
+    public func dropLease(_ id: RequestID) {
         connection.send(["DEL", StreamKeys(id).lease], nil)
+    }
+
+    /// What `takeover` found (`Scripts.takeover`).
+    public enum Takeover: Sendable, Equatable {
+        /// The stream no longer exists.
+        case vanished
+        /// Nothing to do: not running, or its lease is held.
+        case ownerAlive
+        /// It cannot be continued (limit reached, no stored request, text not rebuildable):
+        /// end it with `expireLease`.
+        case notContinuable
+        /// Taken over: this instance owns it under `epoch`; continue after `topSeq`.
+        case taken(TakenStream)
+    }
+
+    /// A stream this instance took over: what its continuation needs.
+    public struct TakenStream: Sendable, Equatable {
+        /// The new ownership epoch (≥ 1): every append passes it.
+        public var epoch: UInt64
+        /// The last stored seq: the continuation appends from `topSeq + 1`.
+        public var topSeq: UInt64
+        /// The stored request bytes (`StoredRequest.decode`).
+        public var request: String
+        /// The text of the events before the oldest retained entry (from the lossless-resume
+        /// text key; empty when every event is retained).
+        public var prefix: String
+        /// The text of each retained event after `prefix`, seqs `topSeq - count + 1 … topSeq`.
+        public var retainedTexts: [String]
+        /// The answer's text so far (every stored `delta`, concatenated).
+        public var text: String { prefix + retainedTexts.joined() }
+        /// `delta` events stored so far (one completion token each; a running stream holds
+        /// no other kind).
+        public var deltas: Int { Int(topSeq) }
+        /// Continuations of this stream, this one included.
+        public var continuations: Int
+        /// The stream's owner (`sub`) and session id (the meta's).
+        public var owner: String
+        public var sid: String
+        /// Prompt tokens charged so far (the meta's `prompt`): the first call's estimate
+        /// plus each earlier continuation's re-sent prompt (`addPromptCharge`).
+        public var priorPrompt: Int
+        /// With text sealed at rest: the `text` key's length as stored (its records hold
+        /// `prefix`); `nil` for plain text.
+        public var textStoredEnd: Int? = nil
+        /// Each stored delta's length, bytes, seqs 1…`topSeq` (for the retained answer,
+        /// `StreamAppender.seedRetention`); `nil` when the offsets were not kept.
+        public var deltaLengths: [Int]? = nil
+    }
+
+    /// Takes over stream `id` when its owner lease lapsed and it may be continued
+    /// (`Scripts.takeover`, at most `maxContinuations` times per stream).
+    public func takeover(_ id: RequestID, instance: String, maxContinuations: Int,
+                         done: @escaping (Result<Takeover, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(Scripts.takeover, keys: [k.events, k.meta, k.lease, k.text, k.offsets, k.request],
+                    args: [instance, String(EventLog.leaseMs), String(maxContinuations), ttlArg, losslessArg,
+                           cipher != nil ? "1" : "0"]) { [cipher] r in
+            if let f = r.failure { return done(.failure(f)) }
+            let a = r.array ?? []
+            switch a.first?.int ?? 0 {
+            case -1: return done(.success(.vanished))
+            case -2: return done(.success(.notContinuable))
+            case 1: break
+            default: return done(.success(.ownerAlive))
+            }
+            guard a.count >= 12 else { return done(.success(.notContinuable)) }
+            done(EventLog.taken(a, keys: k, cipher: cipher).map { .taken($0) })
+        }
+    }
+
+    /// Decodes the reply of `Scripts.takeover` (1, epoch, top, request, prefix, entries,
+    /// continuations, owner, sid, prompt, offsets, whole sealed text): opens what is sealed
+    /// at rest and finds, with sealed text, the seq its records end at (the text after it
+    /// is in the retained entries). A value that does not open, or text that does not
+    /// meet the entries, fails with `UNREADABLE`.
+    static func taken(_ a: [RedisReply], keys k: StreamKeys, cipher: AtRestCipher?) -> Result<TakenStream, RedisFailure> {
+        let top = UInt64(max(0, a[2].int ?? 0))
+        let offsets: [UInt8]
+        if case .bulk(let o) = a[10] { offsets = o } else { offsets = [] }
+        func offset(_ seq: UInt64) -> Int? {
+            let i = Int(seq) * 4
+            guard seq > 0, i + 4 <= offsets.count else { return seq == 0 ? 0 : nil }
+            return offsets[i..<i + 4].reduce(0) { $0 << 8 | Int($1) }
+        }
+        let entries: [SequencedEvent]
+        switch EventLog.opened(EventLog.events(from: a[5]), key: k.events, cipher: cipher) {
+        case .success(let e): entries = e
+        case .failure(let f): return .failure(f)
+        }
+        let request: String
+        do { request = try AtRestValue.open(a[3].string ?? "", key: k.request, cipher: cipher) } catch {
+            return .failure(unreadable(error.description))
+        }
+        // Plain text: the script cut the text before the oldest retained entry. Sealed: the
+        // whole text key came back; its records end at an event whose end offset is their
+        // plaintext length.
+        var prefix = a[4].string ?? ""
+        var textThrough = (entries.first?.seq ?? top + 1) - 1
+        var storedEnd: Int?
+        if case .bulk(let whole) = a[11], !whole.isEmpty {
+            let plain: [UInt8]
+            do { plain = try EventLog.openText(whole, key: k, cipher: cipher) } catch {
+                return .failure(unreadable("\(error)"))
+            }
+            var through: UInt64? = plain.isEmpty ? 0 : nil
+            var seq = top
+            while through == nil && seq > 0 {
+                if offset(seq) == plain.count { through = seq }
+                seq -= 1
+            }
+            guard let t = through, t + 1 >= (entries.first?.seq ?? t + 1) else {
+                return .failure(unreadable("\(k.text): its records (\(plain.count) bytes) do not end where a retained entry begins"))
+            }
+            prefix = String(decoding: plain, as: UTF8.self)
+            textThrough = t
+            storedEnd = whole.count
+        }
+        var texts: [String] = []
+        for e in entries where e.seq > textThrough {
+            guard case .delta(let t)? = try? StreamEvent(jsonData: Data(e.json.utf8)) else {
+                return .failure(RedisFailure(code: .other("UNREADABLE"), message: "entry \(e.seq) of a running stream is not a delta"))
+            }
+            texts.append(t)
+        }
+        guard textThrough + UInt64(texts.count) == top else {
+            return .failure(unreadable("\(k.events): entries \(textThrough + 1)…\(top) are not all retained"))
+        }
+        // Each delta's length (bytes), for the retained answer: from the offsets before the
+        // retained texts, then the texts themselves; `nil` when the offsets are not there.
+        var lengths: [Int]? = []
+        var previous = 0
+        for seq in stride(from: UInt64(1), through: textThrough, by: 1) {
+            guard let end = offset(seq), end >= previous else { lengths = nil; break }
+            lengths?.append(end - previous)
+            previous = end
+        }
+        lengths?.append(contentsOf: texts.map { $0.utf8.count })
+        return .success(TakenStream(epoch: UInt64(max(0, a[1].int ?? 0)), topSeq: top, request: request,
+                                    prefix: prefix, retainedTexts: texts,
+                                    continuations: Int(a[6].int ?? 0), owner: a[7].string ?? "",
+                                    sid: a[8].string ?? "", priorPrompt: Int(a[9].string ?? "0") ?? 0,
+                                    textStoredEnd: storedEnd, deltaLengths: lengths))
+    }
+
+    /// Adds a continuation's re-sent prompt, tokens, to the meta's `prompt` (`HINCRBY`),
+    /// so whoever settles the stream later (`expireLease`, the next takeover) charges it.
+    public func addPromptCharge(_ id: RequestID, tokens: Int) {
+        connection.send(["HINCRBY", StreamKeys(id).meta, "prompt", String(tokens)], nil)
+    }
+
+    /// One non-final append of a taken-over stream (`Scripts.appendFenced`): like
+    /// `append`, checked against the writer's `epoch` in Redis. Trims with exact `MAXLEN`
+    /// on the seqs `StreamTrim` picks.
+    public func appendFenced(_ k: StreamKeys, seq: UInt64, json: String, epoch: UInt64, refreshTTL: Bool, stored: String? = nil,
+                             done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        scripts.run(Scripts.appendFenced, keys: [k.events, k.meta],
+                    args: [String(seq), stored ?? storedForm(json, k), String(epoch), trim.trims(seq: seq) ? trimmedLengthArg : ""]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            done(.success(()))
+        }
+        if refreshTTL { refreshTTLs(k) }
     }
 
     /// What `expireLease` did: `reply` is the seq appended, 0 when nothing was needed,

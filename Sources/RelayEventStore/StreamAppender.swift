@@ -166,13 +166,27 @@ public final class StreamAppender {
         return bytes
     }
 
+    /// The ownership epoch this appender writes under (docs/DATA_MODEL.md §6.1): 0 for the
+    /// stream's creator (plain pipelined `XADD`s); ≥ 1 after a takeover, when every
+    /// append is `EventLog.appendFenced`, checked against the meta's epoch in Redis, and
+    /// starts after `startSeq`.
+    public let ownershipEpoch: UInt64
+
     /// The highest acknowledged seq.
     public var ackedSeq: UInt64 { queue.ackedSeq }
     /// The lossless-resume text is confirmed stored through this seq (0: none yet;
     /// `TextCheckpoint.confirmedSeq`).
     public var textStoredThrough: UInt64 { checkpoint.confirmedSeq }
 
-    public init(log: EventLog, loop: EventLoop, id: RequestID) {
+    /// - Parameters:
+    ///   - ownershipEpoch: 0 for a new stream; a takeover's epoch (`EventLog.TakenStream`).
+    ///   - taken: a takeover (`EventLog.takeover`): appends go on after its `topSeq`, under
+    ///     its epoch; with lossless resume, the retained events' text is written again with
+    ///     the first text write (positional: the same bytes where the lost owner stored them).
+    public init(log: EventLog, loop: EventLoop, id: RequestID, taken: EventLog.TakenStream? = nil) {
+        let ownershipEpoch = taken?.epoch ?? 0
+        let startSeq = taken?.topSeq ?? 0
+        self.ownershipEpoch = ownershipEpoch
         self.log = log
         self.loop = loop
         self.id = id
@@ -181,8 +195,19 @@ public final class StreamAppender {
         self.ttlRefresh = TTLRefreshPolicy(ttlMs: log.ttlMs)
         // A group stays well inside the retained window (`MAXLEN`), so its entries can
         // be verified after a failure.
-        self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)))
-        self.checkpoint = TextCheckpoint(trim: log.trim, sealedKidBytes: log.cipher.map { $0.ring.currentKid.utf8.count })
+        self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)), ackedSeq: startSeq)
+        let kidBytes = log.cipher.map { $0.ring.currentKid.utf8.count }
+        if let taken {
+            // The text its records (sealed) or the oldest retained entry (plain) leave off
+            // at is stored; the retained events' text after it is written again.
+            let firstRetained = taken.topSeq - UInt64(taken.retainedTexts.count) + 1
+            var cp = TextCheckpoint(trim: log.trim, sealedKidBytes: kidBytes, confirmedSeq: firstRetained - 1,
+                                    confirmedEnd: taken.prefix.utf8.count, confirmedStoredEnd: taken.textStoredEnd)
+            for (i, t) in taken.retainedTexts.enumerated() { cp.add(seq: firstRetained + UInt64(i), text: t) }
+            self.checkpoint = cp
+        } else {
+            self.checkpoint = TextCheckpoint(trim: log.trim, sealedKidBytes: kidBytes)
+        }
         self.epoch = log.connectionEpoch
     }
 
@@ -228,7 +253,13 @@ public final class StreamAppender {
             if let state = p.finalState {
                 log.appendFinal(keys, seq: seq, json: p.json, finalState: state,
                                 text: log.lossless ? checkpoint.pending(through: seq) : nil,
-                                record: record(seq: seq, json: p.json, state: state), stored: p.stored) { r in
+                                record: record(seq: seq, json: p.json, state: state), stored: p.stored,
+                                epoch: ownershipEpoch) { r in
+                    self.replied(seq: seq, p, r)
+                }
+            } else if ownershipEpoch > 0 {
+                log.appendFenced(keys, seq: seq, json: p.json, epoch: ownershipEpoch, refreshTTL: p.refreshTTL,
+                                 stored: p.stored) { r in
                     self.replied(seq: seq, p, r)
                 }
             } else {
@@ -348,6 +379,7 @@ public final class StreamAppender {
         let text = log.lossless && checkpoint.confirmedSeq > 0
             ? (seq: checkpoint.confirmedSeq, end: checkpoint.confirmedEnd) : nil
         log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2, textThrough: text?.seq ?? 0,
+                         epoch: ownershipEpoch,
                          textStoredEnd: text != nil && log.cipher != nil ? checkpoint.confirmedStoredEnd : nil) { r in
             self.verifying = false
             guard !self.isClosed else { return }

@@ -17,6 +17,7 @@ public final class Metrics: Sendable {
         case cancelsPending
         case jwksParkedRequests
         case resumesRetained, answersRetained, answersRetainedBytes, answersNotRetainedOversize, answersNotRetainedIncomplete, answerReads, answersErased
+        case takeovers, continuationsRefused
         case completionWebhooksQueued, completionWebhooksDelivered, completionWebhooksDropped, completionWebhooksSkipped
         case completionWebhookAttemptsOK, completionWebhookAttemptsFailed, completionWebhookRetries
         case atRestSeals, atRestOpens, atRestOpenFailures
@@ -60,6 +61,8 @@ public final class Metrics: Sendable {
             case .answersNotRetainedIncomplete: return "relay_answers_not_retained_total{reason=\"incomplete\"}"
             case .answerReads: return "relay_answer_reads_total"
             case .answersErased: return "relay_answers_erased_total"
+            case .takeovers: return "relay_takeovers_total"
+            case .continuationsRefused: return "relay_continuations_refused_total"
             case .completionWebhooksQueued: return "relay_completion_webhooks_queued_total"
             case .completionWebhooksDelivered: return "relay_completion_webhooks_total{result=\"delivered\"}"
             case .completionWebhooksDropped: return "relay_completion_webhooks_total{result=\"dropped\"}"
@@ -92,6 +95,8 @@ public final class Metrics: Sendable {
             case .answersErased: return "Retained answers deleted by POST /admin/users/{sub}/answers/erase (data-erasure requests)."
             case .revocations: return "Live streams cut because their session was revoked."
             case .cancels: return "Generations stopped by DELETE /api/chat/stream/{id}."
+            case .takeovers: return "Streams this instance took over after their owner's lease lapsed, to continue them (docs/PROTOCOL.md §4.5)."
+            case .continuationsRefused: return "Streams taken over here that the upstream could not continue (no continuation support, unreadable stored request): ended with upstream_lost."
             case .completionWebhooksQueued:
                 return "Answers this instance ended that were queued for a completion webhook (docs/PROTOCOL.md §13); one per answer across all instances."
             case .completionWebhooksDelivered, .completionWebhooksDropped, .completionWebhooksSkipped:

@@ -97,7 +97,9 @@ final class Worker: @unchecked Sendable {
         commands.connect()
         pubsubConnection.connect()
 
-        let router = Router(context: context, hub: hub, upstreams: context.makeUpstreams(), ticketKeys: ticketKeys,
+        let upstreams = context.makeUpstreams()
+        hub.upstreams = upstreams
+        let router = Router(context: context, hub: hub, upstreams: upstreams, ticketKeys: ticketKeys,
                             isReady: { [unowned self] in self.isReady },
                             notReadyReason: { [unowned self] in self.notReadyReason })
         self.router = router

@@ -89,12 +89,22 @@ public struct TextCheckpoint: Sendable, Equatable {
     /// The last write failed and nothing has been written since.
     public private(set) var lastWriteFailed = false
 
-    /// - Parameter trim: the stream's trim rule; `every` is an eighth of the cap (at most
-    ///   32, at least 1), `holdAfter` half the cap, at most `trim.minRetained` and
-    ///   `trim.maxLen − 1`.
-    ///   `sealedKidBytes`: the at-rest kid's length when text is sealed (`nil`: plain).
-    public init(trim: StreamTrim, sealedKidBytes: Int? = nil) {
+    /// - Parameters:
+    ///   - trim: the stream's trim rule; `every` is an eighth of the cap (at most
+    ///     32, at least 1), `holdAfter` half the cap, at most `trim.minRetained` and
+    ///     `trim.maxLen − 1`.
+    ///   - sealedKidBytes: the at-rest kid's length when text is sealed (`nil`: plain).
+    ///   - confirmedSeq: the seq whose text is already stored (a takeover starts after the
+    ///     text its records or the oldest retained entry leave off at; 0 for a new stream).
+    ///   - confirmedEnd: that text's length, bytes.
+    ///   - confirmedStoredEnd: the `text` key's length as stored through `confirmedSeq`
+    ///     (sealed records); `nil`: `confirmedEnd`.
+    public init(trim: StreamTrim, sealedKidBytes: Int? = nil, confirmedSeq: UInt64 = 0, confirmedEnd: Int = 0,
+                confirmedStoredEnd: Int? = nil) {
         self.sealedKidBytes = sealedKidBytes
+        self.confirmedSeq = confirmedSeq
+        self.confirmedEnd = confirmedEnd
+        self.confirmedStoredEnd = confirmedStoredEnd ?? confirmedEnd
         holdAfter = min(trim.maxLen / 2, trim.minRetained, trim.maxLen - 1)
         every = max(1, min(32, trim.maxLen / 8, holdAfter))
     }

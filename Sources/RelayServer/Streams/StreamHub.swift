@@ -5,6 +5,7 @@ import RelayRedis
 import RelayConfiguration
 import RelayEventStore
 import RelayBudgets
+import RelayUpstream
 
 /// The worker's live streams (docs/ARCHITECTURE.md): the registry of subscriptions and
 /// generations keyed by `RequestID`, and the dispatch of pub/sub messages — live events,
@@ -55,6 +56,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private var startingReplays = false
     private var sweepTimer: LoopTimer?
     private var leaseTimer: LoopTimer?
+    /// The worker's upstream factory, for continuing streams taken over here (`StreamTakeover`).
+    var upstreams: UpstreamFactory?
     /// Completion webhooks (docs/PROTOCOL.md §13), when `RELAY_COMPLETION_WEBHOOK_URL` is set.
     var completionWebhooks: CompletionWebhookQueue?
 
@@ -73,10 +76,14 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         settler = ReservationSettler(ledger: ledger, metrics: context.metrics)
         sweeper = ConnectionSweeper(config: context.config, metrics: context.metrics, outage: outage)
         leases = OwnerLeases(loop: loop, log: log, sessions: sessions, ledger: ledger, settler: settler, outage: outage,
-                             instance: context.instance, wallMs: context.nowMs)
+                             instance: context.instance, maxContinuations: context.config.maxContinuations, wallMs: context.nowMs)
         retries = ReplayRetries(loop: loop)
         replayAdmission = ReplayAdmission(maxInFlight: context.config.replayConcurrency)
         revocations = RevocationWatcher(sessions: sessions)
+        leases.continueStream = { [unowned self] id, taken in
+            guard let upstreams = self.upstreams else { return }
+            StreamTakeover.continueStream(id, taken, hub: self, upstreams: upstreams)
+        }
         pubsub.onMessage = { [unowned self] ch, payload in self.message(channel: ch, payload: payload) }
         pubsub.onResubscribed = { [unowned self] ch in
             if ch == StreamKeys.revocationsChannel { return self.recheckAllSessions() }
@@ -149,8 +156,13 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         g.subscribers = nil
         let entry = subscriptions[g.id.value]
         if entry?.isEmpty == true { subscriptions[g.id.value] = nil }
-        log.releaseLease(g.id)
-        sessions.release(owner: g.ownerHash, sid: g.sid, id: g.id)
+        if g.handedOver {
+            // Another instance continues it (`DrainCoordinator.timeOut`): the lease ends now.
+            log.dropLease(g.id)
+        } else if !g.takenOver {
+            log.releaseLease(g.id, instance: context.instance)
+            sessions.release(owner: g.ownerHash, sid: g.sid, id: g.id)
+        }
         metrics.gauge(.runningGenerations, -1)
         metrics.observe(.streamDuration, seconds: Double(loop.nowMs - g.startedMs) / 1000)
         // Nothing more is delivered locally. A subscription still open (normally none: the
@@ -301,8 +313,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     static let offsetReadFlushMs: UInt64 = 200
     private var drainFlushTimer: LoopTimer?
 
-    /// Drain timeout: end the remaining generations with an error.
-    func abortGenerations() { drainer.timeOut(Array(generations.values)) }
+    /// Drain timeout: hand the remaining generations over to another instance
+    /// (`RELAY_MAX_CONTINUATIONS` > 0), else end them with an error.
+    func abortGenerations() { drainer.timeOut(Array(generations.values), handOver: config.maxContinuations > 0) }
 
     // MARK: SubscriptionHost
 
