@@ -52,7 +52,7 @@ let package = Package(
         // The event store (docs/DATA_MODEL.md): the per-stream event log, the ordered appender,
         // keys, Lua scripts, live channels, session slots and revocation markers; the append
         // queue, trim, TTL refresh, text checkpoints and lease rules are pure decisions (Decisions/).
-        .target(name: "RelayEventStore", dependencies: ["CLibevent", "RelayRedis", "RelayCluster", "RelayLoop", "RelayConfiguration", "RelayCore"],
+        .target(name: "RelayEventStore", dependencies: ["CLibevent", "COpenSSL", "RelayRedis", "RelayCluster", "RelayLoop", "RelayConfiguration", "RelayCore"],
                 swiftSettings: [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]),
         // Token budgets: the ledger in Redis (reserve, refresh, settle); limits by tier and the
         // reservation arithmetic are pure decisions (Decisions/).

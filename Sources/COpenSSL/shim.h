@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 #include <openssl/param_build.h>
 #include <openssl/pem.h>
+#include <openssl/rand.h>
 
 /* JWK (RFC 7517/7518 §6) ⇄ OpenSSL 3 keys for RelayAuth. No crypto is implemented here:
  * these only build keys from their parameters with EVP_PKEY_fromdata (OSSL_PARAM_BLD),
@@ -174,5 +175,47 @@ static inline int srossl_generate(int kind, srossl_params *out) {
 
 /* Frees a string or buffer returned by these helpers. */
 static inline void srossl_free(void *p) { free(p); }
+
+/* AES-256-GCM (NIST SP 800-38D) through EVP, for values sealed at rest (RelayEventStore's
+ * AtRestCipher). A context is made once per key and direction (the key schedule is done
+ * once); each seal or open only sets its 12-byte nonce. Returns 1 on success; an open
+ * returns 0 when the tag does not verify (wrong key, wrong associated data, altered bytes). */
+static inline EVP_CIPHER_CTX *srossl_gcm_new(const unsigned char *key32, int encrypt) {
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    if (c == NULL) return NULL;
+    int ok = encrypt ? EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, key32, NULL)
+                     : EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, key32, NULL);
+    if (ok != 1) { EVP_CIPHER_CTX_free(c); return NULL; }
+    return c;
+}
+
+static inline void srossl_gcm_free(EVP_CIPHER_CTX *c) { EVP_CIPHER_CTX_free(c); }
+
+static inline int srossl_gcm_seal(EVP_CIPHER_CTX *c, const unsigned char *nonce12,
+                                  const unsigned char *aad, int aad_len,
+                                  const unsigned char *pt, int n, unsigned char *ct, unsigned char *tag16) {
+    int len = 0, fin = 0;
+    if (EVP_EncryptInit_ex(c, NULL, NULL, NULL, nonce12) != 1) return 0;
+    if (aad_len > 0 && EVP_EncryptUpdate(c, NULL, &len, aad, aad_len) != 1) return 0;
+    len = 0;
+    if (n > 0 && EVP_EncryptUpdate(c, ct, &len, pt, n) != 1) return 0;
+    if (EVP_EncryptFinal_ex(c, ct + len, &fin) != 1) return 0;
+    return EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, 16, tag16) == 1;
+}
+
+static inline int srossl_gcm_open(EVP_CIPHER_CTX *c, const unsigned char *nonce12,
+                                  const unsigned char *aad, int aad_len,
+                                  const unsigned char *ct, int n, const unsigned char *tag16, unsigned char *pt) {
+    int len = 0, fin = 0;
+    if (EVP_DecryptInit_ex(c, NULL, NULL, NULL, nonce12) != 1) return 0;
+    if (aad_len > 0 && EVP_DecryptUpdate(c, NULL, &len, aad, aad_len) != 1) return 0;
+    len = 0;
+    if (n > 0 && EVP_DecryptUpdate(c, pt, &len, ct, n) != 1) return 0;
+    if (EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, 16, (void *)tag16) != 1) return 0;
+    return EVP_DecryptFinal_ex(c, pt + len, &fin) == 1;
+}
+
+/* Fills buf with n bytes from OpenSSL's CSPRNG. Returns 1 on success. */
+static inline int srossl_random(unsigned char *buf, int n) { return RAND_bytes(buf, n); }
 
 #endif

@@ -124,6 +124,10 @@ public struct RelayConfig: Sendable, Equatable {
     /// Lossless resume beyond the retained window (docs/PROTOCOL.md §6, docs/DATA_MODEL.md §4);
     /// default on.
     public var losslessResume = true
+    /// At-rest keys (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md §15): `kid:base64` pairs,
+    /// comma-separated, the current first, or `file:///path` to a file holding them;
+    /// parsed at start (`AtRestKeyRing`). `nil`: stored values are plaintext.
+    public var encryptionKeys: String?
     /// How long a finished answer's record is kept after its final event, ms
     /// (`RELAY_ANSWER_RETENTION`, docs/PROTOCOL.md §6.5); default 86,400,000 (24 h), 0 off.
     public var answerRetentionMs = 86_400_000
@@ -166,6 +170,9 @@ public struct RelayConfig: Sendable, Equatable {
     public var defaultTier = RelayConfig.defaultTierName
     /// Running generations per session; default 3.
     public var maxStreamsPerSession = 3
+    /// How many times one answer may be continued by another instance after its owner's
+    /// lease lapsed (takeover, docs/PROTOCOL.md §4); 0 ends such answers with `upstream_lost`.
+    public var maxContinuations = 2
     /// Models each tier may use, `tier=model[|model…],…` (first = the tier's default);
     /// empty: only `UPSTREAM_MODEL` (docs/PROTOCOL.md §9).
     public var models = ""
@@ -457,6 +464,10 @@ public struct RelayConfig: Sendable, Equatable {
                doc: "running generations per session") { c, v in
             c.maxStreamsPerSession = try int(v, "RELAY_MAX_STREAMS_PER_SESSION", 1...10_000_000)
         },
+        Option(env: "RELAY_MAX_CONTINUATIONS", flag: "--max-continuations", default: "2", unit: "takeovers",
+               doc: "times one answer may be continued by another instance after its owner died (0: upstream_lost instead)") { c, v in
+            c.maxContinuations = try int(v, "RELAY_MAX_CONTINUATIONS", 0...100)
+        },
         Option(env: "RELAY_MODELS", flag: "--models", default: "—", unit: "tier=models,…",
                doc: "models each tier may use (several joined by a vertical bar), the first its default; unset: only UPSTREAM_MODEL; another model: 400 model_not_allowed") { c, v in
             c.models = v
@@ -579,6 +590,13 @@ public struct RelayConfig: Sendable, Equatable {
         Option(env: "RELAY_LOSSLESS_RESUME", flag: "--lossless-resume", default: "on", unit: "on/off",
                doc: "keep the full text for resumes beyond the window: on/off") { c, v in
             c.losslessResume = try bool(v, "RELAY_LOSSLESS_RESUME")
+        },
+        Option(env: "RELAY_ENCRYPTION_KEYS", flag: "--encryption-keys", default: "—", unit: "kid:base64,… or file:///path",
+               doc: "seal events, live messages and answer text in Redis with AES-256-GCM (unset: plaintext): comma-separated kid:base64-of-32-bytes pairs, the current key first (older keys still open), or file:///path to a file holding them (docs/DATA_MODEL.md §15)") { c, v in
+            guard !v.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+                throw ConfigError("RELAY_ENCRYPTION_KEYS is empty: give kid:base64-of-32-bytes pairs, comma-separated, the current key first, or file:///path")
+            }
+            c.encryptionKeys = v
         },
         Option(env: "RELAY_ANSWER_RETENTION", flag: "--answer-retention", default: "24h", unit: "duration",
                doc: "how long a finished answer (done, cancelled, budget cut) is kept after its final event for resumes and GET /api/chat/answers/{id} once its events expired: 24h, 90m, 0 (off)") { c, v in

@@ -55,6 +55,8 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
     public static func notReady(_ m: String) -> APIError { .init(.notReady, m) }
     /// 500 `internal_error`.
     public static func internalError(_ m: String) -> APIError { .init(.internalError, m) }
+    /// 500: a stored value of the stream does not open (docs/DATA_MODEL.md §15).
+    public static func storedDataUnreadable(_ m: String) -> APIError { .init(.storedDataUnreadable, m) }
     /// 401 `session_revoked` (an `error` event: the session was revoked mid-stream).
     public static let sessionRevoked = APIError(.sessionRevoked, "the session was revoked")
     /// 401 `token_expired` (an `error` event: the token expired mid-stream).

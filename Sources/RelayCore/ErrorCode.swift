@@ -40,6 +40,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, ExpressibleByStri
     public static let notImplemented: ErrorCode = "not_implemented"
     public static let httpVersionNotSupported: ErrorCode = "http_version_not_supported"
     public static let tooManyPendingRequests: ErrorCode = "too_many_pending_requests"
+    public static let storedDataUnreadable: ErrorCode = "stored_data_unreadable"
 
     /// The relay's own codes, in the order of the error table.
     public static let allCases: [ErrorCode] = [
@@ -70,7 +71,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, ExpressibleByStri
         .headerFieldsTooLarge,
         .notImplemented,
         .httpVersionNotSupported,
-        .tooManyPendingRequests
+        .tooManyPendingRequests,
+        .storedDataUnreadable
     ]
 
     /// Whether the relay itself sends this code (one of `allCases`).
@@ -101,7 +103,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, ExpressibleByStri
         case .resumeGap: return 409
         case .bodyTooLarge: return 413
         case .tokenBudgetExhausted, .tooManyStreams: return 429
-        case .internalError: return 500
+        case .internalError, .storedDataUnreadable: return 500
         case .upstreamError: return 502
         case .notReady, .upstreamLost, .redisUnavailable, .streamLost, .tooManyPendingRequests: return 503
         case .upstreamTimeout: return 504
@@ -115,7 +117,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, ExpressibleByStri
         case .sessionRevoked, .tokenExpired, .upstreamError, .upstreamTimeout, .upstreamLost,
              .redisUnavailable, .streamLost:
             return .inStream
-        case .resumeGap:
+        case .resumeGap, .storedDataUnreadable:
             return .both
         default:
             return .beforeStream
@@ -153,6 +155,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, ExpressibleByStri
         case .notImplemented: return "a transfer coding other than `chunked` (RFC 9112 §6.1); the connection is closed"
         case .httpVersionNotSupported: return "an HTTP version other than 1.0 and 1.1; the connection is closed"
         case .tooManyPendingRequests: return "this worker already has `RELAY_MAX_PENDING_REQUESTS` connections part-way through sending a request; retry"
+        case .storedDataUnreadable: return "a stored event or text of the stream does not open with this relay's `RELAY_ENCRYPTION_KEYS` (a kid it does not hold, another key, altered bytes: docs/DATA_MODEL.md §15); nothing of it is sent"
         default: return "not a code of the relay's"
         }
     }

@@ -9,6 +9,9 @@ public final class AnswerStore {
     /// The worker's command connection.
     public let connection: any RedisCommandChannel
 
+    /// Opens records sealed at rest (docs/DATA_MODEL.md §15); the worker's, set by `EventLog`.
+    public var cipher: AtRestCipher?
+
     public init(connection: any RedisCommandChannel) {
         self.connection = connection
     }
@@ -19,14 +22,26 @@ public final class AnswerStore {
         case redis(RedisFailure)
         /// The value is not a `RetainedAnswer` (another version's encoding, damage).
         case undecodable
+        /// The value is sealed and does not open with this relay's keys (why, for logs;
+        /// docs/DATA_MODEL.md §15).
+        case unreadable(String)
     }
 
     /// Reads stream `id`'s retained answer (`GET relay:{id}:answer`); `nil` when there is
     /// none (never written, expired, erased).
     public func read(_ id: RequestID, done: @escaping (Result<RetainedAnswer?, ReadFailure>) -> Void) {
-        connection.send(["GET", StreamKeys(id).answer]) { r in
+        let key = StreamKeys(id).answer
+        connection.send(["GET", key]) { [cipher] r in
             if let f = r.failure { return done(.failure(.redis(f))) }
-            guard case .bulk(let bytes) = r else { return done(.success(nil)) }
+            guard case .bulk(var bytes) = r else { return done(.success(nil)) }
+            if SealedFormat.looksSealed(bytes) {
+                guard let cipher else { return done(.failure(.unreadable(AtRestOpenError(.noKeys, key: key).description))) }
+                do {
+                    bytes = try bytes.withUnsafeBufferPointer { b throws(AtRestOpenError) in try cipher.open(b, aad: key) }
+                } catch {
+                    return done(.failure(.unreadable("\(error)")))
+                }
+            }
             guard let a = try? RetainedAnswer(decoding: bytes) else { return done(.failure(.undecodable)) }
             done(.success(a))
         }

@@ -1,3 +1,4 @@
+import Foundation
 import RelayCore
 import RelayRedis
 
@@ -44,6 +45,9 @@ public final class EventLog {
 
     /// Which appends trim the stream, and to what length (`StreamTrim`).
     public let trim: StreamTrim
+    /// Seals event payloads and text at rest (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md
+    /// §15); `nil`: stored as plaintext. This worker's own (it owns EVP contexts).
+    public let cipher: AtRestCipher?
 
     // Constant command arguments, formatted once instead of once per append.
     private let maxLenArg: String
@@ -77,13 +81,16 @@ public final class EventLog {
 
     /// - Parameter sharded: publish live events with `SPUBLISH` (Redis Cluster: the
     ///   live channel is a sharded channel, subscribed with `ShardedPubSub`).
+    /// - Parameter cipher: seals what is stored at rest (docs/DATA_MODEL.md §15); `nil`: plaintext.
     ///   - retentionMs: `RELAY_ANSWER_RETENTION`, ms (0: finished answers are not kept).
     ///   - retentionMaxBytes: `RELAY_ANSWER_RETENTION_MAX_BYTES`, bytes.
     public init(connection: any RedisCommandChannel, maxLen: Int, ttlMs: Int, lossless: Bool, sharded: Bool = false,
-                retentionMs: Int = 0, retentionMaxBytes: Int = 1 << 20) {
+                retentionMs: Int = 0, retentionMaxBytes: Int = 1 << 20, cipher: AtRestCipher? = nil) {
+        self.cipher = cipher
         self.retentionMs = retentionMs
         self.retentionMaxBytes = retentionMaxBytes
         self.answers = AnswerStore(connection: connection)
+        answers.cipher = cipher
         expireLeaseScript = sharded ? Scripts.expireLeaseSharded : Scripts.expireLease
         publishCommand = sharded ? "SPUBLISH" : "PUBLISH"
         self.connection = connection
@@ -107,7 +114,8 @@ public final class EventLog {
     public func connected(alsoLoading others: [String] = []) {
         connectionEpoch &+= 1
         scripts.load([Scripts.create, Scripts.appendFinal, Scripts.appendStatus, Scripts.open, Scripts.catchUp,
-                      expireLeaseScript, Scripts.admit, Scripts.requestCancel] + others)
+                      expireLeaseScript, Scripts.admit, Scripts.requestCancel, Scripts.takeover, Scripts.appendFenced,
+                      Scripts.releaseLease] + others)
     }
 
     /// Owner lease of a running generation, ms (`relay:{id}:lease` `PX`); refreshed
@@ -117,14 +125,15 @@ public final class EventLog {
     /// Creates the stream (meta hash and an empty stream key, `Scripts.create`) unless
     /// the id is taken, and takes the lease.
     /// `budgetKey` and `promptEstimate` (tokens) are kept in the meta for a settlement
-    /// by another instance. `done(.success(true))` when created, `false` when it already existed.
+    /// by another instance. `request`: the `StoredRequest` a takeover continues (nil: the
+    /// stream cannot be taken over). `done(.success(true))` when created, `false` when it already existed.
     public func create(_ id: RequestID, owner: String, sid: String, instance: String, nowMs: UInt64,
-                       budgetKey: String, promptEstimate: Int,
+                       budgetKey: String, promptEstimate: Int, request: StoredRequest? = nil,
                        done: @escaping (Result<Bool, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
-        scripts.run(Scripts.create, keys: [k.meta, k.lease, k.events, k.text, k.offsets],
+        scripts.run(Scripts.create, keys: [k.meta, k.lease, k.events, k.text, k.offsets, k.request],
                     args: [owner, sid, instance, String(nowMs), String(ttlMs), String(EventLog.leaseMs),
-                           budgetKey, String(promptEstimate), maxLenArg]) { r in
+                           budgetKey, String(promptEstimate), maxLenArg, request.map { sealedRequest($0, k) } ?? ""]) { r in
             if let f = r.failure { return done(.failure(f)) }
             done(.success(r.int == 1))
         }
@@ -185,9 +194,10 @@ public final class EventLog {
     /// Reads the retained events after `seq`: `XRANGE key (<seq>-0 +` (Redis `XRANGE`
     /// doc, exclusive range), in seq order.
     public func range(_ id: RequestID, after seq: UInt64, done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
-        connection.send(["XRANGE", StreamKeys(id).events, "(\(seq)-0", "+"]) { r in
+        let key = StreamKeys(id).events
+        connection.send(["XRANGE", key, "(\(seq)-0", "+"]) { [cipher] r in
             if let f = r.failure { return done(.failure(f)) }
-            done(.success(EventLog.events(from: r)))
+            done(EventLog.opened(EventLog.events(from: r), key: key, cipher: cipher))
         }
     }
 
@@ -195,10 +205,24 @@ public final class EventLog {
     /// a lossless catch-up; `nil` when the text has expired.
     public func catchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<String?, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
-        scripts.run(Scripts.catchUp, keys: [k.text, k.offsets], args: [String(from), String(to)]) { r in
+        let sealed = cipher != nil
+        scripts.run(Scripts.catchUp, keys: [k.text, k.offsets], args: [String(from), String(to), sealed ? "1" : "0"]) { [cipher] r in
             if let f = r.failure { return done(.failure(f)) }
-            guard let a = r.array, a.count == 2 else { return done(.success(nil)) }
-            done(.success(a[1].string ?? ""))
+            guard let a = r.array, a.count >= 2 else { return done(.success(nil)) }
+            guard a.count == 3, case .bulk(let whole) = a[2] else {
+                return done(.success(a[1].string ?? ""))
+            }
+            // Sealed: the whole text key came back (its records); open them and cut.
+            let start = Int(a[0].int ?? 0), end = Int(a[1].int ?? 0)
+            do {
+                let plain = try EventLog.openText(whole, key: k, cipher: cipher)
+                guard end >= start, end <= plain.count else {
+                    return done(.failure(EventLog.unreadable("\(k.text): its records hold \(plain.count) bytes, offsets ask for \(start)..<\(end)")))
+                }
+                done(.success(String(decoding: plain[start..<end], as: UTF8.self)))
+            } catch {
+                done(.failure(EventLog.unreadable("\(error)")))
+            }
         }
     }
 
@@ -214,7 +238,9 @@ public final class EventLog {
     /// `reply` gets the `XADD`'s reply, read in place (`appendOutcome` turns it into the
     /// outcome; one closure per event, the caller's); the `PEXPIRE` replies are only
     /// counted (`onAuxiliaryFailure`). The caller publishes after a success (`publish`).
-    public func append(_ s: StreamCommands, seq: UInt64, json: String, refreshTTL: Bool,
+    /// `stored`: the event as stored (`storedForm`), when the caller made it already (the
+    /// appender seals each event once for its entry and its live message).
+    public func append(_ s: StreamCommands, seq: UInt64, json: String, refreshTTL: Bool, stored: String? = nil,
                        reply: @escaping (RedisReplyView) -> Void) {
         let trims = trim.trims(seq: seq)
         let c = command
@@ -226,7 +252,7 @@ public final class EventLog {
         }
         c.add(entryID: seq)
         c.add(constant: "e")
-        c.add(json)
+        c.add(stored ?? storedForm(json, s.keys))
         connection.send(c, view: reply)
         if refreshTTL { refreshTTLs(s.keys) }
     }
@@ -236,6 +262,21 @@ public final class EventLog {
     public func append(_ k: StreamKeys, seq: UInt64, json: String, refreshTTL: Bool,
                        reply: @escaping (RedisReplyView) -> Void) {
         append(commands(for: k), seq: seq, json: json, refreshTTL: refreshTTL, reply: reply)
+    }
+
+    /// An event as it is stored in the stream's entry and live message: sealed under the
+    /// events key's name with the cipher (docs/DATA_MODEL.md §15), else the JSON itself.
+    public func storedForm(_ json: String, _ k: StreamKeys) -> String {
+        guard let cipher else { return json }
+        return cipher.seal(json, aad: k.events)
+    }
+
+    /// A stream's `StoredRequest` as stored: sealed under the request key's name with the
+    /// cipher (docs/DATA_MODEL.md §15), else its encoding as it is.
+    func sealedRequest(_ request: StoredRequest, _ k: StreamKeys) -> String {
+        let encoded = request.encoded()
+        guard let cipher else { return encoded }
+        return cipher.seal(encoded, aad: k.request)
     }
 
     /// The per-event command heads of a stream (`StreamCommands`): made once per
@@ -270,7 +311,15 @@ public final class EventLog {
         // Whole events' UTF-8 for the text; binary bytes for the offsets, passed as they
         // are (`RedisConnection` hands the RESP to hiredis; `ClusterClient` keeps the
         // encoded command for resends).
-        if !w.text.isEmpty { setRange(k.text, at: w.start, w.text) { r in outcome.replied(r) } }
+        if !w.text.isEmpty {
+            if let cipher {
+                // One sealed record per write, after the confirmed ones (`TextCheckpoint`).
+                let record = cipher.seal(w.text, aad: EventLog.textAAD(k, start: w.start))
+                setRange(k.text, at: w.storedStart, Array(record.utf8)) { r in outcome.replied(r) }
+            } else {
+                setRange(k.text, at: w.start, w.text) { r in outcome.replied(r) }
+            }
+        }
         for run in runs { setRange(k.offsets, at: run.byteOffset, run.bytes) { r in outcome.replied(r) } }
         expire(k.text)
         expire(k.offsets)
@@ -302,6 +351,7 @@ public final class EventLog {
     private func refreshTTLs(_ k: StreamKeys) {
         expire(k.events)
         expire(k.meta)
+        expire(k.request)
         if lossless {
             expire(k.text)
             expire(k.offsets)
@@ -314,17 +364,24 @@ public final class EventLog {
     /// written, the final event's own included (`TextCheckpoint.pending`); `nil` when
     /// none (or lossless resume is off). The caller publishes after `done` succeeds.
     /// `record`: the answer's `RetainedAnswer` value, kept for `retentionMs` (`nil`: none).
+    /// `stored`: the event as stored (`storedForm`; made here when `nil`). `epoch`: the
+    /// writer's ownership epoch (0: the stream's creator; `takeover`).
     public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: StreamState,
-                            text: TextCheckpoint.Write?, record: [UInt8]? = nil,
+                            text: TextCheckpoint.Write?, record: [UInt8]? = nil, stored: String? = nil, epoch: UInt64 = 0,
                             done: @escaping (Result<Void, RedisFailure>) -> Void) {
-        var args = [String(seq), json, maxLenArg, ttlArg, finalState.rawValue, losslessArg,
-                    record.map { String(decoding: $0, as: UTF8.self) } ?? "", String(retentionMs)]   // the record is UTF-8
+        var args = [String(seq), stored ?? storedForm(json, k), maxLenArg, ttlArg, finalState.rawValue, losslessArg,
+                    record.map { String(decoding: $0, as: UTF8.self) } ?? "", String(retentionMs),   // the record is UTF-8
+                    String(epoch)]
         if lossless, let w = text {
-            args += [String(w.start), String(decoding: w.text, as: UTF8.self)]   // whole strings' bytes: valid UTF-8
+            if let cipher, !w.text.isEmpty {
+                args += [String(w.storedStart), cipher.seal(w.text, aad: EventLog.textAAD(k, start: w.start))]
+            } else {
+                args += [String(w.storedStart), String(decoding: w.text, as: UTF8.self)]   // whole strings' bytes: valid UTF-8
+            }
             args.reserveCapacity(args.count + 2 * w.offsets.count)
             for o in w.offsets { args += [String(o.seq), String(o.end)] }
         }
-        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets, k.answer], args: args,
+        scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets, k.answer, k.request], args: args,
                     retryNoScript: false) { r in
             if let f = r.failure { return done(.failure(f)) }
             done(.success(()))
@@ -339,13 +396,13 @@ public final class EventLog {
     /// is: an error reply is not counted here, `then` reports it (`auxiliaryReplied`,
     /// as `StreamAppender` does). Pass a closure made once, not one per event (the
     /// queue drains after most events of a steady stream).
-    public func publish(_ s: StreamCommands, seq: UInt64, json: String, then: @escaping (RedisReplyView) -> Void) {
-        connection.send(publishing(s, seq: seq, json: json), view: then)
+    public func publish(_ s: StreamCommands, seq: UInt64, json: String, stored: String? = nil, then: @escaping (RedisReplyView) -> Void) {
+        connection.send(publishing(s, seq: seq, json: json, stored: stored), view: then)
     }
 
     /// `publish(_:seq:json:then:)` without a `then`: the reply is only counted when an error.
-    public func publish(_ s: StreamCommands, seq: UInt64, json: String) {
-        connection.send(publishing(s, seq: seq, json: json), view: auxiliaryReply)
+    public func publish(_ s: StreamCommands, seq: UInt64, json: String, stored: String? = nil) {
+        connection.send(publishing(s, seq: seq, json: json, stored: stored), view: auxiliaryReply)
     }
 
     /// `publish(_:seq:json:)` for keys whose command heads were not made (tools, tests).
@@ -355,11 +412,11 @@ public final class EventLog {
 
     /// The `PUBLISH` of an event, in `command`; its payload is
     /// `LivePayload.message(seq:json:)`, written in place.
-    private func publishing(_ s: StreamCommands, seq: UInt64, json: String) -> RESPCommand {
+    private func publishing(_ s: StreamCommands, seq: UInt64, json: String, stored: String?) -> RESPCommand {
         let c = command
         c.start(argumentCount: 3)
         c.add(s.publishHead)   // PUBLISH <live>
-        c.add(seq: seq, space: json)
+        c.add(seq: seq, space: stored ?? storedForm(json, s.keys))
         return c
     }
 
@@ -373,15 +430,26 @@ public final class EventLog {
     /// entries): `state` nil when the stream is gone. `textThrough`: the seq whose
     /// lossless-resume text is confirmed stored (0: none); its stored end offset comes
     /// back as `StoredTail.textEnd`.
-    public func appendStatus(_ k: StreamKeys, after ackedSeq: UInt64, count: Int, textThrough: UInt64 = 0,
+    /// `epoch`: the caller's ownership epoch: the state reads `taken` when another
+    /// instance holds a newer one (`Scripts.takeover`). `textStoredEnd`: the `text` key's
+    /// confirmed length as stored (`TextCheckpoint.confirmedStoredEnd`), which it must
+    /// reach; `nil`: that seq's end offset (plain text).
+    public func appendStatus(_ k: StreamKeys, after ackedSeq: UInt64, count: Int, textThrough: UInt64 = 0, epoch: UInt64 = 0,
+                             textStoredEnd: Int? = nil,
                              done: @escaping (Result<StoredTail, RedisFailure>) -> Void) {
-        scripts.run(Scripts.appendStatus, keys: [k.events, k.meta, k.text, k.offsets],
-                    args: [String(ackedSeq), String(count), String(textThrough)]) { r in
+        var args = [String(ackedSeq), String(count), String(textThrough), String(epoch)]
+        if let textStoredEnd { args.append(String(textStoredEnd)) }
+        scripts.run(Scripts.appendStatus, keys: [k.events, k.meta, k.text, k.offsets], args: args) { [cipher] r in
             if let f = r.failure { return done(.failure(f)) }
             guard let a = r.array, a.count == 4 else { return done(.success(StoredTail(state: nil, topSeq: 0, entries: []))) }
             let textEnd = a[3].int ?? -1
+            let entries: [SequencedEvent]
+            switch EventLog.opened(EventLog.events(from: a[2]), key: k.events, cipher: cipher) {
+            case .success(let e): entries = e
+            case .failure(let f): return done(.failure(f))
+            }
             done(.success(StoredTail(state: a[0].string, topSeq: EventLog.seq(ofEntryID: a[1].string ?? "") ?? 0,
-                                     entries: EventLog.events(from: a[2]),
+                                     entries: entries,
                                      textEnd: textThrough > 0 && textEnd >= 0 ? Int(textEnd) : nil)))
         }
     }
@@ -423,9 +491,178 @@ public final class EventLog {
         }
     }
 
-    /// Releases the lease of a finished generation.
-    public func releaseLease(_ id: RequestID) {
+    /// Releases the lease of a finished generation: only while it names `instance`
+    /// (`Scripts.releaseLease`), so a lapsed owner never frees the lease of the instance
+    /// that took its stream over.
+    public func releaseLease(_ id: RequestID, instance: String) {
+        scripts.run(Scripts.releaseLease, keys: [StreamKeys(id).lease], args: [instance]) { _ in }
+    }
+
+    /// Ends this instance's lease at once (`DEL`), so another instance takes the stream
+    /// over (drain hand-over, docs/PROTOCOL.md §4).
+    public func dropLease(_ id: RequestID) {
         connection.send(["DEL", StreamKeys(id).lease], nil)
+    }
+
+    /// What `takeover` found (`Scripts.takeover`).
+    public enum Takeover: Sendable, Equatable {
+        /// The stream no longer exists.
+        case vanished
+        /// Nothing to do: not running, or its lease is held.
+        case ownerAlive
+        /// It cannot be continued (limit reached, no stored request, text not rebuildable):
+        /// end it with `expireLease`.
+        case notContinuable
+        /// Taken over: this instance owns it under `epoch`; continue after `topSeq`.
+        case taken(TakenStream)
+    }
+
+    /// A stream this instance took over: what its continuation needs.
+    public struct TakenStream: Sendable, Equatable {
+        /// The new ownership epoch (≥ 1): every append passes it.
+        public var epoch: UInt64
+        /// The last stored seq: the continuation appends from `topSeq + 1`.
+        public var topSeq: UInt64
+        /// The stored request bytes (`StoredRequest.decode`).
+        public var request: String
+        /// The text of the events before the oldest retained entry (from the lossless-resume
+        /// text key; empty when every event is retained).
+        public var prefix: String
+        /// The text of each retained event after `prefix`, seqs `topSeq - count + 1 … topSeq`.
+        public var retainedTexts: [String]
+        /// The answer's text so far (every stored `delta`, concatenated).
+        public var text: String { prefix + retainedTexts.joined() }
+        /// `delta` events stored so far (one completion token each; a running stream holds
+        /// no other kind).
+        public var deltas: Int { Int(topSeq) }
+        /// Continuations of this stream, this one included.
+        public var continuations: Int
+        /// The stream's owner (`sub`) and session id (the meta's).
+        public var owner: String
+        public var sid: String
+        /// Prompt tokens charged so far (the meta's `prompt`): the first call's estimate
+        /// plus each earlier continuation's re-sent prompt (`addPromptCharge`).
+        public var priorPrompt: Int
+        /// With text sealed at rest: the `text` key's length as stored (its records hold
+        /// `prefix`); `nil` for plain text.
+        public var textStoredEnd: Int? = nil
+        /// Each stored delta's length, bytes, seqs 1…`topSeq` (for the retained answer,
+        /// `StreamAppender.seedRetention`); `nil` when the offsets were not kept.
+        public var deltaLengths: [Int]? = nil
+    }
+
+    /// Takes over stream `id` when its owner lease lapsed and it may be continued
+    /// (`Scripts.takeover`, at most `maxContinuations` times per stream).
+    public func takeover(_ id: RequestID, instance: String, maxContinuations: Int,
+                         done: @escaping (Result<Takeover, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(Scripts.takeover, keys: [k.events, k.meta, k.lease, k.text, k.offsets, k.request],
+                    args: [instance, String(EventLog.leaseMs), String(maxContinuations), ttlArg, losslessArg,
+                           cipher != nil ? "1" : "0"]) { [cipher] r in
+            if let f = r.failure { return done(.failure(f)) }
+            let a = r.array ?? []
+            switch a.first?.int ?? 0 {
+            case -1: return done(.success(.vanished))
+            case -2: return done(.success(.notContinuable))
+            case 1: break
+            default: return done(.success(.ownerAlive))
+            }
+            guard a.count >= 12 else { return done(.success(.notContinuable)) }
+            done(EventLog.taken(a, keys: k, cipher: cipher).map { .taken($0) })
+        }
+    }
+
+    /// Decodes the reply of `Scripts.takeover` (1, epoch, top, request, prefix, entries,
+    /// continuations, owner, sid, prompt, offsets, whole sealed text): opens what is sealed
+    /// at rest and finds, with sealed text, the seq its records end at (the text after it
+    /// is in the retained entries). A value that does not open, or text that does not
+    /// meet the entries, fails with `UNREADABLE`.
+    static func taken(_ a: [RedisReply], keys k: StreamKeys, cipher: AtRestCipher?) -> Result<TakenStream, RedisFailure> {
+        let top = UInt64(max(0, a[2].int ?? 0))
+        let offsets: [UInt8]
+        if case .bulk(let o) = a[10] { offsets = o } else { offsets = [] }
+        func offset(_ seq: UInt64) -> Int? {
+            let i = Int(seq) * 4
+            guard seq > 0, i + 4 <= offsets.count else { return seq == 0 ? 0 : nil }
+            return offsets[i..<i + 4].reduce(0) { $0 << 8 | Int($1) }
+        }
+        let entries: [SequencedEvent]
+        switch EventLog.opened(EventLog.events(from: a[5]), key: k.events, cipher: cipher) {
+        case .success(let e): entries = e
+        case .failure(let f): return .failure(f)
+        }
+        let request: String
+        do { request = try AtRestValue.open(a[3].string ?? "", key: k.request, cipher: cipher) } catch {
+            return .failure(unreadable(error.description))
+        }
+        // Plain text: the script cut the text before the oldest retained entry. Sealed: the
+        // whole text key came back; its records end at an event whose end offset is their
+        // plaintext length.
+        var prefix = a[4].string ?? ""
+        var textThrough = (entries.first?.seq ?? top + 1) - 1
+        var storedEnd: Int?
+        if case .bulk(let whole) = a[11], !whole.isEmpty {
+            let plain: [UInt8]
+            do { plain = try EventLog.openText(whole, key: k, cipher: cipher) } catch {
+                return .failure(unreadable("\(error)"))
+            }
+            var through: UInt64? = plain.isEmpty ? 0 : nil
+            var seq = top
+            while through == nil && seq > 0 {
+                if offset(seq) == plain.count { through = seq }
+                seq -= 1
+            }
+            guard let t = through, t + 1 >= (entries.first?.seq ?? t + 1) else {
+                return .failure(unreadable("\(k.text): its records (\(plain.count) bytes) do not end where a retained entry begins"))
+            }
+            prefix = String(decoding: plain, as: UTF8.self)
+            textThrough = t
+            storedEnd = whole.count
+        }
+        var texts: [String] = []
+        for e in entries where e.seq > textThrough {
+            guard case .delta(let t)? = try? StreamEvent(jsonData: Data(e.json.utf8)) else {
+                return .failure(RedisFailure(code: .other("UNREADABLE"), message: "entry \(e.seq) of a running stream is not a delta"))
+            }
+            texts.append(t)
+        }
+        guard textThrough + UInt64(texts.count) == top else {
+            return .failure(unreadable("\(k.events): entries \(textThrough + 1)…\(top) are not all retained"))
+        }
+        // Each delta's length (bytes), for the retained answer: from the offsets before the
+        // retained texts, then the texts themselves; `nil` when the offsets are not there.
+        var lengths: [Int]? = []
+        var previous = 0
+        for seq in stride(from: UInt64(1), through: textThrough, by: 1) {
+            guard let end = offset(seq), end >= previous else { lengths = nil; break }
+            lengths?.append(end - previous)
+            previous = end
+        }
+        lengths?.append(contentsOf: texts.map { $0.utf8.count })
+        return .success(TakenStream(epoch: UInt64(max(0, a[1].int ?? 0)), topSeq: top, request: request,
+                                    prefix: prefix, retainedTexts: texts,
+                                    continuations: Int(a[6].int ?? 0), owner: a[7].string ?? "",
+                                    sid: a[8].string ?? "", priorPrompt: Int(a[9].string ?? "0") ?? 0,
+                                    textStoredEnd: storedEnd, deltaLengths: lengths))
+    }
+
+    /// Adds a continuation's re-sent prompt, tokens, to the meta's `prompt` (`HINCRBY`),
+    /// so whoever settles the stream later (`expireLease`, the next takeover) charges it.
+    public func addPromptCharge(_ id: RequestID, tokens: Int) {
+        connection.send(["HINCRBY", StreamKeys(id).meta, "prompt", String(tokens)], nil)
+    }
+
+    /// One non-final append of a taken-over stream (`Scripts.appendFenced`): like
+    /// `append`, checked against the writer's `epoch` in Redis. Trims with exact `MAXLEN`
+    /// on the seqs `StreamTrim` picks.
+    public func appendFenced(_ k: StreamKeys, seq: UInt64, json: String, epoch: UInt64, refreshTTL: Bool, stored: String? = nil,
+                             done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        scripts.run(Scripts.appendFenced, keys: [k.events, k.meta],
+                    args: [String(seq), stored ?? storedForm(json, k), String(epoch), trim.trims(seq: seq) ? trimmedLengthArg : ""]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            done(.success(()))
+        }
+        if refreshTTL { refreshTTLs(k) }
     }
 
     /// What `expireLease` did: `reply` is the seq appended, 0 when nothing was needed,
@@ -444,12 +681,72 @@ public final class EventLog {
     public func expireLease(_ id: RequestID, event: StreamEvent, done: @escaping (Result<LeaseExpiry, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
         scripts.run(expireLeaseScript, keys: [k.events, k.meta, k.live, k.lease, k.text, k.offsets],
-                    args: [String(maxLen), String(ttlMs), event.json, lossless ? "1" : "0"]) { r in
+                    args: [String(maxLen), String(ttlMs), cipher.map { $0.seal(event.json, aad: k.events) } ?? event.json,
+                           lossless ? "1" : "0"]) { r in
             if let f = r.failure { return done(.failure(f)) }
             let a = r.array ?? []
             done(.success(LeaseExpiry(reply: a.first?.int ?? 0, budgetKey: a.count > 1 ? a[1].string ?? "" : "",
                                       promptEstimate: a.count > 2 ? Int(a[2].string ?? "0") ?? 0 : 0)))
         }
+    }
+
+    // MARK: At rest (docs/DATA_MODEL.md §15)
+
+    /// The failure kind of a stored value that does not open (`RedisFailure.code`
+    /// `.other(unreadableKind)`): readers answer it with `stored_data_unreadable`.
+    public static let unreadableKind = "UNREADABLE"
+
+    /// A failure for a stored value that does not open.
+    public static func unreadable(_ why: String) -> RedisFailure {
+        RedisFailure(code: .other(unreadableKind), message: "\(unreadableKind) \(why)")
+    }
+
+    /// Whether `f` is a stored value that did not open (`unreadable`).
+    public static func isUnreadable(_ f: RedisFailure) -> Bool { f.code == .other(unreadableKind) }
+
+    /// The associated data of a text record: the text key's name and the record's start
+    /// offset in the plaintext (`relay:{id}:text@<start>`), so a record can be moved
+    /// neither to another stream nor to another place in its own.
+    public static func textAAD(_ k: StreamKeys, start: Int) -> String { k.text + "@" + String(start) }
+
+    /// Events read from stream `key` with their payloads opened (`AtRestValue.open`).
+    public static func opened(_ events: [SequencedEvent], key: String, cipher: AtRestCipher?) -> Result<[SequencedEvent], RedisFailure> {
+        var out = events
+        for (i, e) in events.enumerated() where e.json.utf8.first == SealedFormat.marker {
+            do {
+                out[i] = SequencedEvent(seq: e.seq, json: try AtRestValue.open(e.json, key: key, cipher: cipher))
+            } catch {
+                return .failure(unreadable(error.description))
+            }
+        }
+        return .success(out)
+    }
+
+    /// A live message's event with its payload opened (the payload is sealed like the
+    /// stream entry, under the events key's name).
+    /// - Throws: `AtRestOpenError`.
+    public func openLive(_ e: SequencedEvent, id: String) throws(AtRestOpenError) -> SequencedEvent {
+        guard e.json.utf8.first == SealedFormat.marker else { return e }
+        return SequencedEvent(seq: e.seq, json: try AtRestValue.open(e.json, key: StreamKeys(id).events, cipher: cipher))
+    }
+
+    /// The plaintext of a whole text key read back: its sealed records opened in order,
+    /// each under `textAAD` at the plaintext offset it continues. A text key that is not
+    /// sealed (written while encryption was off) is returned as it is.
+    /// - Throws: `AtRestOpenError`.
+    public static func openText(_ stored: [UInt8], key k: StreamKeys, cipher: AtRestCipher?) throws(AtRestOpenError) -> [UInt8] {
+        guard SealedFormat.looksSealed(stored) else { return stored }
+        guard let cipher else { throw AtRestOpenError(.noKeys, key: k.text) }
+        let records: [Range<Int>]
+        do { records = try SealedFormat.records(stored) } catch { throw AtRestOpenError(.malformed(error), key: k.text) }
+        var plain: [UInt8] = []
+        try stored.withUnsafeBufferPointer { b throws(AtRestOpenError) in
+            for r in records {
+                let part = try cipher.open(UnsafeBufferPointer(rebasing: b[r]), aad: textAAD(k, start: plain.count))
+                plain.append(contentsOf: part)
+            }
+        }
+        return plain
     }
 
     /// Parses a stream entry ID `<seq>-0` into its seq.

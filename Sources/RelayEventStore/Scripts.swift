@@ -15,15 +15,18 @@ public enum Scripts {
     /// another instance trims with (its text hold follows that cap: `TextCheckpoint`).
     /// `last_seq` is not kept per event: the top entry is the last seq; the final event
     /// and a lease expiry write it.
-    /// KEYS: meta, lease, events, text, offsets. ARGV: owner, sid, instance, created_ms,
-    /// ttl_ms, lease_ms, budget key, prompt estimate (tokens), cap (entries).
+    /// With a stored request (`StoredRequest`, ARGV 10, '' for none) it is kept in the
+    /// request key with the stream's TTL, for a takeover (docs/DATA_MODEL.md §6.1).
+    /// KEYS: meta, lease, events, text, offsets, request. ARGV: owner, sid, instance, created_ms,
+    /// ttl_ms, lease_ms, budget key, prompt estimate (tokens), cap (entries), stored request.
     /// Returns 1 when created, 0 when the id was taken.
     public static let create = """
     if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
     redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'sid', ARGV[2], 'instance', ARGV[3],
       'state', 'running', 'created_ms', ARGV[4], 'budget', ARGV[7], 'prompt', ARGV[8], 'maxlen', ARGV[9])
     redis.call('PEXPIRE', KEYS[1], ARGV[5])
-    redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
+    redis.call('DEL', KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+    if ARGV[10] ~= '' then redis.call('SET', KEYS[6], ARGV[10], 'PX', ARGV[5]) end
     redis.call('XADD', KEYS[3], 'MAXLEN', '0', '0-1', 'e', '')
     redis.call('PEXPIRE', KEYS[3], ARGV[5])
     redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[6])
@@ -60,6 +63,8 @@ public enum Scripts {
     if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
     \(topSeqLua)
     local seq = top + 1
+    -- A taken-over stream is fenced between its new owner's appends (`takeover`).
+    redis.call('XSETID', KEYS[1], (top == 0) and '0-1' or (top .. '-0'))
     redis.call('XADD', KEYS[1], 'MAXLEN', st[4] or ARGV[1], seq .. '-0', 'e', ARGV[3])
     redis.call('XSETID', KEYS[1], '\(fenceID)')
     if ARGV[4] == '1' then
@@ -87,29 +92,33 @@ public enum Scripts {
     /// With the `done` of an answer kept for `RELAY_ANSWER_RETENTION`, the same call writes
     /// its `RetainedAnswer` (`SET answer <record> PX <retention>`), so the record exists
     /// exactly when the stream ended with `done` (docs/DATA_MODEL.md §14).
-    /// KEYS: events, meta, text, offsets, answer.
+    /// KEYS: events, meta, text, offsets, answer, request (its TTL refreshed too).
     /// ARGV: seq, event JSON, maxlen, ttl_ms, final state, lossless '1'/'0', the record
-    /// ('' for none), its lifetime ms, then when text is buffered: text start offset
-    /// (bytes), the text, and a (seq, end offset) pair per buffered event.
+    /// ('' for none), its lifetime ms, the writer's ownership epoch ('0' for the stream's
+    /// creator, `takeover`), then when text is buffered: text start offset (bytes), the
+    /// text, and a (seq, end offset) pair per buffered event.
     /// Errors: `NOSTREAM` (meta or stream gone), `FINISHED <state>` (stream already
-    /// ended), `OUTOFORDER <top seq>` (seq is not top + 1). Returns seq.
+    /// ended), `FINISHED taken` (another instance took the stream over: a stale epoch),
+    /// `OUTOFORDER <top seq>` (seq is not top + 1). Returns seq.
     public static let appendFinal = """
-    local st = redis.call('HGET', KEYS[2], 'state')
-    if not st then return redis.error_reply('NOSTREAM stream expired') end
-    if st ~= 'running' then return redis.error_reply('FINISHED ' .. st) end
+    local st = redis.call('HMGET', KEYS[2], 'state', 'epoch')
+    if not st[1] then return redis.error_reply('NOSTREAM stream expired') end
+    if st[1] ~= 'running' then return redis.error_reply('FINISHED ' .. st[1]) end
+    if (st[2] or '0') ~= ARGV[9] then return redis.error_reply('FINISHED taken') end
     \(topSeqLua)
     local seq = tonumber(ARGV[1])
     if seq ~= top + 1 then return redis.error_reply('OUTOFORDER ' .. top) end
+    if ARGV[9] ~= '0' then redis.call('XSETID', KEYS[1], \(unfenceLua)) end
     if not redis.call('XADD', KEYS[1], 'NOMKSTREAM', 'MAXLEN', ARGV[3], ARGV[1] .. '-0', 'e', ARGV[2]) then
       return redis.error_reply('NOSTREAM stream expired')
     end
     redis.call('XSETID', KEYS[1], '\(fenceID)')
     if ARGV[7] ~= '' then redis.call('SET', KEYS[5], ARGV[7], 'PX', ARGV[8]) end
     if ARGV[6] == '1' then
-      if #ARGV >= 10 then
-        if ARGV[10] ~= '' then redis.call('SETRANGE', KEYS[3], ARGV[9], ARGV[10]) end
+      if #ARGV >= 11 then
+        if ARGV[11] ~= '' then redis.call('SETRANGE', KEYS[3], ARGV[10], ARGV[11]) end
         local bf = {}
-        for i = 11, #ARGV - 1, 2 do
+        for i = 12, #ARGV - 1, 2 do
           bf[#bf + 1] = 'SET'; bf[#bf + 1] = 'u32'; bf[#bf + 1] = '#' .. ARGV[i]; bf[#bf + 1] = ARGV[i + 1]
         end
         if #bf > 0 then redis.call('BITFIELD', KEYS[4], unpack(bf)) end
@@ -120,6 +129,7 @@ public enum Scripts {
     redis.call('HSET', KEYS[2], 'last_seq', ARGV[1], 'state', ARGV[5])
     redis.call('PEXPIRE', KEYS[1], ARGV[4])
     redis.call('PEXPIRE', KEYS[2], ARGV[4])
+    if KEYS[6] then redis.call('PEXPIRE', KEYS[6], ARGV[4]) end
     return seq
     """
 
@@ -129,21 +139,29 @@ public enum Scripts {
     /// it: that seq's end offset (`BITFIELD GET u32`), or -1 when the `text` key is
     /// shorter than that offset (a failover or restart can lose a text write whose
     /// reply came back while keeping the acknowledged `XADD`s that preceded it).
+    /// The state is reported as `taken` when the meta's ownership epoch is not the
+    /// caller's (another instance took the stream over, `takeover`).
     /// KEYS: events, meta, text, offsets. ARGV: acknowledged seq, most entries to
-    /// return, seq the text is confirmed through ('0': none).
+    /// return, seq the text is confirmed through ('0': none), the caller's epoch, and
+    /// optionally the length the `text` key must have (its sealed records,
+    /// docs/DATA_MODEL.md §15; default: that seq's end offset).
     /// Returns {} when the meta hash or the stream key is gone, else
     /// {state, top entry ID or '', entries (as `XRANGE`), stored end offset or -1 (-1
     /// too when not asked)}.
     public static let appendStatus = """
-    local st = redis.call('HGET', KEYS[2], 'state')
+    local m = redis.call('HMGET', KEYS[2], 'state', 'epoch')
+    local st = m[1]
     if not st or redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+    if st == 'running' and (m[2] or '0') ~= (ARGV[4] or '0') then st = 'taken' end
     local tops = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
     local top = ''
     if #tops > 0 then top = tops[1][1] end
     local textEnd = -1
     if ARGV[3] ~= '0' then
       textEnd = redis.call('BITFIELD', KEYS[4], 'GET', 'u32', '#' .. ARGV[3])[1]
-      if redis.call('STRLEN', KEYS[3]) < textEnd then textEnd = -1 end
+      local need = textEnd
+      if ARGV[5] then need = tonumber(ARGV[5]) end
+      if redis.call('STRLEN', KEYS[3]) < need then textEnd = -1 end
     end
     return {st, top, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2]), textEnd}
     """
@@ -165,14 +183,20 @@ public enum Scripts {
     """
 
     /// The text between the end of event `from` and the end of event `to` (bytes),
-    /// for a lossless catch-up. KEYS: text, offsets. ARGV: from, to.
-    /// Returns {start offset, text} or nil when the text has expired.
+    /// for a lossless catch-up. KEYS: text, offsets. ARGV: from, to, sealed '1'/'0'.
+    /// Returns {start offset, text} or nil when the text has expired; sealed at rest
+    /// (docs/DATA_MODEL.md §15), {start offset, end offset, the whole text key} (its
+    /// records are opened by the relay, which cuts the range from the plaintext).
     public static let catchUp = """
     if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
     local o = redis.call('BITFIELD', KEYS[2], 'GET', 'u32', '#' .. ARGV[1], 'GET', 'u32', '#' .. ARGV[2])
     local s = o[1]
     local e = o[2]
     if tonumber(ARGV[1]) == 0 then s = 0 end
+    if ARGV[3] == '1' then
+      if e < s then e = s end
+      return {s, e, redis.call('GET', KEYS[1])}
+    end
     if e <= s then return {s, ''} end
     return {s, redis.call('GETRANGE', KEYS[1], s, e - 1)}
     """
@@ -225,4 +249,102 @@ extension Scripts {
     /// `expireLease` for Redis Cluster: the live channel is a sharded channel
     /// (`SPUBLISH`, Redis 7; the channel hashes to the stream's slot, so the script stays on it).
     public static let expireLeaseSharded = expireLease.replacingOccurrences(of: "redis.call('PUBLISH'", with: "redis.call('SPUBLISH'")
+}
+
+extension Scripts {
+    /// The ID a taken-over stream's last generated ID is set back to before its new
+    /// owner's append (Lua expression; `seq` is the appended seq): the previous entry's
+    /// `<seq - 1>-0`, or `0-1` before the first (the empty stream `create` made). `XSETID`
+    /// refuses an ID below the top entry, so a seq already stored is refused too.
+    static let unfenceLua = "(seq == 1) and '0-1' or ((seq - 1) .. '-0')"
+
+    /// Takes over a running stream whose owner lease lapsed (docs/DATA_MODEL.md §6.1), at
+    /// most once per lapse and only under the continuation limit: bumps the meta's
+    /// ownership `epoch` and `continuations`, sets the lease to the taker, and fences the
+    /// stream (`XSETID` to `fenceID`): the lapsed owner's pipelined `XADD`s are refused
+    /// from now on, and the new owner appends with `appendFenced`, which checks its epoch.
+    /// Nothing is changed when the stream is not running, its lease is held, the limit
+    /// is reached, no request is stored, or the text so far cannot be rebuilt (entries
+    /// trimmed and no lossless-resume text): the caller then ends it with `expireLease`.
+    /// KEYS: events, meta, lease, text, offsets, request.
+    /// ARGV: taker instance, lease_ms, most continuations, ttl_ms, lossless '1'/'0', text
+    /// sealed at rest '1'/'0'.
+    /// Returns {-1} when the stream does not exist, {0} when nothing is to be done (not
+    /// running, or the lease is held), {-2} when it cannot be continued (limit reached,
+    /// no stored request, text not rebuildable), else {1, new epoch, top seq, stored
+    /// request, text of the events before the oldest retained entry, retained entries
+    /// (as `XRANGE`), continuations so far (this one included), owner, sid, prompt tokens
+    /// charged so far (the meta's `prompt`: the first call's estimate plus each earlier
+    /// continuation's re-sent prompt), the offsets key ('' without lossless resume), the
+    /// whole text key when sealed (its records; the text before the oldest entry is then
+    /// '' and cut by the relay, `EventLog.taken`)}.
+    public static let takeover = """
+    local st = redis.call('HMGET', KEYS[2], 'state', 'epoch', 'continuations', 'owner', 'sid', 'prompt')
+    if not st[1] then return {-1} end
+    if st[1] ~= 'running' then return {0} end
+    if redis.call('EXISTS', KEYS[3]) == 1 then return {0} end
+    local n = tonumber(st[3] or '0')
+    if n >= tonumber(ARGV[3]) then return {-2} end
+    local req = redis.call('GET', KEYS[6])
+    if not req then return {-2} end
+    \(topSeqLua)
+    local entries = redis.call('XRANGE', KEYS[1], '-', '+')
+    local prefix = ''
+    local offsets = ''
+    local whole = ''
+    if ARGV[5] == '1' then
+      offsets = redis.call('GET', KEYS[5]) or ''
+      if ARGV[6] == '1' then whole = redis.call('GET', KEYS[4]) or '' end
+    end
+    if #entries > 0 then
+      local first = tonumber(string.match(entries[1][1], '^(%d+)'))
+      if first > 1 then
+        if ARGV[5] ~= '1' or redis.call('EXISTS', KEYS[4]) == 0 then return {-2} end
+        if ARGV[6] ~= '1' then
+          local e = redis.call('BITFIELD', KEYS[5], 'GET', 'u32', '#' .. (first - 1))[1]
+          if e > 0 then prefix = redis.call('GETRANGE', KEYS[4], 0, e - 1) end
+        end
+      end
+    elseif top > 0 then
+      return {-2}
+    end
+    local epoch = tonumber(st[2] or '0') + 1
+    redis.call('HSET', KEYS[2], 'epoch', epoch, 'continuations', n + 1, 'instance', ARGV[1])
+    redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
+    redis.call('XSETID', KEYS[1], '\(fenceID)')
+    redis.call('PEXPIRE', KEYS[1], ARGV[4])
+    redis.call('PEXPIRE', KEYS[2], ARGV[4])
+    redis.call('PEXPIRE', KEYS[6], ARGV[4])
+    return {1, epoch, top, req, prefix, entries, n + 1, st[4] or '', st[5] or '', st[6] or '0', offsets, whole}
+    """
+
+    /// One non-final append of a taken-over stream's new owner (docs/DATA_MODEL.md §6.1):
+    /// refuses unless the stream is `running` under the writer's epoch, then sets the
+    /// last generated ID back (`unfenceLua`), `XADD`s (`MAXLEN` when given) and fences it
+    /// again (`fenceID`), so only this epoch's appends are ever stored.
+    /// KEYS: events, meta. ARGV: seq, event JSON, epoch, maxlen or ''.
+    /// Errors: `NOSTREAM`, `FINISHED <state>`, `FINISHED taken` (stale epoch), and
+    /// `XSETID`'s refusal when the seq is already stored. Returns seq.
+    public static let appendFenced = """
+    local st = redis.call('HMGET', KEYS[2], 'state', 'epoch')
+    if not st[1] or redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOSTREAM stream expired') end
+    if st[1] ~= 'running' then return redis.error_reply('FINISHED ' .. st[1]) end
+    if (st[2] or '0') ~= ARGV[3] then return redis.error_reply('FINISHED taken') end
+    local seq = tonumber(ARGV[1])
+    redis.call('XSETID', KEYS[1], \(unfenceLua))
+    if ARGV[4] ~= '' then
+      redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[4], ARGV[1] .. '-0', 'e', ARGV[2])
+    else
+      redis.call('XADD', KEYS[1], ARGV[1] .. '-0', 'e', ARGV[2])
+    end
+    redis.call('XSETID', KEYS[1], '\(fenceID)')
+    return seq
+    """
+
+    /// Releases a lease only when it still names `instance` (the owner ending its
+    /// generation must not free a lease a taker holds). KEYS: lease. ARGV: instance.
+    public static let releaseLease = """
+    if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+    return 0
+    """
 }

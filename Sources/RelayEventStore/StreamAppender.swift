@@ -37,6 +37,9 @@ public final class StreamAppender {
     /// One event waiting for its acknowledgement.
     struct Pending: @unchecked Sendable {
         let json: String
+        /// The event as stored (`EventLog.storedForm`: sealed at rest, or `json`), made
+        /// once for its entry, its resends and its live message.
+        let stored: String
         let finalState: StreamState?
         /// This append also refreshes the keys' TTL (`TTLRefreshPolicy`); a resend keeps it.
         let refreshTTL: Bool
@@ -155,12 +158,19 @@ public final class StreamAppender {
         let now = r.wallClock()
         let answer = RetainedAnswer(owner: r.owner, sid: r.sid, finalSeq: seq, createdMs: r.createdMs, finishedMs: now,
                                     text: r.buffer.text, deltaLengths: r.buffer.deltaLengths, doneJSON: json)
-        let bytes = answer.encoded()
+        // Sealed at rest under its own key's name (docs/DATA_MODEL.md §15).
+        let bytes = log.cipher.map { Array($0.seal(answer.encoded(), aad: keys.answer).utf8) } ?? answer.encoded()
         r.record = bytes
         retention = r
         log.answers.index(id, ownerHash: r.ownerHash, expiresAtMs: now + UInt64(log.retentionMs), nowMs: now) { _ in }
         return bytes
     }
+
+    /// The ownership epoch this appender writes under (docs/DATA_MODEL.md §6.1): 0 for the
+    /// stream's creator (plain pipelined `XADD`s); ≥ 1 after a takeover, when every
+    /// append is `EventLog.appendFenced`, checked against the meta's epoch in Redis, and
+    /// starts after `startSeq`.
+    public let ownershipEpoch: UInt64
 
     /// The highest acknowledged seq.
     public var ackedSeq: UInt64 { queue.ackedSeq }
@@ -168,7 +178,15 @@ public final class StreamAppender {
     /// `TextCheckpoint.confirmedSeq`).
     public var textStoredThrough: UInt64 { checkpoint.confirmedSeq }
 
-    public init(log: EventLog, loop: EventLoop, id: RequestID) {
+    /// - Parameters:
+    ///   - ownershipEpoch: 0 for a new stream; a takeover's epoch (`EventLog.TakenStream`).
+    ///   - taken: a takeover (`EventLog.takeover`): appends go on after its `topSeq`, under
+    ///     its epoch; with lossless resume, the retained events' text is written again with
+    ///     the first text write (positional: the same bytes where the lost owner stored them).
+    public init(log: EventLog, loop: EventLoop, id: RequestID, taken: EventLog.TakenStream? = nil) {
+        let ownershipEpoch = taken?.epoch ?? 0
+        let startSeq = taken?.topSeq ?? 0
+        self.ownershipEpoch = ownershipEpoch
         self.log = log
         self.loop = loop
         self.id = id
@@ -177,8 +195,19 @@ public final class StreamAppender {
         self.ttlRefresh = TTLRefreshPolicy(ttlMs: log.ttlMs)
         // A group stays well inside the retained window (`MAXLEN`), so its entries can
         // be verified after a failure.
-        self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)))
-        self.checkpoint = TextCheckpoint(trim: log.trim)
+        self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)), ackedSeq: startSeq)
+        let kidBytes = log.cipher.map { $0.ring.currentKid.utf8.count }
+        if let taken {
+            // The text its records (sealed) or the oldest retained entry (plain) leave off
+            // at is stored; the retained events' text after it is written again.
+            let firstRetained = taken.topSeq - UInt64(taken.retainedTexts.count) + 1
+            var cp = TextCheckpoint(trim: log.trim, sealedKidBytes: kidBytes, confirmedSeq: firstRetained - 1,
+                                    confirmedEnd: taken.prefix.utf8.count, confirmedStoredEnd: taken.textStoredEnd)
+            for (i, t) in taken.retainedTexts.enumerated() { cp.add(seq: firstRetained + UInt64(i), text: t) }
+            self.checkpoint = cp
+        } else {
+            self.checkpoint = TextCheckpoint(trim: log.trim, sealedKidBytes: kidBytes)
+        }
         self.epoch = log.connectionEpoch
     }
 
@@ -207,7 +236,7 @@ public final class StreamAppender {
         if log.lossless { checkpoint.add(seq: seq, text: text) }
         if finalState == nil, retention != nil { retention!.buffer.add(delta: text) }
         let refresh = ttlRefresh.due(nowMs: loop.nowMs, final: finalState != nil)
-        let p = Pending(json: json, finalState: finalState, refreshTTL: refresh)
+        let p = Pending(json: json, stored: log.storedForm(json, keys), finalState: finalState, refreshTTL: refresh)
         if epoch != log.connectionEpoch {
             epoch = log.connectionEpoch
             if queue.mustVerify() { scheduleVerify() }
@@ -224,12 +253,18 @@ public final class StreamAppender {
             if let state = p.finalState {
                 log.appendFinal(keys, seq: seq, json: p.json, finalState: state,
                                 text: log.lossless ? checkpoint.pending(through: seq) : nil,
-                                record: record(seq: seq, json: p.json, state: state)) { r in
+                                record: record(seq: seq, json: p.json, state: state), stored: p.stored,
+                                epoch: ownershipEpoch) { r in
+                    self.replied(seq: seq, p, r)
+                }
+            } else if ownershipEpoch > 0 {
+                log.appendFenced(keys, seq: seq, json: p.json, epoch: ownershipEpoch, refreshTTL: p.refreshTTL,
+                                 stored: p.stored) { r in
                     self.replied(seq: seq, p, r)
                 }
             } else {
                 let reply = XAddReplyHandler(self, seq: seq, p)
-                log.append(commands, seq: seq, json: p.json, refreshTTL: p.refreshTTL) { r in reply.replied(r) }
+                log.append(commands, seq: seq, json: p.json, refreshTTL: p.refreshTTL, stored: p.stored) { r in reply.replied(r) }
             }
         }
     }
@@ -282,8 +317,8 @@ public final class StreamAppender {
         if reply == .stored, queue.ackedSeq >= seq {
             // Published once stored, in seq order. When this drains the queue, report
             // it once Redis answered the publish (`EventLog.publish(then:)`).
-            if next == .drained { return acknowledged(seq: seq, json: p.json, drains: true) }
-            acknowledged(seq: seq, json: p.json, drains: false)
+            if next == .drained { return acknowledged(seq: seq, p, drains: true) }
+            acknowledged(seq: seq, p, drains: false)
         }
         handle(next)
     }
@@ -291,15 +326,15 @@ public final class StreamAppender {
     /// An event is acknowledged (stored, every earlier one too): publishes it on the live
     /// channel and hands it to `onAcknowledged`. `drains`: it was the last queued event;
     /// the drain is reported once Redis answered its publish.
-    private func acknowledged(seq: UInt64, json: String, drains: Bool) {
+    private func acknowledged(seq: UInt64, _ p: Pending, drains: Bool) {
         if drains {
             // `self` is the closure's whole context: no allocation per drain (most events
             // of a steady stream drain the queue).
-            log.publish(commands, seq: seq, json: json, then: { r in self.drainPublishReplied(r) })
+            log.publish(commands, seq: seq, json: p.json, stored: p.stored, then: { r in self.drainPublishReplied(r) })
         } else {
-            log.publish(commands, seq: seq, json: json)
+            log.publish(commands, seq: seq, json: p.json, stored: p.stored)
         }
-        onAcknowledged?(seq, json)
+        onAcknowledged?(seq, p.json)
     }
 
     /// The publish of the event that drained the queue was answered: report the drain,
@@ -343,7 +378,9 @@ public final class StreamAppender {
         // have lost a text write whose reply came back, keeping the `XADD`s before it).
         let text = log.lossless && checkpoint.confirmedSeq > 0
             ? (seq: checkpoint.confirmedSeq, end: checkpoint.confirmedEnd) : nil
-        log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2, textThrough: text?.seq ?? 0) { r in
+        log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2, textThrough: text?.seq ?? 0,
+                         epoch: ownershipEpoch,
+                         textStoredEnd: text != nil && log.cipher != nil ? checkpoint.confirmedStoredEnd : nil) { r in
             self.verifying = false
             guard !self.isClosed else { return }
             guard case .success(let tail) = r else {
@@ -356,7 +393,7 @@ public final class StreamAppender {
             // Stored but maybe never published (their replies were lost): publish now, in order.
             for (i, a) in acked.enumerated() {
                 let drains = next == .drained && i == acked.count - 1
-                self.acknowledged(seq: a.seq, json: a.item.json, drains: drains)
+                self.acknowledged(seq: a.seq, a.item, drains: drains)
                 if drains { return }
             }
             self.handle(next)

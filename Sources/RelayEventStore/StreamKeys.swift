@@ -26,6 +26,9 @@ public struct StreamKeys: Sendable, Equatable {
     /// `relay:{id}:answer`: the finished answer's `RetainedAnswer`, kept for
     /// `RELAY_ANSWER_RETENTION` (docs/DATA_MODEL.md §14), written by `Scripts.appendFinal`.
     public let answer: String
+    /// `relay:{id}:request`: the request a takeover continues (`StoredRequest`), same
+    /// lifetime as `events` (docs/DATA_MODEL.md §6.1).
+    public let request: String
     /// `relay:{id}:delivered`: set when a client was written the stream's final event;
     /// such an answer gets no completion webhook (`CompletionWebhookOutbox`, docs/PROTOCOL.md §13).
     public let delivered: String
@@ -42,6 +45,7 @@ public struct StreamKeys: Sendable, Equatable {
         lease = p + "lease"
         cancel = p + "cancel"
         answer = p + "answer"
+        request = p + "request"
         delivered = p + "delivered"
     }
 

@@ -40,6 +40,9 @@ final class AnswerRoutes {
             case .failure(.undecodable), .success(nil):
                 if ex.method != .head { self.metrics.add(.resumesNotFound) }
                 return self.gate.fail(ex, .streamNotFound)
+            case .failure(.unreadable(let why)):
+                Log.error("stored value does not open", ["reason": why])
+                return self.gate.fail(ex, .storedDataUnreadable("the retained answer does not open with this relay's keys"))
             case .success(let found?):
                 a = found
             }
@@ -94,6 +97,9 @@ final class AnswerRoutes {
                     self.gate.fail(ex, .notReady("Redis is not available"))
                 case .failure(.undecodable), .success(nil):
                     self.gate.fail(ex, AnswerRoutes.notFound)
+                case .failure(.unreadable(let why)):
+                    Log.error("stored value does not open", ["reason": why])
+                    self.gate.fail(ex, .storedDataUnreadable("the retained answer does not open with this relay's keys"))
                 case .success(let a?):
                     guard OwnerHash.of(a.owner) == ownerHash else { return self.gate.fail(ex, AnswerRoutes.notFound) }
                     if ex.method != .head { self.metrics.add(.answerReads) }

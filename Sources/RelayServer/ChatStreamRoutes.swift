@@ -63,7 +63,8 @@ final class ChatStreamRoutes {
             promptEstimate: request.estimatedPromptTokens,
             wantedCompletion: BudgetArithmetic.wantedCompletion(maxTokens: request.maxTokens, summary: request.mode == .summary,
                                                                 defaultCap: config.maxTokens, cap: config.maxTokens,
-                                                                summaryCap: config.summaryMaxTokens))
+                                                                summaryCap: config.summaryMaxTokens),
+            chat: request)
         admission.admit(ex, req, who: who) { [weak self] outcome in
             guard let self else { return }
             switch outcome {
@@ -224,7 +225,7 @@ final class ChatStreamRoutes {
         }
     }
 
-    /// The head of a stream response (docs/PROTOCOL.md §4.1). `id` is scoped; the client sees
+    /// The head of a stream response (docs/PROTOCOL.md §4.5). `id` is scoped; the client sees
     /// its own id in `X-Request-Id`. `ticket`: the `X-Read-Ticket` (§2.5), for a bearer caller.
     private func setStreamHeaders(_ ex: HTTPExchange, id: RequestID, ticket: String?) {
         ex.setHeader("Content-Type", SSEFrame.contentType)

@@ -17,8 +17,10 @@ public final class Metrics: Sendable {
         case cancelsPending
         case jwksParkedRequests
         case resumesRetained, answersRetained, answersRetainedBytes, answersNotRetainedOversize, answersNotRetainedIncomplete, answerReads, answersErased
+        case takeovers, continuationsRefused
         case completionWebhooksQueued, completionWebhooksDelivered, completionWebhooksDropped, completionWebhooksSkipped
         case completionWebhookAttemptsOK, completionWebhookAttemptsFailed, completionWebhookRetries
+        case atRestSeals, atRestOpens, atRestOpenFailures
 
         var name: String {
             switch self {
@@ -59,6 +61,8 @@ public final class Metrics: Sendable {
             case .answersNotRetainedIncomplete: return "relay_answers_not_retained_total{reason=\"incomplete\"}"
             case .answerReads: return "relay_answer_reads_total"
             case .answersErased: return "relay_answers_erased_total"
+            case .takeovers: return "relay_takeovers_total"
+            case .continuationsRefused: return "relay_continuations_refused_total"
             case .completionWebhooksQueued: return "relay_completion_webhooks_queued_total"
             case .completionWebhooksDelivered: return "relay_completion_webhooks_total{result=\"delivered\"}"
             case .completionWebhooksDropped: return "relay_completion_webhooks_total{result=\"dropped\"}"
@@ -66,6 +70,9 @@ public final class Metrics: Sendable {
             case .completionWebhookAttemptsOK: return "relay_completion_webhook_attempts_total{result=\"ok\"}"
             case .completionWebhookAttemptsFailed: return "relay_completion_webhook_attempts_total{result=\"failed\"}"
             case .completionWebhookRetries: return "relay_completion_webhook_retries_total"
+            case .atRestSeals: return "relay_at_rest_seals_total"
+            case .atRestOpens: return "relay_at_rest_opens_total"
+            case .atRestOpenFailures: return "relay_at_rest_open_failures_total"
             }
         }
 
@@ -73,6 +80,9 @@ public final class Metrics: Sendable {
         var help: String {
             switch self {
             case .eventsAppended: return "Stream events appended to Redis by this instance's generations."
+            case .atRestSeals: return "Values sealed with AES-256-GCM before they were written to Redis (events, live messages, text records; RELAY_ENCRYPTION_KEYS, docs/DATA_MODEL.md §15)."
+            case .atRestOpens: return "Sealed values read from Redis that opened (the tag verified)."
+            case .atRestOpenFailures: return "Sealed values read from Redis that did not open (unknown kid, another key, altered or truncated bytes); the reader got stored_data_unreadable."
             case .eventsDelivered: return "Stream events written to client connections."
             case .streamsStarted: return "Generations started (POST /api/chat/stream admitted)."
             case .resumesOK, .resumesGap, .resumesNotFound, .resumesCatchUp, .resumesRetained:
@@ -85,6 +95,8 @@ public final class Metrics: Sendable {
             case .answersErased: return "Retained answers deleted by POST /admin/users/{sub}/answers/erase (data-erasure requests)."
             case .revocations: return "Live streams cut because their session was revoked."
             case .cancels: return "Generations stopped by DELETE /api/chat/stream/{id}."
+            case .takeovers: return "Streams this instance took over after their owner's lease lapsed, to continue them (docs/PROTOCOL.md §4.5)."
+            case .continuationsRefused: return "Streams taken over here that the upstream could not continue (no continuation support, unreadable stored request): ended with upstream_lost."
             case .completionWebhooksQueued:
                 return "Answers this instance ended that were queued for a completion webhook (docs/PROTOCOL.md §13); one per answer across all instances."
             case .completionWebhooksDelivered, .completionWebhooksDropped, .completionWebhooksSkipped:

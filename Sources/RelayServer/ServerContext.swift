@@ -3,6 +3,7 @@ import RelayCore
 import RelayUpstream
 import RelayConfiguration
 import RelayBudgets
+import RelayEventStore
 
 /// What every worker shares: immutable configuration, the authenticator, the metrics,
 /// and how to make a worker's upstream factory. Safe to read from any thread.
@@ -31,6 +32,9 @@ public struct ServerContext: Sendable {
     /// The read-ticket keys (docs/PROTOCOL.md §2.5), loaded from Redis by each worker's
     /// `ReadTicketKeyLoader`; shared by every worker.
     public let readTicketKeys = ReadTicketKeys()
+    /// The at-rest keys (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md §15); `nil`: stored
+    /// values are plaintext. Each worker makes its own `AtRestCipher` from them.
+    public var atRestKeys: AtRestKeyRing? = nil
 
     public init(config: RelayConfig, instance: String, authenticator: Authenticator, metrics: Metrics,
                 budgets: BudgetPolicy, models: ModelPolicy, adminKey: AdminKey?,

@@ -33,6 +33,9 @@ final class StreamAdmission {
         var promptEstimate: Int
         /// `BudgetArithmetic.wantedCompletion` of the request.
         var wantedCompletion: Int
+        /// The request after the relay's policy, kept with the stream for a takeover
+        /// (`StoredRequest`, with `max_tokens` clamped to the grant).
+        var chat: ChatRequest
     }
 
     /// How an admission ended for the caller.
@@ -127,8 +130,12 @@ final class StreamAdmission {
     /// Creates the stream's meta; a twin that lost the race resumes the winner's stream.
     private func create(_ ex: HTTPExchange, _ req: Request, who: Identity, budget: GenerationBudget,
                         then: @escaping (Outcome) -> Void) {
+        var sent = req.chat
+        sent.maxTokens = budget.grant.maxTokens
+        let stored = StoredRequest(request: sent, budgetKey: budget.key, promptEstimate: budget.promptEstimate,
+                                   reservedTokens: budget.grant.reserved, limitedByBudget: budget.grant.limitedByBudget)
         log.create(req.id, owner: who.user, sid: who.sid, instance: context.instance, nowMs: UInt64(context.nowMs()),
-                   budgetKey: budget.key, promptEstimate: budget.promptEstimate) { [weak self] r in
+                   budgetKey: budget.key, promptEstimate: budget.promptEstimate, request: stored) { [weak self] r in
             guard let self else { return }
             switch r {
             case .failure(let f):

@@ -47,9 +47,13 @@ final class Worker: @unchecked Sendable {
         sharded = (commands as? ClusterClient).map { ShardedPubSub(loop: loop, cluster: $0) }
         pubsub = PubSub(loop: loop, connection: pubsubConnection, sharded: sharded)
         let config = context.config
+        let cipher: AtRestCipher?
+        do { cipher = try context.atRestKeys.map { ring throws(AtRestCipher.SetupError) in try AtRestCipher(ring: ring) } } catch {
+            throw ConfigError("RELAY_ENCRYPTION_KEYS: \(error.description)")
+        }
         let log = EventLog(connection: commands, maxLen: config.bufferEvents,
                            ttlMs: config.bufferTTLms, lossless: config.losslessResume, sharded: sharded != nil,
-                           retentionMs: config.answerRetentionMs, retentionMaxBytes: config.answerRetentionMaxBytes)
+                           retentionMs: config.answerRetentionMs, retentionMaxBytes: config.answerRetentionMaxBytes, cipher: cipher)
         let sessions = SessionStore(connection: commands, scripts: log.scripts)
         hub = StreamHub(index: index, context: context, loop: loop, log: log, pubsub: pubsub, sessions: sessions,
                         ledger: BudgetLedger(connection: commands, scripts: log.scripts))
@@ -93,7 +97,9 @@ final class Worker: @unchecked Sendable {
         commands.connect()
         pubsubConnection.connect()
 
-        let router = Router(context: context, hub: hub, upstreams: context.makeUpstreams(), ticketKeys: ticketKeys,
+        let upstreams = context.makeUpstreams()
+        hub.upstreams = upstreams
+        let router = Router(context: context, hub: hub, upstreams: upstreams, ticketKeys: ticketKeys,
                             isReady: { [unowned self] in self.isReady },
                             notReadyReason: { [unowned self] in self.notReadyReason })
         self.router = router

@@ -146,4 +146,42 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
             SimulatedUpstream(tokens: tokens, maxTokens: maxTokens, promptTokens: prompt, tokensPerSecond: rate, loop: loop)
         }
     }
+
+    /// Continues an answer from the next token exactly (docs/UPSTREAMS.md): the document's
+    /// tokens after the first `soFar.completionTokens`, up to the same `max_tokens` (summary
+    /// mode's cap included), so the continued answer is byte-identical to an uninterrupted
+    /// one. `usage.prompt_tokens` is the relay's estimate of the re-sent prompt (the
+    /// messages plus the text so far as an assistant message, docs/PROTOCOL.md §9).
+    /// - Throws: `ContinuationUnsupported` when `soFar.text` is not the document's first
+    ///   `soFar.completionTokens` tokens, or for `simulated-bench`; `APIError` as `prepare`.
+    public func prepareContinuation(_ request: ChatRequest, soFar: AnswerSoFar) throws -> UpstreamPlan {
+        let model = request.model ?? SimulatedDocuments.englishModel
+        if model == SimulatedDocuments.benchModel {
+            throw ContinuationUnsupported(reason: "the bench upstream does not continue answers")
+        }
+        guard let doc = SimulatedDocuments.document(forModel: model) else {
+            throw APIError.invalidRequest("unknown model \"\(model)\" (the simulated upstream serves simulated, simulated-ar)")
+        }
+        let tokens: [String]
+        if let t = cache[model] {
+            tokens = t
+        } else {
+            tokens = SimulatedTokenizer.tokens(doc)
+            cache[model] = tokens
+        }
+        var maxTokens = request.maxTokens
+        if request.mode == .summary { maxTokens = min(maxTokens ?? summaryMaxTokens, summaryMaxTokens) }
+        let cap = min(tokens.count, maxTokens ?? Int.max)
+        let k = soFar.completionTokens
+        guard k >= 0, k <= cap, tokens[0..<k].joined() == soFar.text else {
+            throw ContinuationUnsupported(reason: "the text so far is not the first \(k) tokens of \(model)")
+        }
+        let rest = Array(tokens[k..<cap])
+        let finish = cap < tokens.count ? "length" : "stop"
+        let prompt = ChatRequest(messages: request.messages + [ChatMessage(role: "assistant", content: soFar.text)]).estimatedPromptTokens
+        let rate = tokensPerSecond
+        return UpstreamPlan { loop in
+            SimulatedUpstream(count: rest.count, finishReason: finish, promptTokens: prompt, tokensPerSecond: rate, loop: loop) { rest[$0] }
+        }
+    }
 }

@@ -320,10 +320,25 @@ enum Report {
             md.append("")
             md.append("The relay's whole write path per event: `SETRANGE` of the text and of its offsets (lossless resume, once per 25 events) and `XADD NOMKSTREAM` in one write (every \(StreamTrim(maxLen: 200).step)th with an exact `MAXLEN \(StreamTrim(maxLen: 200).trimmedLength)`: never more than 200 entries), `PUBLISH` once the `XADD` is acknowledged (PEXPIRE only when due). \(f(num(ceil.first, "streams_per_connection"), 0)) streams per connection, \(f(num(ceil.first, "pipeline"), 0)) appends in flight per connection.")
             md.append("")
-            md.append("| hiredis connections | appends/s | round trip p50, ms | p99, ms | Redis CPU, % | failed |")
-            md.append("|---:|---:|---:|---:|---:|---:|")
+            md.append("Each step runs twice in the same run: values stored as plaintext, then sealed at rest (`RELAY_ENCRYPTION_KEYS`, AES-256-GCM: the entry, the live message and the text records; docs/DATA_MODEL.md §15).")
+            md.append("")
+            md.append("| hiredis connections | encryption | appends/s | round trip p50, ms | p99, ms | Redis CPU, % | failed |")
+            md.append("|---:|---|---:|---:|---:|---:|---:|")
             for r in ceil {
-                md.append("| \(f(num(r, "connections"), 0)) | \(f(num(r, "appends_per_s"), 0)) | \(f(num(r, "p50_ms"), 2)) | \(f(num(r, "p99_ms"), 2)) | \(f(num(r, "redis_cpu_pct"))) | \(f(num(r, "failed"), 0)) |")
+                md.append("| \(f(num(r, "connections"), 0)) | \(r["encryption"] as? String ?? "off") | \(f(num(r, "appends_per_s"), 0)) | \(f(num(r, "p50_ms"), 2)) | \(f(num(r, "p99_ms"), 2)) | \(f(num(r, "redis_cpu_pct"))) | \(f(num(r, "failed"), 0)) |")
+            }
+            md.append("")
+        }
+        let seal = rows.filter { ($0["scenario"] as? String) == "at-rest-cost" }
+        if !seal.isEmpty {
+            md.append("### at-rest-cost: CPU per event of sealing at rest (no Redis)")
+            md.append("")
+            md.append("One AES-256-GCM seal (shared by the stream entry and the live message) and one open (a reader) per event, on one thread, through OpenSSL EVP; each worker reuses its contexts (`AtRestCipher`, nonces drawn from `RAND_bytes` a pool at a time), the last column makes them per call.")
+            md.append("")
+            md.append("| delta | JSON bytes | sealed bytes | µs per event, reused contexts | µs per event, contexts per call |")
+            md.append("|---|---:|---:|---:|---:|")
+            for r in seal {
+                md.append("| \(r["language"] as? String ?? "") | \(f(num(r, "plaintext_bytes"), 0)) | \(f(num(r, "sealed_bytes"), 0)) | \(f(num(r, "us_per_event_reused"), 2)) | \(f(num(r, "us_per_event_per_call"), 2)) |")
             }
             md.append("")
         }

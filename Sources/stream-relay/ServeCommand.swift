@@ -5,6 +5,7 @@ import RelayServer
 import RelayUpstream
 import RelayConfiguration
 import RelayBudgets
+import RelayEventStore
 
 /// `stream-relay serve`: runs a relay instance until SIGTERM/SIGINT (graceful drain).
 enum ServeCommand {
@@ -67,6 +68,13 @@ enum ServeCommand {
         let budgets: BudgetPolicy
         let models: ModelPolicy
         let adminKey: AdminKey?
+        let atRestKeys: AtRestKeyRing?
+        do {
+            atRestKeys = try config.encryptionKeys.map { try loadAtRestKeys($0) }
+        } catch {
+            printError("stream-relay: \(error)\n")
+            return 2
+        }
         do {
             budgets = try BudgetPolicy.parse(config.budgets, defaultTier: config.defaultTier)
             models = try ModelPolicy(specification: config.models, fallbackModel: config.upstreamModel)
@@ -91,6 +99,10 @@ enum ServeCommand {
             makeUpstreams: makeUpstreams,
             nowMs: { Int64(Date().timeIntervalSince1970 * 1000) })
         context.jwks = jwks
+        context.atRestKeys = atRestKeys
+        if let atRestKeys {
+            Log.info("at-rest encryption on", ["currentKid": atRestKeys.currentKid, "kids": atRestKeys.kids.joined(separator: ",")])
+        }
         let server = RelayServer(context: context, redis: endpoint)
         let port: Int
         do {
@@ -204,5 +216,24 @@ enum ServeCommand {
         let verifier = try JWTVerifier(algorithm: algorithm, issuer: config.jwtIssuer, audience: config.jwtAudience,
                                        leewaySeconds: config.jwtLeewaySeconds)
         return (JWTAuthenticator(verifier: verifier), nil)
+    }
+
+    /// The at-rest keys of `RELAY_ENCRYPTION_KEYS` (docs/DATA_MODEL.md §15): inline
+    /// `kid:base64` pairs, or `file:///path` to a file holding them.
+    /// - Throws: `ConfigError` naming the problem (unreadable file, bad base64, wrong
+    ///   length, duplicate kid, empty); never key material.
+    static func loadAtRestKeys(_ value: String) throws -> AtRestKeyRing {
+        do {
+            var text = value
+            if let path = try AtRestKeyRing.fileURLPath(value) {
+                guard let t = try? String(contentsOfFile: path, encoding: .utf8) else {
+                    throw ConfigError("RELAY_ENCRYPTION_KEYS: cannot read \(path)")
+                }
+                text = t
+            }
+            return try AtRestKeyRing.parse(text)
+        } catch let e as AtRestKeyRing.ParseError {
+            throw ConfigError(e.message)
+        }
     }
 }

@@ -195,9 +195,10 @@ final class BudgetReservationTests: RelayTestCase {
         XCTAssertEqual(try ledger(user).used, refUsage.promptTokens + deltas, "prompt + the deltas generated before the cut")
     }
 
+    /// Takeovers off (`RELAY_MAX_CONTINUATIONS=0`; with them on: `TakeoverTests`).
     func testOwnerKilledStreamIsSettledByTheInstanceThatWritesUpstreamLost() throws {
-        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "30"])
-        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "30"])
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "30", "RELAY_MAX_CONTINUATIONS": "0"])
+        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "30", "RELAY_MAX_CONTINUATIONS": "0"])
         let user = "lost-\(UUID().uuidString.prefix(8))"
         let token = RelayProcess.token(sub: user)
         let id = Chat.newID()

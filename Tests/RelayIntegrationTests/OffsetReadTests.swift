@@ -431,7 +431,7 @@ final class OffsetReadTests: RelayTestCase {
         let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
         defer { fake.stop() }
         let a = try startRelay(openAIEnv(fake))
-        let b = try startRelay(["RELAY_LONG_POLL_TIMEOUT": "120s"])
+        let b = try startRelay(["RELAY_LONG_POLL_TIMEOUT": "120s", "RELAY_MAX_CONTINUATIONS": "0"])
         let token = RelayProcess.token()
         let id = Chat.newID()
         let live = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test")

@@ -10,12 +10,13 @@ import XCTest
 final class OperatorSettingsTests: RelayTestCase {
     static let adminKey = "admin-key-for-settings-tests-0123456789"
 
-    /// SIGTERM with `RELAY_DRAIN_TIMEOUT=1s` while an answer needs ~50 s more: the drain
+    /// SIGTERM with `RELAY_DRAIN_TIMEOUT=1s` while an answer needs ~50 s more, takeovers off
+    /// (`RELAY_MAX_CONTINUATIONS=0`; with them on it hands over: `TakeoverTests`): the drain
     /// gives up after the timeout, the generation ends with `upstream_lost` in its stream
     /// (state `failed`), the relay logs the timeout and exits 0 — not before 1 s and long
     /// before the answer could have finished.
     func testDrainTimeoutExpiresAndEndsTheRemainingGeneration() throws {
-        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20", "RELAY_DRAIN_TIMEOUT": "1s"])
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20", "RELAY_DRAIN_TIMEOUT": "1s", "RELAY_MAX_CONTINUATIONS": "0"])
         let id = Chat.newID()
         let c = try Chat.start(port: relay.port, token: RelayProcess.token(), requestID: id, maxTokens: 1000)
         for _ in 0..<2 { _ = try XCTUnwrap(try c.nextEvent()) }

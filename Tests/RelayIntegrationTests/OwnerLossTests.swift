@@ -7,7 +7,8 @@ import RelayUpstream
 import XCTest
 
 /// An owner lost mid-answer — stopped (SIGSTOP) past its lease, or killed — while its
-/// stream is read elsewhere: another relay ends the stream with `upstream_lost` at the
+/// stream is read elsewhere, with takeovers off (`RELAY_MAX_CONTINUATIONS=0`; with them on:
+/// `TakeoverTests`): another relay ends the stream with `upstream_lost` at the
 /// fence (docs/PROTOCOL.md), the fenced owner adds nothing after it, and every resume is
 /// a byte-exact prefix of the answer (docs/LOSSLESS_RESUME.md).
 final class OwnerLossTests: RelayTestCase {
@@ -17,8 +18,8 @@ final class OwnerLossTests: RelayTestCase {
     /// the events stored before the fence, then that `upstream_lost`, and Redis holds
     /// nothing after it.
     func testAStalledOwnerWokenAfterTheFenceAddsNothingAndItsClientGetsUpstreamLost() throws {
-        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "40", "RELAY_WORKERS": "1"])
-        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "40"])
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "40", "RELAY_WORKERS": "1", "RELAY_MAX_CONTINUATIONS": "0"])
+        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "40", "RELAY_MAX_CONTINUATIONS": "0"])
         let token = RelayProcess.token()
         let id = Chat.newID()
         let owner = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 600)
@@ -65,7 +66,7 @@ final class OwnerLossTests: RelayTestCase {
         let doc = SimulatedDocuments.document(forModel: "simulated")!
         let tokens = SimulatedTokenizer.tokens(doc)
         for cap in ["1", "200"] {
-            let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "3000", "RELAY_BUFFER_EVENTS": cap]
+            let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "3000", "RELAY_BUFFER_EVENTS": cap, "RELAY_MAX_CONTINUATIONS": "0"]
             let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 })
             let b = try startRelay(env)
             let token = RelayProcess.token()

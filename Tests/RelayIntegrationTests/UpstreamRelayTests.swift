@@ -192,9 +192,10 @@ final class UpstreamRelayTests: RelayTestCase {
         XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "state"), "done")
     }
 
+    /// Takeovers off (`RELAY_MAX_CONTINUATIONS=0`; with them on: `TakeoverTests`).
     func testKilledOwnerEndsWithUpstreamLostForAResumedClient() throws {
-        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "30"])
-        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "30"])
+        let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "30", "RELAY_MAX_CONTINUATIONS": "0"])
+        let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "30", "RELAY_MAX_CONTINUATIONS": "0"])
         let token = RelayProcess.token()
         let id = Chat.newID()
         let c = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 500)

@@ -32,6 +32,10 @@ public struct ResumedStreamResult: Sendable {
     public var hung = false
     /// The last events' ids, for failure messages.
     public var lastSeq: UInt64 = 0
+    /// When each new seq arrived, in order (pauses: `TakeoverProofTests`).
+    public var arrivals: [Date] = []
+    /// The terminal event's JSON.
+    public var terminalData: String?
 }
 
 /// A client that starts a stream with its own `X-Request-Id` and, whenever the
@@ -125,10 +129,12 @@ public struct ResumingStreamClient {
                 } else {
                     if seq > r.lastSeq + 1 { r.catchUps += 1 }
                     r.lastSeq = seq
+                    r.arrivals.append(Date())
                     if case .delta(let t)? = event { r.text += t }
                 }
                 if let terminal {
                     r.terminal = terminal
+                    r.terminalData = e.data
                     r.terminalAt = Date()
                     return r
                 }

@@ -26,6 +26,13 @@ public enum BudgetArithmetic {
         /// `true` when the budget, not the request, set `maxTokens` (the `done` event
         /// then says `budget_limited` when the answer stopped at it).
         public var limitedByBudget: Bool
+
+        /// A grant as it was made (a takeover reads it back from `StoredRequest`).
+        public init(reserved: Int, maxTokens: Int, limitedByBudget: Bool) {
+            self.reserved = reserved
+            self.maxTokens = maxTokens
+            self.limitedByBudget = limitedByBudget
+        }
     }
 
     /// Clamps a request to what remains: `grant = min(want, limit - used - reserved)`

@@ -11,7 +11,7 @@
 /// * **Silent after the head**: the head arrived at `H` and no body byte by
 ///   `H + firstByteBoundMs` (20 s). The relay writes each event as it comes (`retry:` in the
 ///   first event's block) and a `: ping` after any silence of `RELAY_HEARTBEAT` (15 s, checked each
-///   second, PROTOCOL.md §4.1), so a streaming path shows a byte within 16 s of the head
+///   second, PROTOCOL.md §4.5), so a streaming path shows a byte within 16 s of the head
 ///   even when a hop holds a write that small; 4 s of margin covers slow mobile round trips
 ///   and a TCP retransmission. The bound is the same after a `POST` and a resume: the time
 ///   to the first event depends on the upstream (a model may think for minutes, with pings),

@@ -124,7 +124,14 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
     /// `true` after a permanent failure: nothing more is sent.
     public var failed: Bool { failure != nil }
 
-    public init(maxGroup: Int = 64) { self.maxGroup = max(1, maxGroup) }
+    /// - Parameters:
+    ///   - maxGroup: most events in flight at once.
+    ///   - ackedSeq: the seq already stored when the queue starts (a takeover continues
+    ///     after it; 0 for a new stream).
+    public init(maxGroup: Int = 64, ackedSeq: UInt64 = 0) {
+        self.maxGroup = max(1, maxGroup)
+        self.ackedSeq = ackedSeq
+    }
 
     /// Events queued and not yet acknowledged.
     public var backlog: Int { queue.count - head }

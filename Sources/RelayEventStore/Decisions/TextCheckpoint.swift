@@ -42,13 +42,18 @@ public struct TextCheckpoint: Sendable, Equatable {
         public var text: [UInt8]
         /// Each buffered event's end offset, ascending seq.
         public var offsets: [Offset]
+        /// Where the write goes in the `text` key as stored, bytes: `start` for plain
+        /// text; with sealing at rest, the end of the records already confirmed (each
+        /// write is one sealed record, `SealedFormat`; docs/DATA_MODEL.md §15).
+        public var storedStart: Int
         /// The last seq it covers.
         public var throughSeq: UInt64 { offsets.last?.seq ?? 0 }
 
-        public init(start: Int, text: [UInt8], offsets: [Offset]) {
+        public init(start: Int, text: [UInt8], offsets: [Offset], storedStart: Int? = nil) {
             self.start = start
             self.text = text
             self.offsets = offsets
+            self.storedStart = storedStart ?? start
         }
 
         /// `text` given as a string (its UTF-8 bytes).
@@ -66,6 +71,12 @@ public struct TextCheckpoint: Sendable, Equatable {
     public private(set) var confirmedSeq: UInt64 = 0
     /// The end offset of `confirmedSeq`, bytes.
     public private(set) var confirmedEnd = 0
+    /// Bytes of the `text` key as stored through `confirmedSeq`: `confirmedEnd` for plain
+    /// text, the confirmed sealed records' length when sealed (`sealedKidBytes`).
+    public private(set) var confirmedStoredEnd = 0
+    /// With sealing at rest, the current kid's length, bytes: each write is stored as one
+    /// sealed record of `SealedFormat.sealedLength` bytes. `nil`: plain text.
+    public let sealedKidBytes: Int?
     /// Bytes of text buffered so far in total (the next event's start offset).
     public var textEnd: Int { confirmedEnd + text.count }
     /// The text of the buffered events, concatenated (UTF-8; starts at `confirmedEnd`).
@@ -78,10 +89,22 @@ public struct TextCheckpoint: Sendable, Equatable {
     /// The last write failed and nothing has been written since.
     public private(set) var lastWriteFailed = false
 
-    /// - Parameter trim: the stream's trim rule; `every` is an eighth of the cap (at most
-    ///   32, at least 1), `holdAfter` half the cap, at most `trim.minRetained` and
-    ///   `trim.maxLen − 1`.
-    public init(trim: StreamTrim) {
+    /// - Parameters:
+    ///   - trim: the stream's trim rule; `every` is an eighth of the cap (at most
+    ///     32, at least 1), `holdAfter` half the cap, at most `trim.minRetained` and
+    ///     `trim.maxLen − 1`.
+    ///   - sealedKidBytes: the at-rest kid's length when text is sealed (`nil`: plain).
+    ///   - confirmedSeq: the seq whose text is already stored (a takeover starts after the
+    ///     text its records or the oldest retained entry leave off at; 0 for a new stream).
+    ///   - confirmedEnd: that text's length, bytes.
+    ///   - confirmedStoredEnd: the `text` key's length as stored through `confirmedSeq`
+    ///     (sealed records); `nil`: `confirmedEnd`.
+    public init(trim: StreamTrim, sealedKidBytes: Int? = nil, confirmedSeq: UInt64 = 0, confirmedEnd: Int = 0,
+                confirmedStoredEnd: Int? = nil) {
+        self.sealedKidBytes = sealedKidBytes
+        self.confirmedSeq = confirmedSeq
+        self.confirmedEnd = confirmedEnd
+        self.confirmedStoredEnd = confirmedStoredEnd ?? confirmedEnd
         holdAfter = min(trim.maxLen / 2, trim.minRetained, trim.maxLen - 1)
         every = max(1, min(32, trim.maxLen / 8, holdAfter))
     }
@@ -121,9 +144,9 @@ public struct TextCheckpoint: Sendable, Equatable {
         let n = buffered(through: seq)
         guard n > 0 else { return nil }
         // Usually everything buffered (the arrays are shared, not copied).
-        if n == offsets.count { return Write(start: confirmedEnd, text: text, offsets: offsets) }
+        if n == offsets.count { return Write(start: confirmedEnd, text: text, offsets: offsets, storedStart: confirmedStoredEnd) }
         return Write(start: confirmedEnd, text: Array(text[..<(offsets[n - 1].end - confirmedEnd)]),
-                     offsets: Array(offsets[..<n]))
+                     offsets: Array(offsets[..<n]), storedStart: confirmedStoredEnd)
     }
 
     /// Reports a write's outcome (`through`: its last seq). A success confirms every
@@ -140,11 +163,19 @@ public struct TextCheckpoint: Sendable, Equatable {
         let n = buffered(through: seq)
         if n > 0 {
             let end = offsets[n - 1].end
+            confirmedStoredEnd += storedLength(plaintextBytes: end - confirmedEnd)
             text.removeFirst(end - confirmedEnd)
             confirmedEnd = end
             offsets.removeFirst(n)
         }
         confirmedSeq = seq
+    }
+
+    /// Bytes a write of `n` bytes of text takes in the `text` key: `n` plain; sealed, one
+    /// record (`SealedFormat.sealedLength`), none for an empty write (no `SETRANGE`).
+    public func storedLength(plaintextBytes n: Int) -> Int {
+        guard let k = sealedKidBytes, n > 0 else { return n }
+        return SealedFormat.sealedLength(plaintextBytes: n, kidBytes: k)
     }
 
     /// How many buffered events have a seq at most `seq` (they are the first ones: seqs ascend).

@@ -3,7 +3,9 @@ import RelayCore
 /// A worker's drain (SIGTERM; docs/PROTOCOL.md §4): live client responses end at once
 /// (their clients resume on another instance), generations owned here keep running
 /// until they finish, and `done` is called once when none is left. At the drain
-/// timeout the remaining generations end with `upstream_lost`. Decides with
+/// timeout the remaining generations are handed over: their leases end at once and
+/// another instance continues each (docs/PROTOCOL.md §4.5); with takeovers off
+/// (`RELAY_MAX_CONTINUATIONS=0`) they end with `upstream_lost`. Decides with
 /// `DrainState`. Loop thread only.
 final class DrainCoordinator {
     private var state = DrainState()
@@ -28,10 +30,13 @@ final class DrainCoordinator {
         d()
     }
 
-    /// The drain timeout: ends the generations still running with `upstream_lost`.
-    func timeOut(_ generations: some Sequence<Generation>) {
+    /// The drain timeout: hands the generations still running over (`handOver`), or
+    /// ends them with `upstream_lost`.
+    func timeOut(_ generations: some Sequence<Generation>, handOver: Bool) {
         for g in generations {
-            g.abort(APIError(.upstreamLost, "the relay instance shut down before the answer finished"))
+            if handOver { g.handOver() } else {
+                g.abort(APIError(.upstreamLost, "the relay instance shut down before the answer finished"))
+            }
         }
     }
 }

@@ -23,7 +23,8 @@ struct GenerationBudget {
 /// running when its client disconnects, until `done`, an upstream error, a cancel or
 /// a revocation, or its completion tokens reach the grant (`BudgetArithmetic.CompletionCap`:
 /// the relay enforces `max_tokens` itself, since an upstream may ignore it). Every ending settles its budget reservation once, to what was really
-/// generated (`GenerationHost.settle`). Loop thread only.
+/// generated (`GenerationHost.settle`), once Redis stored its final event. A generation may
+/// also continue a stream taken over from a lost owner (docs/PROTOCOL.md §4.5). Loop thread only.
 ///
 /// Lifetime: the generation holds its host, appender and upstream strongly, and
 /// nothing refers to the generation, its appender or its upstream weakly (a weakly
@@ -78,9 +79,25 @@ final class Generation {
     /// `delta` events streamed (one completion token each).
     @exclusivity(unchecked) private var completionTokens = 0
     private let cap: BudgetArithmetic.CompletionCap
+    /// A continuation after a takeover (docs/PROTOCOL.md §4.5): the `delta` events stored
+    /// before it and the prompt tokens charged before it (the meta's `prompt`); `nil` for
+    /// a new stream. Its `budget.promptEstimate` is the continuation's own re-sent prompt.
+    let continued: (deltas: Int, priorPrompt: Int)?
+    /// The charge of the final event, settled once Redis stored it (`settleOnce`): only
+    /// the writer whose terminal event is stored settles, so a lapsed owner whose stream was
+    /// taken over never does.
+    @exclusivity(unchecked) private var finalCharge: (seq: UInt64, tokens: Int)?
+    @exclusivity(unchecked) private var settled = false
+    /// Its appends were refused because another instance took the stream over: the host
+    /// keeps its hands off the lease and session slot the taker now holds.
+    @exclusivity(unchecked) private(set) var takenOver = false
+    /// `handOver()` ran: this worker stopped generating so another instance continues.
+    @exclusivity(unchecked) private(set) var handedOver = false
 
+    /// - Parameter taken: a takeover this generation continues (`EventLog.takeover`):
+    ///   it appends after its `topSeq` under its epoch; `nil` for a new stream.
     init(id: RequestID, owner: String, ownerHash: String, sid: String, budget: GenerationBudget,
-         upstream: Upstream, host: GenerationHost) {
+         upstream: Upstream, host: GenerationHost, taken: EventLog.TakenStream? = nil) {
         self.id = id
         self.owner = owner
         self.ownerHash = ownerHash
@@ -94,16 +111,25 @@ final class Generation {
         self.leaseKey = StreamKeys(id).lease
         self.sessionStreamsKey = SessionStore.streamsKey(owner: ownerHash, sid: sid)
         self.budgetExpiriesKey = BudgetLedger.expiriesKey(budget.key)
-        self.appender = StreamAppender(log: host.log, loop: host.loop, id: id)
+        self.appender = StreamAppender(log: host.log, loop: host.loop, id: id, taken: taken)
+        self.continued = taken.map { ($0.deltas, $0.priorPrompt) }
+        self.seq = taken?.topSeq ?? 0
+        self.completionTokens = taken?.deltas ?? 0
         // Strong captures of `self`, a cycle through the appender that `teardown()` breaks
         // (`StreamAppender.close()` drops these callbacks). `self` is each closure's whole
         // context: no allocation for it, no weak load per event.
         appender.onPermanentFailure = { f in self.appendFailed(f) }
         appender.onAcknowledged = { seq, json in
+            if seq == self.finalCharge?.seq { self.settleOnce(self.finalCharge!.tokens) }
             self.host.acknowledged(self, event: SequencedEvent(seq: seq, json: json))
         }
         appender.retain(owner: owner, ownerHash: ownerHash, sid: sid, createdMs: host.wallMs(),
                         wallClock: { host.wallMs() })
+        // A continued stream's record holds the whole answer: the text the lost owner stored
+        // first (without its delta lengths, no record is made: `RetentionOutcome.incomplete`).
+        if let taken, let lengths = taken.deltaLengths {
+            appender.seedRetention(text: Array(taken.text.utf8), deltaLengths: lengths)
+        }
         appender.onRetained = { outcome in self.host.answerRetained(outcome) }
         appender.onDrained = {
             guard self.finished else { return }
@@ -119,6 +145,10 @@ final class Generation {
         // its terminal event and on `cancel()` (`Upstream`), and `teardown()` cancels it.
         upstream.start { e in
             if case .error = e, !self.finished { self.host.upstreamFailed() }
+            // A continuation's `done` reports the whole answer's usage (`total`).
+            if self.continued != nil, case .done(let r, let u, let l) = e {
+                return self.emit(.done(finishReason: r, usage: self.total(u), budgetLimited: l))
+            }
             self.emit(e)
         }
     }
@@ -172,7 +202,7 @@ final class Generation {
         }
         if finalState != nil {
             finished = true
-            host.settle(self, tokens: charge ?? tokens)
+            finalCharge = (seq, charge ?? tokens)
         }
         appender.append(seq: seq, json: event.json, text: text, finalState: finalState)
         host.appended(events: 1)
@@ -183,8 +213,8 @@ final class Generation {
     /// ignored `max_tokens`) and ends with `done` `finish_reason: "length"` (plus
     /// `"budget_limited": true` when the budget set the grant), charged what was streamed.
     private func stopAtGrant() {
-        let reported = upstream.cancel()
-        let end = cap.ending(reportedPrompt: reported.promptTokens, promptEstimate: budget.promptEstimate,
+        let reported = total(upstream.cancel())
+        let end = cap.ending(reportedPrompt: reported.promptTokens, promptEstimate: promptEstimate,
                              streamed: completionTokens)
         emit(.done(finishReason: end.finishReason, usage: end.usage))
     }
@@ -195,34 +225,69 @@ final class Generation {
     /// made: the usage is zero and nothing is charged.
     func cancel() {
         guard !finished else { return }
-        let reported = upstream.cancel()
+        let reported = total(upstream.cancel())
         let usage = started ? reported : Usage(promptTokens: 0, completionTokens: 0)
-        emit(.done(finishReason: .cancelled, usage: usage))
+        emit(.done(finishReason: .cancelled, usage: usage), charge: started || continued == nil ? nil : chargeSoFar(nil))
+    }
+
+    /// Stops generating here without ending the stream (a drain's timeout,
+    /// docs/PROTOCOL.md §4.5): no final event and no settlement; the host ends the lease at
+    /// once (`StreamHub.generationEnded`), so another instance takes the stream over and
+    /// continues it from the last stored seq, on the same reservation.
+    func handOver() {
+        guard !finished else { return }
+        handedOver = true
+        _ = upstream.cancel()
+        finished = true
+        end()
     }
 
     /// Stops the upstream and ends the stream with `error` (revocation, drain timeout,
     /// a failed revocation re-check); charged the upstream's usage so far.
     func abort(_ e: APIError) {
         guard !finished else { return }
-        let charge = chargeSoFar(upstream.cancel())
+        let charge = chargeSoFar(total(upstream.cancel()))
         emit(e.asEvent, charge: charge)
     }
 
-    /// Tokens to charge now: 0 before the upstream was called; else the usage's prompt
-    /// (the estimate without one) plus the completion tokens (the upstream's count or
-    /// the deltas seen, whichever is larger).
+    /// The upstream's usage as the whole answer's (docs/PROTOCOL.md §4.5): a continuation
+    /// adds the prompt tokens charged before it and the `delta` events stored before it.
+    private func total(_ u: Usage) -> Usage {
+        guard let c = continued else { return u }
+        return Usage(promptTokens: c.priorPrompt + u.promptTokens, completionTokens: c.deltas + u.completionTokens)
+    }
+
+    /// The prompt estimate of the whole answer: a continuation's own plus what was charged before it.
+    private var promptEstimate: Int { budget.promptEstimate + (continued?.priorPrompt ?? 0) }
+
+    /// Settles the reservation, once (`GenerationHost.settle`).
+    private func settleOnce(_ tokens: Int) {
+        guard !settled else { return }
+        settled = true
+        host.settle(self, tokens: tokens)
+    }
+
+    /// Tokens to charge now: 0 before the upstream was called (a continuation not started
+    /// yet: what was generated before it); else the usage's prompt (the estimate without
+    /// one) plus the completion tokens (the upstream's count or the deltas seen, whichever
+    /// is larger). `usage`: the whole answer's (`total`).
     private func chargeSoFar(_ usage: Usage?) -> Int {
-        guard started else { return 0 }
-        return BudgetArithmetic.charge(reportedPrompt: usage?.promptTokens, promptEstimate: budget.promptEstimate,
+        guard started || continued != nil else { return 0 }
+        return BudgetArithmetic.charge(reportedPrompt: usage?.promptTokens, promptEstimate: promptEstimate,
                                        completion: max(usage?.completionTokens ?? 0, completionTokens))
     }
 
     private func appendFailed(_ f: RedisFailure) {
-        // The stream expired or was ended elsewhere: nothing more can be stored.
-        if !finished {
-            let charge = chargeSoFar(upstream.cancel())
+        // Another instance took the stream over (`Scripts.takeover`): it settles.
+        takenOver = f.isTakenOver
+        if takenOver {
+            _ = upstream.cancel()
             finished = true
-            host.settle(self, tokens: charge)
+        } else {
+            // The stream expired or was ended elsewhere: nothing more can be stored.
+            let charge = finalCharge?.tokens ?? chargeSoFar(total(upstream.cancel()))
+            finished = true
+            settleOnce(charge)
         }
         Log.warn("generation stopped: stream no longer accepts appends", ["requestId": id.value, "reason": f.message])
         end()

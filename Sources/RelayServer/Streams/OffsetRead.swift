@@ -119,6 +119,9 @@ final class OffsetRead {
                 return gate.fail(ex, .notReady("Redis is not available (\(f.isDisconnect ? "disconnected" : "error"))"))
             case .failure(.undecodable), .success(nil):
                 return decided(.notFound, lastSeq: 0)
+            case .failure(.unreadable(let why)):
+                hub.storedValueUnreadable(why)
+                return gate.fail(ex, .storedDataUnreadable("the retained answer does not open with this relay's keys"))
             case .success(let found?):
                 a = found
             }
@@ -260,6 +263,12 @@ final class OffsetRead {
 
     private func readFailed(_ f: RedisFailure) {
         reading = false
+        if EventLog.isUnreadable(f) {
+            hub.storedValueUnreadable(f.message)
+            guard mode != .sse else { return finish(endStream: true) }
+            gate.fail(ex, .storedDataUnreadable("the stream's stored events do not open with this relay's keys"))
+            return finish()
+        }
         if f.isDisconnect { hub.redisDisconnected() }
         guard mode != .sse else { return finish(endStream: true) }
         gate.fail(ex, .notReady("Redis is not available"))

@@ -8,9 +8,11 @@ import RelayBudgets
 /// it refreshes the leases of the generations this worker owns that are due (with
 /// their session slot and budget reservation), and, every third of a lease, for
 /// streams read here but generated elsewhere that have been quiet for half a lease,
-/// asks Redis whether their owner's lease lapsed (`Scripts.expireLease`): an owner
-/// that died mid-answer gets its stream ended with `upstream_lost` and its reservation
-/// settled (`ReservationSettler.settleLostOwner`); a stream gone from Redis (restarted
+/// asks Redis whether their owner's lease lapsed: an owner that died mid-answer has its
+/// stream taken over by this worker (`Scripts.takeover`, `continueStream`: at most
+/// `maxContinuations` times per stream), or, when it cannot be continued, ended with
+/// `upstream_lost` (`Scripts.expireLease`) and its reservation settled
+/// (`ReservationSettler.settleLostOwner`); a stream gone from Redis (restarted
 /// without persistence, or expired) ends its readers here with `stream_lost`, since no
 /// event can ever arrive for it. Decides with `OwnerLeaseRound` and `LeasePolicy`.
 /// Loop thread only.
@@ -25,9 +27,14 @@ final class OwnerLeases {
     /// The wall clock, unix ms (session-slot and reservation expiries are wall times).
     private let wallMs: () -> Int64
     private var round = OwnerLeaseRound()
+    /// `RELAY_MAX_CONTINUATIONS`: takeovers per stream (0: none, `upstream_lost` at once).
+    private let maxContinuations: Int
+    /// Continues a stream this worker took over (`StreamTakeover`).
+    var continueStream: ((RequestID, EventLog.TakenStream) -> Void)?
 
     init(loop: EventLoop, log: EventLog, sessions: SessionStore, ledger: BudgetLedger, settler: ReservationSettler,
-         outage: RedisOutageWatch, instance: String, wallMs: @escaping () -> Int64) {
+         outage: RedisOutageWatch, instance: String, maxContinuations: Int, wallMs: @escaping () -> Int64) {
+        self.maxContinuations = maxContinuations
         self.loop = loop
         self.log = log
         self.sessions = sessions
@@ -56,22 +63,46 @@ final class OwnerLeases {
             ledger.refresh(expiriesKey: g.budgetExpiriesKey, id: g.id, nowMs: wall)
         }
         guard round.judgesOwners(nowMs: now, leaseMs: leaseMs, outage: outage.state) else { return }
-        let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
         for id in OwnerLeaseRound.streamsToCheck(readHere(), nowMs: now, leaseMs: leaseMs) {
-            log.expireLease(id, event: lost) { [settler] r in
-                guard case .success(let x) = r else { return }
-                switch LeasePolicy.expiry(fromReply: x.reply) {
-                case .ownerAlive: break
-                case .ended(let seq):
-                    Log.warn("owner lease lapsed: stream ended with upstream_lost", ["requestId": id.value, "seq": Int(seq)])
-                    settler.settleLostOwner(budgetKey: x.budgetKey, id: id, promptEstimate: x.promptEstimate, endedAtSeq: seq)
-                case .vanished:
-                    let gone = APIError(.streamLost, "this answer's events are gone from Redis (restarted without persistence, or expired); retry the request")
-                    let cut = readers(id)
-                    for s in cut { s.fail(gone) }
-                    if !cut.isEmpty { Log.warn("stream vanished from Redis: readers ended with stream_lost", ["requestId": id.value, "readers": cut.count]) }
+            guard maxContinuations > 0 else {
+                expire(id, readers: readers)
+                continue
+            }
+            log.takeover(id, instance: instance, maxContinuations: maxContinuations) { r in
+                switch r {
+                case .success(.taken(let t)):
+                    Log.warn("owner lease lapsed: stream taken over", ["requestId": id.value, "seq": Int(t.topSeq),
+                                                                       "epoch": Int(t.epoch), "continuation": t.continuations])
+                    self.continueStream?(id, t)
+                case .success(.notContinuable): self.expire(id, readers: readers)
+                case .success(.vanished): self.vanished(id, readers: readers)
+                case .success(.ownerAlive), .failure: break
                 }
             }
         }
+    }
+
+    /// Ends stream `id` with `upstream_lost` if its owner's lease lapsed (`Scripts.expireLease`).
+    private func expire(_ id: RequestID, readers: @escaping (RequestID) -> [Subscription]) {
+        let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
+        log.expireLease(id, event: lost) { [settler] r in
+            guard case .success(let x) = r else { return }
+            switch LeasePolicy.expiry(fromReply: x.reply) {
+            case .ownerAlive: break
+            case .ended(let seq):
+                Log.warn("owner lease lapsed: stream ended with upstream_lost", ["requestId": id.value, "seq": Int(seq)])
+                settler.settleLostOwner(budgetKey: x.budgetKey, id: id, promptEstimate: x.promptEstimate, endedAtSeq: seq)
+            case .vanished:
+                self.vanished(id, readers: readers)
+            }
+        }
+    }
+
+    /// Stream `id` is gone from Redis: its readers here end with `503 stream_lost`.
+    private func vanished(_ id: RequestID, readers: (RequestID) -> [Subscription]) {
+        let gone = APIError(.streamLost, "this answer's events are gone from Redis (restarted without persistence, or expired); retry the request")
+        let cut = readers(id)
+        for s in cut { s.fail(gone) }
+        if !cut.isEmpty { Log.warn("stream vanished from Redis: readers ended with stream_lost", ["requestId": id.value, "readers": cut.count]) }
     }
 }

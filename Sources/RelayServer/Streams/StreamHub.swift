@@ -5,6 +5,7 @@ import RelayRedis
 import RelayConfiguration
 import RelayEventStore
 import RelayBudgets
+import RelayUpstream
 
 /// The worker's live streams (docs/ARCHITECTURE.md): the registry of subscriptions and
 /// generations keyed by `RequestID`, and the dispatch of pub/sub messages — live events,
@@ -55,6 +56,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private var startingReplays = false
     private var sweepTimer: LoopTimer?
     private var leaseTimer: LoopTimer?
+    /// The worker's upstream factory, for continuing streams taken over here (`StreamTakeover`).
+    var upstreams: UpstreamFactory?
     /// Completion webhooks (docs/PROTOCOL.md §13), when `RELAY_COMPLETION_WEBHOOK_URL` is set.
     var completionWebhooks: CompletionWebhookQueue?
 
@@ -73,10 +76,14 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         settler = ReservationSettler(ledger: ledger, metrics: context.metrics)
         sweeper = ConnectionSweeper(config: context.config, metrics: context.metrics, outage: outage)
         leases = OwnerLeases(loop: loop, log: log, sessions: sessions, ledger: ledger, settler: settler, outage: outage,
-                             instance: context.instance, wallMs: context.nowMs)
+                             instance: context.instance, maxContinuations: context.config.maxContinuations, wallMs: context.nowMs)
         retries = ReplayRetries(loop: loop)
         replayAdmission = ReplayAdmission(maxInFlight: context.config.replayConcurrency)
         revocations = RevocationWatcher(sessions: sessions)
+        leases.continueStream = { [unowned self] id, taken in
+            guard let upstreams = self.upstreams else { return }
+            StreamTakeover.continueStream(id, taken, hub: self, upstreams: upstreams)
+        }
         pubsub.onMessage = { [unowned self] ch, payload in self.message(channel: ch, payload: payload) }
         pubsub.onResubscribed = { [unowned self] ch in
             if ch == StreamKeys.revocationsChannel { return self.recheckAllSessions() }
@@ -149,8 +156,13 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         g.subscribers = nil
         let entry = subscriptions[g.id.value]
         if entry?.isEmpty == true { subscriptions[g.id.value] = nil }
-        log.releaseLease(g.id)
-        sessions.release(owner: g.ownerHash, sid: g.sid, id: g.id)
+        if g.handedOver {
+            // Another instance continues it (`DrainCoordinator.timeOut`): the lease ends now.
+            log.dropLease(g.id)
+        } else if !g.takenOver {
+            log.releaseLease(g.id, instance: context.instance)
+            sessions.release(owner: g.ownerHash, sid: g.sid, id: g.id)
+        }
         metrics.gauge(.runningGenerations, -1)
         metrics.observe(.streamDuration, seconds: Double(loop.nowMs - g.startedMs) / 1000)
         // Nothing more is delivered locally. A subscription still open (normally none: the
@@ -190,8 +202,14 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     private func message(channel: String, payload: [UInt8]) {
         if let id = StreamKeys.requestID(fromLiveChannel: channel) {
-            guard subscriptions[id]?.isEmpty == false, let e = LivePayload.parse(payload) else { return }
-            deliverLive(id, e)
+            guard let subs = subscriptions[id], !subs.isEmpty, let e = LivePayload.parse(payload) else { return }
+            do {
+                deliverLive(subs, try log.openLive(e, id: id))
+            } catch {
+                // Never the sealed bytes to a client: its readers end with the error.
+                storedValueUnreadable(error.description)
+                for s in subs.members { s.fail(.storedDataUnreadable("event \(e.seq) of the stream does not open with this relay's keys")) }
+            }
         } else if channel == StreamKeys.cancelChannel {
             let id = String(decoding: payload, as: UTF8.self)
             if let g = generations[id] {
@@ -224,6 +242,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     private func sweep() {
         counters.flush()
+        flushAtRestCounters()
         sweeper.sweep(allSubscriptions, nowMs: loop.nowMs, nowS: context.nowMs() / 1000)
     }
 
@@ -238,7 +257,22 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     }
 
     /// Adds the per-event counters to the shared `Metrics` (before `/metrics` answers).
-    func flushCounters() { counters.flush() }
+    func flushCounters() {
+        counters.flush()
+        flushAtRestCounters()
+    }
+
+    /// The cipher's counts already added to `Metrics`.
+    private var atRestFlushed = (seals: 0, opens: 0, failures: 0)
+
+    /// Adds what the worker's `AtRestCipher` counted since the last flush to `Metrics`.
+    private func flushAtRestCounters() {
+        guard let c = log.cipher else { return }
+        if c.seals > atRestFlushed.seals { metrics.add(.atRestSeals, c.seals - atRestFlushed.seals) }
+        if c.opens > atRestFlushed.opens { metrics.add(.atRestOpens, c.opens - atRestFlushed.opens) }
+        if c.openFailures > atRestFlushed.failures { metrics.add(.atRestOpenFailures, c.openFailures - atRestFlushed.failures) }
+        atRestFlushed = (c.seals, c.opens, c.openFailures)
+    }
 
     // MARK: Redis connection state
 
@@ -279,8 +313,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     static let offsetReadFlushMs: UInt64 = 200
     private var drainFlushTimer: LoopTimer?
 
-    /// Drain timeout: end the remaining generations with an error.
-    func abortGenerations() { drainer.timeOut(Array(generations.values)) }
+    /// Drain timeout: hand the remaining generations over to another instance
+    /// (`RELAY_MAX_CONTINUATIONS` > 0), else end them with an error.
+    func abortGenerations() { drainer.timeOut(Array(generations.values), handOver: config.maxContinuations > 0) }
 
     // MARK: SubscriptionHost
 
@@ -356,8 +391,20 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     /// A subscription's Redis read failed: retry it shortly (the connection sweep ends
     /// it if Redis stays away longer than the grace period).
     func redisTrouble(_ s: Subscription, _ f: RedisFailure) {
+        if EventLog.isUnreadable(f) {
+            storedValueUnreadable(f.message)
+            return s.fail(.storedDataUnreadable("the stream's stored events do not open with this relay's keys"))
+        }
         if f.isDisconnect { redisDisconnected() }
         retries.add(s)
+    }
+
+    /// A stored value did not open (docs/DATA_MODEL.md §15): logged with its key and kid
+    /// (never its bytes); counted by the cipher (`relay_at_rest_open_failures_total`).
+    func storedValueUnreadable(_ why: String) {
+        // Without keys there is no cipher to count it.
+        if log.cipher == nil { metrics.add(.atRestOpenFailures) }
+        Log.error("stored value does not open", ["worker": index, "reason": why])
     }
 
     func isSlowConsumer(_ s: Subscription) -> Bool { sweeper.isSlowConsumer(s, nowMs: loop.nowMs) }

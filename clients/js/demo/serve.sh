@@ -36,6 +36,6 @@ relay_pair_owns_port "$nginx_pid" "$PORT" || relay_pair_fail "port $PORT answers
 TOKEN=$("$BIN" mint-token --sub web-demo --sid web-demo-session --tier pro --ttl 86400)
 echo "StreamRelay web chat: http://127.0.0.1:$PORT/demo/#token=$TOKEN&base=/a,/b"
 echo "(relay A :$PORT_A pid $PID_A, relay B :$PORT_B pid $PID_B; logs in $work; Ctrl-C quits)"
-echo "To watch an answer resume on B, cut its connection to A mid-answer: sudo ss -K dst 127.0.0.1 dport = $PORT_A"
-echo "(kill $PID_A instead stops A's generation: the page then sends the request again, a fresh answer)"
+echo "To watch an answer survive relay A's death, kill it mid-answer: kill -9 $PID_A"
+echo "(B takes the answer over after A's 3 s lease and continues it from the next token; or cut only the connection: sudo ss -K dst 127.0.0.1 dport = $PORT_A)"
 wait

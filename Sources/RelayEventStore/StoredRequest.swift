@@ -1,0 +1,59 @@
+import Foundation
+import RelayCore
+
+/// What another instance needs to continue a stream whose owner was lost (takeover,
+/// docs/DATA_MODEL.md §6.1): the request as the upstream got it (messages after the
+/// relay's policy, model, mode, `max_tokens` already clamped to the grant) and the budget
+/// reservation it draws on. Kept in `relay:{id}:request` (`StreamKeys.request`) for the
+/// stream's lifetime, written by `Scripts.create`.
+///
+/// `encoded()` / `decode(_:)` are the one place its bytes are made and read.
+public struct StoredRequest: Sendable, Equatable {
+    /// The request sent upstream, `maxTokens` = the granted completion tokens.
+    public var request: ChatRequest
+    /// The budget hash charged (`BudgetLedger.key`), empty when none.
+    public var budgetKey: String
+    /// The relay's prompt estimate of `request`, tokens (docs/PROTOCOL.md §9).
+    public var promptEstimate: Int
+    /// Tokens reserved (prompt estimate + granted completion).
+    public var reservedTokens: Int
+    /// Whether the budget, not the request, set `maxTokens` (`done` then says `budget_limited`).
+    public var limitedByBudget: Bool
+
+    public init(request: ChatRequest, budgetKey: String, promptEstimate: Int, reservedTokens: Int, limitedByBudget: Bool) {
+        self.request = request
+        self.budgetKey = budgetKey
+        self.promptEstimate = promptEstimate
+        self.reservedTokens = reservedTokens
+        self.limitedByBudget = limitedByBudget
+    }
+
+    /// The stored form: one JSON object
+    /// `{"v":1,"request":{…ChatRequest body…},"budget":str,"prompt":int,"reserved":int,"limited":bool}`.
+    public func encoded() -> String {
+        let body = (try? JSONSerialization.jsonObject(with: request.jsonBody)) ?? [:]
+        let obj: [String: Any] = ["v": 1, "request": body, "budget": budgetKey, "prompt": promptEstimate,
+                                  "reserved": reservedTokens, "limited": limitedByBudget]
+        let data = (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Reads `encoded()`'s form.
+    /// - Throws: `StoredRequestUnreadable` for anything else (a newer version's form, damage).
+    public static func decode(_ s: String) throws -> StoredRequest {
+        guard let obj = try? JSONSerialization.jsonObject(with: Data(s.utf8)) as? [String: Any],
+              (obj["v"] as? NSNumber)?.intValue == 1, let body = obj["request"] as? [String: Any],
+              let bodyData = try? JSONSerialization.data(withJSONObject: body),
+              let request = try? ChatRequest.parse(bodyData),
+              let budget = obj["budget"] as? String, let prompt = (obj["prompt"] as? NSNumber)?.intValue,
+              let reserved = (obj["reserved"] as? NSNumber)?.intValue, let limited = obj["limited"] as? Bool
+        else { throw StoredRequestUnreadable() }
+        return StoredRequest(request: request, budgetKey: budget, promptEstimate: prompt, reservedTokens: reserved,
+                             limitedByBudget: limited)
+    }
+}
+
+/// `StoredRequest.decode` could not read the stored bytes.
+public struct StoredRequestUnreadable: Error, Sendable, Equatable {
+    public init() {}
+}

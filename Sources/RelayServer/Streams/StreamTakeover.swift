@@ -1,0 +1,74 @@
+import RelayAuth
+import RelayCore
+import RelayLoop
+import RelayUpstream
+import RelayEventStore
+import RelayBudgets
+
+/// Continues a stream this worker took over after its owner's lease lapsed
+/// (docs/PROTOCOL.md §4.5, docs/DATA_MODEL.md §6.1): reads the stored request
+/// (`StoredRequest`), asks the upstream for the rest of the answer
+/// (`UpstreamFactory.prepareContinuation` with the text so far), and runs it as a
+/// `Generation` that appends after the stored top seq under the new ownership epoch, on
+/// the same budget reservation. The re-sent prompt is charged as real usage (added to
+/// the meta's `prompt` at once, so a later takeover or lease expiry charges it too).
+/// When the stream cannot be continued (an upstream without continuation, an unreadable
+/// request), the same generation ends it at once with `upstream_lost`, charged what was
+/// generated. Loop thread only.
+enum StreamTakeover {
+    /// Starts the continuation of `taken` (stream `id`) on `hub`'s worker.
+    static func continueStream(_ id: RequestID, _ taken: EventLog.TakenStream, hub: StreamHub, upstreams: UpstreamFactory) {
+        guard hub.generations[id.value] == nil else { return }
+        hub.metrics.add(.takeovers)
+        var plan: UpstreamPlan?
+        var why = ""
+        var stored: StoredRequest?
+        var promptEstimate = 0
+        do {
+            let s = try StoredRequest.decode(taken.request)
+            stored = s
+            plan = try upstreams.prepareContinuation(s.request, soFar: AnswerSoFar(text: taken.text, completionTokens: taken.deltas))
+            promptEstimate = continuationPrompt(s.request, soFar: taken.text)
+        } catch let e as ContinuationUnsupported {
+            why = e.reason
+        } catch {
+            why = "\(error)"
+        }
+        var upstream: Upstream = StoppedUpstream()
+        if let p = plan {
+            do { upstream = try p.make(loop: hub.loop) } catch {
+                why = "\(error)"
+                plan = nil
+                promptEstimate = 0
+            }
+        }
+        let grant = stored.map {
+            BudgetArithmetic.Grant(reserved: $0.reservedTokens, maxTokens: $0.request.maxTokens ?? Int.max,
+                                   limitedByBudget: $0.limitedByBudget)
+        } ?? BudgetArithmetic.Grant(reserved: 0, maxTokens: Int.max, limitedByBudget: false)
+        let budget = GenerationBudget(key: stored?.budgetKey ?? "", promptEstimate: promptEstimate, grant: grant)
+        let g = Generation(id: id, owner: taken.owner, ownerHash: OwnerHash.of(taken.owner), sid: taken.sid, budget: budget,
+                           upstream: upstream, host: hub, taken: taken)
+        hub.register(g)
+        guard plan != nil else {
+            hub.metrics.add(.continuationsRefused)
+            Log.warn("taken-over stream cannot be continued: ended with upstream_lost", ["requestId": id.value, "reason": why])
+            return g.abort(APIError(.upstreamLost, "the relay instance generating this answer stopped and the upstream cannot continue it; retry the request"))
+        }
+        hub.log.addPromptCharge(id, tokens: promptEstimate)
+        g.start()
+    }
+
+    /// The relay's estimate of the prompt a continuation re-sends (docs/PROTOCOL.md §9):
+    /// the request's messages plus the answer so far as a final assistant message, tokens.
+    static func continuationPrompt(_ request: ChatRequest, soFar: String) -> Int {
+        ChatRequest(messages: request.messages + [ChatMessage(role: "assistant", content: soFar)]).estimatedPromptTokens
+    }
+}
+
+/// The upstream of a taken-over stream that cannot be continued: never started (the
+/// generation ends it with `upstream_lost` at once), reports no usage of its own.
+final class StoppedUpstream: Upstream {
+    func start(emit: @escaping (StreamEvent) -> Void) {}
+    func cancel() -> Usage { Usage(promptTokens: 0, completionTokens: 0) }
+}

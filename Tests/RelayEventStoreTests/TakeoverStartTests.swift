@@ -1,0 +1,52 @@
+import RelayCore
+import RelayRedis
+import XCTest
+@testable import RelayEventStore
+
+/// What a continuation after a takeover starts from (docs/DATA_MODEL.md §6.1): the append
+/// queue after the stored top seq, the text checkpoint after the stored text, the stored
+/// request's one encode/decode pair, and how a stale writer recognises the takeover.
+final class TakeoverStartTests: XCTestCase {
+    func testAQueueStartedAfterTheStoredTopSendsFromTheNextSeqAndATakenStateFailsIt() {
+        var q = AppendQueue<String>(maxGroup: 4, ackedSeq: 41)
+        XCTAssertEqual(q.ackedSeq, 41)
+        let sent = q.enqueue(seq: 42, "a", sendableThrough: .max)
+        XCTAssertEqual(sent.map(\.seq), [42])
+        XCTAssertEqual(q.replied(seq: 42, .stored), .drained)
+        XCTAssertEqual(q.ackedSeq, 42)
+        _ = q.enqueue(seq: 43, "b", sendableThrough: .max)
+        XCTAssertEqual(q.replied(seq: 43, .refused), .verify)
+        let (acked, next) = q.verified(StoredTail(state: "taken", topSeq: 42, entries: [])) { $0 == $1 }
+        XCTAssertEqual(acked.count, 0)
+        XCTAssertEqual(next, .failed)
+        XCTAssertEqual(q.failure, .ended(state: "taken"))
+    }
+
+    func testACheckpointStartedAfterTheStoredTextOffsetsTheContinuationsText() {
+        var c = TextCheckpoint(trim: StreamTrim(maxLen: 200), confirmedSeq: 10, confirmedEnd: 25)
+        XCTAssertEqual(c.textEnd, 25)
+        XCTAssertEqual(c.add(seq: 11, text: "héllo"), 25)
+        XCTAssertEqual(c.textEnd, 31)
+        let w = c.take()
+        XCTAssertEqual(w?.start, 25)
+        XCTAssertEqual(w?.offsets.map(\.seq), [11])
+        XCTAssertEqual(w?.offsets.map(\.end), [31])
+    }
+
+    func testTheStoredRequestRoundTripsAndRefusesAnythingElse() throws {
+        let r = StoredRequest(request: ChatRequest(messages: [ChatMessage(role: "system", content: "be brief"),
+                                                              ChatMessage(role: "user", content: "دعنا \u{FEFF}\"quoted\"\n")],
+                                                   model: "simulated-ar", maxTokens: 321, mode: .summary),
+                              budgetKey: "relay:budget:{u:abc}:2026-12", promptEstimate: 17, reservedTokens: 338, limitedByBudget: true)
+        XCTAssertEqual(try StoredRequest.decode(r.encoded()), r)
+        XCTAssertThrowsError(try StoredRequest.decode(""))
+        XCTAssertThrowsError(try StoredRequest.decode("{\"v\":2}"))
+        XCTAssertThrowsError(try StoredRequest.decode(r.encoded().replacingOccurrences(of: "\"v\":1", with: "\"v\":2")))
+    }
+
+    func testOnlyFinishedTakenIsATakeover() {
+        XCTAssertTrue(RedisFailure(code: .finished, message: "FINISHED taken").isTakenOver)
+        XCTAssertFalse(RedisFailure(code: .finished, message: "FINISHED done").isTakenOver)
+        XCTAssertFalse(RedisFailure(code: .other("X"), message: "X taken").isTakenOver)
+    }
+}
