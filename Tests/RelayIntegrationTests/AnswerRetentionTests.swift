@@ -94,6 +94,8 @@ final class AnswerRetentionTests: RelayTestCase {
         let (id, all) = try finishedAndExpired(relay, token: token, maxTokens: 40)
         let r = try get(relay, "/api/chat/answers/\(id)", token: token)
         XCTAssertEqual(r.status, 200)
+        // One `Cache-Control` field (RFC 9111 §5.2): the record is never stored by a cache.
+        XCTAssertEqual(r.headers.filter { $0.0.lowercased() == "cache-control" }.map(\.1), ["no-store"])
         let obj = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.text.utf8)) as? [String: Any])
         XCTAssertEqual(obj["requestId"] as? String, id)
         XCTAssertEqual(obj["text"] as? String, referenceText(maxTokens: 40))
