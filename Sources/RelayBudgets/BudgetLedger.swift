@@ -75,6 +75,36 @@ public final class BudgetLedger {
         }
     }
 
+    /// What `extend` did.
+    public enum Extension: Sendable, Equatable {
+        /// The reservation grew by the tokens asked for.
+        case extended
+        /// The budget's limit leaves fewer tokens than asked for; nothing changed.
+        case refused(remaining: Int)
+        /// No reservation is held under the id (it lapsed, or the id was settled).
+        case noReservation
+    }
+
+    /// Grows request `id`'s reservation by `tokens` when the budget's `limit` still has them
+    /// free (`limit − used − reserved ≥ tokens`), atomically, and pushes its lapse time
+    /// out: a continuation's re-sent prompt (docs/PROTOCOL.md §4.5, §9.2) is reserved
+    /// before it is sent, so a continued answer is charged within the limit.
+    public func extend(key: String, id: RequestID, tokens: Int, limit: Int, nowMs: Int64,
+                       done: @escaping (Result<Extension, RedisFailure>) -> Void) {
+        scripts.run(BudgetLedger.extendScript, keys: [key, BudgetLedger.expiriesKey(key)],
+                    args: [id.value, String(max(0, tokens)), String(limit), String(nowMs + BudgetLedger.reservationLapseMs)]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            guard let a = r.array, a.count == 2, let kind = a[0].int, let n = a[1].int else {
+                return done(.failure(RedisFailure(code: .other("ERR"), message: "unexpected extend reply")))
+            }
+            switch kind {
+            case 1: done(.success(.extended))
+            case 0: done(.success(.refused(remaining: Int(n))))
+            default: done(.success(.noReservation))
+            }
+        }
+    }
+
     /// Pushes a running generation's reservation lapse time out: `ZADD <expiriesKey> XX
     /// <nowMs + reservationLapseMs> <id>` (unix ms), reply unread. `expiriesKey`:
     /// `expiriesKey(_:)` of its budget hash, kept by the owner (this runs for every running
@@ -100,7 +130,7 @@ public final class BudgetLedger {
     }
 
     /// Every script of the ledger (loaded after each connection).
-    public static var allScripts: [String] { [reserveScript, settleScript, readScript] }
+    public static var allScripts: [String] { [reserveScript, settleScript, readScript, extendScript] }
 
     /// Releases reservations lapsed at ARGV[purgeArg] (unix ms). KEYS: hash, expiries.
     private static func purge(nowArg: Int) -> String {
@@ -154,6 +184,21 @@ public final class BudgetLedger {
     redis.call('HSET', KEYS[1], 's:' .. ARGV[1], ARGV[2])
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
     return tonumber(ARGV[2])
+    """
+
+    /// KEYS: hash, expiries. ARGV: id, tokens, limit, lapse ms. Returns {1, 0} extended,
+    /// {0, remaining} refused, {-1, 0} when no reservation is held under the id.
+    public static let extendScript = """
+    local held = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
+    if not held then return {-1, 0} end
+    local used = tonumber(redis.call('HGET', KEYS[1], 'used') or '0')
+    local reserved = tonumber(redis.call('HGET', KEYS[1], 'reserved') or '0')
+    local remaining = tonumber(ARGV[3]) - used - reserved
+    if remaining < tonumber(ARGV[2]) then return {0, math.max(0, remaining)} end
+    redis.call('HINCRBY', KEYS[1], 'r:' .. ARGV[1], ARGV[2])
+    redis.call('HINCRBY', KEYS[1], 'reserved', ARGV[2])
+    redis.call('ZADD', KEYS[2], 'XX', ARGV[4], ARGV[1])
+    return {1, 0}
     """
 
     /// KEYS: hash, expiries. ARGV: now ms. Returns {used, reserved}.

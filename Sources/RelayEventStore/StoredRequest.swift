@@ -19,8 +19,13 @@ public struct StoredRequest: Sendable, Equatable {
     public var reservedTokens: Int
     /// Whether the budget, not the request, set `maxTokens` (`done` then says `budget_limited`).
     public var limitedByBudget: Bool
+    /// The budget's limit for the owner's tier at admission, tokens: a continuation's
+    /// re-sent prompt is reserved only within it (`BudgetLedger.extend`).
+    public var budgetLimit: Int
 
-    public init(request: ChatRequest, budgetKey: String, promptEstimate: Int, reservedTokens: Int, limitedByBudget: Bool) {
+    public init(request: ChatRequest, budgetKey: String, promptEstimate: Int, reservedTokens: Int, limitedByBudget: Bool,
+                budgetLimit: Int) {
+        self.budgetLimit = budgetLimit
         self.request = request
         self.budgetKey = budgetKey
         self.promptEstimate = promptEstimate
@@ -29,11 +34,11 @@ public struct StoredRequest: Sendable, Equatable {
     }
 
     /// The stored form: one JSON object
-    /// `{"v":1,"request":{…ChatRequest body…},"budget":str,"prompt":int,"reserved":int,"limited":bool}`.
+    /// `{"v":1,"request":{…ChatRequest body…},"budget":str,"prompt":int,"reserved":int,"limited":bool,"limit":int}`.
     public func encoded() -> String {
         let body = (try? JSONSerialization.jsonObject(with: request.jsonBody)) ?? [:]
         let obj: [String: Any] = ["v": 1, "request": body, "budget": budgetKey, "prompt": promptEstimate,
-                                  "reserved": reservedTokens, "limited": limitedByBudget]
+                                  "reserved": reservedTokens, "limited": limitedByBudget, "limit": budgetLimit]
         let data = (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }
@@ -46,10 +51,11 @@ public struct StoredRequest: Sendable, Equatable {
               let bodyData = try? JSONSerialization.data(withJSONObject: body),
               let request = try? ChatRequest.parse(bodyData),
               let budget = obj["budget"] as? String, let prompt = (obj["prompt"] as? NSNumber)?.intValue,
-              let reserved = (obj["reserved"] as? NSNumber)?.intValue, let limited = obj["limited"] as? Bool
+              let reserved = (obj["reserved"] as? NSNumber)?.intValue, let limited = obj["limited"] as? Bool,
+              let limit = (obj["limit"] as? NSNumber)?.intValue
         else { throw StoredRequestUnreadable() }
         return StoredRequest(request: request, budgetKey: budget, promptEstimate: prompt, reservedTokens: reserved,
-                             limitedByBudget: limited)
+                             limitedByBudget: limited, budgetLimit: limit)
     }
 }
 

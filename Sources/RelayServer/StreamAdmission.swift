@@ -122,18 +122,19 @@ final class StreamAdmission {
                 let grant = BudgetArithmetic.grant(reservedTokens: tokens, promptEstimate: req.promptEstimate,
                                                    wantedCompletion: req.wantedCompletion)
                 self.create(ex, req, who: who, budget: GenerationBudget(key: key, promptEstimate: req.promptEstimate, grant: grant),
-                            then: then)
+                            limit: limit, then: then)
             }
         }
     }
 
     /// Creates the stream's meta; a twin that lost the race resumes the winner's stream.
-    private func create(_ ex: HTTPExchange, _ req: Request, who: Identity, budget: GenerationBudget,
+    private func create(_ ex: HTTPExchange, _ req: Request, who: Identity, budget: GenerationBudget, limit: Int,
                         then: @escaping (Outcome) -> Void) {
         var sent = req.chat
         sent.maxTokens = budget.grant.maxTokens
         let stored = StoredRequest(request: sent, budgetKey: budget.key, promptEstimate: budget.promptEstimate,
-                                   reservedTokens: budget.grant.reserved, limitedByBudget: budget.grant.limitedByBudget)
+                                   reservedTokens: budget.grant.reserved, limitedByBudget: budget.grant.limitedByBudget,
+                                   budgetLimit: limit)
         log.create(req.id, owner: who.user, sid: who.sid, instance: context.instance, nowMs: UInt64(context.nowMs()),
                    budgetKey: budget.key, promptEstimate: budget.promptEstimate, request: stored) { [weak self] r in
             guard let self else { return }

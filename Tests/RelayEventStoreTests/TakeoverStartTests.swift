@@ -37,7 +37,8 @@ final class TakeoverStartTests: XCTestCase {
         let r = StoredRequest(request: ChatRequest(messages: [ChatMessage(role: "system", content: "be brief"),
                                                               ChatMessage(role: "user", content: "دعنا \u{FEFF}\"quoted\"\n")],
                                                    model: "simulated-ar", maxTokens: 321, mode: .summary),
-                              budgetKey: "relay:budget:{u:abc}:2026-12", promptEstimate: 17, reservedTokens: 338, limitedByBudget: true)
+                              budgetKey: "relay:budget:{u:abc}:2026-12", promptEstimate: 17, reservedTokens: 338, limitedByBudget: true,
+                              budgetLimit: 500_000)
         XCTAssertEqual(try StoredRequest.decode(r.encoded()), r)
         XCTAssertThrowsError(try StoredRequest.decode(""))
         XCTAssertThrowsError(try StoredRequest.decode("{\"v\":2}"))

@@ -238,6 +238,36 @@ final class TakeoverTests: RelayTestCase {
         XCTAssertEqual(try metricSum(b, "relay_continuations_refused_total"), 1)
     }
 
+    /// A continuation re-sends the prompt and the answer so far; that is reserved within the
+    /// owner's budget before it is sent (docs/PROTOCOL.md §9.2). When the limit has no room
+    /// for it, the stream ends with `upstream_lost`, charged what was generated, and `used`
+    /// never passes the limit.
+    func testATakeoverWhoseResentPromptDoesNotFitTheBudgetEndsWithinTheLimit() throws {
+        let maxTokens = 200
+        let limit = promptEstimate + maxTokens + 4
+        let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "60", "RELAY_BUDGETS": "free=\(limit),pro=\(limit)"]
+        let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 }), b = try startRelay(env)
+        let user = "tight-\(UUID().uuidString.prefix(8))"
+        let token = RelayProcess.token(sub: user)
+        let id = Chat.newID()
+        let owner = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: maxTokens)
+        var seen: [SSEMessage] = []
+        for _ in 0..<40 { seen.append(try XCTUnwrap(try owner.nextEvent())) }
+        let onB = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: seen.last!.lastEventId)
+        a.kill9()
+        owner.close()
+        let rest = try onB.readAll(timeout: 30)
+        guard case .error(503, "upstream_lost", _)? = try? StreamEvent(json: rest.last?.data ?? "") else {
+            return XCTFail("ends with upstream_lost, got \(rest.suffix(1).map(\.data))")
+        }
+        assertSequence(seen + rest)
+        XCTAssertEqual(try metricSum(b, "relay_continuations_refused_total"), 1)
+        try eventually(10, "settled") { try self.ledger(user).reserved == 0 }
+        let used = try ledger(user).used
+        XCTAssertLessThanOrEqual(used, limit, "a continuation never charges past the limit")
+        XCTAssertEqual(used, promptEstimate + seen.count + rest.count - 1, "charged the prompt and each generated token")
+    }
+
     /// An HTTP upstream that continues answers (Anthropic prefill, `RELAY_UPSTREAM_CONTINUATION`
     /// auto): the owner is killed mid-answer and the reader's relay continues it through the
     /// upstream; the reader gets the upstream's whole answer once, seq + 1 per event, `done`
@@ -279,7 +309,7 @@ final class TakeoverTests: RelayTestCase {
         let id = "race-\(UUID().uuidString.prefix(8))"
         let k = StreamKeys(id)
         let stored = StoredRequest(request: ChatRequest(messages: [ChatMessage(role: "user", content: "hi")], model: "simulated", maxTokens: 10),
-                                   budgetKey: "", promptEstimate: 5, reservedTokens: 15, limitedByBudget: false)
+                                   budgetKey: "", promptEstimate: 5, reservedTokens: 15, limitedByBudget: false, budgetLimit: 1_000_000)
         XCTAssertEqual(try redis.cli(["EVAL", Scripts.create, "6", k.meta, k.lease, k.events, k.text, k.offsets, k.request,
                                       "alice", "s1", "relay-a", "1", "60000", "3000", "", "5", "100", stored.encoded()]), "1")
         XCTAssertEqual(try redis.cli("XADD", k.events, "NOMKSTREAM", "1-0", "e", #"{"type":"delta","content":"a"}"#), "1-0")

@@ -34,14 +34,39 @@ enum StreamTakeover {
         } catch {
             why = "\(error)"
         }
-        var upstream: Upstream = StoppedUpstream()
+        var upstream: Upstream?
         if let p = plan {
-            do { upstream = try p.make(loop: hub.loop) } catch {
-                why = "\(error)"
-                plan = nil
-                promptEstimate = 0
+            do { upstream = try p.make(loop: hub.loop) } catch { why = "\(error)" }
+        }
+        guard let upstream else {
+            return refuse(id, taken, stored, hub: hub, why: why,
+                          message: "the relay instance generating this answer stopped and the upstream cannot continue it; retry the request")
+        }
+        // The re-sent prompt is reserved within the owner's limit before it is sent
+        // (docs/PROTOCOL.md §9.2): a continuation never charges past the budget.
+        guard let s = stored, !s.budgetKey.isEmpty else {
+            return start(id, taken, stored, upstream, promptEstimate: promptEstimate, hub: hub)
+        }
+        hub.ledger.extend(key: s.budgetKey, id: id, tokens: promptEstimate, limit: s.budgetLimit, nowMs: Int64(hub.wallMs())) { r in
+            switch r {
+            case .success(.extended):
+                start(id, taken, stored, upstream, promptEstimate: promptEstimate, hub: hub)
+            case .success(let refusal):
+                _ = upstream.cancel()
+                refuse(id, taken, stored, hub: hub, why: "budget: \(refusal), \(promptEstimate) tokens asked",
+                       message: "the relay instance generating this answer stopped, and the token budget cannot cover continuing it; retry the request")
+            case .failure(let f):
+                _ = upstream.cancel()
+                refuse(id, taken, stored, hub: hub, why: "budget not reserved: \(f.message)",
+                       message: "the relay instance generating this answer stopped and its continuation could not be reserved; retry the request")
             }
         }
+    }
+
+    /// The generation that continues `taken`, on the same reservation; `promptEstimate`
+    /// is what this continuation adds to the charge (0 when it is not continued).
+    private static func generation(_ id: RequestID, _ taken: EventLog.TakenStream, _ stored: StoredRequest?,
+                                   _ upstream: Upstream, promptEstimate: Int, hub: StreamHub) -> Generation {
         let grant = stored.map {
             BudgetArithmetic.Grant(reserved: $0.reservedTokens, maxTokens: $0.request.maxTokens ?? Int.max,
                                    limitedByBudget: $0.limitedByBudget)
@@ -50,13 +75,26 @@ enum StreamTakeover {
         let g = Generation(id: id, owner: taken.owner, ownerHash: OwnerHash.of(taken.owner), sid: taken.sid, budget: budget,
                            upstream: upstream, host: hub, taken: taken)
         hub.register(g)
-        guard plan != nil else {
-            hub.metrics.add(.continuationsRefused)
-            Log.warn("taken-over stream cannot be continued: ended with upstream_lost", ["requestId": id.value, "reason": why])
-            return g.abort(APIError(.upstreamLost, "the relay instance generating this answer stopped and the upstream cannot continue it; retry the request"))
-        }
+        return g
+    }
+
+    private static func start(_ id: RequestID, _ taken: EventLog.TakenStream, _ stored: StoredRequest?, _ upstream: Upstream,
+                              promptEstimate: Int, hub: StreamHub) {
+        guard hub.generations[id.value] == nil else { _ = upstream.cancel(); return }
+        let g = generation(id, taken, stored, upstream, promptEstimate: promptEstimate, hub: hub)
         hub.log.addPromptCharge(id, tokens: promptEstimate)
         g.start()
+    }
+
+    /// Ends a taken-over stream that is not continued with `upstream_lost`, charged what
+    /// was generated.
+    private static func refuse(_ id: RequestID, _ taken: EventLog.TakenStream, _ stored: StoredRequest?, hub: StreamHub,
+                               why: String, message: String) {
+        guard hub.generations[id.value] == nil else { return }
+        hub.metrics.add(.continuationsRefused)
+        Log.warn("taken-over stream cannot be continued: ended with upstream_lost", ["requestId": id.value, "reason": why])
+        let g = generation(id, taken, stored, StoppedUpstream(), promptEstimate: 0, hub: hub)
+        g.abort(APIError(.upstreamLost, message))
     }
 
     /// The relay's estimate of the prompt a continuation re-sends (docs/PROTOCOL.md §9):
