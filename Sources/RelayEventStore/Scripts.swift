@@ -348,3 +348,13 @@ extension Scripts {
     return 0
     """
 }
+
+extension Scripts {
+    /// Removes a worker's heartbeat from `relay:instances` (KEYS[1]) only while it is
+    /// still lapsed: ARGV[1] = heartbeat name, ARGV[2] = now, unix ms. Returns 1 if removed.
+    public static let removeLapsedInstance = """
+    local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+    if s and tonumber(s) <= tonumber(ARGV[2]) then return redis.call('ZREM', KEYS[1], ARGV[1]) end
+    return 0
+    """
+}
