@@ -151,6 +151,41 @@ final class OrphanSweepTests: RelayTestCase {
         }
     }
 
+    /// SIGTERM with `RELAY_DRAIN_TIMEOUT=1s` while an unread answer needs ~10 s more: the
+    /// drain hands it over (its lease and heartbeat end at once) and another relay's sweep
+    /// continues it to `done` with no reader; the drained worker's heartbeat is removed.
+    func testADrainTimeoutHandsAnUnreadAnswerOverToAnotherRelay() throws {
+        let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "50", "RELAY_DRAIN_TIMEOUT": "1s"]
+        let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 })
+        let b = try startRelay(env)
+        let user = "drain-\(UUID().uuidString.prefix(8))"
+        let maxTokens = 500
+        let id = try startUnread(a, sub: user, maxTokens: maxTokens)
+        let drainedName = try heartbeatName(of: a)
+        kill(a.process.processIdentifier, SIGTERM)
+        XCTAssertEqual(a.terminate(timeout: 30), 0, "exit 0 after the drain timeout")
+        try eventually(40, "the unread stream continued to its end by b") { try self.state(id, sub: user) == "done" }
+        XCTAssertEqual(try metricSum(b, "relay_takeovers_total"), 1)
+        let all = try Chat.resume(port: b.port, token: RelayProcess.token(sub: user), requestID: id, lastEventID: "0").readAll(timeout: 10)
+        assertWhole(all, maxTokens: maxTokens, "a resume from 0 after the end")
+        guard case .done(_, let usage, _)? = try? StreamEvent(json: all.last?.data ?? "") else { return XCTFail("done") }
+        try eventually(5, "settled") { try self.ledger(user).reserved == 0 }
+        XCTAssertEqual(try ledger(user).used, usage.totalTokens)
+        try eventually(10, "the drained worker's heartbeat removed") {
+            try self.redis.cli("ZSCORE", InstanceRegistry.instancesKey, drainedName).isEmpty
+        }
+    }
+
+    /// A drain that finishes every generation before its timeout leaves nothing behind:
+    /// the worker's heartbeat and owned set are removed as it stops.
+    func testAFinishedDrainRemovesTheWorkersHeartbeat() throws {
+        let a = try startRelay(["RELAY_WORKERS": "1"])
+        let name = try heartbeatName(of: a)
+        kill(a.process.processIdentifier, SIGTERM)
+        XCTAssertEqual(a.terminate(timeout: 30), 0)
+        XCTAssertEqual(try redis.cli("ZSCORE", InstanceRegistry.instancesKey, name), "", "no heartbeat left behind")
+    }
+
     /// Takeovers off (`RELAY_MAX_CONTINUATIONS=0`): the unread stream of a SIGKILLed owner
     /// is ended by another relay's sweep with `upstream_lost` (stored), and its reservation
     /// settled to what was generated.
