@@ -18,11 +18,12 @@ public final class InstanceRegistry {
     /// `relay:owned:{<name>}`: the stream ids heartbeat name `name` owns.
     public static func ownedKey(_ name: String) -> String { "relay:owned:{\(name)}" }
 
-    /// A worker's heartbeat name: `<instance>#<worker>@<startMs>` — the process start time
-    /// (unix ms) makes it unique even when a restarted process reuses the instance name
-    /// (a container's hostname and pid 1), so a new process never passes for a dead one.
-    public static func heartbeatName(instance: String, worker: Int, startMs: Int64) -> String {
-        "\(instance)#\(worker)@\(startMs)"
+    /// A worker's heartbeat name: `<instance>#<worker>@<startMs>-<nonce>` — the process
+    /// start time (unix ms) and a random nonce (hex) make it unique even when a restarted
+    /// process reuses the instance name (a container's hostname and pid 1) or two processes
+    /// are given the same `RELAY_INSTANCE`, so a live process never passes for a dead one.
+    public static func heartbeatName(instance: String, worker: Int, startMs: Int64, nonce: UInt32) -> String {
+        "\(instance)#\(worker)@\(startMs)-\(String(nonce, radix: 16))"
     }
 
     private let connection: any RedisCommandChannel

@@ -82,7 +82,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         retries = ReplayRetries(loop: loop)
         orphans = OrphanSweeper(loop: loop, registry: InstanceRegistry(
             connection: log.connection, scripts: log.scripts,
-            name: InstanceRegistry.heartbeatName(instance: context.instance, worker: index, startMs: context.nowMs())),
+            name: InstanceRegistry.heartbeatName(instance: context.instance, worker: index, startMs: context.nowMs(),
+                                                nonce: UInt32.random(in: 0 ... .max))),
                                 metrics: context.metrics, wallMs: context.nowMs)
         replayAdmission = ReplayAdmission(maxInFlight: context.config.replayConcurrency)
         revocations = RevocationWatcher(sessions: sessions)
