@@ -6,7 +6,7 @@ import RelayRedis
 ///
 /// * `relay:instances`: sorted set, member = a worker's heartbeat name (unique per
 ///   process start and worker, `heartbeatName`), score = its heartbeat's expiry, unix ms.
-///   One `ZADD` per worker per heartbeat period.
+///   One `ZADD` (in `Scripts.heartbeat`) per worker per heartbeat period.
 /// * `relay:owned:{<name>}`: set of the scoped request ids whose generation the worker
 ///   runs (`SADD` when it starts or takes one over, `SREM` when it ends: two commands per
 ///   stream lifetime). Each key has its own hash tag (Redis Cluster: one slot each).
@@ -40,11 +40,12 @@ public final class InstanceRegistry {
         self.ownedKey = InstanceRegistry.ownedKey(name)
     }
 
-    /// Renews the heartbeat: `ZADD relay:instances <expiryMs> <name>` (unix ms). `done`
-    /// gets whether the member was new (1 from `ZADD`: never added, or removed as lapsed
-    /// by another instance's sweep — then the owned set is to be written again).
-    public func heartbeat(expiryMs: Int64, done: @escaping (Result<Bool, RedisFailure>) -> Void) {
-        connection.send(["ZADD", InstanceRegistry.instancesKey, String(expiryMs), name]) { r in
+    /// Renews the heartbeat (`Scripts.heartbeat`: `ZADD relay:instances <expiryMs> <name>`,
+    /// unix ms). `done` gets whether the heartbeat was missing or had lapsed by `nowMs`
+    /// (never added; or this worker stalled and other instances' sweeps may have forgotten
+    /// its streams or removed it: then the owned set is to be written again).
+    public func heartbeat(expiryMs: Int64, nowMs: Int64, done: @escaping (Result<Bool, RedisFailure>) -> Void) {
+        scripts.run(Scripts.heartbeat, keys: [InstanceRegistry.instancesKey], args: [name, String(expiryMs), String(nowMs)]) { r in
             if let f = r.failure { return done(.failure(f)) }
             done(.success((r.int ?? 0) > 0))
         }

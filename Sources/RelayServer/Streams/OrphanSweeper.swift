@@ -17,6 +17,7 @@ final class OrphanSweeper {
     private let pacing: OrphanSweepPacing
     private let wallMs: () -> Int64
     private let metrics: Metrics
+    private let outage: RedisOutageWatch
     private var heartbeatTimer: LoopTimer?
     private var sweepTimer: LoopTimer?
     /// Loop time the sweep in flight started, ms (`nil`: none).
@@ -32,7 +33,8 @@ final class OrphanSweeper {
     var running: (() -> [String])?
 
     init(loop: EventLoop, registry: InstanceRegistry, pacing: OrphanSweepPacing = OrphanSweepPacing(), metrics: Metrics,
-         wallMs: @escaping () -> Int64) {
+         outage: RedisOutageWatch, wallMs: @escaping () -> Int64) {
+        self.outage = outage
         self.loop = loop
         self.registry = registry
         self.pacing = pacing
@@ -88,9 +90,11 @@ final class OrphanSweeper {
 
     private func beat() {
         guard !retired else { return }
-        registry.heartbeat(expiryMs: pacing.heartbeatExpiry(wallMs: wallMs())) { [self] r in
+        let wall = wallMs()
+        registry.heartbeat(expiryMs: pacing.heartbeatExpiry(wallMs: wall), nowMs: wall) { [self] r in
             guard case .success(true) = r, !self.retired else { return }
-            // New, or removed as lapsed while this worker stalled: record what runs here again.
+            // New, or lapsed while this worker stalled (sweeps may have forgotten some of its
+            // streams, or removed it): record what runs here again.
             self.registry.own(self.running?() ?? [])
         }
     }
@@ -98,6 +102,9 @@ final class OrphanSweeper {
     private func sweep() {
         sweepTimer?.schedule(afterMs: pacing.nextSweepDelayMs(unit: unit()))
         let now = loop.nowMs
+        // As for readers' lease checks: only once Redis has been up for a whole lease, so
+        // after an outage every live worker has renewed its heartbeat and leases first.
+        guard outage.state.leasesJudgeable(nowMs: now, leaseMs: UInt64(EventLog.leaseMs)) else { return }
         guard pacing.mayStart(nowMs: now, inFlightSinceMs: sweepStartedMs) else { return }
         sweepStartedMs = now
         let wall = wallMs()

@@ -84,7 +84,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
             connection: log.connection, scripts: log.scripts,
             name: InstanceRegistry.heartbeatName(instance: context.instance, worker: index, startMs: context.nowMs(),
                                                 nonce: UInt32.random(in: 0 ... .max))),
-                                metrics: context.metrics, wallMs: context.nowMs)
+                                metrics: context.metrics, outage: outage, wallMs: context.nowMs)
         replayAdmission = ReplayAdmission(maxInFlight: context.config.replayConcurrency)
         revocations = RevocationWatcher(sessions: sessions)
         leases.continueStream = { [unowned self] id, taken in
