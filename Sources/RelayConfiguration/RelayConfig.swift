@@ -297,9 +297,21 @@ public struct RelayConfig: Sendable, Equatable {
     }
 
     /// docs/CONFIGURATION.md's configuration table (Markdown), one row per option in `--help` order.
-    public static var markdownTable: String {
+    public static var markdownTable: String { markdownTable(of: options.filter { !$0.testOnly }) }
+
+    /// The settings of the answers that outlive a dead instance and a sleeping phone
+    /// (takeover, retained answers, encryption at rest, the completion webhook), in
+    /// `--help` order: README.md's table of them.
+    public static var answerSurvivalOptions: [Option] {
+        let prefixes = ["RELAY_MAX_CONTINUATIONS", "RELAY_UPSTREAM_CONTINUATION", "RELAY_ANSWER_RETENTION",
+                        "RELAY_ENCRYPTION_KEYS", "RELAY_COMPLETION_WEBHOOK_"]
+        return options.filter { o in !o.testOnly && prefixes.contains { o.env.hasPrefix($0) } }
+    }
+
+    /// A configuration table (Markdown) of `rows`: variable, flag, default, unit, meaning.
+    public static func markdownTable(of rows: [Option]) -> String {
         var out = "| variable | flag | default | unit | meaning |\n|---|---|---|---|---|\n"
-        for o in options where !o.testOnly {
+        for o in rows {
             out += "| `\(o.env)` | `\(o.flag)` | \(o.defaultValue == "—" ? "—" : "`\(o.defaultValue)`") | \(o.unit) | \(o.doc) |\n"
         }
         return out
@@ -592,7 +604,7 @@ public struct RelayConfig: Sendable, Equatable {
             c.losslessResume = try bool(v, "RELAY_LOSSLESS_RESUME")
         },
         Option(env: "RELAY_ENCRYPTION_KEYS", flag: "--encryption-keys", default: "—", unit: "kid:base64,… or file:///path",
-               doc: "seal events, live messages and answer text in Redis with AES-256-GCM (unset: plaintext): comma-separated kid:base64-of-32-bytes pairs, the current key first (older keys still open), or file:///path to a file holding them (docs/DATA_MODEL.md §15)") { c, v in
+               doc: "seal events, live messages, answer text, stored requests and retained answers in Redis with AES-256-GCM (unset: plaintext): comma-separated kid:base64-of-32-bytes pairs, the current key first (older keys still open), or file:///path to a file holding them (docs/DATA_MODEL.md §15)") { c, v in
             guard !v.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
                 throw ConfigError("RELAY_ENCRYPTION_KEYS is empty: give kid:base64-of-32-bytes pairs, comma-separated, the current key first, or file:///path")
             }

@@ -71,7 +71,8 @@ public final class AnswerStore {
     /// Erases every retained answer of one owner (a data-erasure request for `sub`): walks
     /// the owner's index in batches (`ZRANGE 0 <batch − 1>`), deletes each answer's record
     /// and whatever is left of its stream (`DEL` of `answer`, `events`, `meta`, `text`,
-    /// `offsets`: one command per answer, each answer's keys on their own slot), then
+    /// `offsets`, the stored request of a takeover with the user's messages, `delivered`:
+    /// one command per answer, each answer's keys on their own slot), then
     /// removes the batch from the index (`ZREM`), until the index is empty. An answer that
     /// finishes during the erase may be retained after it (the caller revokes the user's
     /// sessions first to stop new ones).
@@ -110,7 +111,7 @@ public final class AnswerStore {
                     pending -= 1
                     if pending == 0 { finished() }
                 }
-                self.connection.send(["DEL", k.events, k.meta, k.text, k.offsets], nil)
+                self.connection.send(["DEL", k.events, k.meta, k.text, k.offsets, k.request, k.delivered], nil)
             }
         }
     }

@@ -103,8 +103,8 @@ final class AnswerRoutes {
                 case .success(let a?):
                     guard OwnerHash.of(a.owner) == ownerHash else { return self.gate.fail(ex, AnswerRoutes.notFound) }
                     if ex.method != .head { self.metrics.add(.answerReads) }
-                    ex.respond(status: 200, contentType: "application/json", body: AnswerRoutes.json(a, requestID: clientID),
-                               headers: [("Cache-Control", "no-store")])
+                    // `respond` sends `Cache-Control: no-store` on every reply.
+                    ex.respond(status: 200, contentType: "application/json", body: AnswerRoutes.json(a, requestID: clientID))
                 }
             }
         }

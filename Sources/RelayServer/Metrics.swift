@@ -8,7 +8,7 @@ import RelayEventStore
 public final class Metrics: Sendable {
     /// Monotonic counters (`relay_…_total`).
     public enum Counter: Int, CaseIterable, Sendable {
-        case eventsAppended, eventsDelivered, streamsStarted, resumesOK, resumesGap, resumesNotFound, resumesCatchUp
+        case eventsAppended, eventsDelivered, streamsStarted, resumesOK, resumesGap, resumesNotFound, resumesCatchUp, resumesRetained
         case revocations, cancels, slowConsumerDisconnects, requestErrors, upstreamErrors, budgetRefusals
         case budgetReservations, budgetSettlements
         case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
@@ -16,7 +16,7 @@ public final class Metrics: Sendable {
         case deltasMerged, catchUpMerged, appendAuxiliaryErrors, replaysWaited, replaysSkipped
         case cancelsPending
         case jwksParkedRequests
-        case resumesRetained, answersRetained, answersRetainedBytes, answersNotRetainedOversize, answersNotRetainedIncomplete, answerReads, answersErased
+        case answersRetained, answersRetainedBytes, answersNotRetainedOversize, answersNotRetainedIncomplete, answerReads, answersErased
         case takeovers, continuationsRefused, orphansSwept
         case completionWebhooksQueued, completionWebhooksDelivered, completionWebhooksDropped, completionWebhooksSkipped
         case completionWebhookAttemptsOK, completionWebhookAttemptsFailed, completionWebhookRetries

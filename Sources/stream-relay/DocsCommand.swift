@@ -2,18 +2,21 @@ import RelayConfiguration
 import RelayCore
 import RelayUpstream
 
-/// `stream-relay docs errors|config`: prints a table of docs/ generated from its single
-/// source (`ErrorCode`, `RelayConfig.options`), to paste between its markers in docs/PROTOCOL.md or docs/CONFIGURATION.md;
+/// `stream-relay docs errors|config|features`: prints a table of docs/ generated from its
+/// single source (`ErrorCode`, `RelayConfig.options`), to paste between its markers in
+/// docs/PROTOCOL.md, docs/CONFIGURATION.md or README.md (`features`: the settings of
+/// takeover, retained answers, encryption at rest and the completion webhook);
 /// `ErrorTableTests` / `ConfigTableTests` fail while the docs differ.
 /// `stream-relay docs simulated [MODEL]`: prints the simulated upstream's whole answer for
 /// `MODEL` (`simulated`, `simulated-ar`), its tokens joined exactly as they are streamed —
 /// the independent reference the browser end-to-end test compares a relayed answer with.
 enum DocsCommand {
     static let usage = """
-    usage: stream-relay docs errors|config|simulated [MODEL]
-    Prints the error table of docs/PROTOCOL.md (errors) or the configuration table of
-    docs/CONFIGURATION.md (config), generated from the code, to paste between that
-    file's markers; or the simulated upstream's whole
+    usage: stream-relay docs errors|config|features|simulated [MODEL]
+    Prints the error table of docs/PROTOCOL.md (errors), the configuration table of
+    docs/CONFIGURATION.md (config) or README.md's table of the settings that keep
+    answers (features), generated from the code, to paste between that file's
+    markers; or the simulated upstream's whole
     answer for MODEL (simulated, simulated-ar; default simulated), byte for byte.
     """
 
@@ -27,6 +30,9 @@ enum DocsCommand {
             return 0
         case "config":
             print(RelayConfig.markdownTable, terminator: "")
+            return 0
+        case "features":
+            print(RelayConfig.markdownTable(of: RelayConfig.answerSurvivalOptions), terminator: "")
             return 0
         case "simulated":
             let model = arguments.dropFirst().first ?? "simulated"

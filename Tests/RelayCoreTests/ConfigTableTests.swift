@@ -10,6 +10,13 @@ final class ConfigTableTests: XCTestCase {
                        "README configuration table differs from RelayConfig.options; paste `stream-relay docs config`")
     }
 
+    func testReadmeTableOfAnswerKeepingSettingsIsGeneratedFromTheOptions() throws {
+        let section = try ErrorTableTests.generatedBlock(named: "answer-settings", in: "README.md")
+        XCTAssertEqual(section, RelayConfig.markdownTable(of: RelayConfig.answerSurvivalOptions),
+                       "README's table of answer-keeping settings differs from RelayConfig.options; paste `stream-relay docs features`")
+        XCTAssertEqual(RelayConfig.answerSurvivalOptions.count, 11, "takeover 2, retention 2, encryption 1, webhook 6")
+    }
+
     func testEveryOptionHasAUnitADocAndAUniqueFlag() {
         XCTAssertEqual(Set(RelayConfig.options.map(\.env)).count, RelayConfig.options.count)
         XCTAssertEqual(Set(RelayConfig.options.map(\.flag)).count, RelayConfig.options.count)

@@ -94,6 +94,8 @@ final class AnswerRetentionTests: RelayTestCase {
         let (id, all) = try finishedAndExpired(relay, token: token, maxTokens: 40)
         let r = try get(relay, "/api/chat/answers/\(id)", token: token)
         XCTAssertEqual(r.status, 200)
+        // One `Cache-Control` field (RFC 9111 §5.2): the record is never stored by a cache.
+        XCTAssertEqual(r.headers.filter { $0.0.lowercased() == "cache-control" }.map(\.1), ["no-store"])
         let obj = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(r.text.utf8)) as? [String: Any])
         XCTAssertEqual(obj["requestId"] as? String, id)
         XCTAssertEqual(obj["text"] as? String, referenceText(maxTokens: 40))
@@ -188,6 +190,24 @@ final class AnswerRetentionTests: RelayTestCase {
                                            headers: [("Authorization", "Bearer \(Self.adminKey)")])
         XCTAssertEqual(again.text, "{\"erased\":0}")
         XCTAssertEqual(try metric(relay, "relay_answers_erased_total"), 2)
+    }
+
+    /// An erase within `RELAY_BUFFER_TTL` of the answer's end also deletes the stream's
+    /// stored request (the user's messages, kept for a takeover: docs/DATA_MODEL.md §6.1)
+    /// and every other key of the stream, not only the record.
+    func testAdminEraseRightAfterTheAnswerDeletesItsStoredRequestToo() throws {
+        let relay = try startRelay(["RELAY_BUFFER_TTL": "300s", "RELAY_ADMIN_KEY": Self.adminKey])
+        let alice = RelayProcess.token()
+        let id = Chat.newID()
+        assertSequence(try Chat.start(port: relay.port, token: alice, requestID: id, maxTokens: 10).readAll())
+        XCTAssertEqual(try redis.cli("EXISTS", streamKey(id, "request")), "1", "a takeover's stored request is kept after the end")
+        let erase = try HTTPClient.request(port: relay.port, method: "POST", path: "/admin/users/alice/answers/erase",
+                                           headers: [("Authorization", "Bearer \(Self.adminKey)")])
+        XCTAssertEqual(erase.text, "{\"erased\":1}")
+        try eventually(5, "every key of the erased answer's stream to be deleted") {
+            let keys = ["answer", "events", "meta", "text", "offsets", "request", "delivered"].map { streamKey(id, $0) }
+            return (try? redis.cli(["EXISTS"] + keys)) == "0"
+        }
     }
 
     func testAnAnswerOverTheCapIsNotRetained() throws {

@@ -242,10 +242,12 @@ final class AtRestEncryptionTests: RelayTestCase {
         XCTAssertEqual(resumed.errorCode, "stored_data_unreadable", resumed.text)
     }
 
-    /// A stalled owner: another relay's lease expiry appends `upstream_lost` (sealed by
-    /// that relay, published by the script) and the resumed client reads it in clear.
+    /// A stalled owner of a stream that may not be continued (`RELAY_MAX_CONTINUATIONS=0`):
+    /// another relay's lease expiry appends `upstream_lost` (sealed by that relay,
+    /// published by the script) and the resumed client reads it in clear.
     func testLeaseExpiryEventIsSealedAndReadBack() throws {
-        let env = ["RELAY_ENCRYPTION_KEYS": "k1:\(keyA)", "RELAY_SIMULATED_TOKENS_PER_SECOND": "40"]
+        let env = ["RELAY_ENCRYPTION_KEYS": "k1:\(keyA)", "RELAY_SIMULATED_TOKENS_PER_SECOND": "40",
+                   "RELAY_MAX_CONTINUATIONS": "0"]
         let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 })
         let b = try startRelay(env)
         let token = RelayProcess.token()
@@ -263,6 +265,42 @@ final class AtRestEncryptionTests: RelayTestCase {
         assertSequence(ownerEvents + rest)
         let top = try redis.cli("XREVRANGE", streamKey(id, "events"), "+", "-", "COUNT", "1")
         XCTAssertTrue(top.contains("~AQJrM") && !top.contains("upstream_lost"), "the terminal entry is sealed: \(top.prefix(80))")
+    }
+
+    /// A killed owner's stream is taken over with everything sealed (docs/PROTOCOL.md §4.5,
+    /// docs/DATA_MODEL.md §15): the taker opens the sealed text records and entries, writes
+    /// its own after them, and the reader gets the whole answer byte-identical; a late
+    /// catch-up from 0 through the sealed text and the retained answer hold all of it.
+    func testAKilledOwnersSealedStreamIsContinuedWholeAndRetainedWhole() throws {
+        let env = ["RELAY_ENCRYPTION_KEYS": "k1:\(keyA)", "RELAY_SIMULATED_TOKENS_PER_SECOND": "150",
+                   "RELAY_BUFFER_EVENTS": "40"]
+        let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 })
+        let b = try startRelay(env)
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let maxTokens = 300
+        let owner = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: maxTokens)
+        var seen: [SSEMessage] = []
+        // Far past the 40-event window: the text before the oldest entry is in sealed records.
+        for _ in 0..<120 { seen.append(try XCTUnwrap(try owner.nextEvent())) }
+        let reader = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: seen.last!.lastEventId)
+        a.kill9()
+        owner.close()
+        let rest = try reader.readAll(timeout: 30)
+        assertSequence(seen + rest)
+        guard case .done(.length, _, _)? = try? StreamEvent(json: rest.last?.data ?? "") else {
+            return XCTFail("the continued answer ends with done, got \(rest.suffix(1).map(\.data))")
+        }
+        XCTAssertTrue(Chat.text(seen + rest) == referenceText(maxTokens: maxTokens), "byte-identical to an uninterrupted answer")
+        XCTAssertEqual(try metric(b, "relay_takeovers_total"), 1)
+        let fromZero = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0").readAll(timeout: 20)
+        XCTAssertTrue(Chat.text(fromZero) == referenceText(maxTokens: maxTokens), "a catch-up from 0 reads the sealed text whole")
+        XCTAssertTrue(try redis.cli("GETRANGE", streamKey(id, "request"), "0", "0") == "~", "the stored request is sealed")
+        let answer = try HTTPClient.request(port: b.port, method: "GET", path: "/api/chat/answers/\(id)",
+                                            headers: [("Authorization", "Bearer \(token)")])
+        XCTAssertEqual(answer.status, 200, answer.text)
+        XCTAssertTrue(answer.text.contains(JSONText.quoted(referenceText(maxTokens: maxTokens))), "the retained answer is the whole answer")
+        XCTAssertTrue(try redis.cli("GETRANGE", streamKey(id, "answer"), "0", "0") == "~", "the retained answer is sealed")
     }
 
     /// A bad `RELAY_ENCRYPTION_KEYS` stops the relay at start with a message naming the
