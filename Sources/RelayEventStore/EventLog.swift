@@ -115,7 +115,7 @@ public final class EventLog {
         connectionEpoch &+= 1
         scripts.load([Scripts.create, Scripts.appendFinal, Scripts.appendStatus, Scripts.open, Scripts.catchUp,
                       expireLeaseScript, Scripts.admit, Scripts.requestCancel, Scripts.takeover, Scripts.appendFenced,
-                      Scripts.releaseLease] + others)
+                      Scripts.releaseLease, Scripts.heartbeat, Scripts.removeLapsedInstance] + others)
     }
 
     /// Owner lease of a running generation, ms (`relay:{id}:lease` `PX`); refreshed

@@ -203,6 +203,17 @@ public enum Scripts {
 }
 
 extension Scripts {
+    /// A worker's heartbeat (docs/DATA_MODEL.md §6.2): `ZADD relay:instances` (KEYS[1])
+    /// ARGV[2] (expiry, unix ms) ARGV[1] (heartbeat name); returns 1 when the member was
+    /// missing or its previous score had lapsed by ARGV[3] (now, unix ms) — other
+    /// instances' sweeps may have forgotten its streams meanwhile — else 0.
+    public static let heartbeat = """
+    local old = redis.call('ZSCORE', KEYS[1], ARGV[1])
+    redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+    if (not old) or tonumber(old) <= tonumber(ARGV[3]) then return 1 end
+    return 0
+    """
+
     /// Admits a new generation for a session unless it already runs `max` of them
     /// (`RELAY_MAX_STREAMS_PER_SESSION`, docs/DATA_MODEL.md §8). The session's running streams are
     /// a sorted set, score = lease expiry (unix ms), so a crashed instance's entries
@@ -345,6 +356,16 @@ extension Scripts {
     /// generation must not free a lease a taker holds). KEYS: lease. ARGV: instance.
     public static let releaseLease = """
     if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+    return 0
+    """
+}
+
+extension Scripts {
+    /// Removes a worker's heartbeat from `relay:instances` (KEYS[1]) only while it is
+    /// still lapsed: ARGV[1] = heartbeat name, ARGV[2] = now, unix ms. Returns 1 if removed.
+    public static let removeLapsedInstance = """
+    local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+    if s and tonumber(s) <= tonumber(ARGV[2]) then return redis.call('ZREM', KEYS[1], ARGV[1]) end
     return 0
     """
 }

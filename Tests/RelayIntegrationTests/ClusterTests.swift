@@ -116,6 +116,36 @@ final class ClusterTests: RedisClusterTestCase {
         XCTAssertTrue(nodes.values.allSatisfy { $0 == 2 }, "\(nodes)")
     }
 
+    /// A relay SIGKILLed while generating unread answers on every primary: another relay's
+    /// orphan sweep (`relay:instances`, `relay:owned:{…}`, each its own slot; docs/DATA_MODEL.md
+    /// §6.2) takes each over on its stream's slot and continues it to `done` with no reader,
+    /// byte-identical.
+    func testUnreadStreamsOnEveryPrimaryOfAKilledRelayAreContinuedWithoutAReader() throws {
+        let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "60"]
+        let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 })
+        let b = try startRelay(env)
+        let maxTokens = 150
+        let sub = "cluster-orphans"
+        let token = RelayProcess.token(sub: sub)
+        let ids = try idsOnEveryPrimary(sub: sub, perPrimary: 1)
+        for (id, _) in ids {
+            let c = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: maxTokens)
+            _ = try XCTUnwrap(try c.nextEvent())
+            c.close()
+        }
+        a.kill9()
+        try eventually(40, "every unread stream continued to its end") {
+            try ids.allSatisfy { try self.cluster.cli($0.port, ["HGET", "relay:{\(OwnerHash.of(sub)):\($0.id)}:meta", "state"]) == "done" }
+        }
+        XCTAssertEqual(try series(b, "relay_takeovers_total").values.reduce(0, +), Double(ids.count), "one takeover per stream")
+        let ref = try reference(b, maxTokens: maxTokens)
+        for (id, port) in ids {
+            let all = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0").readAll(timeout: 10)
+            guard case .done? = try? StreamEvent(json: all.last?.data ?? "") else { return XCTFail("\(id) ends with done") }
+            XCTAssertEqual(Chat.text(all), ref, "stream \(id) on :\(port) continued byte-identical")
+        }
+    }
+
     func testRevocationAndStopAcrossRelays() throws {
         let a = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20"])
         let b = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20"])

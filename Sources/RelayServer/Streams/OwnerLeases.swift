@@ -82,11 +82,48 @@ final class OwnerLeases {
         }
     }
 
+    /// What `adopt` did with a stream of a dead worker (`OrphanSweeper`).
+    enum Adoption {
+        /// Taken over (continued here) or ended with `upstream_lost`, or gone from Redis,
+        /// or its lease is held (another instance runs it, or it finished): nothing is
+        /// left for the sweep to do.
+        case handled
+        /// Redis failed: try again on a later sweep.
+        case retry
+    }
+
+    /// Takes over stream `id`, found in a dead worker's owned set, as a lapsed lease seen by
+    /// a reader would be (`round`): continued here, or ended with `upstream_lost` when it
+    /// cannot be continued; no reader is needed (docs/PROTOCOL.md §4.5). `readers(id)`:
+    /// readers of the stream on this worker, if any.
+    func adopt(_ id: RequestID, readers: @escaping (RequestID) -> [Subscription], done: @escaping (Adoption) -> Void) {
+        guard maxContinuations > 0 else {
+            expire(id, readers: readers, done: done)
+            return
+        }
+        log.takeover(id, instance: instance, maxContinuations: maxContinuations) { r in
+            switch r {
+            case .success(.taken(let t)):
+                Log.warn("owner lapsed without readers: stream taken over", ["requestId": id.value, "seq": Int(t.topSeq),
+                                                                              "epoch": Int(t.epoch), "continuation": t.continuations])
+                self.continueStream?(id, t)
+                done(.handled)
+            case .success(.notContinuable): self.expire(id, readers: readers, done: done)
+            case .success(.vanished):
+                self.vanished(id, readers: readers)
+                done(.handled)
+            case .success(.ownerAlive): done(.handled)
+            case .failure: done(.retry)
+            }
+        }
+    }
+
     /// Ends stream `id` with `upstream_lost` if its owner's lease lapsed (`Scripts.expireLease`).
-    private func expire(_ id: RequestID, readers: @escaping (RequestID) -> [Subscription]) {
+    private func expire(_ id: RequestID, readers: @escaping (RequestID) -> [Subscription], done: ((Adoption) -> Void)? = nil) {
         let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
         log.expireLease(id, event: lost) { [settler] r in
-            guard case .success(let x) = r else { return }
+            guard case .success(let x) = r else { done?(.retry); return }
+            defer { done?(.handled) }
             switch LeasePolicy.expiry(fromReply: x.reply) {
             case .ownerAlive: break
             case .ended(let seq):

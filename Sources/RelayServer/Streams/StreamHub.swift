@@ -45,6 +45,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     let settler: ReservationSettler
     private let sweeper: ConnectionSweeper
     private let leases: OwnerLeases
+    /// Heartbeat, owned set and the takeover of dead workers' streams without readers.
+    private let orphans: OrphanSweeper
     private let revocations: RevocationWatcher
     private let drainer = DrainCoordinator()
     private let retries: ReplayRetries
@@ -78,12 +80,21 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         leases = OwnerLeases(loop: loop, log: log, sessions: sessions, ledger: ledger, settler: settler, outage: outage,
                              instance: context.instance, maxContinuations: context.config.maxContinuations, wallMs: context.nowMs)
         retries = ReplayRetries(loop: loop)
+        orphans = OrphanSweeper(loop: loop, registry: InstanceRegistry(
+            connection: log.connection, scripts: log.scripts,
+            name: InstanceRegistry.heartbeatName(instance: context.instance, worker: index, startMs: context.nowMs(),
+                                                nonce: UInt32.random(in: 0 ... .max))),
+                                metrics: context.metrics, outage: outage, wallMs: context.nowMs)
         replayAdmission = ReplayAdmission(maxInFlight: context.config.replayConcurrency)
         revocations = RevocationWatcher(sessions: sessions)
         leases.continueStream = { [unowned self] id, taken in
             guard let upstreams = self.upstreams else { return }
             StreamTakeover.continueStream(id, taken, hub: self, upstreams: upstreams)
         }
+        orphans.adopt = { [unowned self] id, done in
+            self.leases.adopt(id, readers: { id in Array(self.subscriptions[id.value]?.members ?? []) }, done: done)
+        }
+        orphans.running = { [unowned self] in Array(self.generations.keys) }
         pubsub.onMessage = { [unowned self] ch, payload in self.message(channel: ch, payload: payload) }
         pubsub.onResubscribed = { [unowned self] ch in
             if ch == StreamKeys.revocationsChannel { return self.recheckAllSessions() }
@@ -106,6 +117,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     func stop() {
         sweepTimer?.cancel()
         leaseTimer?.cancel()
+        orphans.stop()
         retries.stop()
         metrics.gauge(.queuedReplays, -waitingReplays.count)
         waitingReplays.removeAll()
@@ -147,6 +159,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         g.subscribers = subscribers(g.id.value)
         metrics.gauge(.runningGenerations, 1)
         metrics.add(.streamsStarted)
+        orphans.owns(g.id)
     }
 
     func generationEnded(_ g: Generation) {
@@ -163,6 +176,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
             log.releaseLease(g.id, instance: context.instance)
             sessions.release(owner: g.ownerHash, sid: g.sid, id: g.id)
         }
+        // A handed-over generation stays in the owned set: the others' sweeps find it there.
+        if !g.handedOver { orphans.ended(g.id) }
         metrics.gauge(.runningGenerations, -1)
         metrics.observe(.streamDuration, seconds: Double(loop.nowMs - g.startedMs) / 1000)
         // Nothing more is delivered locally. A subscription still open (normally none: the
@@ -277,7 +292,10 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     // MARK: Redis connection state
 
     /// The command connection came up.
-    func redisConnected() { outage.connected() }
+    func redisConnected() {
+        outage.connected()
+        orphans.connected()
+    }
 
     /// The command connection was lost (or a command found it down).
     func redisDisconnected() { outage.disconnected() }
@@ -294,6 +312,10 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     /// before their connections are closed.
     func drain(done: @escaping () -> Void) {
         let subs = allSubscriptions
+        let done = { [orphans] in
+            orphans.leave()
+            done()
+        }
         guard subs.contains(where: { $0.sink is OffsetReadWake }) else {
             return drainer.begin(subscriptions: subs, generationsLeft: generations.count, done: done)
         }
@@ -315,7 +337,13 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     /// Drain timeout: hand the remaining generations over to another instance
     /// (`RELAY_MAX_CONTINUATIONS` > 0), else end them with an error.
-    func abortGenerations() { drainer.timeOut(Array(generations.values), handOver: config.maxContinuations > 0) }
+    func abortGenerations() {
+        let handOver = config.maxContinuations > 0
+        if handOver { orphans.beginHandOver() }
+        drainer.timeOut(Array(generations.values), handOver: handOver)
+        // The handed-over streams (leases dropped) become takeable at once by every instance's sweep.
+        if handOver { orphans.retire() }
+    }
 
     // MARK: SubscriptionHost
 
