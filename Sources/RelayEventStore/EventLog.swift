@@ -508,13 +508,31 @@ public final class EventLog {
     public enum Takeover: Sendable, Equatable {
         /// The stream no longer exists.
         case vanished
-        /// Nothing to do: not running, or its lease is held.
+        /// Nothing to do: its lease is held.
         case ownerAlive
+        /// It has ended already (`done`, `cancelled` or `failed`): nothing to continue, but
+        /// an owner that died right after its final append may not have settled it.
+        case ended(EndedStream)
         /// It cannot be continued (limit reached, no stored request, text not rebuildable):
         /// end it with `expireLease`.
         case notContinuable
         /// Taken over: this instance owns it under `epoch`; continue after `topSeq`.
         case taken(TakenStream)
+    }
+
+    /// A stream found ended by `takeover`: what settling it again (idempotent per id,
+    /// `BudgetLedger.settle`) needs.
+    public struct EndedStream: Sendable, Equatable {
+        /// `done`, `cancelled` or `failed`.
+        public var state: String
+        /// The budget hash charged (empty: none).
+        public var budgetKey: String
+        /// Prompt tokens charged (the meta's `prompt`, re-sent prompts included).
+        public var prompt: Int
+        /// The final event's seq.
+        public var lastSeq: UInt64
+        /// The final event (opened), or `nil` when it was not readable.
+        public var finalEvent: StreamEvent?
     }
 
     /// A stream this instance took over: what its continuation needs.
@@ -564,6 +582,13 @@ public final class EventLog {
             switch a.first?.int ?? 0 {
             case -1: return done(.success(.vanished))
             case -2: return done(.success(.notContinuable))
+            case 3:
+                guard a.count >= 6 else { return done(.success(.ownerAlive)) }
+                let final = (try? EventLog.opened(EventLog.events(from: a[5]), key: k.events, cipher: cipher).get())?.last
+                return done(.success(.ended(EndedStream(state: a[1].string ?? "", budgetKey: a[2].string ?? "",
+                                                        prompt: Int(a[3].string ?? "0") ?? 0,
+                                                        lastSeq: UInt64(a[4].string ?? "0") ?? 0,
+                                                        finalEvent: final.flatMap { try? StreamEvent(jsonData: Data($0.json.utf8)) }))))
             case 1: break
             default: return done(.success(.ownerAlive))
             }

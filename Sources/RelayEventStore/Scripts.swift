@@ -280,8 +280,9 @@ extension Scripts {
     /// KEYS: events, meta, lease, text, offsets, request.
     /// ARGV: taker instance, lease_ms, most continuations, ttl_ms, lossless '1'/'0', text
     /// sealed at rest '1'/'0'.
-    /// Returns {-1} when the stream does not exist, {0} when nothing is to be done (not
-    /// running, or the lease is held), {-2} when it cannot be continued (limit reached,
+    /// Returns {-1} when the stream does not exist, {0} when its lease is held, {3, state,
+    /// budget key, prompt tokens charged, last seq, the final entry (as `XREVRANGE`)} when it
+    /// has ended (its settlement may be lost with its owner: `EventLog.EndedStream`), {-2} when it cannot be continued (limit reached,
     /// no stored request, text not rebuildable), else {1, new epoch, top seq, stored
     /// request, text of the events before the oldest retained entry, retained entries
     /// (as `XRANGE`), continuations so far (this one included), owner, sid, prompt tokens
@@ -290,9 +291,11 @@ extension Scripts {
     /// whole text key when sealed (its records; the text before the oldest entry is then
     /// '' and cut by the relay, `EventLog.taken`)}.
     public static let takeover = """
-    local st = redis.call('HMGET', KEYS[2], 'state', 'epoch', 'continuations', 'owner', 'sid', 'prompt')
+    local st = redis.call('HMGET', KEYS[2], 'state', 'epoch', 'continuations', 'owner', 'sid', 'prompt', 'budget', 'last_seq')
     if not st[1] then return {-1} end
-    if st[1] ~= 'running' then return {0} end
+    if st[1] ~= 'running' then
+      return {3, st[1], st[7] or '', st[6] or '0', st[8] or '0', redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)}
+    end
     if redis.call('EXISTS', KEYS[3]) == 1 then return {0} end
     local n = tonumber(st[3] or '0')
     if n >= tonumber(ARGV[3]) then return {-2} end

@@ -22,6 +22,41 @@ final class OrphanSweepTests: RelayTestCase {
         super.tearDown()
     }
 
+    /// An owner that died between its final append and its settlement (one round trip
+    /// apart) left a finished answer whose reservation would lapse uncharged: the sweep
+    /// finds the stream in the dead worker's owned set, ended, and settles it to the usage
+    /// its `done` reports — once, whoever else settles it.
+    func testAnAnswerWhoseOwnerDiedBeforeSettlingIsSettledByTheSweep() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "5000"])
+        let user = "unsettled-\(UUID().uuidString.prefix(8))"
+        let token = RelayProcess.token(sub: user)
+        let id = Chat.newID()
+        let all = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 30).readAll()
+        guard case .done(_, let usage, _)? = try? StreamEvent(json: all.last?.data ?? "") else { return XCTFail("done") }
+        try eventually(5, "settled") { try self.ledger(user).reserved == 0 && self.ledger(user).used == usage.totalTokens }
+        // Undo the settlement as if it was never sent, with the reservation still held, and
+        // name a dead worker (heartbeat lapsed) as the stream's owner.
+        let scoped = "\(OwnerHash.of(user)):\(id)"
+        let key = budgetKey(user)
+        _ = try redis.cli("HDEL", key, "s:\(scoped)")
+        _ = try redis.cli("HINCRBY", key, "used", String(-usage.totalTokens))
+        _ = try redis.cli("HSET", key, "r:\(scoped)", "500")
+        _ = try redis.cli("HINCRBY", key, "reserved", "500")
+        let lapseMs = Int64(Date().timeIntervalSince1970 * 1000) + 60_000
+        _ = try redis.cli("ZADD", BudgetLedger.expiriesKey(key), String(lapseMs), scoped)
+        XCTAssertEqual(try ledger(user).used, 0)
+        let dead = "dead-relay#0@1-abc"
+        _ = try redis.cli("SADD", InstanceRegistry.ownedKey(dead), scoped)
+        _ = try redis.cli("ZADD", InstanceRegistry.instancesKey, "1", dead)
+        try eventually(15, "the sweep settles the finished answer") {
+            try self.ledger(user).used == usage.totalTokens && self.ledger(user).reserved == 0
+        }
+        try eventually(10, "the dead worker's set is walked and removed") {
+            try self.redis.cli("EXISTS", InstanceRegistry.ownedKey(dead)) == "0"
+        }
+        XCTAssertEqual(try ledger(user).used, usage.totalTokens, "charged once")
+    }
+
     /// The budget hash of `sub` this month.
     private func budgetKey(_ sub: String) -> String {
         "relay:budget:{u:\(OwnerHash.of(sub))}:\(BudgetPolicy.period(now: Int64(Date().timeIntervalSince1970)))"

@@ -76,7 +76,7 @@ final class OwnerLeases {
                     self.continueStream?(id, t)
                 case .success(.notContinuable): self.expire(id, readers: readers)
                 case .success(.vanished): self.vanished(id, readers: readers)
-                case .success(.ownerAlive), .failure: break
+                case .success(.ownerAlive), .success(.ended), .failure: break
                 }
             }
         }
@@ -97,10 +97,8 @@ final class OwnerLeases {
     /// cannot be continued; no reader is needed (docs/PROTOCOL.md §4.5). `readers(id)`:
     /// readers of the stream on this worker, if any.
     func adopt(_ id: RequestID, readers: @escaping (RequestID) -> [Subscription], done: @escaping (Adoption) -> Void) {
-        guard maxContinuations > 0 else {
-            expire(id, readers: readers, done: done)
-            return
-        }
+        // With takeovers off the script still reports an ended stream, and a running one
+        // as not continuable (then `expireLease` ends it).
         log.takeover(id, instance: instance, maxContinuations: maxContinuations) { r in
             switch r {
             case .success(.taken(let t)):
@@ -113,8 +111,26 @@ final class OwnerLeases {
                 self.vanished(id, readers: readers)
                 done(.handled)
             case .success(.ownerAlive): done(.handled)
+            case .success(.ended(let e)):
+                self.settleEnded(id, e)
+                done(.handled)
             case .failure: done(.retry)
             }
+        }
+    }
+
+    /// A dead worker's stream that had already ended: its owner may have died between the
+    /// final append and the settlement, so it is settled again (once per id whoever does
+    /// it, `BudgetLedger.settle`): a `done` to the usage it reports, a `failed` stream as a
+    /// lost one (prompt + each stored delta).
+    private func settleEnded(_ id: RequestID, _ e: EventLog.EndedStream) {
+        guard !e.budgetKey.isEmpty else { return }
+        switch e.finalEvent {
+        case .done(_, let usage, _)?:
+            settler.settle(budgetKey: e.budgetKey, id: id, tokens: usage.totalTokens)
+        default:
+            guard e.state == "failed", e.lastSeq > 0 else { return }
+            settler.settleLostOwner(budgetKey: e.budgetKey, id: id, promptEstimate: e.prompt, endedAtSeq: e.lastSeq)
         }
     }
 
