@@ -4,6 +4,7 @@
 #   scripts/bench.sh            full run (bounded to < 25 min on a 2-core machine),
 #                               writes docs/BENCHMARKS.md (generated section)
 #   scripts/bench.sh --quick    seconds-long smoke run, writes .build/bench/BENCHMARKS.quick.md
+#   (--only runs write .build/bench/BENCHMARKS.only.md unless --out says otherwise)
 #   options: --out FILE  --only "stream send-floor fanout idle resume-storm storm slow-link append-ceiling"
 #            --targets "relay nchan"   (which systems to run, default both)
 #   BENCH_ARGS="--duration 5 …" is passed to every stream-relay-bench run (exploration);
@@ -29,14 +30,18 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK="--quick" ;;
     --out) OUT="$2"; shift ;;
-    --only) ONLY="$2"; shift ;;
+    --only) ONLY="$2"; ONLY_GIVEN=1; shift ;;
     --targets) TARGETS="$2"; shift ;;
     *) echo "usage: scripts/bench.sh [--quick] [--out FILE] [--only \"scenarios\"] [--targets \"relay nchan\"]" >&2; exit 2 ;;
   esac
   shift
 done
 if [ -z "$OUT" ]; then
-  if [ -n "$QUICK" ]; then OUT="$ROOT/.build/bench/BENCHMARKS.quick.md"; else OUT="$ROOT/docs/BENCHMARKS.md"; fi
+  # Only a full run rewrites docs/BENCHMARKS.md's generated section: a --quick or --only
+  # run would replace the full run's figures with a part of them.
+  if [ -n "$QUICK" ]; then OUT="$ROOT/.build/bench/BENCHMARKS.quick.md"
+  elif [ -n "${ONLY_GIVEN:-}" ]; then OUT="$ROOT/.build/bench/BENCHMARKS.only.md"
+  else OUT="$ROOT/docs/BENCHMARKS.md"; fi
 fi
 
 scripts/install-deps.sh libnginx-mod-nchan
