@@ -574,8 +574,15 @@ public struct RelayConfig: Sendable, Equatable {
         },
         Option(env: "RELAY_COMPLETION_WEBHOOK_SECRET", flag: "--completion-webhook-secret", default: "—", unit: "whsec_<base64>",
                doc: "Standard Webhooks signing secret of the completion webhook: whsec_ then base64 of 24–64 bytes") { c, v in
-            guard v.hasPrefix("whsec_"), let key = Data(base64Encoded: String(v.dropFirst(6))), (24...64).contains(key.count) else {
-                throw ConfigError("RELAY_COMPLETION_WEBHOOK_SECRET must be whsec_ followed by the base64 of 24 to 64 bytes (Standard Webhooks)")
+            let rule = "whsec_ followed by the base64 of 24 to 64 bytes (Standard Webhooks; make one with whsec_$(openssl rand -base64 32))"
+            guard v.hasPrefix("whsec_") else {
+                throw ConfigError("RELAY_COMPLETION_WEBHOOK_SECRET has no whsec_ prefix: it must be \(rule)")
+            }
+            guard let key = Data(base64Encoded: String(v.dropFirst(6))) else {
+                throw ConfigError("RELAY_COMPLETION_WEBHOOK_SECRET is not base64 after whsec_: it must be \(rule)")
+            }
+            guard (24...64).contains(key.count) else {
+                throw ConfigError("RELAY_COMPLETION_WEBHOOK_SECRET decodes to \(key.count) bytes: it must be \(rule)")
             }
             c.completionWebhookSecret = v
         },

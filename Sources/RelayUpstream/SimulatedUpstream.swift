@@ -128,6 +128,18 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
         if model == SimulatedDocuments.benchModel {
             return UpstreamPlan { loop in BenchUpstream.make(maxTokens: request.maxTokens, tokensPerSecond: rate, loop: loop) }
         }
+        let (tokens, maxTokens) = try document(for: request, model: model)
+        // The relay's documented estimate (docs/PROTOCOL.md §9), so budgets settle exactly.
+        let prompt = request.estimatedPromptTokens
+        return UpstreamPlan { loop in
+            SimulatedUpstream(tokens: tokens, maxTokens: maxTokens, promptTokens: prompt, tokensPerSecond: rate, loop: loop)
+        }
+    }
+
+    /// The model's document as tokens (tokenized once, cached) and the request's
+    /// `max_tokens` with summary mode's cap applied.
+    /// - Throws: `APIError` 400 `invalid_request` for a model without a document.
+    private func document(for request: ChatRequest, model: String) throws -> (tokens: [String], maxTokens: Int?) {
         guard let doc = SimulatedDocuments.document(forModel: model) else {
             throw APIError.invalidRequest("unknown model \"\(model)\" (the simulated upstream serves simulated, simulated-ar)")
         }
@@ -140,11 +152,7 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
         }
         var maxTokens = request.maxTokens
         if request.mode == .summary { maxTokens = min(maxTokens ?? summaryMaxTokens, summaryMaxTokens) }
-        // The relay's documented estimate (docs/PROTOCOL.md §9), so budgets settle exactly.
-        let prompt = request.estimatedPromptTokens
-        return UpstreamPlan { loop in
-            SimulatedUpstream(tokens: tokens, maxTokens: maxTokens, promptTokens: prompt, tokensPerSecond: rate, loop: loop)
-        }
+        return (tokens, maxTokens)
     }
 
     /// Continues an answer from the next token exactly (docs/UPSTREAMS.md): the document's
@@ -159,18 +167,7 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
         if model == SimulatedDocuments.benchModel {
             throw ContinuationUnsupported(reason: "the bench upstream does not continue answers")
         }
-        guard let doc = SimulatedDocuments.document(forModel: model) else {
-            throw APIError.invalidRequest("unknown model \"\(model)\" (the simulated upstream serves simulated, simulated-ar)")
-        }
-        let tokens: [String]
-        if let t = cache[model] {
-            tokens = t
-        } else {
-            tokens = SimulatedTokenizer.tokens(doc)
-            cache[model] = tokens
-        }
-        var maxTokens = request.maxTokens
-        if request.mode == .summary { maxTokens = min(maxTokens ?? summaryMaxTokens, summaryMaxTokens) }
+        let (tokens, maxTokens) = try document(for: request, model: model)
         let cap = min(tokens.count, maxTokens ?? Int.max)
         let k = soFar.completionTokens
         guard k >= 0, k <= cap, tokens[0..<k].joined() == soFar.text else {

@@ -1,5 +1,6 @@
 @testable import stream_relay
 import RelayConfiguration
+import Foundation
 import XCTest
 
 /// The completion webhook's settings (docs/PROTOCOL.md §13): each variable's checks, and
@@ -28,6 +29,21 @@ final class CompletionWebhookSettingTests: XCTestCase {
             XCTAssertTrue("\($0)".contains("RELAY_COMPLETION_WEBHOOK_SECRET"), "\($0)")
         }
         XCTAssertNoThrow(try ServeCommand.checkCompletionWebhook(try load([:])), "no URL: no webhook, nothing to check")
+    }
+
+    /// Each way a secret can be wrong is named, with how to make a good one.
+    func testABadSecretIsRefusedNamingWhatIsWrongWithIt() {
+        let cases: [(String, String)] = [
+            ("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "no whsec_ prefix"),
+            ("whsec_notbase64!!", "not base64"),
+            ("whsec_\(Data(repeating: 7, count: 16).base64EncodedString())", "decodes to 16 bytes"),
+        ]
+        for (value, reason) in cases {
+            XCTAssertThrowsError(try load(["RELAY_COMPLETION_WEBHOOK_SECRET": value]), value) {
+                XCTAssertTrue("\($0)".contains(reason), "\($0)")
+                XCTAssertTrue("\($0)".contains("openssl rand -base64 32"), "\($0)")
+            }
+        }
     }
 
     func testBadValuesAreRefusedNamingTheirVariable() {
