@@ -1,5 +1,3 @@
-import RelayConfiguration
-
 /// How an HTTP upstream continues an answer whose generating instance was lost
 /// (`RELAY_UPSTREAM_CONTINUATION`, docs/UPSTREAMS.md "Continuing an answer").
 ///
@@ -22,27 +20,4 @@ public enum HTTPContinuation: String, Sendable, Equatable, CaseIterable {
     /// llama.cpp server (`llama-server`): a final `assistant` message is continued as a
     /// prefill by default (unless the server runs with `--no-prefill-assistant`).
     case llamaCpp = "llama-cpp"
-
-    /// The setting's accepted values: `auto` (the API's default) and each mode.
-    public static let settingValues = ["auto"] + allCases.map(\.rawValue)
-
-    /// The mode of `setting` for an upstream speaking `api`.
-    /// - Parameters:
-    ///   - setting: `RELAY_UPSTREAM_CONTINUATION`: `auto` (→ `anthropic-prefill` for
-    ///     `anthropic`, `off` for `openai`), or a mode's raw value.
-    ///   - api: the upstream's API.
-    /// - Throws: `ConfigError` for an unknown value, or a mode the API does not speak
-    ///   (`anthropic-prefill` with `openai`; `vllm`/`llama-cpp` with `anthropic`).
-    public static func resolve(_ setting: String, api: HTTPUpstreamFactory.API) throws(ConfigError) -> HTTPContinuation {
-        if setting == "auto" { return api == .anthropic ? .anthropicPrefill : .off }
-        guard let mode = HTTPContinuation(rawValue: setting) else {
-            throw ConfigError("RELAY_UPSTREAM_CONTINUATION must be one of \(settingValues.joined(separator: ", ")), got \"\(setting)\"")
-        }
-        switch (mode, api) {
-        case (.off, _), (.anthropicPrefill, .anthropic), (.vllm, .openAI), (.llamaCpp, .openAI):
-            return mode
-        default:
-            throw ConfigError("RELAY_UPSTREAM_CONTINUATION=\(setting) does not apply to RELAY_UPSTREAM=\(api.rawValue)")
-        }
-    }
 }
