@@ -102,10 +102,10 @@ public struct LogFormatter: Sendable {
     }
 
     /// Proleptic Gregorian (year, month, day) of a day count since 1970-01-01
-    /// (Howard Hinnant's `civil_from_days`), for non-negative counts.
+    /// (Howard Hinnant's `civil_from_days`), negative counts included.
     static func civilDate(daysSinceEpoch: Int64) -> (Int, Int, Int) {
         let z = daysSinceEpoch + 719_468
-        let era = z / 146_097
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097
         let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
         let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)

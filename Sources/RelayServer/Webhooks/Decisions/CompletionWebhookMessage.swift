@@ -54,18 +54,8 @@ struct CompletionWebhookMessage: Equatable {
     static func rfc3339(ms: Int64) -> String {
         let msOfDay = ((ms % 86_400_000) + 86_400_000) % 86_400_000
         let days = (ms - msOfDay) / 86_400_000
-        // Civil date from days since 1970-01-01 (H. Hinnant, "chrono-Compatible Low-Level
-        // Date Algorithms", days_from_civil's inverse).
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        func pad(_ v: Int64, _ n: Int) -> String {
+        let (y, m, d) = LogFormatter.civilDate(daysSinceEpoch: days)
+        func pad<I: BinaryInteger>(_ v: I, _ n: Int) -> String {
             let s = String(v)
             return String(repeating: "0", count: max(0, n - s.count)) + s
         }
