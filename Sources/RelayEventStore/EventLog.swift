@@ -54,6 +54,7 @@ public final class EventLog {
     private let trimmedLengthArg: String
     private let ttlArg: String
     private let losslessArg: String
+    private let leaseMsArg = String(EventLog.leaseMs)
     /// `PUBLISH`, or `SPUBLISH` on a cluster (the live channel is a sharded channel).
     private let publishCommand: String
     /// The lease-expiry script in use (`SPUBLISH` variant on a cluster).
@@ -115,7 +116,7 @@ public final class EventLog {
         connectionEpoch &+= 1
         scripts.load([Scripts.create, Scripts.appendFinal, Scripts.appendStatus, Scripts.open, Scripts.catchUp,
                       expireLeaseScript, Scripts.admit, Scripts.requestCancel, Scripts.takeover, Scripts.appendFenced,
-                      Scripts.releaseLease, Scripts.heartbeat, Scripts.removeLapsedInstance] + others)
+                      Scripts.releaseLease, Scripts.refreshLease, Scripts.heartbeat, Scripts.removeLapsedInstance] + others)
     }
 
     /// Owner lease of a running generation, ms (`relay:{id}:lease` `PX`); refreshed
@@ -461,18 +462,25 @@ public final class EventLog {
         connection.send(["DEL", k.text, k.offsets], view: auxiliaryReply)
     }
 
-    /// Refreshes the owner lease of running generations (one pipelined `SET … PX` each).
-    /// `leaseKey`: `StreamKeys.lease` of the generation (kept by its owner: this runs for
-    /// every running generation every `leaseMs / 3`).
-    public func refreshLease(leaseKey: String, instance: String) {
-        let c = command
-        c.start(argumentCount: 5)
-        c.add(constant: "SET")
-        c.add(leaseKey)
-        c.add(instance)
-        c.add(constant: "PX")
-        c.add(EventLog.leaseMs)
-        connection.send(c, view: RedisReplyView.unread)
+    /// What a lease refresh found (`Scripts.refreshLease`).
+    public enum LeaseRefresh: Sendable, Equatable {
+        /// Refreshed: the caller still owns the stream.
+        case held
+        /// The stream no longer runs (ended, or gone from Redis).
+        case notRunning
+        /// Another instance took the stream over (a newer ownership epoch).
+        case takenOver
+    }
+
+    /// Refreshes the owner lease of a running generation (`Scripts.refreshLease`): only
+    /// while `epoch` is the stream's ownership epoch and the lease is this instance's or
+    /// unclaimed. Runs for every running generation every `leaseMs / 3`. `done` is not
+    /// called when Redis failed (the next round tries again).
+    public func refreshLease(_ k: StreamKeys, instance: String, epoch: UInt64, done: @escaping (LeaseRefresh) -> Void) {
+        scripts.run(Scripts.refreshLease, keys: [k.lease, k.meta], args: [instance, leaseMsArg, String(epoch)]) { r in
+            guard r.failure == nil, let v = r.int else { return }
+            done(v == 1 ? .held : v < 0 ? .takenOver : .notRunning)
+        }
     }
 
     /// Gives a created id back when its request was refused after `create` (nothing

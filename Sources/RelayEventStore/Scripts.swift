@@ -355,6 +355,24 @@ extension Scripts {
     return seq
     """
 
+    /// Refreshes a running generation's owner lease only while it is still the owner
+    /// (docs/DATA_MODEL.md §6.1): the meta's ownership epoch is the caller's and the lease
+    /// is the caller's or has lapsed unclaimed. An owner that stalled past its lease and
+    /// woke after a takeover must not write the taker's lease over (the taker's lease
+    /// would then lapse with the woken owner, and a third instance take the stream again).
+    /// KEYS: lease, meta. ARGV: instance, lease ms, epoch.
+    /// Returns 1 when refreshed, 0 when the stream no longer runs (ended or gone: the
+    /// owner's next append says how), -1 when another instance took it over.
+    public static let refreshLease = """
+    local m = redis.call('HMGET', KEYS[2], 'state', 'epoch')
+    if m[1] ~= 'running' then return 0 end
+    if (m[2] or '0') ~= ARGV[3] then return -1 end
+    local holder = redis.call('GET', KEYS[1])
+    if holder and holder ~= ARGV[1] then return -1 end
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    return 1
+    """
+
     /// Releases a lease only when it still names `instance` (the owner ending its
     /// generation must not free a lease a taker holds). KEYS: lease. ARGV: instance.
     public static let releaseLease = """

@@ -65,11 +65,11 @@ public final class StreamAppender {
         }
     }
 
-    /// The stream is gone or was ended by someone else (or lost acknowledged events):
-    /// nothing more can be appended.
+    /// The stream is gone, was ended or taken over by someone else, or lost acknowledged
+    /// events: nothing more can be appended (`AppendStop`, typed).
     // The callbacks and the state read per event or per reply are marked
     // `@exclusivity(unchecked)` like the rest of the per-event state (see below).
-    @exclusivity(unchecked) public var onPermanentFailure: ((RedisFailure) -> Void)?
+    @exclusivity(unchecked) public var onPermanentFailure: ((AppendStop) -> Void)?
     /// Every queued event is acknowledged (after the final one: the generation is over).
     @exclusivity(unchecked) public var onDrained: (() -> Void)?
     /// An event's `XADD` was acknowledged: seq and event JSON, called once per event in
@@ -402,22 +402,7 @@ public final class StreamAppender {
 
     private func failed() {
         guard let f = queue.failure else { return }
-        let failure: RedisFailure
-        switch f {
-        case .streamGone:
-            log.discardText(keys)
-            failure = .noStream("stream expired or lost")
-        case .ended(let state):
-            failure = RedisFailure(code: .finished, message: "FINISHED \(state)")
-        case .foreignEntry(let seq):
-            failure = RedisFailure(code: .finished, message: "FINISHED entry \(seq) was written by another writer (lease expired)")
-        case .storeWentBack(let top):
-            failure = RedisFailure(code: .other("LOST"), message: "LOST the stream went back to \(top), below acknowledged seq \(queue.ackedSeq)")
-        case .hole(let after):
-            failure = RedisFailure(code: .other("GAP"), message: "GAP the entry after \(after) is missing while a later one is stored")
-        case .textWentBack(let seq):
-            failure = RedisFailure(code: .other("LOST"), message: "LOST the lossless-resume text stored through \(seq) is gone or short")
-        }
-        onPermanentFailure?(failure)
+        if f == .streamGone { log.discardText(keys) }
+        onPermanentFailure?(f)
     }
 }

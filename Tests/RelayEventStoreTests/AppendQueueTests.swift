@@ -135,6 +135,33 @@ final class AppendQueueTests: XCTestCase {
         XCTAssertTrue(q.nextGroup().isEmpty)
     }
 
+    /// docs/PROTOCOL.md §4.5: an owner woken after a takeover finds the taker's entries
+    /// after its own. The tail's `taken` state decides before any hole or foreign entry, so
+    /// the owner stops as taken over (and does not settle), not as a loss.
+    func testAWokenOwnerMeetingTheTakersEntriesStopsAsTakenOverNotAsAHole() {
+        var q = AppendQueue<String>()
+        _ = q.enqueue(seq: 1, "a")
+        XCTAssertEqual(q.replied(seq: 1, .stored), .drained)
+        _ = q.enqueue(seq: 2, "b")
+        _ = q.enqueue(seq: 3, "c")
+        XCTAssertEqual(q.replied(seq: 2, .refused), .verify, "the fence refused 2")
+        // The taker continued from 1: its entries 2…9 are stored, and a hole-shaped tail
+        // (entry 5 first in the read) would read as GAP without the state.
+        let (acked, next) = verify(&q, tail(AppendStop.takenState, top: 9, [(5, "x"), (6, "y")]))
+        XCTAssertEqual(acked, [])
+        XCTAssertEqual(next, .failed)
+        XCTAssertEqual(q.failure, .takenOver)
+    }
+
+    func testAWokenOwnerMeetingTheTakersFirstEntryStopsAsTakenOverNotAsAForeignEntry() {
+        var q = AppendQueue<String>()
+        _ = q.enqueue(seq: 1, "a")
+        XCTAssertEqual(q.replied(seq: 1, .refused), .verify)
+        let (_, next) = verify(&q, tail(AppendStop.takenState, top: 4, [(1, "the taker's")]))
+        XCTAssertEqual(next, .failed)
+        XCTAssertEqual(q.failure, .takenOver)
+    }
+
     func testOurOwnStoredFinalEventDrainsEvenThoughTheStreamEnded() {
         var q = AppendQueue<String>()
         _ = q.enqueue(seq: 1, "a")

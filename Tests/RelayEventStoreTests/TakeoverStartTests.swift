@@ -44,10 +44,4 @@ final class TakeoverStartTests: XCTestCase {
         XCTAssertThrowsError(try StoredRequest.decode("{\"v\":2}"))
         XCTAssertThrowsError(try StoredRequest.decode(r.encoded().replacingOccurrences(of: "\"v\":1", with: "\"v\":2")))
     }
-
-    func testOnlyFinishedTakenIsATakeover() {
-        XCTAssertTrue(RedisFailure(code: .finished, message: "FINISHED taken").isTakenOver)
-        XCTAssertFalse(RedisFailure(code: .finished, message: "FINISHED done").isTakenOver)
-        XCTAssertFalse(RedisFailure(code: .other("X"), message: "X taken").isTakenOver)
-    }
 }

@@ -138,7 +138,7 @@ final class AppendHarness: @unchecked Sendable {
 final class AppendOutcome: @unchecked Sendable {
     let created = LockedBox<Bool?>(nil)
     let drained = LockedBox(0)
-    let failure = LockedBox<String?>(nil)
+    let failure = LockedBox<AppendStop?>(nil)
 }
 
 extension RelayTestCase {
@@ -166,7 +166,7 @@ extension RelayTestCase {
             }
             let a = StreamAppender(log: log, loop: loop, id: id)
             a.onDrained = { o.drained.mutate { $0 += 1 } }
-            a.onPermanentFailure = { f in o.failure.value = f.message }
+            a.onPermanentFailure = { f in o.failure.value = f }
             appender.value = a
         }
         addTeardownBlock { loop.post { appender.value = nil } }

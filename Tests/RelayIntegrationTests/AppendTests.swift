@@ -180,7 +180,7 @@ final class AppendTests: RelayTestCase {
         try redis.cli("DEL", k.events, k.meta)
         append(h, a, [(1, .delta("lost")), (2, .delta(" too"))])
         try eventually(5, "the appender to report the gone stream") { o.failure.value != nil }
-        XCTAssertTrue(o.failure.value?.hasPrefix("NOSTREAM") == true, o.failure.value ?? "")
+        XCTAssertEqual(o.failure.value, .streamGone)
         try eventually(5, "no key of the stream to be left") {
             try redis.cli("EXISTS", k.events, k.meta, k.text, k.offsets) == "0"
         }
@@ -266,7 +266,7 @@ final class AppendTests: RelayTestCase {
         // The stalled owner wakes up and goes on appending.
         append(h, a, [(4, .delta(" four")), (5, .delta(" five")), (6, .done(finishReason: "stop", usage: Usage(promptTokens: 3, completionTokens: 3)))])
         try eventually(5, "the old owner to learn it was fenced") { o.failure.value != nil }
-        XCTAssertTrue(o.failure.value?.hasPrefix("FINISHED") == true, o.failure.value ?? "")
+        XCTAssertEqual(o.failure.value, .foreignEntry(seq: 4), "the lease expiry's upstream_lost holds seq 4")
         XCTAssertEqual(try entrySeqs(k), [1, 2, 3, 4], "nothing follows the terminal event")
         XCTAssertTrue(try redis.cli("XRANGE", k.events, "4-0", "4-0").contains("upstream_lost"))
         XCTAssertEqual(try redis.cli("HMGET", k.meta, "state", "last_seq"), "failed\n4")
@@ -413,7 +413,7 @@ final class AppendTests: RelayTestCase {
                + [(401, .done(finishReason: "stop", usage: Usage(promptTokens: 1, completionTokens: 400)))])
         try eventually(10, "the stream to end or fail") { o.failure.value != nil || a.value?.ackedSeq == 401 }
         try assertEveryCatchUpExact(k, text, "after the failover")
-        XCTAssertTrue(o.failure.value?.hasPrefix("LOST") == true, "the lost text ends the stream: \(o.failure.value ?? "nil")")
+        guard case .textWentBack? = o.failure.value else { return XCTFail("the lost text ends the stream: \(String(describing: o.failure.value))") }
     }
 
     /// The failover of `testATextWriteLostByAFailoverIsNotPapered`, but the first tail read
@@ -441,7 +441,7 @@ final class AppendTests: RelayTestCase {
         h.run { ch.refused = [] }
         try eventually(10, "the stream to end or fail") { o.failure.value != nil || a.value?.ackedSeq == 401 }
         try assertEveryCatchUpExact(k, text, "after the failover")
-        XCTAssertTrue(o.failure.value?.hasPrefix("LOST") == true, "the lost text ends the stream: \(o.failure.value ?? "nil")")
+        guard case .textWentBack? = o.failure.value else { return XCTFail("the lost text ends the stream: \(String(describing: o.failure.value))") }
     }
 
     /// The owner stalled past its lease: the lease lapses and the instance of `h` ends

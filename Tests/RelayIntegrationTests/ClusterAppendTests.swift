@@ -85,7 +85,7 @@ final class ClusterAppendTests: RedisClusterTestCase {
             }
             let a = StreamAppender(log: log, loop: loop, id: id)
             a.onDrained = { drained.mutate { $0 += 1 } }
-            a.onPermanentFailure = { f in failure.value = f.message }
+            a.onPermanentFailure = { f in failure.value = "\(f)" }
             a.onAcknowledged = { seq, _ in acknowledged.mutate { $0.append(seq) } }
             appender.value = a
         }

@@ -103,23 +103,8 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
     /// The tail read failed (an error reply): the next one waits `verifyDelayMs`.
     public mutating func verifyFailed() { fruitlessRounds += 1 }
 
-    /// Why nothing more can be appended.
-    public enum Failure: Sendable, Equatable {
-        /// The stream key or its meta hash is gone (expired, deleted, Redis lost its data).
-        case streamGone
-        /// The stream is no longer `running` (ended by someone else) and events remain.
-        case ended(state: String)
-        /// The stream's top entry is below an acknowledged seq: acknowledged events were lost.
-        case storeWentBack(topSeq: UInt64)
-        /// The entry after `afterSeq` is missing while a later one is stored.
-        case hole(afterSeq: UInt64)
-        /// The entry `seq` holds another writer's event (a lease expiry's terminal event).
-        case foreignEntry(seq: UInt64)
-        /// The lossless-resume text confirmed stored through `seq` is gone or short
-        /// while the acknowledged entries are there (a failover or restart lost a text
-        /// write whose reply came back): trimming on would lose that text for good.
-        case textWentBack(seq: UInt64)
-    }
+    /// Why nothing more can be appended (`AppendStop`).
+    public typealias Failure = AppendStop
 
     /// `true` after a permanent failure: nothing more is sent.
     public var failed: Bool { failure != nil }
@@ -230,6 +215,9 @@ public struct AppendQueue<Item>: Sendable where Item: Sendable {
         -> (acknowledged: [(seq: UInt64, item: Item)], next: Next) {
         guard recovering, inFlight == 0, !failed else { return ([], .wait) }
         guard let state = tail.state else { return fail(.streamGone) }
+        // Another instance took the stream over: its entries may sit after ours (a hole,
+        // a foreign entry), but they are the taker's, not a loss (docs/PROTOCOL.md §4.5).
+        if state == AppendStop.takenState { return fail(.takenOver) }
         if tail.topSeq < ackedSeq { return fail(.storeWentBack(topSeq: tail.topSeq)) }
         if let text, tail.textEnd != text.end { return fail(.textWentBack(seq: text.seq)) }
         var acked: [(seq: UInt64, item: Item)] = []

@@ -69,10 +69,14 @@ final class Generation {
     /// When the owner lease was last refreshed (loop ms; the start: `Scripts.create`
     /// took it): `StreamHub.leaseTick` refreshes each generation on its own phase.
     @exclusivity(unchecked) var leaseRefreshedMs: UInt64
-    /// The keys that refresh writes, made once: its owner lease (`StreamKeys.lease`), its
+    /// The keys that refresh writes, made once: its owner lease and meta (`keys`), its
     /// session's running set (`SessionStore.streamsKey`) and its budget's reservation
     /// expiries (`BudgetLedger.expiriesKey`).
-    let leaseKey: String
+    /// The stream's keys (`StreamKeys`), made once.
+    let keys: StreamKeys
+    /// The ownership epoch this generation writes under (0: the stream's creator; a
+    /// takeover's: `EventLog.TakenStream.epoch`).
+    let ownershipEpoch: UInt64
     let sessionStreamsKey: String
     let budgetExpiriesKey: String
     @exclusivity(unchecked) private var firstTokenMs: UInt64?
@@ -108,7 +112,8 @@ final class Generation {
         self.host = host
         self.startedMs = host.loop.nowMs
         self.leaseRefreshedMs = startedMs
-        self.leaseKey = StreamKeys(id).lease
+        self.keys = StreamKeys(id)
+        self.ownershipEpoch = taken?.epoch ?? 0
         self.sessionStreamsKey = SessionStore.streamsKey(owner: ownerHash, sid: sid)
         self.budgetExpiriesKey = BudgetLedger.expiriesKey(budget.key)
         self.appender = StreamAppender(log: host.log, loop: host.loop, id: id, taken: taken)
@@ -277,10 +282,19 @@ final class Generation {
                                        completion: max(usage?.completionTokens ?? 0, completionTokens))
     }
 
-    private func appendFailed(_ f: RedisFailure) {
-        // Another instance took the stream over (`Scripts.takeover`): it settles.
-        takenOver = f.isTakenOver
-        if takenOver {
+    /// The owner lease's refresh found another instance owns the stream now
+    /// (`EventLog.LeaseRefresh.takenOver`): stops generating here at once, without a final
+    /// event or a settlement (the taker settles), as a refused append would.
+    func leaseTakenOver() {
+        guard !finished else { return }
+        appendFailed(.takenOver)
+    }
+
+    private func appendFailed(_ stop: AppendStop) {
+        if stop == .takenOver {
+            // Another instance took the stream over (`Scripts.takeover`): it settles, and
+            // the session slot and lease are its own now.
+            takenOver = true
             _ = upstream.cancel()
             finished = true
         } else {
@@ -289,7 +303,7 @@ final class Generation {
             finished = true
             settleOnce(charge)
         }
-        Log.warn("generation stopped: stream no longer accepts appends", ["requestId": id.value, "reason": f.message])
+        Log.warn("generation stopped: stream no longer accepts appends", ["requestId": id.value, "reason": stop.description])
         end()
     }
 }

@@ -58,7 +58,9 @@ final class OwnerLeases {
         let untilMs = wall + Int64(EventLog.leaseMs)
         for g in owned where !g.finished && OwnerLeaseRound.refreshDue(nowMs: now, lastRefreshMs: g.leaseRefreshedMs, leaseMs: leaseMs) {
             g.leaseRefreshedMs = now
-            log.refreshLease(leaseKey: g.leaseKey, instance: instance)
+            log.refreshLease(g.keys, instance: instance, epoch: g.ownershipEpoch) { found in
+                if found == .takenOver { g.leaseTakenOver() }
+            }
             sessions.refresh(streamsKey: g.sessionStreamsKey, id: g.id, untilMs: untilMs)
             ledger.refresh(expiriesKey: g.budgetExpiriesKey, id: g.id, nowMs: wall)
         }

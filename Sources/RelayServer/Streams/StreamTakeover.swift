@@ -78,12 +78,30 @@ enum StreamTakeover {
         return g
     }
 
+    /// Takes the answer's session slot again (`SessionStore.admit`, idempotent per id),
+    /// then starts the continuation. The lost owner's slot lapsed with its lease, so the
+    /// continuation holds one like any running answer (`RELAY_MAX_STREAMS_PER_SESSION`,
+    /// docs/PROTOCOL.md §4.5); when the session filled up meanwhile it is not continued.
     private static func start(_ id: RequestID, _ taken: EventLog.TakenStream, _ stored: StoredRequest?, _ upstream: Upstream,
                               promptEstimate: Int, hub: StreamHub) {
         guard hub.generations[id.value] == nil else { _ = upstream.cancel(); return }
-        let g = generation(id, taken, stored, upstream, promptEstimate: promptEstimate, hub: hub)
-        hub.log.addPromptCharge(id, tokens: promptEstimate)
-        g.start()
+        let max = hub.config.maxStreamsPerSession
+        hub.sessions.admit(owner: OwnerHash.of(taken.owner), sid: taken.sid, id: id, nowMs: Int64(hub.wallMs()),
+                           leaseMs: EventLog.leaseMs, max: max) { r in
+            guard case .success(true) = r else {
+                _ = upstream.cancel()
+                let full = (try? r.get()) == false
+                return refuse(id, taken, stored, hub: hub,
+                              why: full ? "the session runs \(max) other answers" : "session slot not taken: Redis failed",
+                              message: full
+                                ? "the relay instance generating this answer stopped, and the session already runs \(max) other answers; retry the request"
+                                : "the relay instance generating this answer stopped and its continuation could not be admitted; retry the request")
+            }
+            guard hub.generations[id.value] == nil else { _ = upstream.cancel(); return }
+            let g = generation(id, taken, stored, upstream, promptEstimate: promptEstimate, hub: hub)
+            hub.log.addPromptCharge(id, tokens: promptEstimate)
+            g.start()
+        }
     }
 
     /// Ends a taken-over stream that is not continued with `upstream_lost`, charged what

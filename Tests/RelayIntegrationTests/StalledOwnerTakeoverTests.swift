@@ -1,0 +1,107 @@
+import Foundation
+import RelayAuth
+import RelayCore
+import RelayEventStore
+import RelayTestKit
+import RelayTestSupport
+import XCTest
+
+/// An owner stalled past its lease (SIGSTOP) wakes while the instance that took its answer
+/// over is still generating (docs/PROTOCOL.md §4.5): the woken owner stops as taken over.
+/// It neither settles nor writes the taker's lease over, so no third instance takes the
+/// answer again and ends it with `upstream_lost`; the ledger holds the `done`'s total once.
+extension TakeoverTests {
+    /// Trials per run (`RELAY_STALL_TRIALS`, default 2; the stall study runs dozens).
+    var stallTrials: Int { Int(ProcessInfo.processInfo.environment["RELAY_STALL_TRIALS"] ?? "") ?? 2 }
+
+    func testAStalledOwnerWokenWhileTheTakerGeneratesNeitherSettlesNorTakesTheAnswerBack() throws {
+        let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "60"]
+        let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 })
+        let b = try startRelay(env)
+        for trial in 1...stallTrials {
+            let user = "wake-\(trial)-\(UUID().uuidString.prefix(8))"
+            let token = RelayProcess.token(sub: user)
+            let id = Chat.newID()
+            let maxTokens = 600   // 10 s at 60 tokens/s: the taker is mid-answer when the owner wakes
+            let owner = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: maxTokens)
+            var ownerEvents: [SSEMessage] = []
+            for _ in 0..<10 { ownerEvents.append(try XCTUnwrap(try owner.nextEvent())) }
+            let settledBefore = try metricSum(a, "relay_budget_settlements_total")
+            let pid = a.process.processIdentifier
+            Foundation.kill(pid, SIGSTOP)
+            var stopped = true
+            defer { if stopped { Foundation.kill(pid, SIGCONT) } }
+            let onB = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0")
+            let meta = streamKey(id, "meta", sub: user)
+            try eventually(15, "trial \(trial): b to take the stream over") { try redis.cli("HGET", meta, "epoch") == "1" }
+            XCTAssertEqual(try redis.cli("HGET", meta, "state"), "running", "trial \(trial): the taker is still generating")
+            Foundation.kill(pid, SIGCONT)
+            stopped = false
+            let readOnB = try onB.readAll(timeout: 40)
+            assertWhole(readOnB, maxTokens: maxTokens, "trial \(trial): the reader on b", live: false)
+            ownerEvents += try owner.readAll(timeout: 40)
+            assertWhole(ownerEvents, maxTokens: maxTokens, "trial \(trial): the woken owner's own client", live: false)
+            XCTAssertEqual(try redis.cli("HMGET", meta, "state", "epoch", "continuations"), "done\n1\n1",
+                           "trial \(trial): one takeover, ended by the taker, never taken back")
+            guard case .done(_, let usage, _)? = try? StreamEvent(json: readOnB.last?.data ?? "") else { return XCTFail("done") }
+            try eventually(5, "trial \(trial): settled") { try self.ledger(user).reserved == 0 }
+            XCTAssertEqual(try ledger(user).used, usage.totalTokens, "trial \(trial): charged the done's total, once")
+            XCTAssertEqual(try metricSum(a, "relay_budget_settlements_total"), settledBefore, "trial \(trial): the woken owner settled nothing")
+        }
+    }
+
+    /// The lease refresh is fenced by the ownership epoch (`Scripts.refreshLease`): a stale
+    /// owner's refresh leaves the taker's lease as it is and learns it was taken over; the
+    /// owner refreshes its own, and takes back an unclaimed lapsed one.
+    func testAStaleOwnersLeaseRefreshLeavesTheTakersLeaseAlone() throws {
+        let id = "refresh-\(UUID().uuidString.prefix(8))"
+        let k = StreamKeys(id)
+        func refresh(_ who: String, epoch: Int) throws -> String {
+            try redis.cli(["EVAL", Scripts.refreshLease, "2", k.lease, k.meta, who, "3000", String(epoch)])
+        }
+        _ = try redis.cli("HSET", k.meta, "state", "running")
+        XCTAssertEqual(try refresh("relay-a", epoch: 0), "1", "an unclaimed lease is the owner's again")
+        XCTAssertEqual(try redis.cli("GET", k.lease), "relay-a")
+        _ = try redis.cli("HSET", k.meta, "epoch", "1")
+        _ = try redis.cli("SET", k.lease, "relay-b", "PX", "3000")
+        XCTAssertEqual(try refresh("relay-a", epoch: 0), "-1", "the stale owner learns it was taken over")
+        XCTAssertEqual(try redis.cli("GET", k.lease), "relay-b", "the taker's lease is untouched")
+        XCTAssertEqual(try refresh("relay-b", epoch: 1), "1")
+        XCTAssertEqual(try refresh("relay-c", epoch: 1), "-1", "a lease held by another is not written over")
+        _ = try redis.cli("HSET", k.meta, "state", "done")
+        XCTAssertEqual(try refresh("relay-b", epoch: 1), "0", "an ended stream's lease is not refreshed")
+        _ = try redis.cli("DEL", k.meta, k.lease)
+    }
+
+    /// A continued answer holds its session slot (docs/PROTOCOL.md §4.5): with one answer
+    /// allowed per session, a new answer of the same session is refused while the
+    /// taker continues the first.
+    func testAContinuedAnswerHoldsItsSessionSlot() throws {
+        let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "40", "RELAY_MAX_STREAMS_PER_SESSION": "1"]
+        let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 })
+        let b = try startRelay(env)
+        let user = "slot-\(UUID().uuidString.prefix(8))"
+        let sid = "s-\(UUID().uuidString.prefix(8))"
+        let token = RelayProcess.token(sub: user, sid: sid)
+        let id = Chat.newID()
+        let owner = try Chat.start(port: a.port, token: token, requestID: id, maxTokens: 600)
+        _ = try XCTUnwrap(try owner.nextEvent())
+        a.kill9()
+        owner.close()
+        let onB = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0")
+        try eventually(15, "b to take the stream over") {
+            try self.redis.cli("HGET", self.streamKey(id, "meta", sub: user), "epoch") == "1"
+        }
+        let slots = "relay:streams:{\(OwnerHash.of(user)):\(sid)}"
+        try eventually(5, "the continuation to hold a live session slot") {
+            let now = Int(Date().timeIntervalSince1970 * 1000)
+            return try self.redis.cli("ZCOUNT", slots, "(\(now)", "+inf") == "1"
+        }
+        let second = try HTTPClient.request(port: b.port, method: "POST", path: "/api/chat/stream",
+                                            headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+                                            body: Chat.body(maxTokens: 5))
+        XCTAssertEqual(second.status, 429)
+        XCTAssertEqual(second.errorCode, "too_many_streams", "the continued answer counts against the session")
+        onB.close()
+    }
+}
