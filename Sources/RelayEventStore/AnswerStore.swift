@@ -34,13 +34,14 @@ public final class AnswerStore {
         connection.send(["GET", key]) { [cipher] r in
             if let f = r.failure { return done(.failure(.redis(f))) }
             guard case .bulk(var bytes) = r else { return done(.success(nil)) }
-            if SealedFormat.looksSealed(bytes) {
-                guard let cipher else { return done(.failure(.unreadable(AtRestOpenError(.noKeys, key: key).description))) }
-                do {
-                    bytes = try bytes.withUnsafeBufferPointer { b throws(AtRestOpenError) in try cipher.open(b, aad: key) }
-                } catch {
-                    return done(.failure(.unreadable("\(error)")))
-                }
+            // A record is sealed, or plaintext marked as written without keys
+            // (`RetainedAnswer.plainAtRest`); with keys, unmarked plaintext is refused.
+            let mode: AtRestMode = cipher == nil || RetainedAnswer.isMarkedPlain(bytes) ? .plain : .sealed
+            if cipher == nil, SealedFormat.looksSealed(bytes) {
+                return done(.failure(.unreadable(AtRestOpenError(.noKeys, key: key).description)))
+            }
+            do { bytes = try AtRestValue.open(bytes: bytes, key: key, mode: mode, cipher: cipher) } catch {
+                return done(.failure(.unreadable("\(error)")))
             }
             guard let a = try? RetainedAnswer(decoding: bytes) else { return done(.failure(.undecodable)) }
             done(.success(a))

@@ -14,6 +14,9 @@ public struct AtRestOpenError: Error, Equatable, Sendable, CustomStringConvertib
         case malformed(SealedFormat.Malformed)
         /// A sealed value, and this relay has no keys (`RELAY_ENCRYPTION_KEYS` unset).
         case noKeys
+        /// Plaintext where only sealed values are stored (a stream or record sealed at
+        /// rest, `AtRestMode.sealed`): refused like a value under a wrong key.
+        case unexpectedPlaintext
     }
     public let kind: Kind
     /// The Redis key the value was read from.
@@ -30,6 +33,7 @@ public struct AtRestOpenError: Error, Equatable, Sendable, CustomStringConvertib
         case .authenticationFailed(let kid): return "\(key): the AES-GCM tag does not verify under kid \"\(kid)\" (another key, a moved value, or altered bytes)"
         case .malformed(let m): return "\(key): stored value is not readable (\(m))"
         case .noKeys: return "\(key): the value is sealed and RELAY_ENCRYPTION_KEYS is not set"
+        case .unexpectedPlaintext: return "\(key): plaintext where only values sealed at rest are stored"
         }
     }
 }
@@ -191,20 +195,57 @@ public final class AtRestCipher {
     }
 }
 
-/// Reading a stored value that may be sealed: what `EventLog` does with every event and
-/// text it reads (docs/DATA_MODEL.md §15).
+/// The one way every reader opens a stored value (docs/DATA_MODEL.md §15): events, text
+/// records, stored requests, retained answers and the completion webhook's final event, by
+/// the stream's `AtRestMode`.
 public enum AtRestValue {
-    /// The plaintext of a stored value: a sealed one (first byte `~`) is opened with
-    /// `cipher`; any other value is plaintext written while encryption was off, returned
-    /// as it is (it expires with its stream, `RELAY_BUFFER_TTL`).
-    /// - Throws: `AtRestOpenError`; `.noKeys` for a sealed value without a cipher.
-    public static func open(_ stored: String, key: String, cipher: AtRestCipher?) throws(AtRestOpenError) -> String {
-        guard stored.utf8.first == SealedFormat.marker else { return stored }
-        guard let cipher else { throw AtRestOpenError(.noKeys, key: key) }
-        let bytes = try cipher.open(stored, aad: key)
-        guard let s = String(validating: bytes, as: UTF8.self) else {
-            throw AtRestOpenError(.malformed(.badBase64), key: key)
+    /// The plaintext of a stored value of a stream in `mode`.
+    /// - Throws: `AtRestOpenError`: `.unexpectedPlaintext` for plaintext in a sealed
+    ///   stream, `.noKeys` for a sealed value without a cipher, or what `AtRestCipher.open`
+    ///   throws.
+    public static func open(_ stored: String, key: String, mode: AtRestMode, cipher: AtRestCipher?) throws(AtRestOpenError) -> String {
+        switch mode.read(looksSealed: stored.utf8.first == SealedFormat.marker) {
+        case .asIs: return stored
+        case .refuse: throw AtRestOpenError(.unexpectedPlaintext, key: key)
+        case .open:
+            guard let cipher else { throw AtRestOpenError(.noKeys, key: key) }
+            let bytes = try cipher.open(stored, aad: key)
+            guard let s = String(validating: bytes, as: UTF8.self) else {
+                throw AtRestOpenError(.malformed(.badBase64), key: key)
+            }
+            return s
         }
-        return s
+    }
+
+    /// `open(_:key:mode:cipher:)` of bytes (a retained answer's record).
+    /// - Throws: `AtRestOpenError`.
+    public static func open(bytes stored: [UInt8], key: String, mode: AtRestMode, cipher: AtRestCipher?) throws(AtRestOpenError) -> [UInt8] {
+        switch mode.read(looksSealed: SealedFormat.looksSealed(stored)) {
+        case .asIs: return stored
+        case .refuse: throw AtRestOpenError(.unexpectedPlaintext, key: key)
+        case .open:
+            guard let cipher else { throw AtRestOpenError(.noKeys, key: key) }
+            return try stored.withUnsafeBufferPointer { b throws(AtRestOpenError) in try cipher.open(b, aad: key) }
+        }
+    }
+
+    /// The plaintext of a whole text key of a stream in `mode`: in a sealed stream its
+    /// records (`SealedFormat.records`) opened in order, each under `aad(start)` at the
+    /// plaintext offset it continues; in a plain stream the bytes as they are.
+    /// - Throws: `AtRestOpenError` (`key`: the text key's name).
+    public static func openText(_ stored: [UInt8], key: String, mode: AtRestMode, cipher: AtRestCipher?,
+                                aad: (Int) -> String) throws(AtRestOpenError) -> [UInt8] {
+        guard mode == .sealed, !stored.isEmpty else { return stored }
+        guard SealedFormat.looksSealed(stored) else { throw AtRestOpenError(.unexpectedPlaintext, key: key) }
+        guard let cipher else { throw AtRestOpenError(.noKeys, key: key) }
+        let records: [Range<Int>]
+        do { records = try SealedFormat.records(stored) } catch { throw AtRestOpenError(.malformed(error), key: key) }
+        var plain: [UInt8] = []
+        try stored.withUnsafeBufferPointer { b throws(AtRestOpenError) in
+            for r in records {
+                plain.append(contentsOf: try cipher.open(UnsafeBufferPointer(rebasing: b[r]), aad: aad(plain.count)))
+            }
+        }
+        return plain
     }
 }

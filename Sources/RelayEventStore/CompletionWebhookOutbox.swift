@@ -20,6 +20,8 @@ import RelayRedis
 public final class CompletionWebhookOutbox {
     private let connection: any RedisCommandChannel
     private let scripts: ScriptRunner
+    /// Opens the final event sealed at rest (docs/DATA_MODEL.md §15); the worker's.
+    private let cipher: AtRestCipher?
 
     /// The outbox's keys (due, msgs, attempts, claims, sent).
     public static let keys: [String] = ["due", "msgs", "attempts", "claims", "sent"].map { "relay:webhooks:{relay:webhooks}:" + $0 }
@@ -27,7 +29,10 @@ public final class CompletionWebhookOutbox {
     /// How long a delivered or dropped id is remembered against a second enqueue, ms.
     public static let sentMemoryMs = 86_400_000
 
-    public init(connection: any RedisCommandChannel, scripts: ScriptRunner) {
+    /// - Parameter cipher: the worker's (`EventLog.cipher`): the final event is read by
+    ///   its stream's `AtRestMode` like every other stored value.
+    public init(connection: any RedisCommandChannel, scripts: ScriptRunner, cipher: AtRestCipher? = nil) {
+        self.cipher = cipher
         self.connection = connection
         self.scripts = scripts
     }
@@ -172,16 +177,18 @@ public final class CompletionWebhookOutbox {
     }
 
     /// What the sender needs of stream `keys` before an attempt: its meta `state`
-    /// (`nil` when the stream expired), its top entry's event JSON, and whether a client
-    /// read its final event (`StreamKeys.delivered`). One script on the stream's slot.
+    /// (`nil` when the stream expired), its top entry's event as stored, whether a client
+    /// read its final event (`StreamKeys.delivered`), and its at-rest mode (the meta's
+    /// `atrest`, '' when none). One script on the stream's slot.
     /// KEYS: meta, events, delivered.
     static let subjectScript = """
-    local st = redis.call('HGET', KEYS[1], 'state')
+    local m = redis.call('HMGET', KEYS[1], 'state', 'atrest')
+    local st = m[1]
     if not st then return {} end
     local tops = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
     local e = ''
     if #tops > 0 then e = tops[1][2][2] or '' end
-    return {st, e, redis.call('EXISTS', KEYS[3])}
+    return {st, e, redis.call('EXISTS', KEYS[3]), m[2] or ''}
     """
 
     /// What the stream says about a due message.
@@ -190,19 +197,29 @@ public final class CompletionWebhookOutbox {
         case gone
         /// The stream still runs (its final event is not stored yet).
         case running
-        /// The stream ended with `finalEventJSON`; `read`: some client got that event.
+        /// The stream ended with `finalEventJSON` (opened: plaintext JSON); `read`: some
+        /// client got that event.
         case ended(finalEventJSON: String, read: Bool)
+        /// The final event is stored but does not open (`AtRestOpenError`'s words: a
+        /// wrong or missing key, plaintext in a sealed stream, damage).
+        case unreadable(String)
         /// Redis could not be asked.
         case unknown
     }
 
     /// Reads the subject of a message about stream `streamKeys`.
     public func subject(_ streamKeys: StreamKeys, done: @escaping (Subject) -> Void) {
-        scripts.run(Self.subjectScript, keys: [streamKeys.meta, streamKeys.events, streamKeys.delivered], args: []) { r in
+        scripts.run(Self.subjectScript, keys: [streamKeys.meta, streamKeys.events, streamKeys.delivered], args: []) { [cipher] r in
             guard r.errorMessage == nil, let a = r.array else { return done(.unknown) }
-            guard a.count == 3, let state = a[0].string else { return done(.gone) }
+            guard a.count >= 3, let state = a[0].string else { return done(.gone) }
             if state == "running" { return done(.running) }
-            done(.ended(finalEventJSON: a[1].string ?? "", read: a[2].int == 1))
+            let mode = AtRestMode.of(metaField: a.count > 3 ? a[3].string : nil, haveKeys: cipher != nil)
+            do {
+                let json = try AtRestValue.open(a[1].string ?? "", key: streamKeys.events, mode: mode, cipher: cipher)
+                done(.ended(finalEventJSON: json, read: a[2].int == 1))
+            } catch {
+                done(.unreadable("\(error)"))
+            }
         }
     }
 

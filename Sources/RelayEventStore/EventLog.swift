@@ -49,6 +49,17 @@ public final class EventLog {
     /// §15); `nil`: stored as plaintext. This worker's own (it owns EVP contexts).
     public let cipher: AtRestCipher?
 
+    /// The mode this relay creates streams in (`AtRestMode.forNewStreams`): sealed when it
+    /// has keys.
+    public var newStreamMode: AtRestMode { AtRestMode.forNewStreams(haveKeys: cipher != nil) }
+
+    /// What seals a stream's values in `mode`: the cipher in a sealed stream (`nil` when
+    /// this relay has no keys: it cannot write one), `nil` in a plain one.
+    public func sealer(_ mode: AtRestMode) -> AtRestCipher? { mode == .sealed ? cipher : nil }
+
+    /// A stream's mode as its meta's `atrest` field says (`AtRestMode.of`).
+    func mode(metaField: String?) -> AtRestMode { AtRestMode.of(metaField: metaField, haveKeys: cipher != nil) }
+
     // Constant command arguments, formatted once instead of once per append.
     private let maxLenArg: String
     private let trimmedLengthArg: String
@@ -134,7 +145,8 @@ public final class EventLog {
         let k = StreamKeys(id)
         scripts.run(Scripts.create, keys: [k.meta, k.lease, k.events, k.text, k.offsets, k.request],
                     args: [owner, sid, instance, String(nowMs), String(ttlMs), String(EventLog.leaseMs),
-                           budgetKey, String(promptEstimate), maxLenArg, request.map { sealedRequest($0, k) } ?? ""]) { r in
+                           budgetKey, String(promptEstimate), maxLenArg, request.map { sealedRequest($0, k) } ?? "",
+                           newStreamMode.rawValue]) { r in
             if let f = r.failure { return done(.failure(f)) }
             done(.success(r.int == 1))
         }
@@ -195,10 +207,13 @@ public final class EventLog {
     /// Reads the retained events after `seq`: `XRANGE key (<seq>-0 +` (Redis `XRANGE`
     /// doc, exclusive range), in seq order.
     public func range(_ id: RequestID, after seq: UInt64, done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
-        let key = StreamKeys(id).events
-        connection.send(["XRANGE", key, "(\(seq)-0", "+"]) { [cipher] r in
+        let k = StreamKeys(id)
+        // The stream's mode first (same slot, pipelined): every entry is read by it.
+        var mode: AtRestMode?
+        connection.send(["HGET", k.meta, AtRestMode.metaField]) { [self] r in mode = self.mode(metaField: r.string) }
+        connection.send(["XRANGE", k.events, "(\(seq)-0", "+"]) { [self, cipher] r in
             if let f = r.failure { return done(.failure(f)) }
-            done(EventLog.opened(EventLog.events(from: r), key: key, cipher: cipher))
+            done(EventLog.opened(EventLog.events(from: r), key: k.events, mode: mode ?? self.mode(metaField: nil), cipher: cipher))
         }
     }
 
@@ -206,8 +221,7 @@ public final class EventLog {
     /// a lossless catch-up; `nil` when the text has expired.
     public func catchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<String?, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
-        let sealed = cipher != nil
-        scripts.run(Scripts.catchUp, keys: [k.text, k.offsets], args: [String(from), String(to), sealed ? "1" : "0"]) { [cipher] r in
+        scripts.run(Scripts.catchUp, keys: [k.text, k.offsets, k.meta], args: [String(from), String(to), cipher != nil ? "1" : "0"]) { [cipher] r in
             if let f = r.failure { return done(.failure(f)) }
             guard let a = r.array, a.count >= 2 else { return done(.success(nil)) }
             guard a.count == 3, case .bulk(let whole) = a[2] else {
@@ -216,7 +230,7 @@ public final class EventLog {
             // Sealed: the whole text key came back (its records); open them and cut.
             let start = Int(a[0].int ?? 0), end = Int(a[1].int ?? 0)
             do {
-                let plain = try EventLog.openText(whole, key: k, cipher: cipher)
+                let plain = try EventLog.openText(whole, key: k, mode: .sealed, cipher: cipher)
                 guard end >= start, end <= plain.count else {
                     return done(.failure(EventLog.unreadable("\(k.text): its records hold \(plain.count) bytes, offsets ask for \(start)..<\(end)")))
                 }
@@ -267,8 +281,9 @@ public final class EventLog {
 
     /// An event as it is stored in the stream's entry and live message: sealed under the
     /// events key's name with the cipher (docs/DATA_MODEL.md §15), else the JSON itself.
-    public func storedForm(_ json: String, _ k: StreamKeys) -> String {
-        guard let cipher else { return json }
+    /// `mode`: the stream's (`nil`: `newStreamMode`).
+    public func storedForm(_ json: String, _ k: StreamKeys, mode: AtRestMode? = nil) -> String {
+        guard let cipher = sealer(mode ?? newStreamMode) else { return json }
         return cipher.seal(json, aad: k.events)
     }
 
@@ -304,7 +319,9 @@ public final class EventLog {
     /// re-creates a key that was evicted, deleted or lost with a restart mid-stream, at
     /// any offset, without a TTL), and a key that outlives its stream is never cleaned
     /// up. `done` gets `.success` when every `SETRANGE` was answered without an error.
-    public func writeText(_ k: StreamKeys, _ w: TextCheckpoint.Write, done: @escaping (Result<Void, RedisFailure>) -> Void) {
+    /// `mode`: the stream's (`nil`: `newStreamMode`).
+    public func writeText(_ k: StreamKeys, _ w: TextCheckpoint.Write, mode: AtRestMode? = nil,
+                          done: @escaping (Result<Void, RedisFailure>) -> Void) {
         let runs = OffsetRuns.runs(w.offsets)
         let replies = (w.text.isEmpty ? 0 : 1) + runs.count
         guard replies > 0 else { return done(.success(())) }
@@ -313,7 +330,7 @@ public final class EventLog {
         // are (`RedisConnection` hands the RESP to hiredis; `ClusterClient` keeps the
         // encoded command for resends).
         if !w.text.isEmpty {
-            if let cipher {
+            if let cipher = sealer(mode ?? newStreamMode) {
                 // One sealed record per write, after the confirmed ones (`TextCheckpoint`).
                 let record = cipher.seal(w.text, aad: EventLog.textAAD(k, start: w.start))
                 setRange(k.text, at: w.storedStart, Array(record.utf8)) { r in outcome.replied(r) }
@@ -369,13 +386,14 @@ public final class EventLog {
     /// writer's ownership epoch (0: the stream's creator; `takeover`).
     public func appendFinal(_ k: StreamKeys, seq: UInt64, json: String, finalState: StreamState,
                             text: TextCheckpoint.Write?, record: [UInt8]? = nil, stored: String? = nil, epoch: UInt64 = 0,
-                            done: @escaping (Result<Void, RedisFailure>) -> Void) {
-        var args = [String(seq), stored ?? storedForm(json, k), maxLenArg, ttlArg, finalState.rawValue, losslessArg,
+                            mode: AtRestMode? = nil, done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        let sealer = sealer(mode ?? newStreamMode)
+        var args = [String(seq), stored ?? storedForm(json, k, mode: mode), maxLenArg, ttlArg, finalState.rawValue, losslessArg,
                     record.map { String(decoding: $0, as: UTF8.self) } ?? "", String(retentionMs),   // the record is UTF-8
                     String(epoch)]
         if lossless, let w = text {
-            if let cipher, !w.text.isEmpty {
-                args += [String(w.storedStart), cipher.seal(w.text, aad: EventLog.textAAD(k, start: w.start))]
+            if let sealer, !w.text.isEmpty {
+                args += [String(w.storedStart), sealer.seal(w.text, aad: EventLog.textAAD(k, start: w.start))]
             } else {
                 args += [String(w.storedStart), String(decoding: w.text, as: UTF8.self)]   // whole strings' bytes: valid UTF-8
             }
@@ -436,8 +454,9 @@ public final class EventLog {
     /// confirmed length as stored (`TextCheckpoint.confirmedStoredEnd`), which it must
     /// reach; `nil`: that seq's end offset (plain text).
     public func appendStatus(_ k: StreamKeys, after ackedSeq: UInt64, count: Int, textThrough: UInt64 = 0, epoch: UInt64 = 0,
-                             textStoredEnd: Int? = nil,
+                             textStoredEnd: Int? = nil, mode: AtRestMode? = nil,
                              done: @escaping (Result<StoredTail, RedisFailure>) -> Void) {
+        let mode = mode ?? newStreamMode
         var args = [String(ackedSeq), String(count), String(textThrough), String(epoch)]
         if let textStoredEnd { args.append(String(textStoredEnd)) }
         scripts.run(Scripts.appendStatus, keys: [k.events, k.meta, k.text, k.offsets], args: args) { [cipher] r in
@@ -445,7 +464,7 @@ public final class EventLog {
             guard let a = r.array, a.count == 4 else { return done(.success(StoredTail(state: nil, topSeq: 0, entries: []))) }
             let textEnd = a[3].int ?? -1
             let entries: [SequencedEvent]
-            switch EventLog.opened(EventLog.events(from: a[2]), key: k.events, cipher: cipher) {
+            switch EventLog.opened(EventLog.events(from: a[2]), key: k.events, mode: mode, cipher: cipher) {
             case .success(let e): entries = e
             case .failure(let f): return done(.failure(f))
             }
@@ -575,6 +594,9 @@ public final class EventLog {
         /// Each stored delta's length, bytes, seqs 1…`topSeq` (for the retained answer,
         /// `StreamAppender.seedRetention`); `nil` when the offsets were not kept.
         public var deltaLengths: [Int]? = nil
+        /// How the stream's values are stored (the meta's `atrest`): the continuation
+        /// writes in the mode the stream was created in, whatever this relay's keys.
+        public var mode: AtRestMode = .plain
     }
 
     /// Takes over stream `id` when its owner lease lapsed and it may be continued
@@ -584,7 +606,7 @@ public final class EventLog {
         let k = StreamKeys(id)
         scripts.run(Scripts.takeover, keys: [k.events, k.meta, k.lease, k.text, k.offsets, k.request],
                     args: [instance, String(EventLog.leaseMs), String(maxContinuations), ttlArg, losslessArg,
-                           cipher != nil ? "1" : "0"]) { [cipher] r in
+                           cipher != nil ? "1" : "0"]) { [self, cipher] r in
             if let f = r.failure { return done(.failure(f)) }
             let a = r.array ?? []
             switch a.first?.int ?? 0 {
@@ -592,7 +614,8 @@ public final class EventLog {
             case -2: return done(.success(.notContinuable))
             case 3:
                 guard a.count >= 6 else { return done(.success(.ownerAlive)) }
-                let final = (try? EventLog.opened(EventLog.events(from: a[5]), key: k.events, cipher: cipher).get())?.last
+                let mode = self.mode(metaField: a.count > 6 ? a[6].string : nil)
+                let final = (try? EventLog.opened(EventLog.events(from: a[5]), key: k.events, mode: mode, cipher: cipher).get())?.last
                 return done(.success(.ended(EndedStream(state: a[1].string ?? "", budgetKey: a[2].string ?? "",
                                                         prompt: Int(a[3].string ?? "0") ?? 0,
                                                         lastSeq: UInt64(a[4].string ?? "0") ?? 0,
@@ -600,8 +623,8 @@ public final class EventLog {
             case 1: break
             default: return done(.success(.ownerAlive))
             }
-            guard a.count >= 12 else { return done(.success(.notContinuable)) }
-            done(EventLog.taken(a, keys: k, cipher: cipher).map { .taken($0) })
+            guard a.count >= 13 else { return done(.success(.notContinuable)) }
+            done(EventLog.taken(a, keys: k, mode: self.mode(metaField: a[12].string), cipher: cipher).map { .taken($0) })
         }
     }
 
@@ -610,7 +633,7 @@ public final class EventLog {
     /// at rest and finds, with sealed text, the seq its records end at (the text after it
     /// is in the retained entries). A value that does not open, or text that does not
     /// meet the entries, fails with `UNREADABLE`.
-    static func taken(_ a: [RedisReply], keys k: StreamKeys, cipher: AtRestCipher?) -> Result<TakenStream, RedisFailure> {
+    static func taken(_ a: [RedisReply], keys k: StreamKeys, mode: AtRestMode, cipher: AtRestCipher?) -> Result<TakenStream, RedisFailure> {
         let top = UInt64(max(0, a[2].int ?? 0))
         let offsets: [UInt8]
         if case .bulk(let o) = a[10] { offsets = o } else { offsets = [] }
@@ -620,12 +643,12 @@ public final class EventLog {
             return offsets[i..<i + 4].reduce(0) { $0 << 8 | Int($1) }
         }
         let entries: [SequencedEvent]
-        switch EventLog.opened(EventLog.events(from: a[5]), key: k.events, cipher: cipher) {
+        switch EventLog.opened(EventLog.events(from: a[5]), key: k.events, mode: mode, cipher: cipher) {
         case .success(let e): entries = e
         case .failure(let f): return .failure(f)
         }
         let request: String
-        do { request = try AtRestValue.open(a[3].string ?? "", key: k.request, cipher: cipher) } catch {
+        do { request = try AtRestValue.open(a[3].string ?? "", key: k.request, mode: mode, cipher: cipher) } catch {
             return .failure(unreadable(error.description))
         }
         // Plain text: the script cut the text before the oldest retained entry. Sealed: the
@@ -636,7 +659,7 @@ public final class EventLog {
         var storedEnd: Int?
         if case .bulk(let whole) = a[11], !whole.isEmpty {
             let plain: [UInt8]
-            do { plain = try EventLog.openText(whole, key: k, cipher: cipher) } catch {
+            do { plain = try EventLog.openText(whole, key: k, mode: mode, cipher: cipher) } catch {
                 return .failure(unreadable("\(error)"))
             }
             var through: UInt64? = plain.isEmpty ? 0 : nil
@@ -676,7 +699,7 @@ public final class EventLog {
                                     prefix: prefix, retainedTexts: texts,
                                     continuations: Int(a[6].int ?? 0), owner: a[7].string ?? "",
                                     sid: a[8].string ?? "", priorPrompt: Int(a[9].string ?? "0") ?? 0,
-                                    textStoredEnd: storedEnd, deltaLengths: lengths))
+                                    textStoredEnd: storedEnd, deltaLengths: lengths, mode: mode))
     }
 
     /// Adds a continuation's re-sent prompt, tokens, to the meta's `prompt` (`HINCRBY`),
@@ -715,7 +738,7 @@ public final class EventLog {
         let k = StreamKeys(id)
         scripts.run(expireLeaseScript, keys: [k.events, k.meta, k.live, k.lease, k.text, k.offsets],
                     args: [String(maxLen), String(ttlMs), cipher.map { $0.seal(event.json, aad: k.events) } ?? event.json,
-                           lossless ? "1" : "0"]) { r in
+                           lossless ? "1" : "0", event.json]) { r in
             if let f = r.failure { return done(.failure(f)) }
             let a = r.array ?? []
             done(.success(LeaseExpiry(reply: a.first?.int ?? 0, budgetKey: a.count > 1 ? a[1].string ?? "" : "",
@@ -742,12 +765,15 @@ public final class EventLog {
     /// neither to another stream nor to another place in its own.
     public static func textAAD(_ k: StreamKeys, start: Int) -> String { k.text + "@" + String(start) }
 
-    /// Events read from stream `key` with their payloads opened (`AtRestValue.open`).
-    public static func opened(_ events: [SequencedEvent], key: String, cipher: AtRestCipher?) -> Result<[SequencedEvent], RedisFailure> {
+    /// Events read from stream `key` of a stream in `mode`, their payloads opened
+    /// (`AtRestValue.open`).
+    public static func opened(_ events: [SequencedEvent], key: String, mode: AtRestMode,
+                              cipher: AtRestCipher?) -> Result<[SequencedEvent], RedisFailure> {
         var out = events
-        for (i, e) in events.enumerated() where e.json.utf8.first == SealedFormat.marker {
+        for (i, e) in events.enumerated() {
             do {
-                out[i] = SequencedEvent(seq: e.seq, json: try AtRestValue.open(e.json, key: key, cipher: cipher))
+                let json = try AtRestValue.open(e.json, key: key, mode: mode, cipher: cipher)
+                if mode == .sealed { out[i] = SequencedEvent(seq: e.seq, json: json) }
             } catch {
                 return .failure(unreadable(error.description))
             }
@@ -756,30 +782,21 @@ public final class EventLog {
     }
 
     /// A live message's event with its payload opened (the payload is sealed like the
-    /// stream entry, under the events key's name).
+    /// stream entry, under the events key's name). Live messages are not at rest: a
+    /// sealed payload is opened, a plaintext one (a stream in `AtRestMode.plain`) is
+    /// delivered as it is.
     /// - Throws: `AtRestOpenError`.
     public func openLive(_ e: SequencedEvent, id: String) throws(AtRestOpenError) -> SequencedEvent {
         guard e.json.utf8.first == SealedFormat.marker else { return e }
-        return SequencedEvent(seq: e.seq, json: try AtRestValue.open(e.json, key: StreamKeys(id).events, cipher: cipher))
+        return SequencedEvent(seq: e.seq, json: try AtRestValue.open(e.json, key: StreamKeys(id).events, mode: .sealed, cipher: cipher))
     }
 
-    /// The plaintext of a whole text key read back: its sealed records opened in order,
-    /// each under `textAAD` at the plaintext offset it continues. A text key that is not
-    /// sealed (written while encryption was off) is returned as it is.
+    /// The plaintext of a whole text key of a stream in `mode` (`AtRestValue.openText`,
+    /// each record under `textAAD`).
     /// - Throws: `AtRestOpenError`.
-    public static func openText(_ stored: [UInt8], key k: StreamKeys, cipher: AtRestCipher?) throws(AtRestOpenError) -> [UInt8] {
-        guard SealedFormat.looksSealed(stored) else { return stored }
-        guard let cipher else { throw AtRestOpenError(.noKeys, key: k.text) }
-        let records: [Range<Int>]
-        do { records = try SealedFormat.records(stored) } catch { throw AtRestOpenError(.malformed(error), key: k.text) }
-        var plain: [UInt8] = []
-        try stored.withUnsafeBufferPointer { b throws(AtRestOpenError) in
-            for r in records {
-                let part = try cipher.open(UnsafeBufferPointer(rebasing: b[r]), aad: textAAD(k, start: plain.count))
-                plain.append(contentsOf: part)
-            }
-        }
-        return plain
+    public static func openText(_ stored: [UInt8], key k: StreamKeys, mode: AtRestMode,
+                                cipher: AtRestCipher?) throws(AtRestOpenError) -> [UInt8] {
+        try AtRestValue.openText(stored, key: k.text, mode: mode, cipher: cipher) { textAAD(k, start: $0) }
     }
 
     /// Parses a stream entry ID `<seq>-0` into its seq.

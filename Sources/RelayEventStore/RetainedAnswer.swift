@@ -40,6 +40,10 @@ public struct RetainedAnswer: Sendable, Equatable {
     public var deltaLengths: [Int]
     /// The stored `done` event's JSON, exactly as sent (docs/PROTOCOL.md §5.3).
     public var doneJSON: String
+    /// The record was written as plaintext by design: its stream was created without
+    /// encryption at rest (`AtRestMode.plain`; header `"at_rest":"plain"`). A relay with
+    /// keys reads a plaintext record only with this mark (docs/DATA_MODEL.md §15).
+    public var plainAtRest = false
 
     public init(owner: String, sid: String, finalSeq: UInt64, createdMs: UInt64, finishedMs: UInt64,
                 text: [UInt8], deltaLengths: [Int], doneJSON: String) {
@@ -60,7 +64,8 @@ public struct RetainedAnswer: Sendable, Equatable {
     public func encoded() -> [UInt8] {
         var out = RetainedAnswer.magic
         let head = "{\"owner\":\(JSONText.quoted(owner)),\"sid\":\(JSONText.quoted(sid)),\"final_seq\":\(finalSeq),"
-            + "\"created_ms\":\(createdMs),\"finished_ms\":\(finishedMs),\"text_bytes\":\(text.count)}\n\(doneJSON)\n"
+            + "\"created_ms\":\(createdMs),\"finished_ms\":\(finishedMs),\"text_bytes\":\(text.count)"
+            + (plainAtRest ? ",\"at_rest\":\"plain\"" : "") + "}\n\(doneJSON)\n"
         out.reserveCapacity(out.count + head.utf8.count + text.count + deltaLengths.count + 8)
         out += head.utf8
         out += text
@@ -122,6 +127,16 @@ public struct RetainedAnswer: Sendable, Equatable {
         self.init(owner: owner, sid: sid, finalSeq: UInt64(finalSeq), createdMs: UInt64(max(0, created)),
                   finishedMs: UInt64(max(0, finished)), text: Array(bytes[textStart..<(textStart + textBytes)]),
                   deltaLengths: lengths, doneJSON: doneJSON)
+        self.plainAtRest = head["at_rest"]?.stringValue == "plain"
+    }
+
+    /// Whether stored record bytes are a plaintext record marked `"at_rest":"plain"`
+    /// (`plainAtRest`), read without decoding the rest.
+    public static func isMarkedPlain(_ bytes: [UInt8]) -> Bool {
+        guard bytes.count > magic.count, Array(bytes[0..<magic.count]) == magic,
+              let nl = bytes[magic.count...].firstIndex(of: 0x0A),
+              let head = try? LenientJSON.parse(Array(bytes[magic.count..<nl])) else { return false }
+        return head["at_rest"]?.stringValue == "plain"
     }
 
     /// The text of the deltas after seq `lastEventID` (0: the whole text), bytes; empty when

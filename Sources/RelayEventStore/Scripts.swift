@@ -17,13 +17,17 @@ public enum Scripts {
     /// and a lease expiry write it.
     /// With a stored request (`StoredRequest`, ARGV 10, '' for none) it is kept in the
     /// request key with the stream's TTL, for a takeover (docs/DATA_MODEL.md §6.1).
+    /// The meta records the stream's `AtRestMode` (`atrest`, docs/DATA_MODEL.md §15): every
+    /// writer and reader of the stream goes by it.
     /// KEYS: meta, lease, events, text, offsets, request. ARGV: owner, sid, instance, created_ms,
-    /// ttl_ms, lease_ms, budget key, prompt estimate (tokens), cap (entries), stored request.
+    /// ttl_ms, lease_ms, budget key, prompt estimate (tokens), cap (entries), stored request,
+    /// at-rest mode (`sealed` or `plain`).
     /// Returns 1 when created, 0 when the id was taken.
     public static let create = """
     if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
     redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'sid', ARGV[2], 'instance', ARGV[3],
-      'state', 'running', 'created_ms', ARGV[4], 'budget', ARGV[7], 'prompt', ARGV[8], 'maxlen', ARGV[9])
+      'state', 'running', 'created_ms', ARGV[4], 'budget', ARGV[7], 'prompt', ARGV[8], 'maxlen', ARGV[9],
+      'atrest', ARGV[11] or 'plain')
     redis.call('PEXPIRE', KEYS[1], ARGV[5])
     redis.call('DEL', KEYS[3], KEYS[4], KEYS[5], KEYS[6])
     if ARGV[10] ~= '' then redis.call('SET', KEYS[6], ARGV[10], 'PX', ARGV[5]) end
@@ -52,20 +56,25 @@ public enum Scripts {
     /// by its own cap until their text is stored: `TextCheckpoint`), fences the stream (`XSETID` to `fenceID`: the old owner's
     /// later `XADD`s are refused, so nothing follows the terminal event), sets `state` to
     /// `failed` and `last_seq`, and publishes it (`upstream_lost`, docs/DATA_MODEL.md §6).
-    /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen (when the meta records none), ttl_ms, event JSON, lossless '1'/'0'.
+    /// The event is written in the stream's `AtRestMode`: ARGV 3 as this relay stores new
+    /// streams' events (sealed when it has keys), ARGV 5 the plaintext, used in a stream the
+    /// meta marks `plain`.
+    /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen (when the meta records none), ttl_ms, event JSON, lossless '1'/'0', plaintext event JSON.
     /// Returns {seq appended, budget key, prompt estimate} (the caller settles the
     /// budget: prompt + seq − 1 deltas), {0} when the stream is not running or the lease
     /// is held, {-1} when the stream does not exist at all (expired, or lost with Redis' data).
     public static let expireLease = """
-    local st = redis.call('HMGET', KEYS[2], 'state', 'budget', 'prompt', 'maxlen')
+    local st = redis.call('HMGET', KEYS[2], 'state', 'budget', 'prompt', 'maxlen', 'atrest')
     if not st[1] then return {-1} end
+    local ev = ARGV[3]
+    if st[5] == 'plain' and ARGV[5] then ev = ARGV[5] end
     if st[1] ~= 'running' then return {0} end
     if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
     \(topSeqLua)
     local seq = top + 1
     -- A taken-over stream is fenced between its new owner's appends (`takeover`).
     redis.call('XSETID', KEYS[1], (top == 0) and '0-1' or (top .. '-0'))
-    redis.call('XADD', KEYS[1], 'MAXLEN', st[4] or ARGV[1], seq .. '-0', 'e', ARGV[3])
+    redis.call('XADD', KEYS[1], 'MAXLEN', st[4] or ARGV[1], seq .. '-0', 'e', ev)
     redis.call('XSETID', KEYS[1], '\(fenceID)')
     if ARGV[4] == '1' then
       -- No text or offset for the terminal event: a catch-up only ever reads the text
@@ -77,7 +86,7 @@ public enum Scripts {
     redis.call('HSET', KEYS[2], 'last_seq', seq, 'state', 'failed')
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
-    redis.call('PUBLISH', KEYS[3], seq .. ' ' .. ARGV[3])
+    redis.call('PUBLISH', KEYS[3], seq .. ' ' .. ev)
     return {seq, st[2] or '', st[3] or '0'}
     """
 
@@ -183,17 +192,20 @@ public enum Scripts {
     """
 
     /// The text between the end of event `from` and the end of event `to` (bytes),
-    /// for a lossless catch-up. KEYS: text, offsets. ARGV: from, to, sealed '1'/'0'.
-    /// Returns {start offset, text} or nil when the text has expired; sealed at rest
-    /// (docs/DATA_MODEL.md §15), {start offset, end offset, the whole text key} (its
-    /// records are opened by the relay, which cuts the range from the plaintext).
+    /// for a lossless catch-up. KEYS: text, offsets, meta. ARGV: from, to, whether the
+    /// caller has keys '1'/'0' (the mode of a stream whose meta records none).
+    /// Returns {start offset, text} or nil when the text has expired; in a stream sealed
+    /// at rest (the meta's `atrest`, docs/DATA_MODEL.md §15), {start offset, end offset,
+    /// the whole text key} (its records are opened by the relay, which cuts the range
+    /// from the plaintext).
     public static let catchUp = """
     if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
     local o = redis.call('BITFIELD', KEYS[2], 'GET', 'u32', '#' .. ARGV[1], 'GET', 'u32', '#' .. ARGV[2])
     local s = o[1]
     local e = o[2]
     if tonumber(ARGV[1]) == 0 then s = 0 end
-    if ARGV[3] == '1' then
+    local mode = KEYS[3] and redis.call('HGET', KEYS[3], 'atrest')
+    if mode == 'sealed' or (not mode and ARGV[3] == '1') then
       if e < s then e = s end
       return {s, e, redis.call('GET', KEYS[1])}
     end
@@ -278,8 +290,10 @@ extension Scripts {
     /// is reached, no request is stored, or the text so far cannot be rebuilt (entries
     /// trimmed and no lossless-resume text): the caller then ends it with `expireLease`.
     /// KEYS: events, meta, lease, text, offsets, request.
-    /// ARGV: taker instance, lease_ms, most continuations, ttl_ms, lossless '1'/'0', text
-    /// sealed at rest '1'/'0'.
+    /// ARGV: taker instance, lease_ms, most continuations, ttl_ms, lossless '1'/'0', whether
+    /// the taker has keys '1'/'0' (the mode of a stream whose meta records none).
+    /// Each non-negative reply ends with the stream's at-rest mode (the meta's `atrest`,
+    /// '' when none): the taker reads and writes the stream by it.
     /// Returns {-1} when the stream does not exist, {0} when its lease is held, {3, state,
     /// budget key, prompt tokens charged, last seq, the final entry (as `XREVRANGE`)} when it
     /// has ended (its settlement may be lost with its owner: `EventLog.EndedStream`), {-2} when it cannot be continued (limit reached,
@@ -291,11 +305,13 @@ extension Scripts {
     /// whole text key when sealed (its records; the text before the oldest entry is then
     /// '' and cut by the relay, `EventLog.taken`)}.
     public static let takeover = """
-    local st = redis.call('HMGET', KEYS[2], 'state', 'epoch', 'continuations', 'owner', 'sid', 'prompt', 'budget', 'last_seq')
+    local st = redis.call('HMGET', KEYS[2], 'state', 'epoch', 'continuations', 'owner', 'sid', 'prompt', 'budget', 'last_seq', 'atrest')
     if not st[1] then return {-1} end
+    local atrest = st[9] or ''
     if st[1] ~= 'running' then
-      return {3, st[1], st[7] or '', st[6] or '0', st[8] or '0', redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)}
+      return {3, st[1], st[7] or '', st[6] or '0', st[8] or '0', redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1), atrest}
     end
+    local sealed = atrest == 'sealed' or (atrest == '' and ARGV[6] == '1')
     if redis.call('EXISTS', KEYS[3]) == 1 then return {0} end
     local n = tonumber(st[3] or '0')
     if n >= tonumber(ARGV[3]) then return {-2} end
@@ -308,13 +324,13 @@ extension Scripts {
     local whole = ''
     if ARGV[5] == '1' then
       offsets = redis.call('GET', KEYS[5]) or ''
-      if ARGV[6] == '1' then whole = redis.call('GET', KEYS[4]) or '' end
+      if sealed then whole = redis.call('GET', KEYS[4]) or '' end
     end
     if #entries > 0 then
       local first = tonumber(string.match(entries[1][1], '^(%d+)'))
       if first > 1 then
         if ARGV[5] ~= '1' or redis.call('EXISTS', KEYS[4]) == 0 then return {-2} end
-        if ARGV[6] ~= '1' then
+        if not sealed then
           local e = redis.call('BITFIELD', KEYS[5], 'GET', 'u32', '#' .. (first - 1))[1]
           if e > 0 then prefix = redis.call('GETRANGE', KEYS[4], 0, e - 1) end
         end
@@ -329,7 +345,7 @@ extension Scripts {
     redis.call('PEXPIRE', KEYS[1], ARGV[4])
     redis.call('PEXPIRE', KEYS[2], ARGV[4])
     redis.call('PEXPIRE', KEYS[6], ARGV[4])
-    return {1, epoch, top, req, prefix, entries, n + 1, st[4] or '', st[5] or '', st[6] or '0', offsets, whole}
+    return {1, epoch, top, req, prefix, entries, n + 1, st[4] or '', st[5] or '', st[6] or '0', offsets, whole, atrest}
     """
 
     /// One non-final append of a taken-over stream's new owner (docs/DATA_MODEL.md §6.1):

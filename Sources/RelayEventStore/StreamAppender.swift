@@ -158,8 +158,10 @@ public final class StreamAppender {
         let now = r.wallClock()
         let answer = RetainedAnswer(owner: r.owner, sid: r.sid, finalSeq: seq, createdMs: r.createdMs, finishedMs: now,
                                     text: r.buffer.text, deltaLengths: r.buffer.deltaLengths, doneJSON: json)
-        // Sealed at rest under its own key's name (docs/DATA_MODEL.md §15).
-        let bytes = log.cipher.map { Array($0.seal(answer.encoded(), aad: keys.answer).utf8) } ?? answer.encoded()
+        // Sealed at rest under its own key's name (docs/DATA_MODEL.md §15), in the stream's
+        // mode: a plain stream's record says so in its header (`RetainedAnswer.plainAtRest`).
+        let bytes = sealer.map { Array($0.seal(answer.encoded(), aad: keys.answer).utf8) }
+            ?? { var a = answer; a.plainAtRest = true; return a.encoded() }()
         r.record = bytes
         retention = r
         log.answers.index(id, ownerHash: r.ownerHash, expiresAtMs: now + UInt64(log.retentionMs), nowMs: now) { _ in }
@@ -171,6 +173,13 @@ public final class StreamAppender {
     /// append is `EventLog.appendFenced`, checked against the meta's epoch in Redis, and
     /// starts after `startSeq`.
     public let ownershipEpoch: UInt64
+
+    /// How this stream's values are stored (docs/DATA_MODEL.md §15): the mode it was
+    /// created in (a takeover's `EventLog.TakenStream.mode`), whatever this relay's keys.
+    public let mode: AtRestMode
+    /// Seals what this appender writes: the log's cipher in a sealed stream, `nil` in a
+    /// plain one.
+    private let sealer: AtRestCipher?
 
     /// The highest acknowledged seq.
     public var ackedSeq: UInt64 { queue.ackedSeq }
@@ -187,6 +196,8 @@ public final class StreamAppender {
         let ownershipEpoch = taken?.epoch ?? 0
         let startSeq = taken?.topSeq ?? 0
         self.ownershipEpoch = ownershipEpoch
+        self.mode = taken?.mode ?? log.newStreamMode
+        self.sealer = log.sealer(mode)
         self.log = log
         self.loop = loop
         self.id = id
@@ -196,7 +207,7 @@ public final class StreamAppender {
         // A group stays well inside the retained window (`MAXLEN`), so its entries can
         // be verified after a failure.
         self.queue = AppendQueue(maxGroup: max(1, min(64, log.maxLen / 2)), ackedSeq: startSeq)
-        let kidBytes = log.cipher.map { $0.ring.currentKid.utf8.count }
+        let kidBytes = sealer.map { $0.ring.currentKid.utf8.count }
         if let taken {
             // The text its records (sealed) or the oldest retained entry (plain) leave off
             // at is stored; the retained events' text after it is written again.
@@ -236,7 +247,7 @@ public final class StreamAppender {
         if log.lossless { checkpoint.add(seq: seq, text: text) }
         if finalState == nil, retention != nil { retention!.buffer.add(delta: text) }
         let refresh = ttlRefresh.due(nowMs: loop.nowMs, final: finalState != nil)
-        let p = Pending(json: json, stored: log.storedForm(json, keys), finalState: finalState, refreshTTL: refresh)
+        let p = Pending(json: json, stored: log.storedForm(json, keys, mode: mode), finalState: finalState, refreshTTL: refresh)
         if epoch != log.connectionEpoch {
             epoch = log.connectionEpoch
             if queue.mustVerify() { scheduleVerify() }
@@ -254,7 +265,7 @@ public final class StreamAppender {
                 log.appendFinal(keys, seq: seq, json: p.json, finalState: state,
                                 text: log.lossless ? checkpoint.pending(through: seq) : nil,
                                 record: record(seq: seq, json: p.json, state: state), stored: p.stored,
-                                epoch: ownershipEpoch) { r in
+                                epoch: ownershipEpoch, mode: mode) { r in
                     self.replied(seq: seq, p, r)
                 }
             } else if ownershipEpoch > 0 {
@@ -281,7 +292,7 @@ public final class StreamAppender {
         let held = queue.unsent > 0 && queue.inFlight == 0
         guard checkpoint.isDue || held, let w = checkpoint.take() else { return }
         let through = w.throughSeq
-        log.writeText(keys, w) { r in self.textWritten(through: through, r) }
+        log.writeText(keys, w, mode: mode) { r in self.textWritten(through: through, r) }
     }
 
     /// A text write was answered: a success releases held events; a failure keeps the
@@ -380,7 +391,7 @@ public final class StreamAppender {
             ? (seq: checkpoint.confirmedSeq, end: checkpoint.confirmedEnd) : nil
         log.appendStatus(keys, after: queue.ackedSeq, count: queue.maxGroup + 2, textThrough: text?.seq ?? 0,
                          epoch: ownershipEpoch,
-                         textStoredEnd: text != nil && log.cipher != nil ? checkpoint.confirmedStoredEnd : nil) { r in
+                         textStoredEnd: text != nil && sealer != nil ? checkpoint.confirmedStoredEnd : nil, mode: mode) { r in
             self.verifying = false
             guard !self.isClosed else { return }
             guard case .success(let tail) = r else {

@@ -6,7 +6,9 @@ import RelayEventStore
 /// Keeps the process's read-ticket keys (`ReadTicketKeys`, shared by its workers) equal to the
 /// one in Redis (`relay:read-ticket-key`, docs/PROTOCOL.md §2.5): loads it when the worker's
 /// command connection comes up, every `refreshMs` after, and at once when a ticket names a key
-/// this process does not know (another instance may have rotated it). The first instance
+/// this process does not know (another instance may have rotated it): such reloads start at
+/// most once a second (`TicketKeyReloadPacing`), one serving every ticket waiting, since
+/// tickets arrive unauthenticated and made-up key ids must not cost Redis work each. The first instance
 /// to load creates the key (`SET NX` of 32 random bytes), so every instance signs with the same
 /// key without any configuration. Loop thread only.
 final class ReadTicketKeyLoader {
@@ -18,8 +20,14 @@ final class ReadTicketKeyLoader {
     private let sessions: SessionStore
     private var timer: LoopTimer?
     private var waiting: [(Bool) -> Void] = []
+    private let loop: EventLoop
+    private var pacing = TicketKeyReloadPacing()
+    /// Tickets with an unknown key waiting for the next paced reload.
+    private var unknownKeyWaiters: [(Bool) -> Void] = []
+    private var pacedTimer: LoopTimer?
 
     init(keys: ReadTicketKeys, sessions: SessionStore, loop: EventLoop) {
+        self.loop = loop
         self.keys = keys
         self.sessions = sessions
         timer = LoopTimer(loop: loop, repeating: true) { [unowned self] in self.load() }
@@ -29,6 +37,30 @@ final class ReadTicketKeyLoader {
     func stop() {
         timer?.cancel()
         timer = nil
+        pacedTimer?.cancel()
+        pacedTimer = nil
+    }
+
+    /// A ticket names a key this process does not know: `done(true)` once a reload paced by
+    /// `TicketKeyReloadPacing` installed the key in Redis (look at the ticket again),
+    /// `done(false)` when Redis could not answer. Every ticket waiting shares one reload.
+    func reloadForUnknownKey(done: @escaping (Bool) -> Void) {
+        unknownKeyWaiters.append(done)
+        guard unknownKeyWaiters.count == 1 else { return }   // a reload is due or under way for them
+        let delay = pacing.delayMs(nowMs: loop.nowMs)
+        guard delay > 0 else { return startPacedReload() }
+        if pacedTimer == nil { pacedTimer = LoopTimer(loop: loop) { [unowned self] in self.startPacedReload() } }
+        pacedTimer?.schedule(afterMs: delay)
+    }
+
+    private func startPacedReload() {
+        pacing.started(nowMs: loop.nowMs)
+        load { [weak self] ok in
+            guard let self else { return }
+            let w = self.unknownKeyWaiters
+            self.unknownKeyWaiters = []
+            for f in w { f(ok) }
+        }
     }
 
     /// Reads (or creates) the shared key and installs it; `done(true)` once installed,

@@ -49,7 +49,7 @@ final class RequestGuard {
                 guard t.requestID == clientID.value else { return fail(ex, .unauthorized("invalid ticket")) }
                 then(Identity(user: "", sid: t.sid, tier: nil, expiresAt: t.expiresAt), t.ownerHash, .ticket)
             } catch .unknownKey where !reloaded {
-                ticketKeys.load { [weak self] ok in
+                ticketKeys.reloadForUnknownKey { [weak self] ok in
                     guard let self, ex.isOpen else { return }
                     guard ok else { return self.fail(ex, .notReady("Redis is not available")) }
                     verify(reloaded: true)

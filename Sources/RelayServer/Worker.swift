@@ -62,7 +62,7 @@ final class Worker: @unchecked Sendable {
         // messages; worker 0 of each instance sends from the shared outbox.
         var webhookScripts: [String] = []
         if let url = config.completionWebhookURL {
-            let outbox = CompletionWebhookOutbox(connection: commands, scripts: log.scripts)
+            let outbox = CompletionWebhookOutbox(connection: commands, scripts: log.scripts, cipher: log.cipher)
             webhookScripts = CompletionWebhookOutbox.allScripts
             hub.completionWebhooks = CompletionWebhookQueue(outbox: outbox, metrics: context.metrics,
                                                             graceMs: config.completionWebhookGraceMs,

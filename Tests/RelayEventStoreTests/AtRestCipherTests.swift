@@ -86,14 +86,46 @@ final class AtRestCipherTests: XCTestCase {
         }
     }
 
-    func testStoredPlaintextPassesAndSealedWithoutKeysIsRefused() throws {
+    /// docs/DATA_MODEL.md §15: plaintext is read only in a stream marked `plain` (created
+    /// without keys); in a sealed stream it is refused like a value under a wrong key, so a
+    /// Redis writer cannot add answer text; a sealed value without keys is refused.
+    func testPlaintextIsReadOnlyInAStreamMarkedPlainAndSealedWithoutKeysIsRefused() throws {
         let c = try cipher("k1:\(Self.keyA)")
-        XCTAssertEqual(try AtRestValue.open(#"{"type":"done"}"#, key: events, cipher: c), #"{"type":"done"}"#)
-        XCTAssertEqual(try AtRestValue.open(#"{"type":"done"}"#, key: events, cipher: nil), #"{"type":"done"}"#)
+        XCTAssertEqual(try AtRestValue.open(#"{"type":"done"}"#, key: events, mode: .plain, cipher: c), #"{"type":"done"}"#)
+        XCTAssertEqual(try AtRestValue.open(#"{"type":"done"}"#, key: events, mode: .plain, cipher: nil), #"{"type":"done"}"#)
+        for cipher in [c, nil] {
+            XCTAssertThrowsError(try AtRestValue.open(#"{"type":"delta","content":"FORGED"}"#, key: events, mode: .sealed, cipher: cipher)) { e in
+                XCTAssertEqual((e as? AtRestOpenError)?.kind, .unexpectedPlaintext)
+            }
+        }
         let sealed = c.seal("x", aad: events)
-        XCTAssertThrowsError(try AtRestValue.open(sealed, key: events, cipher: nil)) { e in
+        XCTAssertEqual(try AtRestValue.open(sealed, key: events, mode: .sealed, cipher: c), "x")
+        XCTAssertThrowsError(try AtRestValue.open(sealed, key: events, mode: .sealed, cipher: nil)) { e in
             XCTAssertEqual((e as? AtRestOpenError)?.kind, .noKeys)
         }
+        XCTAssertEqual(try AtRestValue.open(sealed, key: events, mode: .plain, cipher: c), sealed,
+                       "in a plain stream a value is text whatever its first byte (an answer may start with ~)")
+    }
+
+    /// A text key of a sealed stream that starts in plaintext (a keyless writer began it,
+    /// or a Redis writer) is refused whole, never served as plaintext followed by ciphertext.
+    func testASealedStreamsTextThatStartsInPlaintextIsRefused() throws {
+        let c = try cipher("k1:\(Self.keyA)")
+        let k = StreamKeys("abc:r1")
+        let mixed = Array("The Receiving ".utf8) + Array(c.seal("Party", aad: EventLog.textAAD(k, start: 14)).utf8)
+        XCTAssertThrowsError(try EventLog.openText(mixed, key: k, mode: .sealed, cipher: c)) { e in
+            XCTAssertEqual((e as? AtRestOpenError)?.kind, .unexpectedPlaintext)
+        }
+        XCTAssertEqual(try EventLog.openText(Array("~tilde first".utf8), key: k, mode: .plain, cipher: c), Array("~tilde first".utf8))
+    }
+
+    func testTheModeIsTheMetasAndFollowsTheKeysWhenNoneIsRecorded() {
+        XCTAssertEqual(AtRestMode.of(metaField: "plain", haveKeys: true), .plain)
+        XCTAssertEqual(AtRestMode.of(metaField: "sealed", haveKeys: false), .sealed)
+        XCTAssertEqual(AtRestMode.of(metaField: nil, haveKeys: true), .sealed)
+        XCTAssertEqual(AtRestMode.of(metaField: "", haveKeys: false), .plain)
+        XCTAssertEqual(AtRestMode.sealed.read(looksSealed: false), .refuse)
+        XCTAssertEqual(AtRestMode.plain.read(looksSealed: true), .asIs)
     }
 
     func testTextRecordsOpenInOrderAndAMovedRecordDoesNot() throws {
@@ -108,12 +140,12 @@ final class AtRestCipherTests: XCTestCase {
             stored += r
             start += p.utf8.count
         }
-        XCTAssertEqual(String(decoding: try EventLog.openText(stored, key: k, cipher: c), as: UTF8.self), parts.joined())
+        XCTAssertEqual(String(decoding: try EventLog.openText(stored, key: k, mode: .sealed, cipher: c), as: UTF8.self), parts.joined())
         // Swapped records: each is bound to its plaintext offset.
         let swapped = records[1] + records[0] + records[2]
-        XCTAssertThrowsError(try EventLog.openText(swapped, key: k, cipher: c))
+        XCTAssertThrowsError(try EventLog.openText(swapped, key: k, mode: .sealed, cipher: c))
         // Another stream's text key.
-        XCTAssertThrowsError(try EventLog.openText(stored, key: StreamKeys("abc:r2"), cipher: c))
+        XCTAssertThrowsError(try EventLog.openText(stored, key: StreamKeys("abc:r2"), mode: .sealed, cipher: c))
     }
 
     func testNonCanonicalBase64IsRefused() {

@@ -155,6 +155,27 @@ final class CompletionWebhookTests: RelayTestCase {
         XCTAssertEqual(try redis.cli("ZCARD", "relay:webhooks:{relay:webhooks}:due"), "0", "nothing left in the outbox")
     }
 
+    /// With encryption at rest on, the final event is stored sealed: the sender opens it
+    /// like every reader (docs/DATA_MODEL.md §15), so each answer is posted once, in clear.
+    func testWithEncryptionAtRestEveryAnswerNobodyReadsIsPostedOnce() throws {
+        let receiver = try makeReceiver()
+        try receiver.start()
+        let relay = try startRelay(receiver, ["RELAY_ENCRYPTION_KEYS": "k1:\(AtRestEncryptionTests.key())"])
+        let ids = try (0..<3).map { _ in try answerNobodyReads(relay, sub: "sealed-user") }
+        for id in ids { try waitForEnd(id, sub: "sealed-user") }
+        XCTAssertTrue(try redis.cli("XREVRANGE", streamKey(ids[0], "events", sub: "sealed-user"), "+", "-", "COUNT", "1").contains("~AQ"),
+                      "the final event is sealed at rest")
+        try eventually(15, "one delivery per answer") { Set(receiver.deliveriesByID.keys).count == 3 }
+        try consistently(for: 2, "no second delivery") { receiver.requests.count == 3 }
+        for d in receiver.requests {
+            XCTAssertTrue(d.signatureOK)
+            let data = try XCTUnwrap(d.json["data"] as? [String: Any], d.body)
+            XCTAssertEqual(data["finish_reason"] as? String, "length")
+            XCTAssertTrue(ids.contains(data["request_id"] as? String ?? ""))
+        }
+        XCTAssertEqual(try metric(relay, "relay_completion_webhooks_total{result=\"dropped\"}") ?? 0, 0)
+    }
+
     func testAnAnswerAClientReadsToItsEndGetsNoWebhook() throws {
         let receiver = try makeReceiver()
         try receiver.start()

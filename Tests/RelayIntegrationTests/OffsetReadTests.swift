@@ -295,6 +295,41 @@ final class OffsetReadTests: RelayTestCase {
         live.close()
     }
 
+    /// `HEAD` of an offset read in any mode (RFC 9110 §9.3.2, docs/PROTOCOL.md §12) answers
+    /// from the plan: the tail's `Stream-Next-Offset` at once, no subscription, no slot of
+    /// `RELAY_MAX_CONNECTIONS` held, and a request pipelined behind it is answered at once.
+    func testAHeadOfAnyOffsetReadModeAnswersAtOnceAndHoldsNoSlot() throws {
+        let fake = try pausingUpstream(first: "Hello", pauseMs: 0, second: " world")
+        defer { fake.stop() }
+        let relay = try startRelay(openAIEnv(fake, ["RELAY_MAX_CONNECTIONS": "2", "RELAY_LONG_POLL_TIMEOUT": "600s"]))
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let live = try Chat.start(port: relay.port, token: token, requestID: id, model: "gpt-test")
+        _ = try XCTUnwrap(try live.nextEvent())
+        var pipelined = ""
+        for q in ["offset=now&live=sse", "offset=now&live=long-poll", "offset=-1&live=sse", "offset=-1"] {
+            pipelined += "HEAD /api/chat/stream/\(id)?\(q) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n"
+        }
+        let c = try RawConnection(port: relay.port)
+        try c.send(pipelined + "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let text = String(decoding: c.readToEnd(timeout: 10), as: UTF8.self)
+        c.close()
+        let statuses = text.components(separatedBy: "\r\n").filter { $0.hasPrefix("HTTP/1.1 ") }
+        XCTAssertEqual(statuses, [String](repeating: "HTTP/1.1 200 OK", count: 5), text)
+        XCTAssertEqual(text.components(separatedBy: "Stream-Next-Offset: \(offset(1))").count - 1, 4, "each HEAD names the tail: \(text)")
+        XCTAssertFalse(text.contains("Stream-Closed"), "the answer still runs")
+        XCTAssertTrue(text.contains("Content-Type: text/event-stream"), "an SSE read's HEAD has the SSE type")
+        // 40 HEADs of SSE reads on a 2-slot relay: every one answered, no slot held.
+        for _ in 0..<40 {
+            let h = try HTTPClient.request(port: relay.port, method: "HEAD", path: "/api/chat/stream/\(id)?offset=now&live=sse",
+                                           headers: [("Authorization", "Bearer \(token)")])
+            XCTAssertEqual(h.status, 200)
+        }
+        XCTAssertEqual(try metric(relay, "relay_live_connections"), 1, "only the live answer holds a slot")
+        XCTAssertEqual(try get(relay, token, id, "offset=-1").status, 200, "a real reader is served")
+        live.close()
+    }
+
     func testOffsetReadRefusals() throws {
         let relay = try startRelay(["RELAY_ADMIN_KEY": Self.adminKey])
         let sid = "s-" + UUID().uuidString

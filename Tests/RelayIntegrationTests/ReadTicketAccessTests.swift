@@ -124,4 +124,41 @@ final class ReadTicketAccessTests: RelayTestCase {
         XCTAssertEqual(try get(a, "/api/chat/stream/\(id)?ticket=\(old)&lastEventId=0").status, 200,
                        "a's previous key still verifies the tickets it handed out")
     }
+
+    /// Tickets come unauthenticated: ones naming made-up key ids are refused after at most
+    /// one key reload a second per worker (`TicketKeyReloadPacing`), not one Redis round
+    /// trip each; a real ticket is still served meanwhile.
+    func testTicketsNamingUnknownKeysCostAtMostOneReloadASecond() throws {
+        let relay = try startRelay(["RELAY_WORKERS": "1"])
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let (ticket, _) = try ticketOfNewStream(relay, token: token, id: id, maxTokens: 2)
+        let parts = ticket.split(separator: ".").map(String.init)
+        func calls(_ command: String) throws -> Int {
+            let stats = try redis.cli("INFO", "commandstats")
+            guard let line = stats.split(separator: "\n").first(where: { $0.hasPrefix("cmdstat_\(command):calls=") }) else { return 0 }
+            return Int(line.dropFirst("cmdstat_\(command):calls=".count).prefix { $0.isNumber }) ?? 0
+        }
+        let setsBefore = try calls("set"), started = Date()
+        let n = 200
+        // All at once, each on its own connection: every one waits for the same paced reload.
+        let connections = try (0..<n).map { i -> RawConnection in
+            var forged = parts
+            forged[1] = String(format: "%08x", 0x1000_0000 + i)
+            let c = try RawConnection(port: relay.port)
+            try c.send("GET /api/chat/stream/\(id)?ticket=\(forged.joined(separator: "."))&lastEventId=0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            return c
+        }
+        let statuses = LockedBox([Int]())
+        for c in connections {
+            let text = String(decoding: c.readToEnd(timeout: 10), as: UTF8.self)
+            statuses.mutate { $0.append(text.hasPrefix("HTTP/1.1 401") ? 401 : -1) }
+            c.close()
+        }
+        let seconds = Date().timeIntervalSince(started)
+        XCTAssertEqual(statuses.value.filter { $0 == 401 }.count, n, "every made-up key is refused")
+        let reloads = try calls("set") - setsBefore
+        XCTAssertLessThanOrEqual(Double(reloads), seconds + 2, "\(reloads) reloads in \(seconds) s for \(n) tickets")
+        XCTAssertEqual(try get(relay, "/api/chat/stream/\(id)?ticket=\(ticket)&lastEventId=0").status, 200)
+    }
 }

@@ -102,7 +102,9 @@ final class OffsetRead {
                                          firstRetainedSeq: $0.firstRetainedSeq, textLength: $0.textLength)
                 }
                 if info == nil, hub.log.retentionMs > 0 { return retained(offset) }
-                decided(OffsetReadDecision.decide(found, offset: offset, lossless: hub.lossless), lastSeq: info?.lastSeq ?? 0)
+                let d = OffsetReadDecision.decide(found, offset: offset, lossless: hub.lossless)
+                if ex.method == .head { return head(d, lastSeq: info?.lastSeq ?? 0, finished: info.map { $0.state != .running } ?? true) }
+                decided(d, lastSeq: info?.lastSeq ?? 0)
             }
         }
     }
@@ -131,7 +133,15 @@ final class OffsetRead {
             case .now: from = a.finalSeq
             case .after(let seq): from = seq
             }
-            switch RetainedResumeDecision.decide(ownedByCaller: OwnerHash.of(a.owner) == ownerHash, finalSeq: a.finalSeq, lastEventID: from) {
+            let plan = RetainedResumeDecision.decide(ownedByCaller: OwnerHash.of(a.owner) == ownerHash, finalSeq: a.finalSeq, lastEventID: from)
+            if ex.method == .head {
+                switch plan {
+                case .notFound: return decided(.notFound, lastSeq: 0)
+                case .beyondEnd(let last): return decided(.beyondEnd(lastSeq: last), lastSeq: last)
+                case .noContent, .stream: return headOnly(nextSeq: a.finalSeq, closed: true)
+                }
+            }
+            switch plan {
             case .notFound: decided(.notFound, lastSeq: 0)
             case .beyondEnd(let last): decided(.beyondEnd(lastSeq: last), lastSeq: last)
             case .noContent: decided(.closed(finalSeq: a.finalSeq), lastSeq: a.finalSeq)
@@ -153,6 +163,26 @@ final class OffsetRead {
                 }
             }
         }
+    }
+
+    /// A `HEAD` (RFC 9110 §9.3.2, docs/PROTOCOL.md §12): the `GET`'s status and headers
+    /// from the plan alone: nothing is read, subscribed or waited for, in any mode. The
+    /// headers describe the stream's tail (`Stream-Next-Offset` the last seq,
+    /// `Stream-Closed` once it ended), as a Durable Streams `HEAD` does.
+    private func head(_ d: OffsetReadDecision, lastSeq: UInt64, finished: Bool) {
+        switch d {
+        case .notFound, .beyondEnd, .gap: decided(d, lastSeq: lastSeq)
+        case .closed(let finalSeq): headOnly(nextSeq: finalSeq, closed: true)
+        case .read, .tail: headOnly(nextSeq: lastSeq, closed: finished)
+        }
+    }
+
+    private func headOnly(nextSeq: UInt64, closed: Bool) {
+        var headers = OffsetReadBatch.headers(nextSeq: nextSeq, upToDate: true, closed: closed, cursor: nil)
+        headers.append(("X-Request-Id", id.clientValue))
+        ex.respond(status: 200, contentType: mode == .sse ? SSEFrame.contentType : "application/json; charset=utf-8",
+                   body: "", headers: headers)
+        finish()
     }
 
     private func decided(_ d: OffsetReadDecision, lastSeq: UInt64) {

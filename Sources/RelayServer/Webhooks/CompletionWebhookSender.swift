@@ -112,6 +112,10 @@ final class CompletionWebhookSender {
                 settle(a, .later(afterMs: Self.recheckMs))
             case .gone:
                 drop(a, reason: "expired")
+            case .unreadable(let why):
+                // Never a guess at the answer: the message is dropped, loudly.
+                Log.error("completion webhook: the answer's final event does not open", ["webhookId": c.id, "reason": why])
+                drop(a, reason: "stored_data_unreadable")
             case .running:
                 settle(a, .later(afterMs: max(graceMs, Self.recheckMs)))
             case .ended(let json, let read):
