@@ -3,7 +3,7 @@ SWIFT ?= swift
 # Extra flags for `swift test` (CI passes --xunit-output …; e.g. --filter ClassName).
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: deps build release demo test bench fuzz fuzz-smoke validate-deploy clean
+.PHONY: deps build release demo test check bench fuzz fuzz-smoke validate-deploy clean
 
 deps:
 	@scripts/install-deps.sh
@@ -23,6 +23,12 @@ demo: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build $(SWIFT_TEST_FLAGS)
+
+# The edit loop: the pure and in-process tests only (no redis-server, no relay process, no
+# browser), in well under a minute once built. `make test` runs everything.
+check:
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --skip RelayIntegrationTests $(SWIFT_TEST_FLAGS)
 
 # StreamRelay vs nginx + nchan on one Redis; writes docs/BENCHMARKS.md (< 25 min on 2 cores).
 bench: deps

@@ -1,0 +1,87 @@
+import Foundation
+import RelayCore
+import RelayRedis
+
+/// Values sealed at rest (docs/DATA_MODEL.md §15): the stream's mode, sealing what is
+/// written, opening what is read.
+extension EventLog {
+    /// The mode this relay creates streams in (`AtRestMode.forNewStreams`): sealed when it
+    /// has keys.
+    public var newStreamMode: AtRestMode { AtRestMode.forNewStreams(haveKeys: cipher != nil) }
+
+    /// What seals a stream's values in `mode`: the cipher in a sealed stream (`nil` when
+    /// this relay has no keys: it cannot write one), `nil` in a plain one.
+    public func sealer(_ mode: AtRestMode) -> AtRestCipher? { mode == .sealed ? cipher : nil }
+
+    /// A stream's mode as its meta's `atrest` field says (`AtRestMode.of`).
+    func mode(metaField: String?) -> AtRestMode { AtRestMode.of(metaField: metaField, haveKeys: cipher != nil) }
+
+    /// An event as it is stored in the stream's entry and live message: sealed under the
+    /// events key's name with the cipher (docs/DATA_MODEL.md §15), else the JSON itself.
+    /// `mode`: the stream's (`nil`: `newStreamMode`).
+    public func storedForm(_ json: String, _ k: StreamKeys, mode: AtRestMode? = nil) -> String {
+        guard let cipher = sealer(mode ?? newStreamMode) else { return json }
+        return cipher.seal(json, aad: k.events)
+    }
+
+    /// A stream's `StoredRequest` as stored: sealed under the request key's name with the
+    /// cipher (docs/DATA_MODEL.md §15), else its encoding as it is.
+    func sealedRequest(_ request: StoredRequest, _ k: StreamKeys) -> String {
+        let encoded = request.encoded()
+        guard let cipher else { return encoded }
+        return cipher.seal(encoded, aad: k.request)
+    }
+
+    // MARK: At rest (docs/DATA_MODEL.md §15)
+
+    /// The failure kind of a stored value that does not open (`RedisFailure.code`
+    /// `.other(unreadableKind)`): readers answer it with `stored_data_unreadable`.
+    public static let unreadableKind = "UNREADABLE"
+
+    /// A failure for a stored value that does not open.
+    public static func unreadable(_ why: String) -> RedisFailure {
+        RedisFailure(code: .other(unreadableKind), message: "\(unreadableKind) \(why)")
+    }
+
+    /// Whether `f` is a stored value that did not open (`unreadable`).
+    public static func isUnreadable(_ f: RedisFailure) -> Bool { f.code == .other(unreadableKind) }
+
+    /// The associated data of a text record: the text key's name and the record's start
+    /// offset in the plaintext (`relay:{id}:text@<start>`), so a record can be moved
+    /// neither to another stream nor to another place in its own.
+    public static func textAAD(_ k: StreamKeys, start: Int) -> String { k.text + "@" + String(start) }
+
+    /// Events read from stream `key` of a stream in `mode`, their payloads opened
+    /// (`AtRestValue.open`).
+    public static func opened(_ events: [SequencedEvent], key: String, mode: AtRestMode,
+                              cipher: AtRestCipher?) -> Result<[SequencedEvent], RedisFailure> {
+        var out = events
+        for (i, e) in events.enumerated() {
+            do {
+                let json = try AtRestValue.open(e.json, key: key, mode: mode, cipher: cipher)
+                if mode == .sealed { out[i] = SequencedEvent(seq: e.seq, json: json) }
+            } catch {
+                return .failure(unreadable(error.description))
+            }
+        }
+        return .success(out)
+    }
+
+    /// A live message's event with its payload opened (the payload is sealed like the
+    /// stream entry, under the events key's name). Live messages are not at rest: a
+    /// sealed payload is opened, a plaintext one (a stream in `AtRestMode.plain`) is
+    /// delivered as it is.
+    /// - Throws: `AtRestOpenError`.
+    public func openLive(_ e: SequencedEvent, id: String) throws(AtRestOpenError) -> SequencedEvent {
+        guard e.json.utf8.first == SealedFormat.marker else { return e }
+        return SequencedEvent(seq: e.seq, json: try AtRestValue.open(e.json, key: StreamKeys(id).events, mode: .sealed, cipher: cipher))
+    }
+
+    /// The plaintext of a whole text key of a stream in `mode` (`AtRestValue.openText`,
+    /// each record under `textAAD`).
+    /// - Throws: `AtRestOpenError`.
+    public static func openText(_ stored: [UInt8], key k: StreamKeys, mode: AtRestMode,
+                                cipher: AtRestCipher?) throws(AtRestOpenError) -> [UInt8] {
+        try AtRestValue.openText(stored, key: k.text, mode: mode, cipher: cipher) { textAAD(k, start: $0) }
+    }
+}

@@ -1,0 +1,259 @@
+import Foundation
+import RelayCore
+import RelayRedis
+
+/// Owner leases, takeover and lease expiry (docs/DATA_MODEL.md §6, §6.1).
+extension EventLog {
+    /// Owner lease of a running generation, ms (`relay:{id}:lease` `PX`); refreshed
+    /// every `leaseMs / 3`.
+    public static let leaseMs = 3_000
+
+    /// What a lease refresh found (`Scripts.refreshLease`).
+    public enum LeaseRefresh: Sendable, Equatable {
+        /// Refreshed: the caller still owns the stream.
+        case held
+        /// The stream no longer runs (ended, or gone from Redis).
+        case notRunning
+        /// Another instance took the stream over (a newer ownership epoch).
+        case takenOver
+    }
+
+    /// Refreshes the owner lease of a running generation (`Scripts.refreshLease`): only
+    /// while `epoch` is the stream's ownership epoch and the lease is this instance's or
+    /// unclaimed. Runs for every running generation every `leaseMs / 3`. `done` is not
+    /// called when Redis failed (the next round tries again).
+    public func refreshLease(_ k: StreamKeys, instance: String, epoch: UInt64, done: @escaping (LeaseRefresh) -> Void) {
+        scripts.run(Scripts.refreshLease, keys: [k.lease, k.meta], args: [instance, leaseMsArg, String(epoch)]) { r in
+            guard r.failure == nil, let v = r.int else { return }
+            done(v == 1 ? .held : v < 0 ? .takenOver : .notRunning)
+        }
+    }
+
+    /// Releases the lease of a finished generation: only while it names `instance`
+    /// (`Scripts.releaseLease`), so a lapsed owner never frees the lease of the instance
+    /// that took its stream over.
+    public func releaseLease(_ id: RequestID, instance: String) {
+        scripts.run(Scripts.releaseLease, keys: [StreamKeys(id).lease], args: [instance]) { _ in }
+    }
+
+    /// Ends this instance's lease at once (`DEL`), so another instance takes the stream
+    /// over (drain hand-over, docs/PROTOCOL.md §4).
+    public func dropLease(_ id: RequestID) {
+        connection.send(["DEL", StreamKeys(id).lease], nil)
+    }
+
+    /// What `takeover` found (`Scripts.takeover`).
+    public enum Takeover: Sendable, Equatable {
+        /// The stream no longer exists.
+        case vanished
+        /// Nothing to do: its lease is held.
+        case ownerAlive
+        /// It has ended already (`done`, `cancelled` or `failed`): nothing to continue, but
+        /// an owner that died right after its final append may not have settled it.
+        case ended(EndedStream)
+        /// It cannot be continued (limit reached, no stored request, text not rebuildable):
+        /// end it with `expireLease`.
+        case notContinuable
+        /// Taken over: this instance owns it under `epoch`; continue after `topSeq`.
+        case taken(TakenStream)
+    }
+
+    /// A stream found ended by `takeover`: what settling it again (idempotent per id,
+    /// `BudgetLedger.settle`) needs.
+    public struct EndedStream: Sendable, Equatable {
+        /// `done`, `cancelled` or `failed`.
+        public var state: String
+        /// The budget hash charged (empty: none).
+        public var budgetKey: String
+        /// Prompt tokens charged (the meta's `prompt`, re-sent prompts included).
+        public var prompt: Int
+        /// The final event's seq.
+        public var lastSeq: UInt64
+        /// The final event (opened), or `nil` when it was not readable.
+        public var finalEvent: StreamEvent?
+    }
+
+    /// A stream this instance took over: what its continuation needs.
+    public struct TakenStream: Sendable, Equatable {
+        /// The new ownership epoch (≥ 1): every append passes it.
+        public var epoch: UInt64
+        /// The last stored seq: the continuation appends from `topSeq + 1`.
+        public var topSeq: UInt64
+        /// The stored request bytes (`StoredRequest.decode`).
+        public var request: String
+        /// The text of the events before the oldest retained entry (from the lossless-resume
+        /// text key; empty when every event is retained).
+        public var prefix: String
+        /// The text of each retained event after `prefix`, seqs `topSeq - count + 1 … topSeq`.
+        public var retainedTexts: [String]
+        /// The answer's text so far (every stored `delta`, concatenated).
+        public var text: String { prefix + retainedTexts.joined() }
+        /// `delta` events stored so far (one completion token each; a running stream holds
+        /// no other kind).
+        public var deltas: Int { Int(topSeq) }
+        /// Continuations of this stream, this one included.
+        public var continuations: Int
+        /// The stream's owner (`sub`) and session id (the meta's).
+        public var owner: String
+        public var sid: String
+        /// Prompt tokens charged so far (the meta's `prompt`): the first call's estimate
+        /// plus each earlier continuation's re-sent prompt (`addPromptCharge`).
+        public var priorPrompt: Int
+        /// With text sealed at rest: the `text` key's length as stored (its records hold
+        /// `prefix`); `nil` for plain text.
+        public var textStoredEnd: Int? = nil
+        /// Each stored delta's length, bytes, seqs 1…`topSeq` (for the retained answer,
+        /// `StreamAppender.seedRetention`); `nil` when the offsets were not kept.
+        public var deltaLengths: [Int]? = nil
+        /// How the stream's values are stored (the meta's `atrest`): the continuation
+        /// writes in the mode the stream was created in, whatever this relay's keys.
+        public var mode: AtRestMode = .plain
+    }
+
+    /// Takes over stream `id` when its owner lease lapsed and it may be continued
+    /// (`Scripts.takeover`, at most `maxContinuations` times per stream).
+    public func takeover(_ id: RequestID, instance: String, maxContinuations: Int,
+                         done: @escaping (Result<Takeover, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(Scripts.takeover, keys: [k.events, k.meta, k.lease, k.text, k.offsets, k.request],
+                    args: [instance, String(EventLog.leaseMs), String(maxContinuations), ttlArg, losslessArg,
+                           cipher != nil ? "1" : "0"]) { [self, cipher] r in
+            if let f = r.failure { return done(.failure(f)) }
+            let a = r.array ?? []
+            switch a.first?.int ?? 0 {
+            case -1: return done(.success(.vanished))
+            case -2: return done(.success(.notContinuable))
+            case 3:
+                guard a.count >= 6 else { return done(.success(.ownerAlive)) }
+                let mode = self.mode(metaField: a.count > 6 ? a[6].string : nil)
+                let final = (try? EventLog.opened(EventLog.events(from: a[5]), key: k.events, mode: mode, cipher: cipher).get())?.last
+                return done(.success(.ended(EndedStream(state: a[1].string ?? "", budgetKey: a[2].string ?? "",
+                                                        prompt: Int(a[3].string ?? "0") ?? 0,
+                                                        lastSeq: UInt64(a[4].string ?? "0") ?? 0,
+                                                        finalEvent: final.flatMap { try? StreamEvent(jsonData: Data($0.json.utf8)) }))))
+            case 1: break
+            default: return done(.success(.ownerAlive))
+            }
+            guard a.count >= 13 else { return done(.success(.notContinuable)) }
+            done(EventLog.taken(a, keys: k, mode: self.mode(metaField: a[12].string), cipher: cipher).map { .taken($0) })
+        }
+    }
+
+    /// Decodes the reply of `Scripts.takeover` (1, epoch, top, request, prefix, entries,
+    /// continuations, owner, sid, prompt, offsets, whole sealed text): opens what is sealed
+    /// at rest and finds, with sealed text, the seq its records end at (the text after it
+    /// is in the retained entries). A value that does not open, or text that does not
+    /// meet the entries, fails with `UNREADABLE`.
+    static func taken(_ a: [RedisReply], keys k: StreamKeys, mode: AtRestMode, cipher: AtRestCipher?) -> Result<TakenStream, RedisFailure> {
+        let top = UInt64(max(0, a[2].int ?? 0))
+        let offsets: [UInt8]
+        if case .bulk(let o) = a[10] { offsets = o } else { offsets = [] }
+        func offset(_ seq: UInt64) -> Int? {
+            let i = Int(seq) * 4
+            guard seq > 0, i + 4 <= offsets.count else { return seq == 0 ? 0 : nil }
+            return offsets[i..<i + 4].reduce(0) { $0 << 8 | Int($1) }
+        }
+        let entries: [SequencedEvent]
+        switch EventLog.opened(EventLog.events(from: a[5]), key: k.events, mode: mode, cipher: cipher) {
+        case .success(let e): entries = e
+        case .failure(let f): return .failure(f)
+        }
+        let request: String
+        do { request = try AtRestValue.open(a[3].string ?? "", key: k.request, mode: mode, cipher: cipher) } catch {
+            return .failure(unreadable(error.description))
+        }
+        // Plain text: the script cut the text before the oldest retained entry. Sealed: the
+        // whole text key came back; its records end at an event whose end offset is their
+        // plaintext length.
+        var prefix = a[4].string ?? ""
+        var textThrough = (entries.first?.seq ?? top + 1) - 1
+        var storedEnd: Int?
+        if case .bulk(let whole) = a[11], !whole.isEmpty {
+            let plain: [UInt8]
+            do { plain = try EventLog.openText(whole, key: k, mode: mode, cipher: cipher) } catch {
+                return .failure(unreadable("\(error)"))
+            }
+            var through: UInt64? = plain.isEmpty ? 0 : nil
+            var seq = top
+            while through == nil && seq > 0 {
+                if offset(seq) == plain.count { through = seq }
+                seq -= 1
+            }
+            guard let t = through, t + 1 >= (entries.first?.seq ?? t + 1) else {
+                return .failure(unreadable("\(k.text): its records (\(plain.count) bytes) do not end where a retained entry begins"))
+            }
+            prefix = String(decoding: plain, as: UTF8.self)
+            textThrough = t
+            storedEnd = whole.count
+        }
+        var texts: [String] = []
+        for e in entries where e.seq > textThrough {
+            guard case .delta(let t)? = try? StreamEvent(jsonData: Data(e.json.utf8)) else {
+                return .failure(RedisFailure(code: .other("UNREADABLE"), message: "entry \(e.seq) of a running stream is not a delta"))
+            }
+            texts.append(t)
+        }
+        guard textThrough + UInt64(texts.count) == top else {
+            return .failure(unreadable("\(k.events): entries \(textThrough + 1)…\(top) are not all retained"))
+        }
+        // Each delta's length (bytes), for the retained answer: from the offsets before the
+        // retained texts, then the texts themselves; `nil` when the offsets are not there.
+        var lengths: [Int]? = []
+        var previous = 0
+        for seq in stride(from: UInt64(1), through: textThrough, by: 1) {
+            guard let end = offset(seq), end >= previous else { lengths = nil; break }
+            lengths?.append(end - previous)
+            previous = end
+        }
+        lengths?.append(contentsOf: texts.map { $0.utf8.count })
+        return .success(TakenStream(epoch: UInt64(max(0, a[1].int ?? 0)), topSeq: top, request: request,
+                                    prefix: prefix, retainedTexts: texts,
+                                    continuations: Int(a[6].int ?? 0), owner: a[7].string ?? "",
+                                    sid: a[8].string ?? "", priorPrompt: Int(a[9].string ?? "0") ?? 0,
+                                    textStoredEnd: storedEnd, deltaLengths: lengths, mode: mode))
+    }
+
+    /// Adds a continuation's re-sent prompt, tokens, to the meta's `prompt` (`HINCRBY`),
+    /// so whoever settles the stream later (`expireLease`, the next takeover) charges it.
+    public func addPromptCharge(_ id: RequestID, tokens: Int) {
+        connection.send(["HINCRBY", StreamKeys(id).meta, "prompt", String(tokens)], nil)
+    }
+
+    /// One non-final append of a taken-over stream (`Scripts.appendFenced`): like
+    /// `append`, checked against the writer's `epoch` in Redis. Trims with exact `MAXLEN`
+    /// on the seqs `StreamTrim` picks.
+    public func appendFenced(_ k: StreamKeys, seq: UInt64, json: String, epoch: UInt64, refreshTTL: Bool, stored: String? = nil,
+                             done: @escaping (Result<Void, RedisFailure>) -> Void) {
+        scripts.run(Scripts.appendFenced, keys: [k.events, k.meta],
+                    args: [String(seq), stored ?? storedForm(json, k), String(epoch), trim.trims(seq: seq) ? trimmedLengthArg : ""]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            done(.success(()))
+        }
+        if refreshTTL { refreshTTLs(k) }
+    }
+
+    /// What `expireLease` did: `reply` is the seq appended, 0 when nothing was needed,
+    /// -1 when the stream no longer exists; with a seq, the budget to settle.
+    public struct LeaseExpiry: Sendable, Equatable {
+        /// The script's seq reply (see `LeasePolicy.expiry(fromReply:)`).
+        public var reply: Int64
+        /// The stream's budget hash (empty when none was recorded).
+        public var budgetKey: String
+        /// The prompt estimate stored at creation, tokens.
+        public var promptEstimate: Int
+    }
+
+    /// Appends `event` (an `upstream_lost` error) if the stream is still running and
+    /// its owner lease has lapsed (`Scripts.expireLease`).
+    public func expireLease(_ id: RequestID, event: StreamEvent, done: @escaping (Result<LeaseExpiry, RedisFailure>) -> Void) {
+        let k = StreamKeys(id)
+        scripts.run(expireLeaseScript, keys: [k.events, k.meta, k.live, k.lease, k.text, k.offsets],
+                    args: [String(maxLen), String(ttlMs), cipher.map { $0.seal(event.json, aad: k.events) } ?? event.json,
+                           lossless ? "1" : "0", event.json]) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            let a = r.array ?? []
+            done(.success(LeaseExpiry(reply: a.first?.int ?? 0, budgetKey: a.count > 1 ? a[1].string ?? "" : "",
+                                      promptEstimate: a.count > 2 ? Int(a[2].string ?? "0") ?? 0 : 0)))
+        }
+    }
+}
