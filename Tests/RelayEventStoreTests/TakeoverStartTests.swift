@@ -19,7 +19,7 @@ final class TakeoverStartTests: XCTestCase {
         let (acked, next) = q.verified(StoredTail(state: "taken", topSeq: 42, entries: [])) { $0 == $1 }
         XCTAssertEqual(acked.count, 0)
         XCTAssertEqual(next, .failed)
-        XCTAssertEqual(q.failure, .ended(state: "taken"))
+        XCTAssertEqual(q.failure, .takenOver)
     }
 
     func testACheckpointStartedAfterTheStoredTextOffsetsTheContinuationsText() {
