@@ -149,11 +149,20 @@ final class ChatStreamRoutes {
 
     /// `GET` (or `HEAD`) `/api/chat/stream/{requestId}` with `Last-Event-ID` (or
     /// `?lastEventId=`), authenticated by the bearer token or a read ticket for this stream
-    /// (`RequestGuard.authenticateRead`, docs/PROTOCOL.md §2.5). With an `offset` query
-    /// parameter: an offset read instead (`OffsetRead`, docs/PROTOCOL.md §12).
+    /// (`RequestGuard.authenticateRead`, docs/PROTOCOL.md §2.5). An offset read instead
+    /// (`OffsetRead`, docs/PROTOCOL.md §12) as `StreamReadRoute` decides: with an `offset`,
+    /// or a request that is neither an SSE client's nor a resume (a Durable Streams client's
+    /// default call).
     func resume(_ ex: HTTPExchange, rawID: Substring) {
-        if let offset = ex.queryParameter("offset") {
+        switch StreamReadRoute.choose(offset: ex.queryParameter("offset"), live: ex.queryParameter("live"),
+                                      hasLastEventID: !ex.headerValues("Last-Event-ID").isEmpty || ex.queryParameter("lastEventId") != nil,
+                                      accept: ex.headerValues("Accept")) {
+        case .offsetRead(let offset):
             return OffsetRead.serve(ex, rawID: rawID, rawOffset: offset, gate: gate, hub: hub)
+        case .refuse(let e):
+            return gate.fail(ex, e)
+        case .sseResume:
+            break
         }
         guard let id = gate.attempt(ex, { try RequestID(validating: rawID) }) else { return }
         guard !gate.refusedAtConnectionLimit(ex) else { return }

@@ -21,10 +21,12 @@ public enum Chat {
                                  body: body(model: model, maxTokens: maxTokens))
     }
 
-    /// Opens `GET /api/chat/stream/{id}` with `Last-Event-ID`.
+    /// Opens `GET /api/chat/stream/{id}` as an SSE client does (`Accept: text/event-stream`),
+    /// with `Last-Event-ID` when given.
     public static func resume(port: Int, token: String, requestID: String, lastEventID: String?) throws -> SSEConnection {
         var h: [(String, String)] = [("Authorization", "Bearer \(token)")]
         if let l = lastEventID { h.append(("Last-Event-ID", l)) }
+        h.append(("Accept", "text/event-stream"))
         return try SSEConnection(port: port, method: "GET", path: "/api/chat/stream/\(requestID)", headers: h)
     }
 

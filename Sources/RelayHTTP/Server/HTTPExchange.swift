@@ -177,11 +177,23 @@ public final class HTTPExchange {
         evhttp_add_header(evhttp_request_get_output_headers(req), name, value)
     }
 
+    /// The headers every response carries (the Durable Streams protocol's browser-security
+    /// section; Fetch standard §3.5 and §3.7): `X-Content-Type-Options: nosniff`, so a browser
+    /// never sniffs an answer as another type, and `Cross-Origin-Resource-Policy: same-origin`,
+    /// so no other site embeds a user's answer (`fetch` and `EventSource` with CORS are not
+    /// affected).
+    public static let securityHeaders = [("X-Content-Type-Options", "nosniff"), ("Cross-Origin-Resource-Policy", "same-origin")]
+
+    private func setSecurityHeaders() {
+        for (k, v) in HTTPExchange.securityHeaders { setHeader(k, v) }
+    }
+
     /// Sends a complete reply with `body` and ends the exchange.
     public func respond(status: Int, contentType: String, body: String, headers: [(String, String)] = []) {
         guard let req else { return }
         setHeader("Content-Type", contentType)
         setHeader("Cache-Control", "no-store")
+        setSecurityHeaders()
         for (k, v) in headers { setHeader(k, v) }
         let buf = evbuffer_new()
         if method == .head {
@@ -206,9 +218,23 @@ public final class HTTPExchange {
         guard let req else { return }
         if let contentType { setHeader("Content-Type", contentType) }
         setHeader("Cache-Control", "no-store")
+        setSecurityHeaders()
         for (k, v) in headers { setHeader(k, v) }
         stopCloseWatch()
         evhttp_send_reply(req, 204, HTTPExchange.reason(204), nil)
+        self.req = nil
+        gate?.requestAnswered()
+    }
+
+    /// Sends `304 Not Modified` (RFC 9110 §15.4.5: no content; the validator and the headers
+    /// every response has) and ends the exchange.
+    public func respondNotModified(headers: [(String, String)]) {
+        guard let req else { return }
+        setHeader("Cache-Control", "no-store")
+        setSecurityHeaders()
+        for (k, v) in headers { setHeader(k, v) }
+        stopCloseWatch()
+        evhttp_send_reply(req, 304, HTTPExchange.reason(304), nil)
         self.req = nil
         gate?.requestAnswered()
     }
@@ -270,6 +296,7 @@ public final class HTTPExchange {
     public func startStream(retry: String? = nil) {
         guard let req else { return }
         stopCloseWatch()
+        setSecurityHeaders()
         evhttp_send_reply_start(req, 200, "OK")
         streaming = true
         pendingRetry = retry
@@ -443,6 +470,7 @@ public final class HTTPExchange {
         case 200: return "OK"
         case 202: return "Accepted"
         case 204: return "No Content"
+        case 304: return "Not Modified"
         case 400: return "Bad Request"
         case 401: return "Unauthorized"
         case 404: return "Not Found"

@@ -28,6 +28,12 @@ final class OffsetRead {
     /// reads on from its `Stream-Next-Offset` (DS §5.6). One event always goes, however large.
     static let maxBodyBytes = 1 << 20
 
+    /// The `Content-Type` of catch-up and long-poll bodies (RFC 8259 §11 defines no charset
+    /// parameter: JSON is UTF-8).
+    static let jsonType = "application/json"
+    /// The `Content-Type` of a DS SSE read (Durable Streams PROTOCOL.md §5.8).
+    static let eventStreamType = "text/event-stream"
+
     private let ex: HTTPExchange
     private let id: RequestID
     private let who: Identity
@@ -35,6 +41,9 @@ final class OffsetRead {
     private let ownerHash: String
     private let mode: ReadMode
     private let clientCursor: String?
+    /// The request named the tail (`offset=now`): its catch-up answer has no `ETag`
+    /// (Durable Streams PROTOCOL.md §8: the tail moves).
+    private let fromNow: Bool
     private let hub: StreamHub
     private let gate: RequestGuard
     /// The seq the client has (long-poll: the request's position; SSE: the last sent).
@@ -54,7 +63,8 @@ final class OffsetRead {
     private var keepAlive: OffsetRead?
 
     private init(ex: HTTPExchange, id: RequestID, who: Identity, ownerHash: String, mode: ReadMode, cursor: String?,
-                 hub: StreamHub, gate: RequestGuard) {
+                 fromNow: Bool, hub: StreamHub, gate: RequestGuard) {
+        self.fromNow = fromNow
         self.ex = ex
         self.id = id
         self.who = who
@@ -83,7 +93,7 @@ final class OffsetRead {
                 return (try ReadOffset.parse(rawOffset), try ReadMode.parse(ex.queryParameter("live")))
             }) else { return }
             let read = OffsetRead(ex: ex, id: clientID.scoped(by: ownerHash), who: who, ownerHash: ownerHash, mode: mode,
-                                  cursor: ex.queryParameter("cursor"), hub: hub, gate: gate)
+                                  cursor: ex.queryParameter("cursor"), fromNow: offset == .now, hub: hub, gate: gate)
             gate.checkSession(ex, who) { read.open(offset) }
         }
     }
@@ -178,10 +188,11 @@ final class OffsetRead {
     }
 
     private func headOnly(nextSeq: UInt64, closed: Bool) {
-        var headers = OffsetReadBatch.headers(nextSeq: nextSeq, upToDate: true, closed: closed, cursor: nil)
+        // Durable Streams PROTOCOL.md §5.5: the tail's offset, and `Stream-Closed` once ended.
+        var headers = [("Stream-Next-Offset", ReadOffset.format(nextSeq))]
+        if closed { headers.append(("Stream-Closed", "true")) }
         headers.append(("X-Request-Id", id.clientValue))
-        ex.respond(status: 200, contentType: mode == .sse ? SSEFrame.contentType : "application/json; charset=utf-8",
-                   body: "", headers: headers)
+        ex.respond(status: 200, contentType: mode == .sse ? OffsetRead.eventStreamType : OffsetRead.jsonType, body: "", headers: headers)
         finish()
     }
 
@@ -396,7 +407,17 @@ final class OffsetRead {
         var headers = OffsetReadBatch.headers(nextSeq: batch.nextSeq, upToDate: batch.upToDate, closed: closed,
                                               cursor: mode == .catchUp ? nil : cursor())
         headers.append(("X-Request-Id", id.clientValue))
-        ex.respond(status: 200, contentType: "application/json; charset=utf-8", body: batch.jsonArray, headers: headers)
+        if !fromNow {
+            // Durable Streams PROTOCOL.md §10.1: the same range of the same stream, in the
+            // same state, has the same tag; a client that has it gets `304` and no body.
+            let tag = OffsetReadBatch.etag(id: id.clientValue, after: batch.after, nextSeq: batch.nextSeq, closed: closed)
+            if ex.headerValues("If-None-Match").contains(tag) {
+                ex.respondNotModified(headers: [("ETag", tag), ("X-Request-Id", id.clientValue)])
+                return finish()
+            }
+            headers.append(("ETag", tag))
+        }
+        ex.respond(status: 200, contentType: OffsetRead.jsonType, body: batch.jsonArray, headers: headers)
         if !batch.events.isEmpty { hub.delivered(events: batch.events.count) }
         finish()
     }
@@ -410,8 +431,9 @@ final class OffsetRead {
     }
 
     private func startSSE() {
-        ex.setHeader("Content-Type", SSEFrame.contentType)
-        ex.setHeader("Cache-Control", "no-store")
+        ex.setHeader("Content-Type", OffsetRead.eventStreamType)
+        // `no-cache` as Durable Streams PROTOCOL.md §5.8 asks, `no-store` as every answer is.
+        ex.setHeader("Cache-Control", "no-cache, no-store")
         ex.setHeader("X-Accel-Buffering", "no")
         ex.setHeader("X-Request-Id", id.clientValue)
         ex.startStream()
@@ -424,8 +446,8 @@ final class OffsetRead {
     private func writeSSE(_ batch: OffsetReadBatch, closedAnyway: Bool = false) {
         let closed = batch.closed || closedAnyway
         var text = ""
-        if !batch.events.isEmpty { text += "event: data\ndata: \(batch.jsonArray)\n\n" }
-        text += "event: control\ndata: \(OffsetReadBatch.controlJSON(nextSeq: batch.nextSeq, upToDate: batch.upToDate, closed: closed, cursor: closed ? nil : cursor()))\n\n"
+        if !batch.events.isEmpty { text += "event: data\ndata:\(batch.jsonArray)\n\n" }
+        text += "event: control\ndata:\(OffsetReadBatch.controlJSON(nextSeq: batch.nextSeq, upToDate: batch.upToDate, closed: closed, cursor: closed ? nil : cursor()))\n\n"
         ex.write(text)
         if !batch.events.isEmpty { hub.delivered(events: batch.events.count) }
         position = batch.nextSeq

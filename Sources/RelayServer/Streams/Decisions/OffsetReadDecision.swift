@@ -111,6 +111,8 @@ public struct OffsetReadBatch: Sendable, Equatable {
     /// `Stream-Closed: true`: the batch ends with (or the client already had) the final
     /// event, `done` or `error`.
     public var closed: Bool
+    /// The request's position: the batch holds the events after it.
+    public var after: UInt64
 
     /// Takes the events after `position` from `read` (in seq order, as the Redis read
     /// returned them, the catch-up delta first when there is one), at most `maxBytes` of
@@ -120,6 +122,7 @@ public struct OffsetReadBatch: Sendable, Equatable {
         var bytes = 0
         var truncated = false
         var last = position
+        after = position
         for e in read where e.seq > last {
             let size = e.json.utf8.count + 1
             if !taken.isEmpty && bytes + size > maxBytes {
@@ -148,6 +151,15 @@ public struct OffsetReadBatch: Sendable, Equatable {
         }
         out += "]"
         return out
+    }
+
+    /// The `ETag` of a catch-up or long-poll body (Durable Streams PROTOCOL.md §10.1): the
+    /// answer's request id, the range's two offsets and `:c` once the answer ended, quoted
+    /// (RFC 9110 §8.8.3). The same range of the same answer in the same state has the same
+    /// tag; a range that grew, or whose answer closed, has another. `If-None-Match` is matched
+    /// by equality with it (the tag is strong).
+    public static func etag(id: String, after: UInt64, nextSeq: UInt64, closed: Bool) -> String {
+        "\"\(id):\(ReadOffset.format(after)):\(ReadOffset.format(nextSeq))\(closed ? ":c" : "")\""
     }
 
     /// The `Stream-*` response headers (DS §5.6, §5.7): `Stream-Next-Offset` always,

@@ -1,0 +1,50 @@
+import Foundation
+import RelayCore
+
+/// Which read a `GET`/`HEAD` of `/api/chat/stream/{requestId}` is (docs/PROTOCOL.md §6.1,
+/// §12.1). One URL serves two protocols: the SSE resume (`EventSource`, the kits, every SSE
+/// client) and the Durable Streams read (`offset`, `live`). The rule, in order:
+///
+/// 1. `offset` present: an offset read from it.
+/// 2. `live` without `offset`: refused, `400 invalid_offset` (a live read needs a position;
+///    Durable Streams PROTOCOL.md §5.7, §5.8).
+/// 3. `Last-Event-ID` (header or `?lastEventId=`) present, or an `Accept` that names
+///    `text/event-stream` (what `EventSource` sends, WHATWG HTML §9.2.4, and every SSE client
+///    here): the SSE resume, from `Last-Event-ID` or 0.
+/// 4. Anything else — a Durable Streams client's default call, which sends no `offset`
+///    (Durable Streams PROTOCOL.md §5.6: `offset` defaults to `-1`): a catch-up offset read
+///    from the start.
+///
+/// Pure.
+enum StreamReadRoute: Equatable {
+    /// An offset read from this raw `offset` value.
+    case offsetRead(rawOffset: String)
+    /// The SSE resume (docs/PROTOCOL.md §6).
+    case sseResume
+    /// Refused with this error.
+    case refuse(APIError)
+
+    /// - Parameters:
+    ///   - offset, live: the query parameters' values (nil: absent).
+    ///   - hasLastEventID: a `Last-Event-ID` header or `lastEventId` query parameter is present.
+    ///   - accept: every `Accept` header value.
+    static func choose(offset: String?, live: String?, hasLastEventID: Bool, accept: [String]) -> StreamReadRoute {
+        if let offset { return .offsetRead(rawOffset: offset) }
+        if live != nil {
+            return .refuse(APIError(.invalidOffset, "live needs an offset: add offset=-1 (from the start) or offset=now (from the tail)"))
+        }
+        if hasLastEventID || acceptsEventStream(accept) { return .sseResume }
+        return .offsetRead(rawOffset: "-1")
+    }
+
+    /// Whether an `Accept` value names `text/event-stream` (RFC 9110 §12.5.1: a list of media
+    /// ranges, case-insensitive, with parameters); `*/*` does not name it.
+    static func acceptsEventStream(_ values: [String]) -> Bool {
+        values.contains { value in
+            value.split(separator: ",").contains { range in
+                let type = range.split(separator: ";", maxSplits: 1).first ?? ""
+                return type.trimmingCharacters(in: .whitespaces).lowercased() == "text/event-stream"
+            }
+        }
+    }
+}
