@@ -200,9 +200,9 @@ public final class CompletionWebhookOutbox {
         /// The stream ended with `finalEventJSON` (opened: plaintext JSON); `read`: some
         /// client got that event.
         case ended(finalEventJSON: String, read: Bool)
-        /// The final event is stored but does not open (`AtRestOpenError`'s words: a
-        /// wrong or missing key, plaintext in a sealed stream, damage).
-        case unreadable(String)
+        /// The final event is stored but does not open here (a key this relay lacks,
+        /// another key under the same kid, plaintext in a sealed stream, damage).
+        case unreadable(AtRestOpenError)
         /// Redis could not be asked.
         case unknown
     }
@@ -214,11 +214,11 @@ public final class CompletionWebhookOutbox {
             guard a.count >= 3, let state = a[0].string else { return done(.gone) }
             if state == "running" { return done(.running) }
             let mode = AtRestMode.of(metaField: a.count > 3 ? a[3].string : nil, haveKeys: cipher != nil)
-            do {
+            do throws(AtRestOpenError) {
                 let json = try AtRestValue.open(a[1].string ?? "", key: streamKeys.events, mode: mode, cipher: cipher)
                 done(.ended(finalEventJSON: json, read: a[2].int == 1))
             } catch {
-                done(.unreadable("\(error)"))
+                done(.unreadable(error))
             }
         }
     }

@@ -112,10 +112,18 @@ final class CompletionWebhookSender {
                 settle(a, .later(afterMs: Self.recheckMs))
             case .gone:
                 drop(a, reason: "expired")
-            case .unreadable(let why):
-                // Never a guess at the answer: the message is dropped, loudly.
-                Log.error("completion webhook: the answer's final event does not open", ["webhookId": c.id, "reason": why])
-                drop(a, reason: "stored_data_unreadable")
+            case .unreadable(let e):
+                switch e.kind {
+                case .noKeys, .unknownKid:
+                    // Another instance may hold the key (a rolling switch or rotation): left to
+                    // it; the message is dropped as expired once the stream's keys are gone.
+                    Log.warn("completion webhook: the answer's final event needs a key this relay lacks", ["webhookId": c.id, "reason": e.description])
+                    settle(a, .later(afterMs: Self.recheckMs))
+                default:
+                    // Never a guess at the answer: the message is dropped, loudly.
+                    Log.error("completion webhook: the answer's final event does not open", ["webhookId": c.id, "reason": e.description])
+                    drop(a, reason: "stored_data_unreadable")
+                }
             case .running:
                 settle(a, .later(afterMs: max(graceMs, Self.recheckMs)))
             case .ended(let json, let read):
