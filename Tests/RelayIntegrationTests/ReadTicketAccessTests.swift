@@ -136,28 +136,27 @@ final class ReadTicketAccessTests: RelayTestCase {
         let parts = ticket.split(separator: ".").map(String.init)
         func calls(_ command: String) throws -> Int {
             let stats = try redis.cli("INFO", "commandstats")
-            guard let line = stats.split(separator: "\n").first(where: { $0.hasPrefix("cmdstat_\(command):calls=") }) else { return 0 }
+            guard let line = stats.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cmdstat_\(command):calls=") }) else { return 0 }
             return Int(line.dropFirst("cmdstat_\(command):calls=".count).prefix { $0.isNumber }) ?? 0
         }
         let setsBefore = try calls("set"), started = Date()
-        let n = 200
-        // All at once, each on its own connection: every one waits for the same paced reload.
-        let connections = try (0..<n).map { i -> RawConnection in
-            var forged = parts
-            forged[1] = String(format: "%08x", 0x1000_0000 + i)
-            let c = try RawConnection(port: relay.port)
-            try c.send("GET /api/chat/stream/\(id)?ticket=\(forged.joined(separator: "."))&lastEventId=0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            return c
-        }
+        // Clients sending their next made-up ticket as soon as the last was refused.
+        let n = 16
         let statuses = LockedBox([Int]())
-        for c in connections {
-            let text = String(decoding: c.readToEnd(timeout: 10), as: UTF8.self)
-            statuses.mutate { $0.append(text.hasPrefix("HTTP/1.1 401") ? 401 : -1) }
-            c.close()
+        let port = relay.port
+        DispatchQueue.concurrentPerform(iterations: 8) { w in
+            for i in stride(from: w, to: n, by: 8) {
+                var forged = parts
+                forged[1] = String(format: "%08x", 0x1000_0000 + i)
+                let r = try? HTTPClient.request(port: port, method: "GET",
+                                                path: "/api/chat/stream/\(id)?ticket=\(forged.joined(separator: "."))&lastEventId=0")
+                statuses.mutate { $0.append(r?.status ?? -1) }
+            }
         }
         let seconds = Date().timeIntervalSince(started)
         XCTAssertEqual(statuses.value.filter { $0 == 401 }.count, n, "every made-up key is refused")
         let reloads = try calls("set") - setsBefore
+        XCTAssertGreaterThan(reloads, 0, "the made-up keys asked for reloads")
         XCTAssertLessThanOrEqual(Double(reloads), seconds + 2, "\(reloads) reloads in \(seconds) s for \(n) tickets")
         XCTAssertEqual(try get(relay, "/api/chat/stream/\(id)?ticket=\(ticket)&lastEventId=0").status, 200)
     }

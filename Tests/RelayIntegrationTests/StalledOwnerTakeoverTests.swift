@@ -11,11 +11,12 @@ import XCTest
 /// It neither settles nor writes the taker's lease over, so no third instance takes the
 /// answer again and ends it with `upstream_lost`; the ledger holds the `done`'s total once.
 extension TakeoverTests {
-    /// Trials per run (`RELAY_STALL_TRIALS`, default 2; the stall study runs dozens).
-    var stallTrials: Int { Int(ProcessInfo.processInfo.environment["RELAY_STALL_TRIALS"] ?? "") ?? 2 }
+    /// Trials per run (`RELAY_STALL_TRIALS`, default 3; the stall study runs dozens), each
+    /// owner woken a little later into the taker's answer.
+    var stallTrials: Int { Int(ProcessInfo.processInfo.environment["RELAY_STALL_TRIALS"] ?? "") ?? 3 }
 
     func testAStalledOwnerWokenWhileTheTakerGeneratesNeitherSettlesNorTakesTheAnswerBack() throws {
-        let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "60"]
+        let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "60", "RELAY_BUFFER_EVENTS": "40"]
         let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 })
         let b = try startRelay(env)
         for trial in 1...stallTrials {
@@ -34,6 +35,12 @@ extension TakeoverTests {
             let onB = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0")
             let meta = streamKey(id, "meta", sub: user)
             try eventually(15, "trial \(trial): b to take the stream over") { try redis.cli("HGET", meta, "epoch") == "1" }
+            // The owner wakes once the taker's entries have moved the retained window (40 entries)
+            // past its own: its tail read finds a hole and foreign entries after its last seq.
+            let events = streamKey(id, "events", sub: user)
+            func top() throws -> Int { Int(try redis.cli("XREVRANGE", events, "+", "-", "COUNT", "1").split(separator: "\n").first?.split(separator: "-").first ?? "") ?? 0 }
+            let takenAt = try top()
+            try eventually(10, "trial \(trial): the taker appends past the window") { try top() >= takenAt + 30 + 20 * trial }
             XCTAssertEqual(try redis.cli("HGET", meta, "state"), "running", "trial \(trial): the taker is still generating")
             Foundation.kill(pid, SIGCONT)
             stopped = false
