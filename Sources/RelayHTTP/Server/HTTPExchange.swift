@@ -215,26 +215,24 @@ public final class HTTPExchange {
     /// stream names the stream's type, so SSE clients that check it stop cleanly) and ends the
     /// exchange.
     public func respondNoContent(contentType: String? = nil, headers: [(String, String)] = []) {
+        respondWithoutContent(204, contentType: contentType, headers: headers)
+    }
+
+    /// Sends `304 Not Modified` (RFC 9110 §15.4.5: no content; the validator and the headers
+    /// every response has) and ends the exchange.
+    public func respondNotModified(headers: [(String, String)]) {
+        respondWithoutContent(304, contentType: nil, headers: headers)
+    }
+
+    /// A reply that has no content by its status (204, 304: RFC 9110 §15.3.5, §15.4.5).
+    private func respondWithoutContent(_ status: Int, contentType: String?, headers: [(String, String)]) {
         guard let req else { return }
         if let contentType { setHeader("Content-Type", contentType) }
         setHeader("Cache-Control", "no-store")
         setSecurityHeaders()
         for (k, v) in headers { setHeader(k, v) }
         stopCloseWatch()
-        evhttp_send_reply(req, 204, HTTPExchange.reason(204), nil)
-        self.req = nil
-        gate?.requestAnswered()
-    }
-
-    /// Sends `304 Not Modified` (RFC 9110 §15.4.5: no content; the validator and the headers
-    /// every response has) and ends the exchange.
-    public func respondNotModified(headers: [(String, String)]) {
-        guard let req else { return }
-        setHeader("Cache-Control", "no-store")
-        setSecurityHeaders()
-        for (k, v) in headers { setHeader(k, v) }
-        stopCloseWatch()
-        evhttp_send_reply(req, 304, HTTPExchange.reason(304), nil)
+        evhttp_send_reply(req, Int32(status), HTTPExchange.reason(status), nil)
         self.req = nil
         gate?.requestAnswered()
     }
