@@ -59,6 +59,9 @@ extension EventLog {
         for (i, e) in events.enumerated() {
             do {
                 let json = try AtRestValue.open(e.json, key: key, mode: mode, cipher: cipher)
+                guard EventLog.isEventJSON(json) else {
+                    return .failure(unreadable("\(key): entry \(e.seq) is not an event's one-line JSON object"))
+                }
                 if mode == .sealed { out[i] = SequencedEvent(seq: e.seq, json: json) }
             } catch {
                 return .failure(unreadable(error.description))
@@ -73,8 +76,25 @@ extension EventLog {
     /// delivered as it is.
     /// - Throws: `AtRestOpenError`.
     public func openLive(_ e: SequencedEvent, id: String) throws(AtRestOpenError) -> SequencedEvent {
-        guard e.json.utf8.first == SealedFormat.marker else { return e }
-        return SequencedEvent(seq: e.seq, json: try AtRestValue.open(e.json, key: StreamKeys(id).events, mode: .sealed, cipher: cipher))
+        let key = StreamKeys(id).events
+        guard e.json.utf8.first == SealedFormat.marker else {
+            guard EventLog.isEventJSON(e.json) else { throw AtRestOpenError(.malformed(.notSealed), key: key) }
+            return e
+        }
+        let opened = SequencedEvent(seq: e.seq, json: try AtRestValue.open(e.json, key: key, mode: .sealed, cipher: cipher))
+        guard EventLog.isEventJSON(opened.json) else { throw AtRestOpenError(.malformed(.notSealed), key: key) }
+        return opened
+    }
+
+    /// Whether a stored event, as read back, is what the relay stores: one JSON object on
+    /// one line (it starts with `{` and holds no CR or LF). Anything else — a sealed value in
+    /// a stream whose mode was rewritten to `plain`, an entry a Redis writer made to smuggle
+    /// SSE fields — never reaches a client: it would be framed as `data:` lines verbatim.
+    public static func isEventJSON(_ json: String) -> Bool {
+        let u = json.utf8
+        guard u.first == 0x7B else { return false }
+        return u.withContiguousStorageIfAvailable { b in !b.contains(0x0A) && !b.contains(0x0D) }
+            ?? !json.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D })
     }
 
     /// The plaintext of a whole text key of a stream in `mode` (`AtRestValue.openText`,

@@ -48,6 +48,9 @@ extension EventLog {
         case vanished
         /// Nothing to do: its lease is held.
         case ownerAlive
+        /// It is sealed at rest and this relay has no keys: left to a relay that has them
+        /// (nothing was changed).
+        case needsKeys
         /// It has ended already (`done`, `cancelled` or `failed`): nothing to continue, but
         /// an owner that died right after its final append may not have settled it.
         case ended(EndedStream)
@@ -122,6 +125,7 @@ extension EventLog {
             let a = r.array ?? []
             switch a.first?.int ?? 0 {
             case -1: return done(.success(.vanished))
+            case -3: return done(.success(.needsKeys))
             case -2: return done(.success(.notContinuable))
             case 3:
                 guard a.count >= 6 else { return done(.success(.ownerAlive)) }
@@ -174,7 +178,9 @@ extension EventLog {
                 return .failure(unreadable("\(error)"))
             }
             var through: UInt64? = plain.isEmpty ? 0 : nil
-            var seq = top
+            // Only seqs the offsets key holds can end the records: the search is bounded by
+            // what is stored, never by a top seq (a copied entry may claim any seq).
+            var seq = min(top, UInt64(max(0, offsets.count / 4 - 1)))
             while through == nil && seq > 0 {
                 if offset(seq) == plain.count { through = seq }
                 seq -= 1
@@ -249,7 +255,7 @@ extension EventLog {
         let k = StreamKeys(id)
         scripts.run(expireLeaseScript, keys: [k.events, k.meta, k.live, k.lease, k.text, k.offsets],
                     args: [String(maxLen), String(ttlMs), cipher.map { $0.seal(event.json, aad: k.events) } ?? event.json,
-                           lossless ? "1" : "0", event.json]) { r in
+                           lossless ? "1" : "0", event.json, cipher != nil ? "1" : "0"]) { r in
             if let f = r.failure { return done(.failure(f)) }
             let a = r.array ?? []
             done(.success(LeaseExpiry(reply: a.first?.int ?? 0, budgetKey: a.count > 1 ? a[1].string ?? "" : "",

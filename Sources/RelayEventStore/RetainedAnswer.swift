@@ -105,6 +105,9 @@ public struct RetainedAnswer: Sendable, Equatable {
         guard let packed = Data(base64Encoded: Data(bytes[(textStart + textBytes)...])).map({ [UInt8]($0) }) else {
             throw RetainedAnswerDecodingError.malformed
         }
+        // Each length takes at least one byte: a header that claims more deltas than that is
+        // refused before anything is reserved for them (a forged final_seq).
+        guard finalSeq - 1 <= packed.count else { throw RetainedAnswerDecodingError.malformed }
         var lengths: [Int] = []
         lengths.reserveCapacity(finalSeq - 1)
         var i = 0

@@ -59,7 +59,8 @@ public enum Scripts {
     /// The event is written in the stream's `AtRestMode`: ARGV 3 as this relay stores new
     /// streams' events (sealed when it has keys), ARGV 5 the plaintext, used in a stream the
     /// meta marks `plain`.
-    /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen (when the meta records none), ttl_ms, event JSON, lossless '1'/'0', plaintext event JSON.
+    /// KEYS: events, meta, live, lease, text, offsets. ARGV: maxlen (when the meta records none), ttl_ms, event JSON, lossless '1'/'0', plaintext event JSON,
+    /// whether the caller has keys '1'/'0' (without: a sealed stream is left alone, `{0}`).
     /// Returns {seq appended, budget key, prompt estimate} (the caller settles the
     /// budget: prompt + seq − 1 deltas), {0} when the stream is not running or the lease
     /// is held, {-1} when the stream does not exist at all (expired, or lost with Redis' data).
@@ -68,6 +69,9 @@ public enum Scripts {
     if not st[1] then return {-1} end
     local ev = ARGV[3]
     if st[5] == 'plain' and ARGV[5] then ev = ARGV[5] end
+    -- A relay without keys (ARGV 6 '0') cannot seal the event of a sealed stream: it leaves
+    -- the stream to one that can.
+    if st[5] == 'sealed' and ARGV[6] == '0' then return {0} end
     if st[1] ~= 'running' then return {0} end
     if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
     \(topSeqLua)
@@ -149,7 +153,8 @@ public enum Scripts {
     /// shorter than that offset (a failover or restart can lose a text write whose
     /// reply came back while keeping the acknowledged `XADD`s that preceded it).
     /// The state is reported as `taken` when the meta's ownership epoch is not the
-    /// caller's (another instance took the stream over, `takeover`).
+    /// caller's (another instance took the stream over, `takeover`), whether the taker is
+    /// still generating or has ended the stream: a stale owner never settles.
     /// KEYS: events, meta, text, offsets. ARGV: acknowledged seq, most entries to
     /// return, seq the text is confirmed through ('0': none), the caller's epoch, and
     /// optionally the length the `text` key must have (its sealed records,
@@ -161,7 +166,7 @@ public enum Scripts {
     local m = redis.call('HMGET', KEYS[2], 'state', 'epoch')
     local st = m[1]
     if not st or redis.call('EXISTS', KEYS[1]) == 0 then return {} end
-    if st == 'running' and (m[2] or '0') ~= (ARGV[4] or '0') then st = 'taken' end
+    if (m[2] or '0') ~= (ARGV[4] or '0') then st = 'taken' end
     local tops = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
     local top = ''
     if #tops > 0 then top = tops[1][1] end
@@ -293,7 +298,8 @@ extension Scripts {
     /// ARGV: taker instance, lease_ms, most continuations, ttl_ms, lossless '1'/'0', whether
     /// the taker has keys '1'/'0' (the mode of a stream whose meta records none).
     /// Each non-negative reply ends with the stream's at-rest mode (the meta's `atrest`,
-    /// '' when none): the taker reads and writes the stream by it.
+    /// '' when none): the taker reads and writes the stream by it. {-3}: the stream is sealed
+    /// and the taker has no keys; nothing is changed (a relay with keys takes it).
     /// Returns {-1} when the stream does not exist, {0} when its lease is held, {3, state,
     /// budget key, prompt tokens charged, last seq, the final entry (as `XREVRANGE`)} when it
     /// has ended (its settlement may be lost with its owner: `EventLog.EndedStream`), {-2} when it cannot be continued (limit reached,
@@ -311,6 +317,9 @@ extension Scripts {
     if st[1] ~= 'running' then
       return {3, st[1], st[7] or '', st[6] or '0', st[8] or '0', redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1), atrest}
     end
+    -- A relay without keys cannot read a sealed stream: it leaves it to one that can,
+    -- changing nothing (DATA_MODEL.md §15).
+    if atrest == 'sealed' and ARGV[6] ~= '1' then return {-3} end
     local sealed = atrest == 'sealed' or (atrest == '' and ARGV[6] == '1')
     if redis.call('EXISTS', KEYS[3]) == 1 then return {0} end
     local n = tonumber(st[3] or '0')

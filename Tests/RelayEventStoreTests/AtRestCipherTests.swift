@@ -167,4 +167,14 @@ final class AtRestCipherTests: XCTestCase {
             }
         }
     }
+
+    /// What a stream read back must look like to reach a client: one JSON object on one
+    /// line; a sealed value served as plain (a rewritten mode) or smuggled SSE fields are not.
+    func testOnlyOneLineJSONObjectsAreEventsReadBack() {
+        XCTAssertTrue(EventLog.isEventJSON(#"{"type":"delta","content":"a\nb"}"#), "an escaped newline is fine")
+        XCTAssertFalse(EventLog.isEventJSON("~AQJrMQ=="))
+        XCTAssertFalse(EventLog.isEventJSON("{\"type\":\"delta\"}\nid: 99999\nevent: evil"))
+        XCTAssertFalse(EventLog.isEventJSON("{\"a\":1}\r"))
+        XCTAssertFalse(EventLog.isEventJSON(""))
+    }
 }

@@ -88,4 +88,12 @@ final class RetainedAnswerTests: XCTestCase {
         XCTAssertEqual(RetainedAnswer.lengthBytes(of: 128), 2)
         XCTAssertEqual(RetainedAnswer.lengthBytes(of: 16_384), 3)
     }
+
+    /// A record claiming more deltas than its lengths could hold (a forged `final_seq`) is
+    /// refused before anything is allocated for them, never a crash.
+    func testAForgedFinalSeqIsRefusedWithoutAllocatingForIt() {
+        let done = #"{"type":"done","finish_reason":"stop","usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}"#
+        let forged = "RA1\n{\"owner\":\"alice\",\"sid\":\"s1\",\"final_seq\":9000000000000000,\"created_ms\":1,\"finished_ms\":2,\"text_bytes\":0,\"at_rest\":\"plain\"}\n\(done)\n"
+        XCTAssertThrowsError(try RetainedAnswer(decoding: Array(forged.utf8)))
+    }
 }

@@ -79,4 +79,34 @@ final class AtRestModeTests: RelayTestCase {
         XCTAssertFalse(read.text.contains("FORGED2"), read.text)
         XCTAssertEqual(read.errorCode, "stored_data_unreadable", read.text)
     }
+
+    /// A relay without keys never takes over (nor ends) a sealed answer whose owner died: it
+    /// cannot read it, so it changes nothing and a relay with keys continues the answer
+    /// (docs/DATA_MODEL.md §15).
+    func testARelayWithoutKeysLeavesASealedAnswerToOneWithKeys() throws {
+        let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "100"]
+        let keys = ["RELAY_ENCRYPTION_KEYS": "k1:\(keyA)"]
+        let owner = try startRelay(env.merging(keys) { $1 }.merging(["RELAY_WORKERS": "1"]) { $1 })
+        let keyless = try startRelay(env)
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let maxTokens = 300
+        let c = try Chat.start(port: owner.port, token: token, requestID: id, maxTokens: maxTokens)
+        var seen: [SSEMessage] = []
+        for _ in 0..<30 { seen.append(try XCTUnwrap(try c.nextEvent())) }
+        let onKeyless = try Chat.resume(port: keyless.port, token: token, requestID: id, lastEventID: seen.last!.lastEventId)
+        owner.kill9()
+        c.close()
+        let meta = streamKey(id, "meta")
+        // Past the lease and the sweep: the keyless relay has a reader, yet changes nothing.
+        try consistently(for: 8, "the keyless relay leaves the sealed answer alone") {
+            try self.redis.cli("HGET", meta, "state") == "running" && self.redis.cli("HGET", meta, "epoch") == ""
+        }
+        onKeyless.close()
+        let keyed = try startRelay(env.merging(keys) { $1 })
+        let rest = try Chat.resume(port: keyed.port, token: token, requestID: id, lastEventID: seen.last!.lastEventId).readAll(timeout: 30)
+        assertSequence(seen + rest)
+        XCTAssertTrue(Chat.text(seen + rest) == referenceText(maxTokens: maxTokens), "continued by the relay with keys, byte-identical")
+        XCTAssertEqual(try redis.cli("HMGET", meta, "state", "epoch"), "done\n1")
+    }
 }

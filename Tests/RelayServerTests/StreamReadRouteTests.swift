@@ -38,4 +38,22 @@ final class StreamReadRouteTests: XCTestCase {
         XCTAssertNotEqual(open, OffsetReadBatch.etag(id: "r-1", after: 0, nextSeq: 4, closed: false))
         XCTAssertNotEqual(open, OffsetReadBatch.etag(id: "r-2", after: 0, nextSeq: 3, closed: false))
     }
+
+    func testAnEventStreamRangeWithQZeroIsNotAcceptable() {
+        XCTAssertFalse(StreamReadRoute.acceptsEventStream(["text/event-stream;q=0, application/json"]))
+        XCTAssertFalse(StreamReadRoute.acceptsEventStream(["text/event-stream; q=0.0"]))
+        XCTAssertTrue(StreamReadRoute.acceptsEventStream(["text/event-stream; q=0.1"]))
+    }
+
+    /// RFC 9110 §13.1.2: `*`, lists, and weak comparison.
+    func testIfNoneMatchTakesListsStarAndWeakTags() {
+        let tag = OffsetReadBatch.etag(id: "r-1", after: 0, nextSeq: 3, closed: true)
+        XCTAssertTrue(OffsetReadBatch.ifNoneMatch([tag], matches: tag))
+        XCTAssertTrue(OffsetReadBatch.ifNoneMatch(["\"x\", \(tag)"], matches: tag))
+        XCTAssertTrue(OffsetReadBatch.ifNoneMatch(["*"], matches: tag))
+        XCTAssertTrue(OffsetReadBatch.ifNoneMatch(["W/\(tag)"], matches: tag))
+        XCTAssertTrue(OffsetReadBatch.ifNoneMatch(["\"x\"", tag], matches: tag))
+        XCTAssertFalse(OffsetReadBatch.ifNoneMatch(["\"x\""], matches: tag))
+        XCTAssertFalse(OffsetReadBatch.ifNoneMatch([], matches: tag))
+    }
 }

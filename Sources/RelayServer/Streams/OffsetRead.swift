@@ -182,7 +182,11 @@ final class OffsetRead {
     private func head(_ d: OffsetReadDecision, lastSeq: UInt64, finished: Bool) {
         switch d {
         case .notFound, .beyondEnd, .gap: decided(d, lastSeq: lastSeq)
-        case .closed(let finalSeq): headOnly(nextSeq: finalSeq, closed: true)
+        case .closed(let finalSeq):
+            position = finalSeq
+            // As the `GET`: a long-poll at an ended answer's final event is `204` at once.
+            if mode == .longPoll { return respondNoContent(closed: true) }
+            headOnly(nextSeq: finalSeq, closed: true)
         case .read, .tail: headOnly(nextSeq: lastSeq, closed: finished)
         }
     }
@@ -198,14 +202,16 @@ final class OffsetRead {
 
     private func decided(_ d: OffsetReadDecision, lastSeq: UInt64) {
         let metrics = hub.metrics
+        // A `HEAD` counts no resume (docs/PROTOCOL.md §1).
+        let counted = ex.method != .head
         switch d {
         case .notFound:
-            metrics.add(.resumesNotFound)
+            if counted { metrics.add(.resumesNotFound) }
             gate.fail(ex, .streamNotFound)
         case .beyondEnd(let last):
             gate.fail(ex, APIError(.invalidOffset, "the offset is beyond the stream's last event (\(ReadOffset.format(last)))"))
         case .gap(let oldest):
-            metrics.add(.resumesGap)
+            if counted { metrics.add(.resumesGap) }
             gate.fail(ex, .resumeGap("events after the offset are no longer retained (oldest kept: \(oldest))"))
         case .closed(let finalSeq):
             metrics.add(.resumesOK)
@@ -411,7 +417,7 @@ final class OffsetRead {
             // Durable Streams PROTOCOL.md §10.1: the same range of the same stream, in the
             // same state, has the same tag; a client that has it gets `304` and no body.
             let tag = OffsetReadBatch.etag(id: id.clientValue, after: batch.after, nextSeq: batch.nextSeq, closed: closed)
-            if ex.headerValues("If-None-Match").contains(tag) {
+            if OffsetReadBatch.ifNoneMatch(ex.headerValues("If-None-Match"), matches: tag) {
                 ex.respondNotModified(headers: [("ETag", tag), ("X-Request-Id", id.clientValue)])
                 return finish()
             }

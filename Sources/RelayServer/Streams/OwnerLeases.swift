@@ -78,7 +78,9 @@ final class OwnerLeases {
                     self.continueStream?(id, t)
                 case .success(.notContinuable): self.expire(id, readers: readers)
                 case .success(.vanished): self.vanished(id, readers: readers)
-                case .success(.ownerAlive), .success(.ended), .failure: break
+                case .success(.ownerAlive), .success(.needsKeys), .success(.ended): break
+                case .failure(let f):
+                    Log.warn("takeover failed", ["requestId": id.value, "reason": f.message])
                 }
             }
         }
@@ -113,10 +115,13 @@ final class OwnerLeases {
                 self.vanished(id, readers: readers)
                 done(.handled)
             case .success(.ownerAlive): done(.handled)
+            case .success(.needsKeys): done(.retry)   // stays in the dead worker's set for a relay with keys
             case .success(.ended(let e)):
                 self.settleEnded(id, e)
                 done(.handled)
-            case .failure: done(.retry)
+            case .failure(let f):
+                Log.warn("takeover failed", ["requestId": id.value, "reason": f.message])
+                done(.retry)
             }
         }
     }

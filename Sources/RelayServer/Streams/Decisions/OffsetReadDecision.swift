@@ -1,3 +1,4 @@
+import Foundation
 import RelayCore
 
 /// The offset reads of an answer (docs/PROTOCOL.md §12; the Durable Streams read protocol,
@@ -160,6 +161,22 @@ public struct OffsetReadBatch: Sendable, Equatable {
     /// by equality with it (the tag is strong).
     public static func etag(id: String, after: UInt64, nextSeq: UInt64, closed: Bool) -> String {
         "\"\(id):\(ReadOffset.format(after)):\(ReadOffset.format(nextSeq))\(closed ? ":c" : "")\""
+    }
+
+    /// Whether `If-None-Match` field values match `tag` (RFC 9110 §13.1.2): `*` matches any
+    /// current representation; otherwise a comma-separated list of entity tags, compared
+    /// weakly (a `W/` prefix ignored, the opaque tags equal).
+    public static func ifNoneMatch(_ values: [String], matches tag: String) -> Bool {
+        let opaque = tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag
+        for value in values {
+            for item in value.split(separator: ",") {
+                var t = item.trimmingCharacters(in: .whitespaces)
+                if t == "*" { return true }
+                if t.hasPrefix("W/") { t = String(t.dropFirst(2)) }
+                if t == opaque { return true }
+            }
+        }
+        return false
     }
 
     /// The `Stream-*` response headers (DS §5.6, §5.7): `Stream-Next-Offset` always,

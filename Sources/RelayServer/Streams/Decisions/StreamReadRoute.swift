@@ -37,13 +37,16 @@ enum StreamReadRoute: Equatable {
         return .offsetRead(rawOffset: "-1")
     }
 
-    /// Whether an `Accept` value names `text/event-stream` (RFC 9110 §12.5.1: a list of media
-    /// ranges, case-insensitive, with parameters); `*/*` does not name it.
+    /// Whether an `Accept` value names `text/event-stream` as acceptable (RFC 9110 §12.5.1: a
+    /// list of media ranges, case-insensitive, with parameters; `q=0` means "not acceptable");
+    /// `*/*` does not name it.
     static func acceptsEventStream(_ values: [String]) -> Bool {
         values.contains { value in
             value.split(separator: ",").contains { range in
-                let type = range.split(separator: ";", maxSplits: 1).first ?? ""
-                return type.trimmingCharacters(in: .whitespaces).lowercased() == "text/event-stream"
+                let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                guard parts.first == "text/event-stream" else { return false }
+                let q = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+                return q > 0
             }
         }
     }
