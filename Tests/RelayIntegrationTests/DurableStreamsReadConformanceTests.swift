@@ -37,6 +37,7 @@ final class DurableStreamsReadConformanceTests: RelayTestCase {
         XCTAssertTrue(open1.body.isEmpty)
         XCTAssertNil(open1.header("Stream-Closed"), "an open stream")
         XCTAssertTrue(open1.header("Cache-Control")?.contains("no-store") == true)
+        XCTAssertNotNil(open1.header("X-Read-Ticket"), "a bearer request on the stream gets a fresh read ticket (PROTOCOL §2.5)")
         let first = try XCTUnwrap(open1.header("Stream-Next-Offset"))
         try eventually(5, "more events") { try self.request(relay, "HEAD", token, id).header("Stream-Next-Offset") != first }
         live.close()

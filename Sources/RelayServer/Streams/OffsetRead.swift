@@ -44,6 +44,9 @@ final class OffsetRead {
     /// The request named the tail (`offset=now`): its catch-up answer has no `ETag`
     /// (Durable Streams PROTOCOL.md §8: the tail moves).
     private let fromNow: Bool
+    /// A fresh read ticket for a bearer-authenticated read (docs/PROTOCOL.md §2.5: any bearer
+    /// request on the stream gets one), sent as `X-Read-Ticket`; nil for a ticket's read.
+    private var ticket: String?
     private let hub: StreamHub
     private let gate: RequestGuard
     /// The seq the client has (long-poll: the request's position; SSE: the last sent).
@@ -82,7 +85,7 @@ final class OffsetRead {
     static func serve(_ ex: HTTPExchange, rawID: Substring, rawOffset: String, gate: RequestGuard, hub: StreamHub) {
         guard let clientID = gate.attempt(ex, { try RequestID(validating: rawID) }) else { return }
         guard !gate.refusedAtConnectionLimit(ex) else { return }
-        gate.authenticateRead(ex, clientID: clientID) { who, ownerHash, _ in
+        gate.authenticateRead(ex, clientID: clientID) { who, ownerHash, credential in
             guard !hub.draining else { return gate.fail(ex, .notReady("draining")) }
             guard let (offset, mode) = gate.attempt(ex, {
                 // A repeated `offset` or `live` has no single meaning (a proxy or cache may take
@@ -94,6 +97,7 @@ final class OffsetRead {
             }) else { return }
             let read = OffsetRead(ex: ex, id: clientID.scoped(by: ownerHash), who: who, ownerHash: ownerHash, mode: mode,
                                   cursor: ex.queryParameter("cursor"), fromNow: offset == .now, hub: hub, gate: gate)
+            if credential == .bearer { read.ticket = gate.readTicket(for: who, ownerHash: ownerHash, clientID: clientID.value) }
             gate.checkSession(ex, who) { read.open(offset) }
         }
     }
@@ -196,6 +200,7 @@ final class OffsetRead {
         var headers = [("Stream-Next-Offset", ReadOffset.format(nextSeq))]
         if closed { headers.append(("Stream-Closed", "true")) }
         headers.append(("X-Request-Id", id.clientValue))
+        if let ticket { headers.append(("X-Read-Ticket", ticket)) }
         ex.respond(status: 200, contentType: mode == .sse ? OffsetRead.eventStreamType : OffsetRead.jsonType, body: "", headers: headers)
         finish()
     }
@@ -413,6 +418,7 @@ final class OffsetRead {
         var headers = OffsetReadBatch.headers(nextSeq: batch.nextSeq, upToDate: batch.upToDate, closed: closed,
                                               cursor: mode == .catchUp ? nil : cursor())
         headers.append(("X-Request-Id", id.clientValue))
+        if let ticket { headers.append(("X-Read-Ticket", ticket)) }
         if !fromNow {
             // Durable Streams PROTOCOL.md §10.1: the same range of the same stream, in the
             // same state, has the same tag; a client that has it gets `304` and no body.
@@ -431,6 +437,7 @@ final class OffsetRead {
     private func respondNoContent(closed: Bool, connectionClose: Bool = false) {
         var headers = OffsetReadBatch.headers(nextSeq: position, upToDate: true, closed: closed, cursor: closed ? nil : cursor())
         headers.append(("X-Request-Id", id.clientValue))
+        if let ticket { headers.append(("X-Read-Ticket", ticket)) }
         if connectionClose { headers.append(("Connection", "close")) }
         ex.respondNoContent(headers: headers)
         finish()
@@ -442,6 +449,7 @@ final class OffsetRead {
         ex.setHeader("Cache-Control", "no-cache, no-store")
         ex.setHeader("X-Accel-Buffering", "no")
         ex.setHeader("X-Request-Id", id.clientValue)
+        if let ticket { ex.setHeader("X-Read-Ticket", ticket) }
         ex.startStream()
         ex.onClose = { [weak self] in self?.finish() }
         keepAlive = self
