@@ -11,7 +11,11 @@ import RelayRedis
 /// * `…:attempts` — hash `webhook-id` → attempts made so far;
 /// * `…:claims` — hash `webhook-id` → the token of the instance sending it now;
 /// * `…:sent` — sorted set of `webhook-id`s given up or delivered, score the Redis time
-///   (ms); kept 24 h so a late second enqueue of the same answer is refused.
+///   (ms); kept 24 h so a late second enqueue of the same answer is refused;
+/// * `…:needkeys` — hash `webhook-id` → 1 for a message whose final event is sealed under a
+///   key the instance that tried it lacks: instances without keys leave it to those with
+///   them (they claim it only once it has waited `keylessPatienceMs`, to drop it when its
+///   stream expired), so a mixed fleet during a switch to encryption still sends it.
 ///
 /// All times are Redis's clock (`TIME` inside the scripts), so instances with skewed
 /// clocks agree on what is due and on when a claim lapsed. Each script runs atomically:
@@ -24,7 +28,11 @@ public final class CompletionWebhookOutbox {
     private let cipher: AtRestCipher?
 
     /// The outbox's keys (due, msgs, attempts, claims, sent).
-    public static let keys: [String] = ["due", "msgs", "attempts", "claims", "sent"].map { "relay:webhooks:{relay:webhooks}:" + $0 }
+    public static let keys: [String] = ["due", "msgs", "attempts", "claims", "sent", "needkeys"].map { "relay:webhooks:{relay:webhooks}:" + $0 }
+
+    /// How long a message needing keys waits before an instance without keys claims it
+    /// again (to find its stream expired and drop it), ms.
+    public static let keylessPatienceMs = 30_000
 
     /// How long a delivered or dropped id is remembered against a second enqueue, ms.
     public static let sentMemoryMs = 86_400_000
@@ -61,16 +69,22 @@ public final class CompletionWebhookOutbox {
     /// Claims up to ARGV[3] due messages for ARGV[1] ms under token ARGV[2]: each one's
     /// score moves to the claim's end (another instance takes it again only once the
     /// claim lapsed) and its claim token is set. Forgets `sent` ids older than ARGV[4] ms.
-    /// KEYS: due, msgs, attempts, claims, sent.
+    /// A claimer without keys (ARGV[5] '0') skips a message marked as needing keys until it
+    /// has been due ARGV[6] ms.
+    /// KEYS: due, msgs, attempts, claims, sent, needkeys.
     /// Returns a flat array: id, record, attempts so far, for each claimed message.
     static let claimScript = """
     \(nowLua)
     redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - tonumber(ARGV[4]))
-    local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[3]))
+    local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
     local out = {}
-    for _, id in ipairs(ids) do
+    for i = 1, #due, 2 do
+      local id = due[i]
       local rec = redis.call('HGET', KEYS[2], id)
-      if rec then
+      if rec and ARGV[5] == '0' and redis.call('HEXISTS', KEYS[6], id) == 1
+         and tonumber(due[i + 1]) > now - tonumber(ARGV[6]) then
+        -- needs keys this claimer lacks: left due for one that has them
+      elseif rec then
         redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), id)
         redis.call('HSET', KEYS[4], id, ARGV[2])
         out[#out + 1] = id
@@ -85,8 +99,9 @@ public final class CompletionWebhookOutbox {
 
     /// Settles message ARGV[1] claimed under token ARGV[2]: ARGV[3] is `done` (delivered,
     /// or given up: forgotten, remembered in `sent`), `retry` (one more attempt counted,
-    /// due again in ARGV[4] ms) or `later` (not attempted: due again in ARGV[4] ms).
-    /// KEYS: due, msgs, attempts, claims, sent.
+    /// due again in ARGV[4] ms), `later` (not attempted: due again in ARGV[4] ms) or
+    /// `needkeys` (as `later`, and marked as needing keys the claimer lacks).
+    /// KEYS: due, msgs, attempts, claims, sent, needkeys.
     /// Returns 1, or 0 when the claim is no longer this one's (it lapsed and another
     /// instance claimed the message; nothing is changed).
     static let settleScript = """
@@ -97,10 +112,12 @@ public final class CompletionWebhookOutbox {
       redis.call('ZREM', KEYS[1], ARGV[1])
       redis.call('HDEL', KEYS[2], ARGV[1])
       redis.call('HDEL', KEYS[3], ARGV[1])
+      redis.call('HDEL', KEYS[6], ARGV[1])
       redis.call('ZADD', KEYS[5], now, ARGV[1])
       return 1
     end
     if ARGV[3] == 'retry' then redis.call('HINCRBY', KEYS[3], ARGV[1], 1) end
+    if ARGV[3] == 'needkeys' then redis.call('HSET', KEYS[6], ARGV[1], 1) end
     redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[1])
     return 1
     """
@@ -133,7 +150,8 @@ public final class CompletionWebhookOutbox {
     /// (empty on a Redis failure).
     public func claim(token: String, claimMs: Int, limit: Int, done: @escaping ([Claimed]) -> Void) {
         scripts.run(Self.claimScript, keys: Self.keys,
-                    args: [String(claimMs), token, String(limit), String(Self.sentMemoryMs)]) { r in
+                    args: [String(claimMs), token, String(limit), String(Self.sentMemoryMs), cipher != nil ? "1" : "0",
+                           String(Self.keylessPatienceMs)]) { r in
             guard let a = r.array else { return done([]) }
             var out: [Claimed] = []
             var i = 0
@@ -159,6 +177,9 @@ public final class CompletionWebhookOutbox {
         case retry(afterMs: Int)
         /// Not attempted (the answer's end is not stored yet): due again after `afterMs`.
         case later(afterMs: Int)
+        /// Not attempted: the final event is sealed under a key this instance lacks; due
+        /// again after `afterMs`, for instances with keys (`keylessPatienceMs`).
+        case needsKeys(afterMs: Int)
     }
 
     /// Settles claimed message `id` held under `token`. `done` gets `true` when settled,
@@ -170,6 +191,7 @@ public final class CompletionWebhookOutbox {
         case .done: args = [id, token, "done", "0"]
         case .retry(let ms): args = [id, token, "retry", String(ms)]
         case .later(let ms): args = [id, token, "later", String(ms)]
+        case .needsKeys(let ms): args = [id, token, "needkeys", String(ms)]
         }
         scripts.run(Self.settleScript, keys: Self.keys, args: args) { r in
             done(r.errorMessage == nil ? r.int == 1 : nil)

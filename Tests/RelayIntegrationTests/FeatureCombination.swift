@@ -94,7 +94,17 @@ struct FeatureCombination {
         try eventually(20, "\(name): the answer ends") { try w.cli(["HGET", meta, "state"]) == "done" }
 
         // One webhook, sent though nobody read the end, whatever sealed the final event.
-        try eventually(15, "\(name): the completion webhook") { w.receiver.deliveriesByID.keys.contains { $0.hasSuffix("_" + id) } }
+        do {
+            try eventually(15, "\(name): the completion webhook") { w.receiver.deliveriesByID.keys.contains { $0.hasSuffix("_" + id) } }
+        } catch {
+            print("outbox at the timeout, due:", (try? w.cli(["ZRANGE", "relay:webhooks:{relay:webhooks}:due", "0", "-1", "WITHSCORES"])) ?? "?")
+            print("outbox at the timeout, msgs:", (try? w.cli(["HGETALL", "relay:webhooks:{relay:webhooks}:msgs"])) ?? "?")
+            print("outbox at the timeout, sent:", (try? w.cli(["ZRANGE", "relay:webhooks:{relay:webhooks}:sent", "0", "-1"])) ?? "?")
+            print("outbox at the timeout, delivered:", (try? w.cli(["EXISTS", "relay:{\(OwnerHash.of(user)):\(id)}:delivered"])) ?? "?")
+            print("outbox at the timeout, receiver:", w.receiver.requests.map(\.id))
+            for line in (a.log + b.log).split(separator: "\n") where line.contains("webhook") { print("outbox at the timeout, log:", line) }
+            throw error
+        }
         try consistently(for: 1, "\(name): one webhook") { w.receiver.deliveriesByID.filter { $0.key.hasSuffix("_" + id) }.values.reduce(0, +) == 1 }
 
         // Every read holds the whole answer, once, in clear.

@@ -115,10 +115,11 @@ final class CompletionWebhookSender {
             case .unreadable(let e):
                 switch e.kind {
                 case .noKeys, .unknownKid:
-                    // Another instance may hold the key (a rolling switch or rotation): left to
-                    // it; the message is dropped as expired once the stream's keys are gone.
+                    // Another instance may hold the key (a rolling switch or rotation): marked so
+                    // that instances without keys leave it to those with them; dropped as expired
+                    // once the stream's keys are gone.
                     Log.warn("completion webhook: the answer's final event needs a key this relay lacks", ["webhookId": c.id, "reason": e.description])
-                    settle(a, .later(afterMs: Self.recheckMs))
+                    settle(a, .needsKeys(afterMs: Self.recheckMs))
                 default:
                     // Never a guess at the answer: the message is dropped, loudly.
                     Log.error("completion webhook: the answer's final event does not open", ["webhookId": c.id, "reason": e.description])
