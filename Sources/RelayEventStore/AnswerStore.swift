@@ -34,13 +34,11 @@ public final class AnswerStore {
         connection.send(["GET", key]) { [cipher] r in
             if let f = r.failure { return done(.failure(.redis(f))) }
             guard case .bulk(var bytes) = r else { return done(.success(nil)) }
-            // A record is sealed, or plaintext marked as written without keys
-            // (`RetainedAnswer.plainAtRest`); with keys, unmarked plaintext is refused.
-            let mode: AtRestMode = cipher == nil || RetainedAnswer.isMarkedPlain(bytes) ? .plain : .sealed
-            if cipher == nil, SealedFormat.looksSealed(bytes) {
-                return done(.failure(.unreadable(AtRestOpenError(.noKeys, key: key).description)))
-            }
-            do { bytes = try AtRestValue.open(bytes: bytes, key: key, mode: mode, cipher: cipher) } catch {
+            // A record outlives its stream's meta, so it says its own mode: sealed, or
+            // plaintext marked as written without keys (`RetainedAnswer.plainAtRest`); a relay
+            // without keys reads any plaintext, one with keys refuses unmarked plaintext.
+            let plain = !SealedFormat.looksSealed(bytes) && (cipher == nil || RetainedAnswer.isMarkedPlain(bytes))
+            do { bytes = try AtRestValue.open(bytes: bytes, key: key, mode: plain ? .plain : .sealed, cipher: cipher) } catch {
                 return done(.failure(.unreadable("\(error)")))
             }
             guard let a = try? RetainedAnswer(decoding: bytes) else { return done(.failure(.undecodable)) }

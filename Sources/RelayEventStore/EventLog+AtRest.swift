@@ -28,7 +28,7 @@ extension EventLog {
     /// cipher (docs/DATA_MODEL.md §15), else its encoding as it is.
     func sealedRequest(_ request: StoredRequest, _ k: StreamKeys) -> String {
         let encoded = request.encoded()
-        guard let cipher else { return encoded }
+        guard let cipher = sealer(newStreamMode) else { return encoded }
         return cipher.seal(encoded, aad: k.request)
     }
 
@@ -77,13 +77,10 @@ extension EventLog {
     /// - Throws: `AtRestOpenError`.
     public func openLive(_ e: SequencedEvent, id: String) throws(AtRestOpenError) -> SequencedEvent {
         let key = StreamKeys(id).events
-        guard e.json.utf8.first == SealedFormat.marker else {
-            guard EventLog.isEventJSON(e.json) else { throw AtRestOpenError(.malformed(.notSealed), key: key) }
-            return e
-        }
-        let opened = SequencedEvent(seq: e.seq, json: try AtRestValue.open(e.json, key: key, mode: .sealed, cipher: cipher))
-        guard EventLog.isEventJSON(opened.json) else { throw AtRestOpenError(.malformed(.notSealed), key: key) }
-        return opened
+        let sealed = e.json.utf8.first == SealedFormat.marker
+        let json = sealed ? try AtRestValue.open(e.json, key: key, mode: .sealed, cipher: cipher) : e.json
+        guard EventLog.isEventJSON(json) else { throw AtRestOpenError(.malformed(.notSealed), key: key) }
+        return sealed ? SequencedEvent(seq: e.seq, json: json) : e
     }
 
     /// Whether a stored event, as read back, is what the relay stores: one JSON object on
@@ -91,10 +88,7 @@ extension EventLog {
     /// a stream whose mode was rewritten to `plain`, an entry a Redis writer made to smuggle
     /// SSE fields — never reaches a client: it would be framed as `data:` lines verbatim.
     public static func isEventJSON(_ json: String) -> Bool {
-        let u = json.utf8
-        guard u.first == 0x7B else { return false }
-        return u.withContiguousStorageIfAvailable { b in !b.contains(0x0A) && !b.contains(0x0D) }
-            ?? !json.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D })
+        json.utf8.first == 0x7B && !json.utf8.contains { $0 == 0x0A || $0 == 0x0D }
     }
 
     /// The plaintext of a whole text key of a stream in `mode` (`AtRestValue.openText`,
