@@ -49,27 +49,76 @@ extension EventLog {
         }
     }
 
-    /// The text between the end of event `from` and the end of event `to`, bytes, for
-    /// a lossless catch-up; `nil` when the text has expired.
-    public func catchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<String?, RedisFailure>) -> Void) {
-        let k = StreamKeys(id)
-        scripts.run(Scripts.catchUp, keys: [k.text, k.offsets, k.meta], args: [String(from), String(to), cipher != nil ? "1" : "0"]) { [cipher] r in
-            if let f = r.failure { return done(.failure(f)) }
-            guard let a = r.array, a.count >= 2 else { return done(.success(nil)) }
-            guard a.count == 3, case .bulk(let whole) = a[2] else {
-                return done(.success(a[1].string ?? ""))
+    /// The events after `seq`, whatever holds them (docs/PROTOCOL.md §6.3): the retained
+    /// entries (`range`), preceded — when the retained window moved past `seq` and the log
+    /// keeps the text (`lossless`) — by the original deltas cut back out of the text key at
+    /// their stored end offsets (`CatchUpEvents`). Every read of an answer's events comes
+    /// through here: the SSE replay, the offset reads' JSON, long-poll and SSE bodies.
+    /// Failures: Redis's, or `unreadable` (a value that does not open, or offsets that do
+    /// not describe the text).
+    public func read(_ id: RequestID, after seq: UInt64, done: @escaping (Result<EventRead, RedisFailure>) -> Void) {
+        range(id, after: seq) { [self] r in
+            let events: [SequencedEvent]
+            switch r {
+            case .failure(let f): return done(.failure(f))
+            case .success(let e): events = e
             }
-            // Sealed: the whole text key came back (its records); open them and cut.
-            let start = Int(a[0].int ?? 0), end = Int(a[1].int ?? 0)
-            do {
-                let plain = try EventLog.openText(whole, key: k, mode: .sealed, cipher: cipher)
-                guard end >= start, end <= plain.count else {
-                    return done(.failure(EventLog.unreadable("\(k.text): its records hold \(plain.count) bytes, offsets ask for \(start)..<\(end)")))
+            switch CatchUpEvents.continuity(after: seq, events: events, lossless: lossless) {
+            case .complete: done(.success(.events(events, caughtUp: 0)))
+            case .gap(let to): done(.success(.gap(to: to)))
+            case .catchUp(let to):
+                catchUp(id, from: seq, to: to) { r in
+                    switch r {
+                    case .failure(let f): done(.failure(f))
+                    case .success(nil): done(.success(.gap(to: to)))
+                    case .success(let deltas?): done(.success(.events(deltas + events, caughtUp: deltas.count)))
+                    }
                 }
-                done(.success(String(decoding: plain[start..<end], as: UTF8.self)))
-            } catch {
-                done(.failure(EventLog.unreadable("\(error)")))
             }
         }
     }
+
+    /// Events `from+1 … to` as their original deltas, cut out of the text key at the stored
+    /// end offsets (`Scripts.catchUp`, `CatchUpEvents.deltas`); `nil` when the text has expired;
+    /// empty, without a read, when `to ≤ from`.
+    public func catchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<[SequencedEvent]?, RedisFailure>) -> Void) {
+        guard to > from else { return done(.success([])) }
+        let k = StreamKeys(id)
+        scripts.run(Scripts.catchUp, keys: [k.text, k.offsets, k.meta], args: [String(from), String(to), cipher != nil ? "1" : "0"]) { [cipher] r in
+            if let f = r.failure { return done(.failure(f)) }
+            guard let a = r.array else { return done(.success(nil)) }
+            guard a.count == 5, let start = a[0].int, let end = a[1].int, case .bulk(let ends) = a[2] else {
+                return done(.failure(EventLog.unreadable("\(k.text): the catch-up reply has an unknown shape")))
+            }
+            let text: [UInt8]
+            if case .bulk(let t) = a[3] { text = t } else { text = [] }
+            var cut = text[...]
+            if a[4].int == 1 {
+                // Sealed: the whole text key came back (its records); open them, then cut.
+                do {
+                    let plain = try EventLog.openText(text, key: k, mode: .sealed, cipher: cipher)
+                    guard start >= 0, end >= start, Int(end) <= plain.count else {
+                        return done(.failure(EventLog.unreadable("\(k.text): its records hold \(plain.count) bytes, offsets ask for \(start)..<\(end)")))
+                    }
+                    cut = plain[Int(start)..<Int(end)]
+                } catch {
+                    return done(.failure(EventLog.unreadable("\(error)")))
+                }
+            }
+            guard let deltas = CatchUpEvents.deltas(from: from, to: to, start: Int(start), ends: ends[...], text: cut) else {
+                return done(.failure(EventLog.unreadable("\(k.offsets): the end offsets of events \(from + 1)…\(to) do not describe the text")))
+            }
+            done(.success(deltas))
+        }
+    }
+}
+
+/// What one read of an answer's events after a seq found (`EventLog.read`).
+public enum EventRead: Sendable, Equatable {
+    /// The events after the seq, contiguous from it, in seq order; the first `caughtUp`
+    /// of them came from the text key (the retained window had moved past them).
+    case events([SequencedEvent], caughtUp: Int)
+    /// Events up to `to` are gone: the window moved past the seq and the log keeps no
+    /// text for them (`409 resume_gap`).
+    case gap(to: UInt64)
 }

@@ -142,14 +142,23 @@ public struct RetainedAnswer: Sendable, Equatable {
         return head["at_rest"]?.stringValue == "plain"
     }
 
-    /// The text of the deltas after seq `lastEventID` (0: the whole text), bytes; empty when
-    /// `lastEventID ≥ finalSeq − 1`. Each delta's text is whole characters, so the result is
-    /// valid UTF-8.
-    public func text(after lastEventID: UInt64) -> ArraySlice<UInt8> {
-        let skip = Int(min(lastEventID, UInt64(deltaLengths.count)))
-        var start = 0
-        for n in deltaLengths[0..<skip] { start += n }
-        return text[start...]
+    /// The events after seq `lastEventID`, as they were first sent (docs/PROTOCOL.md §6.5):
+    /// each delta `lastEventID+1 … finalSeq−1` with its own seq and text (cut at the stored
+    /// lengths), then the original `done` with `finalSeq`. Empty at or past `finalSeq`.
+    public func events(after lastEventID: UInt64) -> [SequencedEvent] {
+        guard lastEventID < finalSeq else { return [] }
+        var out: [SequencedEvent] = []
+        out.reserveCapacity(Int(finalSeq - lastEventID))
+        var at = 0
+        for (i, n) in deltaLengths.enumerated() {
+            let seq = UInt64(i + 1)
+            defer { at += n }
+            guard seq > lastEventID else { continue }
+            // Whole characters per delta: each slice is valid UTF-8.
+            out.append(SequencedEvent(seq: seq, json: StreamEvent.delta(String(decoding: text[at..<(at + n)], as: UTF8.self)).json))
+        }
+        out.append(SequencedEvent(seq: finalSeq, json: doneJSON))
+        return out
     }
 
     /// The bytes the body of a record takes (text plus the lengths' base64; the header

@@ -196,26 +196,30 @@ public enum Scripts {
     return {m[1], m[2], lid, fid, m[3] or '', redis.call('STRLEN', KEYS[3])}
     """
 
-    /// The text between the end of event `from` and the end of event `to` (bytes),
-    /// for a lossless catch-up. KEYS: text, offsets, meta. ARGV: from, to, whether the
+    /// The text and the end offsets of events `from+1 … to`, for a lossless catch-up
+    /// (docs/DATA_MODEL.md §4). KEYS: text, offsets, meta. ARGV: from, to, whether the
     /// caller has keys '1'/'0' (the mode of a stream whose meta records none).
-    /// Returns {start offset, text} or nil when the text has expired; in a stream sealed
-    /// at rest (the meta's `atrest`, docs/DATA_MODEL.md §15), {start offset, end offset,
-    /// the whole text key} (its records are opened by the relay, which cuts the range
-    /// from the plaintext).
+    /// Returns nil when the text has expired; else
+    /// `{start, end, ends, text, sealed}`: `start` the end offset of event `from` (0 for
+    /// 0), `end` that of event `to`, `ends` the `offsets` key's 4 bytes per seq
+    /// `from+1 … to` (`OffsetRuns`), `text` the bytes `start ..< end` — or, in a stream
+    /// sealed at rest (the meta's `atrest`, docs/DATA_MODEL.md §15), the whole text key,
+    /// whose records the relay opens before it cuts — and `sealed` 1 or 0.
     public static let catchUp = """
     if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
+    local from = tonumber(ARGV[1])
+    local to = tonumber(ARGV[2])
     local o = redis.call('BITFIELD', KEYS[2], 'GET', 'u32', '#' .. ARGV[1], 'GET', 'u32', '#' .. ARGV[2])
     local s = o[1]
     local e = o[2]
-    if tonumber(ARGV[1]) == 0 then s = 0 end
+    if from == 0 then s = 0 end
+    local ends = redis.call('GETRANGE', KEYS[2], 4 * (from + 1), 4 * to + 3)
     local mode = KEYS[3] and redis.call('HGET', KEYS[3], 'atrest')
     if mode == 'sealed' or (not mode and ARGV[3] == '1') then
-      if e < s then e = s end
-      return {s, e, redis.call('GET', KEYS[1])}
+      return {s, e, ends, redis.call('GET', KEYS[1]), 1}
     end
-    if e <= s then return {s, ''} end
-    return {s, redis.call('GETRANGE', KEYS[1], s, e - 1)}
+    if e <= s then return {s, e, ends, '', 0} end
+    return {s, e, ends, redis.call('GETRANGE', KEYS[1], s, e - 1), 0}
     """
 }
 

@@ -56,7 +56,7 @@ final class AnswerRoutes {
             case .noContent:
                 if ex.method != .head { self.metrics.add(.resumesRetained) }
                 ex.respondNoContent(contentType: SSEFrame.contentType, headers: headers)
-            case .stream(let deltaSeq, let doneSeq):
+            case .stream:
                 setStreamHeaders()
                 if ex.method == .head {
                     ex.startStream()
@@ -64,14 +64,10 @@ final class AnswerRoutes {
                 }
                 self.metrics.add(.resumesRetained)
                 ex.startStream(retry: SSEFrame.retry(milliseconds: ReconnectionTime.milliseconds(random: UInt64.random(in: 0...UInt64.max))))
-                var n = 1
-                if let seq = deltaSeq {
-                    // Whole events' text: valid UTF-8.
-                    let rest = String(decoding: a.text(after: lastEventID), as: UTF8.self)
-                    ex.write(WireFrame.event(seq: seq, json: StreamEvent.delta(rest).json))
-                    n += 1
-                }
-                ex.write(WireFrame.event(seq: doneSeq, json: a.doneJSON))
+                // The events as they were first sent: each delta with its own id, then the done.
+                let events = a.events(after: lastEventID)
+                ex.write(EventFramer.sse(events))
+                let n = events.count
                 self.hub.delivered(events: n)
                 ex.endStream()
             }

@@ -13,7 +13,7 @@ public final class Metrics: Sendable {
         case budgetReservations, budgetSettlements
         case jwksFetchesOK, jwksFetchesFailed, jwksUnknownKidRefetches
         case acceptErrors, connectionsShed, requestHeadRejections, requestDeadlineCuts, pendingRequestRefusals
-        case deltasMerged, catchUpMerged, appendAuxiliaryErrors, replaysWaited, replaysSkipped
+        case deltasMerged, catchUpEvents, appendAuxiliaryErrors, replaysWaited, replaysSkipped
         case cancelsPending
         case jwksParkedRequests
         case answersRetained, answersRetainedBytes, answersNotRetainedOversize, answersNotRetainedIncomplete, answerReads, answersErased
@@ -48,7 +48,7 @@ public final class Metrics: Sendable {
             case .requestDeadlineCuts: return "relay_request_timeouts_total"
             case .pendingRequestRefusals: return "relay_pending_request_refusals_total"
             case .deltasMerged: return "relay_deltas_merged_total"
-            case .catchUpMerged: return "relay_catch_up_merged_total"
+            case .catchUpEvents: return "relay_catch_up_events_total"
             case .appendAuxiliaryErrors: return "relay_append_auxiliary_errors_total"
             case .replaysWaited: return "relay_replays_waited_total"
             case .replaysSkipped: return "relay_replays_skipped_total"
@@ -126,8 +126,8 @@ public final class Metrics: Sendable {
             case .pendingRequestRefusals: return "Connections refused with 503 too_many_pending_requests (over RELAY_MAX_PENDING_REQUESTS still sending)."
             case .deltasMerged:
                 return "Delta events not sent on their own: a backed-up client got them merged into one larger delta with the highest seq (k merged deltas count k - 1)."
-            case .catchUpMerged:
-                return "Events not sent on their own because a replay found them trimmed out of the retained window: the client got them as one lossless catch-up delta with the highest seq (a catch-up standing for k events counts k - 1)."
+            case .catchUpEvents:
+                return "Events read back from the text key by a lossless catch-up (a read found them trimmed out of the retained window) and sent as their original deltas."
             case .replaysWaited:
                 return "Replay reads that waited for one of their worker's RELAY_REPLAY_CONCURRENCY slots (a resume burst) before starting."
             case .replaysSkipped:

@@ -1,3 +1,4 @@
+import RelayCore
 import RelayTestKit
 import XCTest
 @testable import RelayEventStore
@@ -22,8 +23,12 @@ final class RetainedAnswerTests: XCTestCase {
         XCTAssertEqual(a, b)
         XCTAssertEqual(String(decoding: b.text, as: UTF8.self), deltas.joined())
         for k in 0...deltas.count + 2 {
-            let expect = deltas.dropFirst(min(k, deltas.count)).joined()
-            XCTAssertEqual(String(decoding: b.text(after: UInt64(k)), as: UTF8.self), expect, "after \(k)")
+            // After any event: each later delta as it was sent (its own seq and text), then done.
+            var expect = deltas.enumerated().dropFirst(min(k, deltas.count)).map {
+                SequencedEvent(seq: UInt64($0.offset + 1), json: StreamEvent.delta($0.element).json)
+            }
+            if k <= deltas.count { expect.append(SequencedEvent(seq: UInt64(deltas.count + 1), json: done)) }
+            XCTAssertEqual(b.events(after: UInt64(k)), expect, "after \(k)")
         }
         XCTAssertEqual(b.doneJSON, done)
     }
@@ -66,7 +71,7 @@ final class RetainedAnswerTests: XCTestCase {
         let a = RetainedAnswer(owner: "o", sid: "s", finalSeq: 6, createdMs: 1, finishedMs: 2, text: b.text,
                                deltaLengths: b.deltaLengths, doneJSON: done)
         let d = try RetainedAnswer(decoding: a.encoded())
-        XCTAssertEqual(String(decoding: d.text(after: 2), as: UTF8.self), "éfgh中")
+        XCTAssertEqual(d.events(after: 2).map(\.json), ["éf", "gh", "中"].map { StreamEvent.delta($0).json } + [done])
         var small = RetentionBuffer(maxBytes: 8)
         small.seed(text: Array("abcdefghij".utf8), deltaLengths: [10])
         XCTAssertTrue(small.isOverCap)

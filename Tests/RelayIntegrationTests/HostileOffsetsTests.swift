@@ -170,7 +170,7 @@ final class HostileOffsetsTests: RelayTestCase {
     }
 
     /// Every seq's stored end offset (`BITFIELD GET u32`) and catch-up ranges read in
-    /// process (`EventLog.catchUp`), against the pieces.
+    /// process (`EventLog.catchUp`: each delta at its own seq), against the pieces.
     private func assertTextAndOffsets(loop: EventLoop, log: EventLog, _ id: RequestID, _ pieces: [String],
                                       file: StaticString = #filePath, line: UInt = #line) throws {
         let k = StreamKeys(id)
@@ -185,23 +185,24 @@ final class HostileOffsetsTests: RelayTestCase {
         for s in 0..<pieces.count { ranges.append((s, s + 1)) }
         for s in stride(from: 0, to: pieces.count, by: 3) { ranges.append((s, min(pieces.count, s + 7))) }
         nonisolated(unsafe) let log = log
-        let got = LockedBox<[Int: [UInt8]]>([:])
+        let got = LockedBox<[Int: [SequencedEvent]?]>([:])
         let asked = ranges
         loop.post {
             for (i, r) in asked.enumerated() {
                 log.catchUp(id, from: UInt64(r.0), to: UInt64(r.1)) { res in
                     let t = (try? res.get()) ?? nil
-                    got.mutate { $0[i] = t.map { Array($0.utf8) } ?? [0xFF, 0xFE] }
+                    got.mutate { $0[i] = t }
                 }
             }
         }
         try eventually(20, "every catch-up read") { got.value.count == ranges.count }
         var bad = 0
         for (i, r) in ranges.enumerated() {
-            let want = Array(pieces[r.0..<r.1].joined().utf8)
-            if got.value[i] != want {
+            // Each delta back at its own seq, byte-exact.
+            let want = (r.0..<r.1).map { SequencedEvent(seq: UInt64($0 + 1), json: StreamEvent.delta(pieces[$0]).json) }
+            if got.value[i] != .some(want) {
                 bad += 1
-                if bad <= 5 { XCTFail("catch-up \(r.0)…\(r.1): \(got.value[i]?.count ?? -1) bytes, want \(want.count)", file: file, line: line) }
+                if bad <= 5 { XCTFail("catch-up \(r.0)…\(r.1): \(got.value[i]??.count ?? -1) deltas, want \(want.count)", file: file, line: line) }
             }
         }
         XCTAssertEqual(bad, 0, "catch-up ranges wrong", file: file, line: line)

@@ -4,6 +4,7 @@ import RelayHTTP
 import RelayLoop
 import RelayRedis
 import RelayConfiguration
+import RelayEventStore
 @testable import RelayServer
 
 /// A `StreamSink` that records the SSE text a subscription writes, in order.
@@ -82,27 +83,31 @@ final class InMemoryStreamHost: SubscriptionHost {
         sweeper = ConnectionSweeper(config: config, metrics: Metrics(), outage: RedisOutageWatch(loop: loop))
     }
 
+    /// `EventLog.read` in memory: the retained window after `seq`, preceded by the
+    /// original deltas from `textBySeq` when the window moved past `seq` (the same
+    /// continuity decision, `CatchUpEvents`).
     func readEvents(_ id: RequestID, after seq: UInt64, wanted: @escaping () -> Bool,
-                    done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
+                    done: @escaping (Result<EventRead, RedisFailure>) -> Void) {
         let read = { [unowned self] in
             self.readCount += 1
             if self.failNextReads > 0 {
                 self.failNextReads -= 1
                 return done(.failure(.disconnected("connection lost")))
             }
-            done(.success(self.retained.filter { $0.seq > seq }))
+            let events = self.retained.filter { $0.seq > seq }
+            switch CatchUpEvents.continuity(after: seq, events: events, lossless: self.lossless) {
+            case .complete: done(.success(.events(events, caughtUp: 0)))
+            case .gap(let to): done(.success(.gap(to: to)))
+            case .catchUp(let to):
+                var deltas: [SequencedEvent] = []
+                for s in (seq + 1)...to {
+                    guard let t = self.textBySeq[s] else { return done(.success(.gap(to: to))) }
+                    deltas.append(SequencedEvent(seq: s, json: StreamEvent.delta(t).json))
+                }
+                done(.success(.events(deltas + events, caughtUp: deltas.count)))
+            }
         }
         answerReadsAtOnce ? read() : pendingReads.append(read)
-    }
-
-    func readCatchUp(_ id: RequestID, from: UInt64, to: UInt64, wanted: @escaping () -> Bool,
-                     done: @escaping (Result<String?, RedisFailure>) -> Void) {
-        var text = ""
-        for s in (from + 1)...to {
-            guard let t = textBySeq[s] else { return done(.success(nil)) }
-            text += t
-        }
-        done(.success(text))
     }
 
     func subscribeLive(_ id: RequestID, confirmed: @escaping () -> Void) { pendingConfirmations.append(confirmed) }

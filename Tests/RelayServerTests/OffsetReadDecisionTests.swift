@@ -1,5 +1,6 @@
 import RelayCore
 import RelayTestKit
+import RelayHTTP
 import XCTest
 @testable import RelayServer
 
@@ -81,9 +82,9 @@ final class OffsetReadDecisionTests: XCTestCase {
         XCTAssertEqual(b.nextSeq, 6)
         XCTAssertTrue(b.upToDate)
         XCTAssertTrue(b.closed)
-        XCTAssertEqual(b.jsonArray, "[" + read[1...].map(\.json).joined(separator: ",") + "]")
+        XCTAssertEqual(EventFramer.jsonArray(b.events), "[" + read[1...].map(\.json).joined(separator: ",") + "]")
         let empty = OffsetReadBatch(after: 6, read: [], maxBytes: 10)
-        XCTAssertEqual(empty.jsonArray, "[]")
+        XCTAssertEqual(EventFramer.jsonArray(empty.events), "[]")
         XCTAssertEqual(empty.nextSeq, 6)
         XCTAssertTrue(empty.upToDate)
         XCTAssertFalse(empty.closed)

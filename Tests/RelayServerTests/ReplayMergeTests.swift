@@ -1,5 +1,6 @@
 import RelayCore
 import RelayTestKit
+import RelayEventStore
 import XCTest
 @testable import RelayServer
 
@@ -56,27 +57,14 @@ final class ReplayMergeTests: XCTestCase {
         XCTAssertFalse(m.finishReplay([]).replayAgain, "the repeat is asked for once only")
     }
 
-    func testJudgeMergesContiguousEmptyAndOverlappingReads() {
-        let m = ReplayMerge(lastSent: 5)
-        XCTAssertEqual(m.judge([], lossless: false), .merge)
-        XCTAssertEqual(m.judge([ev(6), ev(7)], lossless: false), .merge)
-        XCTAssertEqual(m.judge([ev(4), ev(5), ev(6)], lossless: false), .merge)
-    }
-
-    func testJudgeAReadPastTheClientIsACatchUpOrAGap() {
-        let m = ReplayMerge(lastSent: 5)
-        XCTAssertEqual(m.judge([ev(9), ev(10)], lossless: true), .catchUp(to: 8))
-        XCTAssertEqual(m.judge([ev(9), ev(10)], lossless: false), .gap(to: 8))
-    }
-
-    func testCatchUpAdvancesThenMergesTheRest() {
+    func testAReadThatBeginsWithCaughtUpDeltasMergesLikeAnyRead() {
+        // `EventLog.read` gives events 6…8 back from the text key, then the window's 9, 10.
         var m = ReplayMerge(lastSent: 5)
         XCTAssertTrue(m.requestReplay())
-        m.caughtUp(to: 8)
-        XCTAssertEqual(m.lastSent, 8)
-        let merged = m.finishReplay([ev(9), ev(10)])
-        XCTAssertEqual(m.take(merged.events).events, [ev(9), ev(10)])
-        XCTAssertEqual(m.lastSent, 10)
+        XCTAssertEqual(m.live(ev(11)), .hold)
+        let merged = m.finishReplay([ev(6), ev(7), ev(8), ev(9), ev(10)])
+        XCTAssertEqual(m.take(merged.events).events.map(\.seq), [6, 7, 8, 9, 10, 11])
+        XCTAssertEqual(m.lastSent, 11)
     }
 
     func testFinishReplayDropsWrittenEventsAndAppendsHeldInOrder() {
@@ -217,17 +205,19 @@ final class ReplayMergeTests: XCTestCase {
                         startReplay()
                         continue
                     }
-                    switch m.judge(r.events, lossless: lossless) {
-                    case .merge: break
+                    // As `EventLog.read` answers: the window's events, preceded by the
+                    // original deltas from the text key when the window moved past lastSent.
+                    var events = r.events
+                    switch CatchUpEvents.continuity(after: m.lastSent, events: r.events, lossless: lossless) {
+                    case .complete: break
                     case .catchUp(let to):
-                        delivered += Array((m.lastSent + 1)...to)           // one catch-up delta
-                        m.caughtUp(to: to)
+                        events = ((m.lastSent + 1)...to).map { ev($0) } + r.events
                     case .gap(let to):
                         XCTAssertGreaterThan(to, m.lastSent, "seed \(seed)")
                         XCTAssertEqual(delivered, Array(stride(from: resumeFrom + 1, through: m.lastSent, by: 1)), "seed \(seed)")
                         return
                     }
-                    let merged = m.finishReplay(r.events)
+                    let merged = m.finishReplay(events)
                     deliver(merged.events)
                     if merged.replayAgain && !ended { startReplay() }
                 }

@@ -10,15 +10,15 @@ final class RetainedResumeDecisionTests: XCTestCase {
         XCTAssertEqual(RetainedResumeDecision.decide(ownedByCaller: false, finalSeq: n, lastEventID: 3), .notFound)
         for k in UInt64(0)...59 {
             XCTAssertEqual(RetainedResumeDecision.decide(ownedByCaller: true, finalSeq: n, lastEventID: k),
-                           .stream(deltaSeq: 60, doneSeq: 61), "from \(k)")
+                           .stream, "from \(k)")
         }
-        XCTAssertEqual(RetainedResumeDecision.decide(ownedByCaller: true, finalSeq: n, lastEventID: 60), .stream(deltaSeq: nil, doneSeq: 61))
+        XCTAssertEqual(RetainedResumeDecision.decide(ownedByCaller: true, finalSeq: n, lastEventID: 60), .stream)
         XCTAssertEqual(RetainedResumeDecision.decide(ownedByCaller: true, finalSeq: n, lastEventID: 61), .noContent)
         XCTAssertEqual(RetainedResumeDecision.decide(ownedByCaller: true, finalSeq: n, lastEventID: 62), .beyondEnd(finalSeq: 61))
     }
 
     func testAnAnswerWithoutDeltasIsOnlyItsDone() {
-        XCTAssertEqual(RetainedResumeDecision.decide(ownedByCaller: true, finalSeq: 1, lastEventID: 0), .stream(deltaSeq: nil, doneSeq: 1))
+        XCTAssertEqual(RetainedResumeDecision.decide(ownedByCaller: true, finalSeq: 1, lastEventID: 0), .stream)
         XCTAssertEqual(RetainedResumeDecision.decide(ownedByCaller: true, finalSeq: 1, lastEventID: 1), .noContent)
     }
 }

@@ -12,8 +12,8 @@ import RelayRedis
 /// response ends: each catch-up or long-poll answer is a complete response.
 ///
 /// What to answer is `OffsetReadDecision`'s (the resume decision of the SSE path, mapped
-/// onto offsets); the events come from the same Redis reads as a resume (`readEvents`,
-/// and `readCatchUp` for the lossless catch-up of docs/PROTOCOL.md §6.3). A long-poll or
+/// onto offsets); the events come from the same reader as a resume (`EventLog.read`,
+/// through the worker's replay slots), with the same ids and delta boundaries. A long-poll or
 /// SSE read that must wait attaches a `Subscription` to the stream's live events exactly
 /// as an SSE client does — the live channel, or the generation on this worker
 /// (`LiveSource`) — whose writes go to an `OffsetReadWake` instead of a connection: an
@@ -124,8 +124,8 @@ final class OffsetRead {
     }
 
     /// The stream's keys are gone: answers from its retained answer when there is one
-    /// (docs/PROTOCOL.md §6.5, `RetainedResumeDecision`: one rest-of-text delta with id
-    /// final − 1, then the `done`), in this read's mode; else `404` as before.
+    /// (docs/PROTOCOL.md §6.5, `RetainedResumeDecision`: the deltas after the offset as they
+    /// were first sent, then the `done`), in this read's mode; else `404` as before.
     private func retained(_ offset: ReadOffset) {
         hub.log.answers.read(id) { [self] r in
             guard ex.isOpen else { return }
@@ -159,21 +159,21 @@ final class OffsetRead {
             case .notFound: decided(.notFound, lastSeq: 0)
             case .beyondEnd(let last): decided(.beyondEnd(lastSeq: last), lastSeq: last)
             case .noContent: decided(.closed(finalSeq: a.finalSeq), lastSeq: a.finalSeq)
-            case .stream(let deltaSeq, let doneSeq):
+            case .stream:
                 hub.metrics.add(.resumesRetained)
                 position = from
-                var events: [SequencedEvent] = []
-                if let seq = deltaSeq {
-                    events.append(SequencedEvent(seq: seq, json: StreamEvent.delta(String(decoding: a.text(after: from), as: UTF8.self)).json))
-                }
-                events.append(SequencedEvent(seq: doneSeq, json: a.doneJSON))
+                let events = a.events(after: from)
                 let batch = OffsetReadBatch(after: from, read: events, maxBytes: OffsetRead.maxBodyBytes)
                 switch mode {
                 case .catchUp, .longPoll: respond(batch)
                 case .sse:
                     startSSE()
-                    writeSSE(batch)
-                    if !finished { finish(endStream: true) }
+                    // Every event, in bodies of at most `maxBodyBytes`; the last one closes the stream.
+                    var next = batch
+                    while !finished {
+                        writeSSE(next)
+                        next = OffsetReadBatch(after: next.nextSeq, read: events, maxBytes: OffsetRead.maxBodyBytes)
+                    }
                 }
             }
         }
@@ -252,8 +252,8 @@ final class OffsetRead {
 
     // MARK: Reading
 
-    /// Reads the events after `position` (the lossless catch-up delta first when the
-    /// retained window moved past it) and answers them. One read at a time; a wake
+    /// Reads the events after `position` (`EventLog.read`: from the text key first when
+    /// the retained window moved past it) and answers them. One read at a time; a wake
     /// during a read reads once more afterwards (SSE).
     private func read() {
         guard !finished else { return }
@@ -265,25 +265,11 @@ final class OffsetRead {
         // finished by the read's answer.
         hub.readEvents(id, after: from, wanted: { [weak self] in self.map { !$0.finished } ?? false }) { [self] r in
             switch r {
-            case .failure(let f):
-                readFailed(f)
-            case .success(let events):
-                switch ReplayMerge(lastSent: from).judge(events, lossless: hub.lossless) {
-                case .merge:
-                    readDone(events)
-                case .gap(let seq):
-                    readGap(seq)
-                case .catchUp(let seq):
-                    hub.readCatchUp(id, from: from, to: seq, wanted: { [weak self] in self.map { !$0.finished } ?? false }) { [self] r in
-                        switch r {
-                        case .success(let text?):
-                            hub.caughtUp(events: Int(seq - from) - 1)
-                            readDone([SequencedEvent(seq: seq, json: StreamEvent.delta(text).json)] + events.filter { $0.seq > seq })
-                        case .success(nil): readGap(seq)
-                        case .failure(let f): readFailed(f)
-                        }
-                    }
-                }
+            case .failure(let f): readFailed(f)
+            case .success(.gap(let seq)): readGap(seq)
+            case .success(.events(let events, let caughtUp)):
+                if caughtUp > 0 { hub.caughtUp(events: caughtUp) }
+                readDone(events)
             }
         }
     }
@@ -429,7 +415,7 @@ final class OffsetRead {
             }
             headers.append(("ETag", tag))
         }
-        ex.respond(status: 200, contentType: OffsetRead.jsonType, body: batch.jsonArray, headers: headers)
+        ex.respond(status: 200, contentType: OffsetRead.jsonType, body: EventFramer.jsonArray(batch.events), headers: headers)
         if !batch.events.isEmpty { hub.delivered(events: batch.events.count) }
         finish()
     }
@@ -459,10 +445,8 @@ final class OffsetRead {
     /// (DS §5.8); closes the stream after the final one.
     private func writeSSE(_ batch: OffsetReadBatch, closedAnyway: Bool = false) {
         let closed = batch.closed || closedAnyway
-        var text = ""
-        if !batch.events.isEmpty { text += "event: data\ndata:\(batch.jsonArray)\n\n" }
-        text += "event: control\ndata:\(OffsetReadBatch.controlJSON(nextSeq: batch.nextSeq, upToDate: batch.upToDate, closed: closed, cursor: closed ? nil : cursor()))\n\n"
-        ex.write(text)
+        let control = OffsetReadBatch.controlJSON(nextSeq: batch.nextSeq, upToDate: batch.upToDate, closed: closed, cursor: closed ? nil : cursor())
+        ex.write(EventFramer.durableSSE(batch.events, control: control))
         if !batch.events.isEmpty { hub.delivered(events: batch.events.count) }
         position = batch.nextSeq
         if closed { finish(endStream: true) }

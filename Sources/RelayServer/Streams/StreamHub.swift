@@ -249,7 +249,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private func deliverLive(_ subs: StreamSubscribers, _ e: SequencedEvent) {
         let members = subs.members
         guard !members.isEmpty else { return }
-        let frame = WireFrame.event(seq: e.seq, json: e.json)
+        let frame = EventFramer.sse(e)
         for s in members { s.live(e, frame: frame) }
     }
 
@@ -351,19 +351,9 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     var lossless: Bool { log.lossless }
 
     func readEvents(_ id: RequestID, after seq: UInt64, wanted: @escaping () -> Bool,
-                    done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void) {
+                    done: @escaping (Result<EventRead, RedisFailure>) -> Void) {
         admitReplayRead(wanted: wanted) { [log] finished in
-            log.range(id, after: seq) { r in
-                finished()
-                done(r)
-            }
-        }
-    }
-
-    func readCatchUp(_ id: RequestID, from: UInt64, to: UInt64, wanted: @escaping () -> Bool,
-                     done: @escaping (Result<String?, RedisFailure>) -> Void) {
-        admitReplayRead(wanted: wanted) { [log] finished in
-            log.catchUp(id, from: from, to: to) { r in
+            log.read(id, after: seq) { r in
                 finished()
                 done(r)
             }
@@ -439,7 +429,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     func delivered(events: Int) { counters.delivered(events) }
     func finalEventWritten(_ s: Subscription) { completionWebhooks?.finalEventRead(scopedID: s.id.value) }
     func merged(events: Int) { metrics.add(.deltasMerged, events) }
-    func caughtUp(events: Int) { metrics.add(.catchUpMerged, events) }
+    func caughtUp(events: Int) { metrics.add(.catchUpEvents, events) }
     var slowLinkLimits: SlowLinkCoalescer.Limits {
         SlowLinkCoalescer.Limits(highWaterBytes: config.coalesceBacklogBytes == 0 ? .max : config.coalesceBacklogBytes,
                                  maxHeldBytes: max(1, config.maxPendingBytes / 4))

@@ -113,7 +113,7 @@ final class Subscription {
     }
 
     /// A live event (from the live channel, or acknowledged by the generation on this
-    /// worker); `frame` is its wire framing (`WireFrame.event`), built once per worker
+    /// worker); `frame` is its wire framing (`EventFramer.sse`), built once per worker
     /// for every subscriber of the stream.
     func live(_ e: SequencedEvent, frame: WireFrame? = nil) {
         guard !ended else { return }
@@ -129,7 +129,9 @@ final class Subscription {
         }
     }
 
-    /// Re-reads everything after `lastSent` (after a pub/sub reconnect or a seq gap).
+    /// Re-reads everything after `lastSent` (after a pub/sub reconnect or a seq gap):
+    /// the same events, ids and delta boundaries as they were first sent, whether they
+    /// come from the retained entries or back from the text key (`EventLog.read`).
     func replay() {
         guard !ended, merge.requestReplay() else { return }
         host.readEvents(id, after: lastSent, wanted: { [weak self] in self.map { !$0.ended } ?? false }) { [weak self] r in
@@ -138,33 +140,11 @@ final class Subscription {
             case .failure(let f):
                 self.merge.readFailed()
                 self.host.redisTrouble(self, f)
-            case .success(let events):
-                switch self.merge.judge(events, lossless: self.host.lossless) {
-                case .merge: self.finishReplay(events)
-                case .catchUp(let seq): self.catchUp(to: seq, then: events)
-                case .gap(let seq): self.fail(.resumeGap("the stream moved past event \(self.lastSent); events up to \(seq) are gone"))
-                }
-            }
-        }
-    }
-
-    private func catchUp(to seq: UInt64, then events: [SequencedEvent]) {
-        host.readCatchUp(id, from: lastSent, to: seq, wanted: { [weak self] in self.map { !$0.ended } ?? false }) { [weak self] r in
-            guard let self, !self.ended else { return }
-            switch r {
-            case .success(let text?):
-                self.writeHeld()
-                // One ordinary, larger delta standing for events lastSent+1 … seq.
-                self.sink.write(WireFrame.event(seq: seq, json: StreamEvent.delta(text).json))
-                self.host.caughtUp(events: Int(seq - self.lastSent) - 1)
-                self.merge.caughtUp(to: seq)
-                self.eventsWritten += 1
+            case .success(.gap(let seq)):
+                self.fail(.resumeGap("the stream moved past event \(self.lastSent); events up to \(seq) are gone"))
+            case .success(.events(let events, let caughtUp)):
+                if caughtUp > 0 { self.host.caughtUp(events: caughtUp) }
                 self.finishReplay(events)
-            case .success(nil):
-                self.fail(.resumeGap("events up to \(seq) and their text have expired"))
-            case .failure(let f):
-                self.merge.readFailed()
-                self.host.redisTrouble(self, f)
             }
         }
     }
@@ -184,14 +164,8 @@ final class Subscription {
         writeHeld()
         let (now, terminal) = merge.take(events)
         guard !now.isEmpty else { return }
-        if now.count == 1 {
-            sink.write(WireFrame.event(seq: now[0].seq, json: now[0].json))
-        } else {
-            // A replayed batch leaves as one chunk: one write, one frame to allocate.
-            var text = ""
-            for e in now { WireFrame.appendText(seq: e.seq, json: e.json, to: &text) }
-            sink.write(WireFrame(text: text))
-        }
+        // A replayed batch leaves as one chunk: one write, one frame to allocate.
+        sink.write(EventFramer.sse(now))
         eventsWritten += now.count
         if terminal, let last = now.last { outcome = last.kind == .done ? "done" : "error" }
         lastWriteMs = host.nowMs
@@ -214,7 +188,7 @@ final class Subscription {
         }
         if coalescer.passesThrough(unsentBytes: backlog) {
             // A client that keeps up: the event as is, no coalescer output built.
-            return writeEvent(e, wire: frame ?? WireFrame.event(seq: e.seq, json: e.json), nowMs: now, host: host)
+            return writeEvent(e, wire: frame ?? EventFramer.sse(e), nowMs: now, host: host)
         }
         let out = coalescer.offer(e, unsentBytes: backlog, nowMs: now)
         writeReleased(out, frame: frame.map { (e.seq, $0) })
@@ -232,7 +206,7 @@ final class Subscription {
         for e in out.events {
             guard !ended else { return }
             let f = frame.flatMap { $0.seq == e.seq && out.merged == 0 ? $0.wire : nil }
-            writeEvent(e, wire: f ?? WireFrame.event(seq: e.seq, json: e.json), nowMs: now, host: host)
+            writeEvent(e, wire: f ?? EventFramer.sse(e), nowMs: now, host: host)
         }
     }
 
@@ -284,7 +258,7 @@ final class Subscription {
         guard !ended else { return }
         writeHeld()
         guard !ended else { return }
-        sink.write(WireFrame.event(seq: lastSent, json: e.asEvent.json))
+        sink.write(EventFramer.sseError(e, lastSeq: lastSent))
         outcome = "error:\(e.code)"
         end()
     }

@@ -13,19 +13,13 @@ protocol SubscriptionHost: AnyObject {
     var loop: EventLoop { get }
     /// The loop clock, ms (monotonic).
     var nowMs: UInt64 { get }
-    /// Whether a client behind the retained window is caught up from the text key
-    /// (`RELAY_LOSSLESS_RESUME`, docs/PROTOCOL.md §6) instead of `409 resume_gap`.
-    var lossless: Bool { get }
-    /// Reads the retained events of stream `id` after `seq` (`XRANGE (<seq>-0 +`), in seq order.
+    /// Reads the events of stream `id` after `seq`, in seq order (`EventLog.read`: the
+    /// retained entries, preceded by the original deltas from the text key when the
+    /// window moved past `seq`), or the gap that ends the read.
     /// `wanted` is asked when a read that waited for a replay slot (`RELAY_REPLAY_CONCURRENCY`)
     /// gets one: false (its client left meanwhile) skips the read and `done` is not called.
     func readEvents(_ id: RequestID, after seq: UInt64, wanted: @escaping () -> Bool,
-                    done: @escaping (Result<[SequencedEvent], RedisFailure>) -> Void)
-    /// Reads the text of events `from+1 … to` of stream `id` from its text key
-    /// (docs/DATA_MODEL.md §4); `nil` when it has expired.
-    /// `wanted`: as for `readEvents`.
-    func readCatchUp(_ id: RequestID, from: UInt64, to: UInt64, wanted: @escaping () -> Bool,
-                     done: @escaping (Result<String?, RedisFailure>) -> Void)
+                    done: @escaping (Result<EventRead, RedisFailure>) -> Void)
     /// Subscribes to stream `id`'s live channel; `confirmed` runs once Redis confirms it.
     func subscribeLive(_ id: RequestID, confirmed: @escaping () -> Void)
     /// Test fault injection (`RELAY_DEBUG_REPLAY_DELAY_MS`): hold each first replay back this long, ms.
@@ -43,7 +37,7 @@ protocol SubscriptionHost: AnyObject {
     func finalEventWritten(_ s: Subscription)
     /// Counts deltas merged into a larger one for a backed-up client.
     func merged(events: Int)
-    /// Counts events sent as one lossless catch-up delta (k events count k - 1).
+    /// Counts events read back from the text key (a lossless catch-up).
     func caughtUp(events: Int)
     /// Thresholds of the slow-link coalescing (`RELAY_COALESCE_*`).
     var slowLinkLimits: SlowLinkCoalescer.Limits { get }

@@ -607,7 +607,12 @@ class ChatDemoEndToEnd(unittest.TestCase):
         self.open_page(size=DESKTOP)
         i = self.send("simulated")
         wait_until("some text", lambda: len((self.answer(i) or {}).get("text", "")) > 300, 20)
-        self.driver.find_element(By.ID, "stop").click()
+        stop = self.driver.find_element(By.ID, "stop")
+        # Stop is shown while the answer is written; if it is not, say what the answer did.
+        wait_until("the Stop button shown", lambda: stop.is_displayed() or self.answer(i).get("completion"), 5)
+        self.assertTrue(stop.is_displayed(), f"Stop hidden while the answer is written: {self.answer(i).get('completion')} "
+                        f"statuses {self.answer(i).get('statuses')}")
+        stop.click()
         a = self.wait_finished(i, 10)
         self.assertEqual(a["completion"], {"kind": "stopped"})
         self.assertEqual(self.status_text(i).strip(), "Stopped.")

@@ -115,8 +115,8 @@ public struct OffsetReadBatch: Sendable, Equatable {
     /// The request's position: the batch holds the events after it.
     public var after: UInt64
 
-    /// Takes the events after `position` from `read` (in seq order, as the Redis read
-    /// returned them, the catch-up delta first when there is one), at most `maxBytes` of
+    /// Takes the events after `position` from `read` (in seq order, as the reader
+    /// returned them), at most `maxBytes` of
     /// event JSON (but always at least one event, so a read always advances).
     public init(after position: UInt64, read: [SequencedEvent], maxBytes: Int) {
         var taken: [SequencedEvent] = []
@@ -139,19 +139,6 @@ public struct OffsetReadBatch: Sendable, Equatable {
         nextSeq = last
         closed = taken.last?.isTerminal ?? false
         upToDate = !truncated
-    }
-
-    /// The JSON array body: the events' JSON exactly as the SSE `data:` lines carry them
-    /// (docs/PROTOCOL.md §5), comma-separated.
-    public var jsonArray: String {
-        var out = "["
-        out.reserveCapacity(events.reduce(2) { $0 + $1.json.utf8.count + 1 })
-        for (i, e) in events.enumerated() {
-            if i > 0 { out += "," }
-            out += e.json
-        }
-        out += "]"
-        return out
     }
 
     /// The `ETag` of a catch-up or long-poll body (Durable Streams PROTOCOL.md §10.1): the

@@ -9,9 +9,8 @@ import RelayCore
 /// * A live event that skips a seq (a message missed while pub/sub reconnected) is
 ///   held and a replay from `lastSent` is asked for; so is every live event that
 ///   arrives while a replay is under way (it is merged after the replay).
-/// * A replay whose first retained event is past `lastSent + 1` means the retained
-///   window (`XADD MAXLEN`) moved past the client: a lossless catch-up when the log
-///   keeps the text, else the stream ends with `409 resume_gap`.
+/// * A replay reads the events after `lastSent` whatever holds them (`EventLog.read`:
+///   the retained entries, or the text key once the window moved past them).
 /// * A replay requested while one is under way runs once more afterwards.
 public struct ReplayMerge: Sendable, Equatable {
     /// The seq of the last event written to the client.
@@ -72,27 +71,6 @@ public struct ReplayMerge: Sendable, Equatable {
     /// The read failed (Redis trouble): nothing is under way any more; the caller
     /// retries later with `requestReplay`.
     public mutating func readFailed() { replaying = false }
-
-    /// What a replay's result means.
-    public enum RangeDecision: Sendable, Equatable {
-        /// The events continue from `lastSent`: merge them (`finishReplay`).
-        case merge
-        /// Events `lastSent+1 … seq` are gone from the stream: send them as one catch-up
-        /// delta (then `caughtUp(to:)` and `finishReplay`), or end with `resume_gap`.
-        case catchUp(to: UInt64)
-        /// Events up to `seq` are gone and the log keeps no text: end with `409 resume_gap`.
-        case gap(to: UInt64)
-    }
-
-    /// Judges a replay read (`events` in seq order, as `XRANGE` returns them).
-    /// - Parameter lossless: the event log keeps the full text (lossless resume).
-    public func judge(_ events: [SequencedEvent], lossless: Bool) -> RangeDecision {
-        guard let first = events.first, first.seq > lastSent + 1 else { return .merge }
-        return lossless ? .catchUp(to: first.seq - 1) : .gap(to: first.seq - 1)
-    }
-
-    /// A catch-up delta standing for events `lastSent+1 … seq` was written.
-    public mutating func caughtUp(to seq: UInt64) { lastSent = seq }
 
     /// The result of merging a replay with the held live events.
     public struct Merged: Sendable, Equatable {

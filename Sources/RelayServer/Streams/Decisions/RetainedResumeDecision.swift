@@ -3,10 +3,9 @@
 /// kept. Pure.
 ///
 /// The events a client lacks after `Last-Event-ID: k` are the deltas k + 1 … N − 1 and the
-/// `done` N (N: the final seq). They are answered as **one** `delta` with id N − 1 carrying
-/// exactly the text of deltas k + 1 … N − 1 (the shape of a lossless catch-up delta, §6.3),
-/// then the original `done` with id N: a kit that drops seqs it has and appends each
-/// delta's content gets the whole answer, unchanged rules.
+/// `done` N (N: the final seq). They are answered as they were first sent
+/// (`RetainedAnswer.events(after:)`): each delta with its own id and text, then the
+/// original `done`, so a reader's offsets never change when the events expire.
 public enum RetainedResumeDecision: Sendable, Equatable {
     /// `404 stream_not_found`: the record names another owner.
     case notFound
@@ -14,9 +13,8 @@ public enum RetainedResumeDecision: Sendable, Equatable {
     case beyondEnd(finalSeq: UInt64)
     /// `204 No Content`: the client has the final event.
     case noContent
-    /// `200`: the rest-of-text delta with id `deltaSeq` (`nil`: the client has every
-    /// delta, only `done` follows), then `done` with id `doneSeq`.
-    case stream(deltaSeq: UInt64?, doneSeq: UInt64)
+    /// `200`: the events after `Last-Event-ID` (`RetainedAnswer.events(after:)`).
+    case stream
 
     /// Decides. `ownedByCaller`: the record's owner is the caller; `finalSeq` the record's
     /// final seq (≥ 1); `lastEventID` the client's position (0: from the start).
@@ -24,6 +22,6 @@ public enum RetainedResumeDecision: Sendable, Equatable {
         guard ownedByCaller else { return .notFound }
         guard lastEventID <= finalSeq else { return .beyondEnd(finalSeq: finalSeq) }
         guard lastEventID < finalSeq else { return .noContent }
-        return .stream(deltaSeq: lastEventID + 1 < finalSeq ? finalSeq - 1 : nil, doneSeq: finalSeq)
+        return .stream
     }
 }
