@@ -45,8 +45,8 @@ final class ClusterAnswerRetentionTests: RedisClusterTestCase {
             }
             let all = try XCTUnwrap(answers[id])
             let rest = try Chat.resume(port: relay.port, token: token, requestID: id, lastEventID: "5").readAll()
-            XCTAssertEqual(rest.map(\.lastEventId), ["20", "21"])
-            XCTAssertEqual(Chat.text(rest), Chat.text(Array(all[5...])))
+            XCTAssertEqual(rest.map(\.lastEventId), all[5...].map(\.lastEventId), "every event after 5, as streamed")
+            XCTAssertEqual(rest.map(\.data), all[5...].map(\.data))
             XCTAssertEqual(try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/answers/\(id)",
                                                   headers: [("Authorization", "Bearer \(token)")]).status, 200)
         }

@@ -8,7 +8,7 @@ import XCTest
 import RelayCluster
 
 /// Resumes older than the 200-event window still lose nothing (docs/LOSSLESS_RESUME.md);
-/// the catch-up counter counts the merged events.
+/// the catch-up counter counts the events read back from the text.
 final class LosslessResumeTests: RelayTestCase {
     /// Text of events 1…k of `events` (k = 0: nothing).
     func prefix(_ events: [SSEMessage], _ k: Int) -> String { Chat.text(Array(events.prefix(k))) }
@@ -31,13 +31,9 @@ final class LosslessResumeTests: RelayTestCase {
         for k in positions {
             let rest = try Chat.resume(port: relay.port, token: token, requestID: id, lastEventID: String(k)).readAll()
             XCTAssertEqual(prefix(all, k) + Chat.text(rest), reference, "resume from \(k)")
-            if k < n - retained {
-                XCTAssertEqual(rest.first?.lastEventId, String(n - retained), "one catch-up delta ending just before the window")
-                XCTAssertEqual(rest.count, retained + 1, "catch-up + the retained events")
-            } else {
-                XCTAssertEqual(rest.count, n - k)
-            }
-            if k < n { XCTAssertEqual(rest.last?.data, all.last?.data) }
+            // Behind the window or inside it: every event after k as it was streamed.
+            XCTAssertEqual(rest.map(\.lastEventId), all[k...].map(\.lastEventId), "resume from \(k): every id once")
+            XCTAssertTrue(rest.map(\.data) == all[k...].map(\.data), "resume from \(k): the same events")
         }
     }
 
@@ -58,13 +54,15 @@ final class LosslessResumeTests: RelayTestCase {
         // at 800/s take ~3.7 s; the window moves past event 50 after ~0.6 s).
         XCTAssertEqual(try redis.cli("HGET", streamKey(id, "meta"), "state"), "running", "the stream is still live at the resume")
         let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "50").readAll()
-        XCTAssertGreaterThan(Int(rest.first?.lastEventId ?? "0") ?? 0, 51, "catch-up delta covers the missing events")
+        XCTAssertEqual(rest.first?.lastEventId, "51", "the first missed event, at its own id")
         XCTAssertEqual(Chat.text(events) + Chat.text(rest), reference)
         let ids = rest.compactMap { Int($0.lastEventId) }
-        XCTAssertEqual(ids, Array(ids.first!...ids.last!), "no gap or duplicate after the catch-up")
-        // The one catch-up delta stands for events 51 … its id: all but one of them counted.
-        XCTAssertEqual(try metric(b, "relay_catch_up_merged_total"), Double(ids.first! - 51), "catch-up merges counted")
-        XCTAssertEqual(try metric(a, "relay_catch_up_merged_total"), 0)
+        XCTAssertEqual(ids, Array(51...ids.last!), "no gap or duplicate through the catch-up")
+        // The events read back from the text are counted, each once.
+        let caughtUp = try XCTUnwrap(try metric(b, "relay_catch_up_events_total"))
+        XCTAssertGreaterThan(caughtUp, 0, "events behind the window came back from the text")
+        XCTAssertLessThan(caughtUp, Double(ids.count), "the window's own events are not counted")
+        XCTAssertEqual(try metric(a, "relay_catch_up_events_total"), 0)
     }
 
     func testArabicAnswerMidWordBoundaries() throws {
@@ -148,11 +146,11 @@ final class LosslessResumeTests: RelayTestCase {
         XCTAssertGreaterThan(usage["on"]!, usage["off"]!)
     }
 
-    /// The catch-up counter (`relay_catch_up_merged_total`): a finished stream
-    /// resumed from many positions behind the retained window; each catch-up standing
-    /// for events k+1 … (first retained − 1) counts (first retained − 1 − k) − 1, a
-    /// catch-up of one event counts 0, a resume inside the window counts nothing.
-    func testCatchUpCounterIsTheSumOfKMinusOneOverResumes() throws {
+    /// The catch-up counter (`relay_catch_up_events_total`): a finished stream
+    /// resumed from many positions behind the retained window; a resume from k reads events
+    /// k+1 … (first retained − 1) back from the text and counts each of them; a resume
+    /// inside the window counts nothing.
+    func testCatchUpCounterCountsEveryEventReadBackFromTheText() throws {
         let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50000", "RELAY_BUFFER_EVENTS": "60",
                                     "RELAY_WORKERS": "2"])
         let token = RelayProcess.token()
@@ -160,7 +158,7 @@ final class LosslessResumeTests: RelayTestCase {
         let all = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: 700).readAll()
         let n = all.count
         XCTAssertEqual(n, 701)
-        XCTAssertEqual(try metric(relay, "relay_catch_up_merged_total"), 0, "nothing caught up yet")
+        XCTAssertEqual(try metric(relay, "relay_catch_up_events_total"), 0, "nothing caught up yet")
         let retained = Int(try redis.cli("XLEN", streamKey(id, "events"))) ?? 0
         XCTAssertGreaterThan(retained, 0)
         let firstRetained = n - retained + 1
@@ -169,15 +167,13 @@ final class LosslessResumeTests: RelayTestCase {
         for k in [0, 1, 2, firstRetained - 3, firstRetained - 2, firstRetained - 1, firstRetained, n - 1, n, 317] {
             let rest = try Chat.resume(port: relay.port, token: token, requestID: id, lastEventID: String(k)).readAll()
             XCTAssertEqual(Chat.text(Array(all.prefix(k))) + Chat.text(rest), reference, "resume from \(k)")
-            if k < firstRetained - 1 {
-                XCTAssertEqual(rest.first?.lastEventId, String(firstRetained - 1), "resume from \(k): one catch-up delta")
-                expected += (firstRetained - 1 - k) - 1
-            }
+            XCTAssertEqual(rest.map(\.lastEventId), all[k...].map(\.lastEventId), "resume from \(k): every event at its own id")
+            if k < firstRetained - 1 { expected += firstRetained - 1 - k }
             try eventually(5, "the counter after the resume from \(k)") {
-                try metric(relay, "relay_catch_up_merged_total") == Double(expected)
+                try metric(relay, "relay_catch_up_events_total") == Double(expected)
             }
         }
-        XCTAssertEqual(try metric(relay, "relay_catch_up_merged_total"), Double(expected))
+        XCTAssertEqual(try metric(relay, "relay_catch_up_events_total"), Double(expected))
         XCTAssertEqual(try metric(relay, "relay_deltas_merged_total"), 0, "no slow-link merge counted")
     }
 
@@ -221,20 +217,18 @@ final class LosslessResumeTests: RelayTestCase {
         let retained = Int(try cluster.cli(to, ["XLEN", key("events")])) ?? 0
         XCTAssertTrue((1...40).contains(retained), "retained \(retained)")
         let firstRetained = n - retained + 1
-        let before = try metric(b, "relay_catch_up_merged_total") ?? -1
+        let before = try metric(b, "relay_catch_up_events_total") ?? -1
         var expected = before
         var wrong: [Int] = []
         for k in 0...n {
             let rest = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: String(k)).readAll()
             if Chat.text(Array(events.prefix(k))) + Chat.text(rest) != reference { wrong.append(k) }
-            if k < firstRetained - 1 {
-                if rest.first?.lastEventId != String(firstRetained - 1) { wrong.append(-k) }
-                expected += Double((firstRetained - 1 - k) - 1)
-            }
+            if rest.map(\.data) != events[k...].map(\.data) || rest.first.map({ $0.lastEventId != String(k + 1) }) == true { wrong.append(-k) }
+            if k < firstRetained - 1 { expected += Double(firstRetained - 1 - k) }
         }
-        XCTAssertEqual(wrong, [], "resumes whose text or catch-up delta is wrong (negative: the catch-up's id)")
-        try eventually(5, "the catch-up counter") { try metric(b, "relay_catch_up_merged_total") == expected }
-        XCTAssertEqual(try metric(b, "relay_catch_up_merged_total"), expected)
-        print("lossless resume after a slot migration: \(moved) keys moved, first retained \(firstRetained), catch-up merged \(expected)")
+        XCTAssertEqual(wrong, [], "resumes whose text is wrong (negative: whose events differ from the streamed ones)")
+        try eventually(5, "the catch-up counter") { try metric(b, "relay_catch_up_events_total") == expected }
+        XCTAssertEqual(try metric(b, "relay_catch_up_events_total"), expected)
+        print("lossless resume after a slot migration: \(moved) keys moved, first retained \(firstRetained), events caught up \(expected)")
     }
 }

@@ -75,13 +75,16 @@ final class OrphanSweepTests: RelayTestCase {
         relays.reduce(0) { $0 + ((try? metricSum($1, name)) ?? 0) }
     }
 
-    /// A late reader's events (the trimmed part may come as one catch-up delta): seqs
-    /// ascending, none twice, `done` last at `maxTokens + 1`, the text byte-identical to
+    /// A late reader's events (the trimmed part read back from the text, each event at its
+    /// own seq): seqs consecutive, `done` last at `maxTokens + 1`, the text byte-identical to
     /// the simulated document's first `maxTokens` tokens.
     private func assertWhole(_ events: [SSEMessage], maxTokens: Int, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
         let seqs = events.compactMap { UInt64($0.lastEventId) }
         XCTAssertEqual(seqs, seqs.sorted(), "\(what): seqs ascending", file: file, line: line)
         XCTAssertEqual(Set(seqs).count, seqs.count, "\(what): no seq twice", file: file, line: line)
+        if let first = seqs.first, let last = seqs.last, first <= last {
+            XCTAssertEqual(seqs, Array(first...last), "\(what): no seq skipped, behind the window either", file: file, line: line)
+        }
         XCTAssertEqual(seqs.last, UInt64(maxTokens + 1), "\(what): done is the last seq", file: file, line: line)
         guard case .done(.length, let usage, _)? = try? StreamEvent(json: events.last?.data ?? "") else {
             return XCTFail("\(what): ends with done, got \(events.suffix(1).map(\.data))", file: file, line: line)

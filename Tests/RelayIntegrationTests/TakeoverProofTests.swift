@@ -86,8 +86,8 @@ final class TakeoverProofTests: RelayTestCase {
             usedSum += Int(try redis.cli("HGET", k, "used")) ?? 0
         }
         XCTAssertEqual(usedSum, reportedSum, "the ledger holds exactly what the done events report (prompts re-sent included)")
-        // Missing events: a catch-up delta (a skipped seq) carries the skipped text, which
-        // the byte-identical check covers.
+        // Missing events: a coalesced delta (a skipped seq, PROTOCOL §4.3) carries the
+        // skipped text, which the byte-identical check covers.
         let catchUps = all.values.reduce(0) { $0 + $1.catchUps }
         var pauses: [Double] = []
         for k in kills {
