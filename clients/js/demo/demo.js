@@ -30,7 +30,7 @@ const scroll = new AutoScroll();
 const transcript = $('transcript');
 const prompt = /** @type {HTMLTextAreaElement} */ ($('prompt'));
 const modelSelect = /** @type {HTMLSelectElement} */ ($('model'));
-/** @type {import('../src/relayClient.js').RelayStream | null} */
+/** @type {import('../src/relayStream.js').RelayStream | null} */
 let current = null;
 
 // A Markdown marker left as text: `**`, `##`, `---`, a code fence, or a line of markers only.

@@ -43,9 +43,9 @@ from test_chat_e2e import free_port, http_get, minimal_env, serves, wait_until  
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(os.environ.get("STREAM_RELAY_BIN", ROOT / ".build/debug/stream-relay"))
 RATE = 150  # simulated tokens per second: the English document (~3,000 tokens) takes ~20 s
-# Every event of the answer stays in Redis (the default keeps 200, and a resume from before the
-# window gets one lossless catch-up delta, docs/PROTOCOL.md §6.3): so each event must reach the
-# page exactly once, with its own id.
+# Every event of the answer stays in Redis (the default keeps 200; a resume from before the window
+# gets the events back from the text, docs/PROTOCOL.md §6.3): each event must reach the page
+# exactly once, with its own id.
 BUFFER_EVENTS = 5000
 
 PAGE = """<!doctype html>

@@ -8,8 +8,11 @@ export { ReconnectPolicy, lateResumeDecision, lateResumeExpired, offersRetry, is
 export { ResponseRenderer, isBudgetLimited } from './responseRenderer.js';
 export { TypingIndicator, AutoScroll, BudgetState, budgetLimitedNote, networkAdvice, browserNetworkConditions, telemetryRecord,
   EXPECTED_FIRST_TOKEN_MS, SLOW_CONNECTION_WARNING, NORMAL_BACKOFF_MS, SLOW_BACKOFF_MS } from './uiState.js';
-export { RelayChatClient, RelayStream, RelayAPIError, decodeAPIError, parseRetryAfter, randomRequestId, systemClock,
-  STOP_ATTEMPTS, STOP_RETRY_MS, STOP_TIMEOUT_MS, LONG_POLL_MIN_INTERVAL_MS } from './relayClient.js';
+export { RelayChatClient, STOP_ATTEMPTS, STOP_RETRY_MS, STOP_TIMEOUT_MS } from './relayClient.js';
+export { RelayStream, LONG_POLL_MIN_INTERVAL_MS } from './relayStream.js';
+export { RelayAPIError, decodeAPIError, parseRetryAfter } from './relayAPIError.js';
+export { randomRequestId } from './requestId.js';
+export { systemClock } from './clock.js';
 export { ProxyBufferingDetector, FIRST_BYTE_BOUND_MS, BURST_MIN_EVENTS, BURST_MIN_WAIT_MS, BURST_END_WINDOW_MS } from './proxyBuffering.js';
 export { xhrFetch, fetchStreamsBodies } from './xhrTransport.js';
 export { MarkdownLineScanner } from './markdownLines.js';

@@ -208,7 +208,7 @@ test('background: updates pause and replay on foreground; a drop reconnects at o
   assert.equal(calls[1].headers['Last-Event-ID'], '1');
 });
 
-test('late resume: back after 10 min in the background, the rest of a finished answer arrives as one delta and the done', async () => {
+test('late resume: back after 10 min in the background, the rest of a finished answer arrives as streamed, then the done', async () => {
   const clock = new VirtualClock();
   const bodies = [new Body(), new Body()];
   const { fetch, calls } = scriptedFetch((c, i) => ({ body: bodies[i] }));
@@ -227,7 +227,7 @@ test('late resume: back after 10 min in the background, the rest of a finished a
   await settle();
   assert.equal(calls.length, 2, 'one late resume at once');
   assert.equal(calls[1].headers['Last-Event-ID'], '2');
-  bodies[1].write(delta(40, 'all information confidential.') + done(41));   // PROTOCOL.md §6.5: id final − 1, then done
+  bodies[1].write(delta(3, 'all information ') + delta(4, 'confidential.') + done(5));   // PROTOCOL.md §6.5: the deltas as streamed, then done
   bodies[1].end();
   await clock.advance(10);
   assert.equal(rendered(updates), 'The parties agree to keep all information confidential.');
