@@ -56,7 +56,7 @@ if ! python3 -c 'import selenium, sys; sys.exit(selenium.__version__ != "4.25.0"
   python3 -m pip install --quiet --disable-pip-version-check -r "$req" 2>/dev/null \
     || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages -r "$req"
 fi
-# The Durable Streams Python client that OffsetReadTests reads an answer with (pinned).
+# The Durable Streams Python client that OffsetReadLifecycleTests reads an answer with (pinned).
 req=Tests/RelayIntegrationTests/python/requirements.txt
 if ! python3 -c 'import importlib.metadata as m, sys; sys.exit(m.version("durable-streams") != "0.1.0")' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check -r "$req" 2>/dev/null \
