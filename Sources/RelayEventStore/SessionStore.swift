@@ -65,18 +65,22 @@ public final class SessionStore {
     }
 
     /// Extends a running generation's entry (with the lease refresh): `ZADD <streamsKey>
-    /// XX <untilMs> <id>` and `PEXPIREAT <streamsKey> <untilMs>` (unix ms); replies unread.
+    /// XX CH <untilMs> <id>` and `PEXPIREAT <streamsKey> <untilMs>` (unix ms).
     /// `streamsKey`: `streamsKey(owner:sid:)` of the generation, kept by its owner (this
-    /// runs for every running generation every `EventLog.leaseMs / 3`).
-    public func refresh(streamsKey key: String, id: RequestID, untilMs: Int64) {
+    /// runs for every running generation every `EventLog.leaseMs / 3`). `missing` runs when
+    /// the entry was not there to extend (`ZADD XX CH` changed nothing, Redis `ZADD` doc): it
+    /// lapsed while its owner stalled past the lease, and another answer may hold the slot
+    /// now — the caller admits it again (`admit`) or stops.
+    public func refresh(streamsKey key: String, id: RequestID, untilMs: Int64, missing: @escaping () -> Void) {
         let c = command
-        c.start(argumentCount: 5)
+        c.start(argumentCount: 6)
         c.add(constant: "ZADD")
         c.add(key)
         c.add(constant: "XX")
+        c.add(constant: "CH")
         c.add(Int(untilMs))
         c.add(id.value)
-        connection.send(c, view: RedisReplyView.unread)
+        connection.send(c, view: { v in if case .integer(0) = v.reply { missing() } })
         c.start(argumentCount: 3)
         c.add(constant: "PEXPIREAT")
         c.add(key)

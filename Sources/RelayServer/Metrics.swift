@@ -17,7 +17,7 @@ public final class Metrics: Sendable {
         case cancelsPending
         case jwksParkedRequests
         case answersRetained, answersRetainedBytes, answersNotRetainedOversize, answersNotRetainedIncomplete, answerReads, answersErased
-        case takeovers, continuationsRefused, orphansSwept
+        case takeovers, continuationsRefused, orphansSwept, sessionSlotsLost
         case completionWebhooksQueued, completionWebhooksDelivered, completionWebhooksDropped, completionWebhooksSkipped
         case completionWebhookAttemptsOK, completionWebhookAttemptsFailed, completionWebhookRetries
         case atRestSeals, atRestOpens, atRestOpenFailures
@@ -63,6 +63,7 @@ public final class Metrics: Sendable {
             case .answersErased: return "relay_answers_erased_total"
             case .takeovers: return "relay_takeovers_total"
             case .continuationsRefused: return "relay_continuations_refused_total"
+            case .sessionSlotsLost: return "relay_session_slots_lost_total"
             case .orphansSwept: return "relay_orphans_swept_total"
             case .completionWebhooksQueued: return "relay_completion_webhooks_queued_total"
             case .completionWebhooksDelivered: return "relay_completion_webhooks_total{result=\"delivered\"}"
@@ -98,6 +99,7 @@ public final class Metrics: Sendable {
             case .cancels: return "Generations stopped by DELETE /api/chat/stream/{id}."
             case .takeovers: return "Streams this instance took over after their owner's lease lapsed, to continue them (docs/PROTOCOL.md §4.5)."
             case .orphansSwept: return "Streams of dead instances this instance's orphan sweep handled without needing a reader (docs/PROTOCOL.md §4.5, docs/DATA_MODEL.md §6.2): taken over, ended with upstream_lost, found already taken or finished, or gone."
+            case .sessionSlotsLost: return "Answers ended with upstream_lost because their session slot lapsed while their owner stalled past the lease and the session had meanwhile admitted RELAY_MAX_STREAMS_PER_SESSION other answers."
             case .continuationsRefused: return "Streams taken over here that the upstream could not continue (no continuation support, unreadable stored request): ended with upstream_lost."
             case .completionWebhooksQueued:
                 return "Answers this instance ended that were queued for a completion webhook (docs/PROTOCOL.md §13); one per answer across all instances."

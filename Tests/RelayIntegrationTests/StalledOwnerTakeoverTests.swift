@@ -111,4 +111,48 @@ extension TakeoverTests {
         XCTAssertEqual(second.errorCode, "too_many_streams", "the continued answer counts against the session")
         onB.close()
     }
+
+    /// A session's limit holds across an owner's stall (docs/PROTOCOL.md §4.5): with one answer
+    /// allowed per session, an owner stalled past its lease loses its slot, the session starts
+    /// another answer on another instance, and the woken owner — whose refresh finds its slot
+    /// gone and the session full — ends its answer with `upstream_lost`, charged what was
+    /// generated, instead of running as a second answer. (The stall stays under the 5 s
+    /// heartbeat, so no sweep takes the answer over meanwhile.)
+    func testAnOwnerWokenAfterItsSessionSlotWasTakenEndsItsAnswerWithinTheLimit() throws {
+        let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "40", "RELAY_MAX_STREAMS_PER_SESSION": "1"]
+        let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 })
+        let b = try startRelay(env)
+        let user = "stall-slot-\(UUID().uuidString.prefix(8))"
+        let sid = "s-\(UUID().uuidString.prefix(8))"
+        let token = RelayProcess.token(sub: user, sid: sid)
+        let first = Chat.newID()
+        let owner = try Chat.start(port: a.port, token: token, requestID: first, maxTokens: 600)   // 15 s
+        for _ in 0..<5 { _ = try XCTUnwrap(try owner.nextEvent()) }
+        owner.close()
+        let slots = "relay:streams:{\(OwnerHash.of(user)):\(sid)}"
+        func liveSlots() throws -> Int {
+            Int(try redis.cli("ZCOUNT", slots, "(\(Int(Date().timeIntervalSince1970 * 1000))", "+inf")) ?? -1
+        }
+        XCTAssertEqual(try liveSlots(), 1)
+        let pid = a.process.processIdentifier
+        Foundation.kill(pid, SIGSTOP)
+        var stopped = true
+        defer { if stopped { Foundation.kill(pid, SIGCONT) } }
+        try eventually(4, "the stalled owner's slot to lapse") { try liveSlots() == 0 }
+        let second = try Chat.start(port: b.port, token: token, maxTokens: 200)   // 5 s, admitted in the lapsed slot
+        _ = try XCTUnwrap(try second.nextEvent(), "the second answer was admitted")
+        Foundation.kill(pid, SIGCONT)
+        stopped = false
+        let firstEvents = try Chat.resume(port: b.port, token: token, requestID: first, lastEventID: "0").readAll(timeout: 30)
+        guard case .error(_, let code, _)? = try? StreamEvent(json: firstEvents.last?.data ?? "") else {
+            return XCTFail("the woken owner's answer ends with an error, got \(firstEvents.suffix(1).map(\.data)) after \(firstEvents.count) events")
+        }
+        XCTAssertEqual(code, .upstreamLost)
+        XCTAssertLessThan(firstEvents.count, 400, "it ended at its refresh, not at its end")
+        XCTAssertLessThanOrEqual(try liveSlots(), 1, "never two answers in a one-answer session")
+        let secondEvents = try second.readAll(timeout: 30)
+        guard case .done? = try? StreamEvent(json: secondEvents.last?.data ?? "") else { return XCTFail("the second answer ends with done") }
+        try eventually(10, "both answers settled") { try self.ledger(user).reserved == 0 }
+        XCTAssertEqual(try metric(a, "relay_session_slots_lost_total"), 1)
+    }
 }

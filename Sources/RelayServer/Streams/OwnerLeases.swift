@@ -29,12 +29,19 @@ final class OwnerLeases {
     private var round = OwnerLeaseRound()
     /// `RELAY_MAX_CONTINUATIONS`: takeovers per stream (0: none, `upstream_lost` at once).
     private let maxContinuations: Int
+    /// `RELAY_MAX_STREAMS_PER_SESSION`: a generation whose session slot lapsed is admitted
+    /// again only within it.
+    private let maxStreamsPerSession: Int
+    private let metrics: Metrics
     /// Continues a stream this worker took over (`StreamTakeover`).
     var continueStream: ((RequestID, EventLog.TakenStream) -> Void)?
 
     init(loop: EventLoop, log: EventLog, sessions: SessionStore, ledger: BudgetLedger, settler: ReservationSettler,
-         outage: RedisOutageWatch, instance: String, maxContinuations: Int, wallMs: @escaping () -> Int64) {
+         outage: RedisOutageWatch, instance: String, maxContinuations: Int, maxStreamsPerSession: Int, metrics: Metrics,
+         wallMs: @escaping () -> Int64) {
         self.maxContinuations = maxContinuations
+        self.maxStreamsPerSession = maxStreamsPerSession
+        self.metrics = metrics
         self.loop = loop
         self.log = log
         self.sessions = sessions
@@ -61,7 +68,9 @@ final class OwnerLeases {
             log.refreshLease(g.keys, instance: instance, epoch: g.ownershipEpoch) { found in
                 if found == .takenOver { g.leaseTakenOver() }
             }
-            sessions.refresh(streamsKey: g.sessionStreamsKey, id: g.id, untilMs: untilMs)
+            sessions.refresh(streamsKey: g.sessionStreamsKey, id: g.id, untilMs: untilMs) { [weak self, weak g] in
+                if let self, let g { self.slotLapsed(g) }
+            }
             ledger.refresh(expiriesKey: g.budgetExpiriesKey, id: g.id, nowMs: wall)
         }
         guard round.judgesOwners(nowMs: now, leaseMs: leaseMs, outage: outage.state) else { return }
@@ -83,6 +92,24 @@ final class OwnerLeases {
                     Log.warn("takeover failed", ["requestId": id.value, "reason": f.message])
                 }
             }
+        }
+    }
+
+    /// A running generation's session slot was gone at its refresh: its owner stalled past
+    /// the lease (a paused process, a long GC-like stall) and the entry lapsed, so another
+    /// answer of the session may have been admitted in its place. The slot is taken again
+    /// within `RELAY_MAX_STREAMS_PER_SESSION` (`SessionStore.admit`, idempotent per id); when
+    /// the session is full the answer ends with `upstream_lost`, charged what was generated,
+    /// as a continuation that finds its session full does (docs/PROTOCOL.md §4.5): the limit
+    /// holds whichever of the racing answers got there first.
+    private func slotLapsed(_ g: Generation) {
+        guard !g.finished else { return }
+        let max = maxStreamsPerSession
+        sessions.admit(owner: g.ownerHash, sid: g.sid, id: g.id, nowMs: wallMs(), leaseMs: EventLog.leaseMs, max: max) { [metrics] r in
+            guard case .success(false) = r, !g.finished else { return }
+            metrics.add(.sessionSlotsLost)
+            Log.warn("session slot lapsed while the owner stalled and the session is full: answer ended", ["requestId": g.id.value])
+            g.abort(APIError(.upstreamLost, "this answer stalled on its relay instance and the session now runs \(max) other answers; retry the request"))
         }
     }
 

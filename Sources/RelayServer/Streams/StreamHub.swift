@@ -78,7 +78,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         settler = ReservationSettler(ledger: ledger, metrics: context.metrics)
         sweeper = ConnectionSweeper(config: context.config, metrics: context.metrics, outage: outage)
         leases = OwnerLeases(loop: loop, log: log, sessions: sessions, ledger: ledger, settler: settler, outage: outage,
-                             instance: context.instance, maxContinuations: context.config.maxContinuations, wallMs: context.nowMs)
+                             instance: context.instance, maxContinuations: context.config.maxContinuations,
+                             maxStreamsPerSession: context.config.maxStreamsPerSession, metrics: context.metrics, wallMs: context.nowMs)
         retries = ReplayRetries(loop: loop)
         orphans = OrphanSweeper(loop: loop, registry: InstanceRegistry(
             connection: log.connection, scripts: log.scripts,
