@@ -35,6 +35,7 @@ final class DurableStreamsReadConformanceTests: RelayTestCase {
         XCTAssertEqual(open1.status, 200)
         XCTAssertEqual(open1.header("Content-Type"), "application/json")
         XCTAssertTrue(open1.body.isEmpty)
+        XCTAssertNil(open1.header("Content-Length"), "a HEAD answered from the plan claims no length for the GET's body")
         XCTAssertNil(open1.header("Stream-Closed"), "an open stream")
         XCTAssertTrue(open1.header("Cache-Control")?.contains("no-store") == true)
         XCTAssertNotNil(open1.header("X-Read-Ticket"), "a bearer request on the stream gets a fresh read ticket (PROTOCOL §2.5)")

@@ -188,8 +188,20 @@ public final class HTTPExchange {
         for (k, v) in HTTPExchange.securityHeaders { setHeader(k, v) }
     }
 
+    /// Answers a `HEAD` from what is known without producing the `GET`'s content (a plan):
+    /// the header section with no `Content-Length`, which RFC 9110 §9.3.2 lets a server omit
+    /// when only generating the content would tell it (a HEAD response never has content,
+    /// RFC 9112 §6.3, so the connection stays usable). Ends the exchange.
+    public func respondHead(status: Int, contentType: String, headers: [(String, String)] = []) {
+        respond(status: status, contentType: contentType, body: "", headers: headers, contentLength: false)
+    }
+
     /// Sends a complete reply with `body` and ends the exchange.
     public func respond(status: Int, contentType: String, body: String, headers: [(String, String)] = []) {
+        respond(status: status, contentType: contentType, body: body, headers: headers, contentLength: true)
+    }
+
+    private func respond(status: Int, contentType: String, body: String, headers: [(String, String)], contentLength: Bool) {
         guard let req else { return }
         setHeader("Content-Type", contentType)
         setHeader("Cache-Control", "no-store")
@@ -200,7 +212,7 @@ public final class HTTPExchange {
             // HEAD: the same header section, no content (RFC 9110 §9.3.2). libevent 2.1
             // would send the body and no Content-Length, so the next response on the
             // connection would be misread.
-            setHeader("Content-Length", String(body.utf8.count))
+            if contentLength { setHeader("Content-Length", String(body.utf8.count)) }
         } else {
             _ = body.withCString { evbuffer_add(buf, $0, strlen($0)) }
         }

@@ -201,7 +201,8 @@ final class OffsetRead {
         if closed { headers.append(("Stream-Closed", "true")) }
         headers.append(("X-Request-Id", id.clientValue))
         if let ticket { headers.append(("X-Read-Ticket", ticket)) }
-        ex.respond(status: 200, contentType: mode == .sse ? OffsetRead.eventStreamType : OffsetRead.jsonType, body: "", headers: headers)
+        // The body's length is not known from the plan: no `Content-Length` (RFC 9110 §9.3.2).
+        ex.respondHead(status: 200, contentType: mode == .sse ? OffsetRead.eventStreamType : OffsetRead.jsonType, headers: headers)
         finish()
     }
 
