@@ -60,11 +60,12 @@ final class Generation {
     /// The highest seq whose `XADD` Redis acknowledged (every earlier one too): what a
     /// subscription attaching on this worker can find in the Redis stream.
     var ackedSeq: UInt64 { appender.ackedSeq }
-    @exclusivity(unchecked) private(set) var finished = false
-    /// `teardown()` ran: the generation is inert.
-    @exclusivity(unchecked) private(set) var tornDown = false
+    /// Where it is in its life (`GenerationPhase`: waiting, generating, ended and why, torn down).
+    @exclusivity(unchecked) private(set) var phase = GenerationPhase.waiting
+    /// No more events will be produced.
+    var finished: Bool { phase.isFinished }
     /// Whether the upstream call was started (an abort before it charges nothing).
-    @exclusivity(unchecked) private(set) var started = false
+    var started: Bool { phase.upstreamCalled }
     let startedMs: UInt64
     /// When the owner lease was last refreshed (loop ms; the start: `Scripts.create`
     /// took it): `StreamHub.leaseTick` refreshes each generation on its own phase.
@@ -94,9 +95,9 @@ final class Generation {
     @exclusivity(unchecked) private var settled = false
     /// Its appends were refused because another instance took the stream over: the host
     /// keeps its hands off the lease and session slot the taker now holds.
-    @exclusivity(unchecked) private(set) var takenOver = false
+    var takenOver: Bool { phase.ending == .takenOver }
     /// `handOver()` ran: this worker stopped generating so another instance continues.
-    @exclusivity(unchecked) private(set) var handedOver = false
+    var handedOver: Bool { phase.ending == .handedOver }
 
     /// - Parameter taken: a takeover this generation continues (`EventLog.takeover`):
     ///   it appends after its `topSeq` under its epoch; `nil` for a new stream.
@@ -144,8 +145,7 @@ final class Generation {
 
     /// Starts the upstream call (once; not after an abort).
     func start() {
-        guard !finished, !started else { return }
-        started = true
+        guard phase.start() else { return }
         // A strong capture, a cycle through the upstream: every adapter drops `emit` after
         // its terminal event and on `cancel()` (`Upstream`), and `teardown()` cancels it.
         upstream.start { e in
@@ -165,9 +165,7 @@ final class Generation {
     /// Called by `end()`, and by the host for a generation still running when its worker
     /// stops (nothing is settled then: the lease and the reservation lapse in Redis).
     func teardown() {
-        guard !tornDown else { return }
-        tornDown = true
-        finished = true
+        guard phase.tearDown() else { return }
         appender.close()
         _ = upstream.cancel()
     }
@@ -206,7 +204,7 @@ final class Generation {
             tokens = chargeSoFar(nil)
         }
         if finalState != nil {
-            finished = true
+            phase.end(.finalEvent)
             finalCharge = (seq, charge ?? tokens)
         }
         appender.append(seq: seq, json: event.json, text: text, finalState: finalState)
@@ -240,10 +238,8 @@ final class Generation {
     /// once (`StreamHub.generationEnded`), so another instance takes the stream over and
     /// continues it from the last stored seq, on the same reservation.
     func handOver() {
-        guard !finished else { return }
-        handedOver = true
+        guard phase.end(.handedOver) else { return }
         _ = upstream.cancel()
-        finished = true
         end()
     }
 
@@ -294,13 +290,12 @@ final class Generation {
         if stop == .takenOver {
             // Another instance took the stream over (`Scripts.takeover`): it settles, and
             // the session slot and lease are its own now.
-            takenOver = true
+            phase.end(.takenOver)
             _ = upstream.cancel()
-            finished = true
         } else {
             // The stream expired or was ended elsewhere: nothing more can be stored.
             let charge = finalCharge?.tokens ?? chargeSoFar(total(upstream.cancel()))
-            finished = true
+            phase.end(.storeRefused)
             settleOnce(charge)
         }
         Log.warn("generation stopped: stream no longer accepts appends", ["requestId": id.value, "reason": stop.description])
