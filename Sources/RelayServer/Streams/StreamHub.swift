@@ -51,11 +51,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private let drainer = DrainCoordinator()
     private let retries: ReplayRetries
     /// Replay reads in flight and waiting (`ReplayAdmission`, `RELAY_REPLAY_CONCURRENCY`).
-    private var replayAdmission: ReplayAdmission
-    private var waitingReplays: [UInt64: (wanted: () -> Bool, run: () -> Void)] = [:]
-    private var nextReplayTicket: UInt64 = 0
-    private var replayFinishes = 0
-    private var startingReplays = false
+    /// The worker's replay reads, `RELAY_REPLAY_CONCURRENCY` at a time.
+    private let replayReads: ReplayReads
     private var sweepTimer: LoopTimer?
     private var leaseTimer: LoopTimer?
     /// The worker's upstream factory, for continuing streams taken over here (`StreamTakeover`).
@@ -86,7 +83,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
             name: InstanceRegistry.heartbeatName(instance: context.instance, worker: index, startMs: context.nowMs(),
                                                 nonce: UInt32.random(in: 0 ... .max))),
                                 metrics: context.metrics, outage: outage, wallMs: context.nowMs)
-        replayAdmission = ReplayAdmission(maxInFlight: context.config.replayConcurrency)
+        replayReads = ReplayReads(maxInFlight: context.config.replayConcurrency, metrics: context.metrics)
         revocations = RevocationWatcher(sessions: sessions)
         leases.continueStream = { [unowned self] id, taken in
             guard let upstreams = self.upstreams else { return }
@@ -120,8 +117,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         leaseTimer?.cancel()
         orphans.stop()
         retries.stop()
-        metrics.gauge(.queuedReplays, -waitingReplays.count)
-        waitingReplays.removeAll()
+        replayReads.dropWaiting()
         let running = generations.values
         generations.removeAll()
         for g in running {
@@ -353,54 +349,12 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     func readEvents(_ id: RequestID, after seq: UInt64, wanted: @escaping () -> Bool,
                     done: @escaping (Result<EventRead, RedisFailure>) -> Void) {
-        admitReplayRead(wanted: wanted) { [log] finished in
+        replayReads.admit(wanted: wanted) { [log] finished in
             log.read(id, after: seq) { r in
                 finished()
                 done(r)
             }
         }
-    }
-
-    /// Runs `read` now, or once one of the worker's replay slots frees (`ReplayAdmission`);
-    /// `read` calls `finished` once, when its reply (or failure) is in. A read whose
-    /// subscription is no longer `wanted` when its slot comes (the client left while it
-    /// waited) is skipped and passes the slot on: a burst of resumes whose clients give up
-    /// and retry does not make the live ones wait behind reads nobody will get.
-    private func admitReplayRead(wanted: @escaping () -> Bool, _ read: @escaping (_ finished: @escaping () -> Void) -> Void) {
-        nextReplayTicket += 1
-        let ticket = nextReplayTicket
-        let run = { read { self.replayReadFinished() } }
-        if replayAdmission.request(ticket) {
-            run()
-        } else {
-            waitingReplays[ticket] = (wanted, run)
-            metrics.gauge(.queuedReplays, 1)
-            metrics.add(.replaysWaited)
-        }
-    }
-
-    /// A replay read ended: its slot passes to the next waiting read. A read that ends at once
-    /// (Redis down) is counted and started by the loop below, not by recursion.
-    private func replayReadFinished() {
-        replayFinishes += 1
-        guard !startingReplays else { return }
-        startingReplays = true
-        while replayFinishes > 0 {
-            replayFinishes -= 1
-            let handoff = replayAdmission.finished(skipping: { [waitingReplays] ticket in
-                !(waitingReplays[ticket]?.wanted() ?? false)
-            })
-            for ticket in handoff.skipped { waitingReplays.removeValue(forKey: ticket) }
-            if !handoff.skipped.isEmpty {
-                metrics.gauge(.queuedReplays, -handoff.skipped.count)
-                metrics.add(.replaysSkipped, handoff.skipped.count)
-            }
-            if let next = handoff.next {
-                metrics.gauge(.queuedReplays, -1)
-                waitingReplays.removeValue(forKey: next)?.run()
-            }
-        }
-        startingReplays = false
     }
 
     func subscribeLive(_ id: RequestID, confirmed: @escaping () -> Void) {
