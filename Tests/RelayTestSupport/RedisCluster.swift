@@ -42,7 +42,21 @@ public final class RedisCluster: @unchecked Sendable {
         }
         for _ in 0..<(2 * primaries) { nodes.append(Node(port: try port(), busPort: try port())) }
         do {
-            for n in nodes { try start(n) }
+            for i in nodes.indices {
+                // A free port can be taken between the probe and the bind (another process
+                // started meanwhile): a node that exits at once gets fresh ports, twice at most.
+                var attempt = 1
+                while true {
+                    do {
+                        try start(nodes[i])
+                        break
+                    } catch {
+                        guard attempt < 3, nodes[i].process?.isRunning != true else { throw error }
+                        attempt += 1
+                        nodes[i] = Node(port: try port(), busPort: try port())
+                    }
+                }
+            }
             _ = try tool("redis-cli", ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" }
                          + ["--cluster-replicas", "1", "--cluster-yes"])
             try waitHealthy(timeout: 15)
