@@ -12,19 +12,6 @@ import RelayBudgets
 final class BudgetReservationTests: RelayTestCase {
     static let adminKey = "admin-key-for-tests-0123456789"
 
-    /// The budget hash of `sub` this month.
-    func budgetKey(_ sub: String) -> String {
-        "relay:budget:{u:\(OwnerHash.of(sub))}:\(BudgetPolicy.period(now: Int64(Date().timeIntervalSince1970)))"
-    }
-
-    func ledger(_ sub: String) throws -> (used: Int, reserved: Int) {
-        let k = budgetKey(sub)
-        return (Int(try redis.cli("HGET", k, "used")) ?? 0, Int(try redis.cli("HGET", k, "reserved")) ?? 0)
-    }
-
-    /// The relay's prompt estimate of `Chat.body`'s one message.
-    let promptEstimate = ChatRequest.estimatePromptTokens(["Draft a mutual NDA"])
-
     func testBudgetHoldsAgainstOneLargeAndNineConcurrentRequests() throws {
         let env = ["RELAY_BUDGETS": "free=500,pro=100000", "RELAY_MAX_STREAMS_PER_SESSION": "3"]
         let a = try startRelay(env), b = try startRelay(env)

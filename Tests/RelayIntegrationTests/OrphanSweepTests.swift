@@ -57,43 +57,6 @@ final class OrphanSweepTests: RelayTestCase {
         XCTAssertEqual(try ledger(user).used, usage.totalTokens, "charged once")
     }
 
-    /// The budget hash of `sub` this month.
-    private func budgetKey(_ sub: String) -> String {
-        "relay:budget:{u:\(OwnerHash.of(sub))}:\(BudgetPolicy.period(now: Int64(Date().timeIntervalSince1970)))"
-    }
-
-    private func ledger(_ sub: String) throws -> (used: Int, reserved: Int) {
-        let k = budgetKey(sub)
-        return (Int(try redis.cli("HGET", k, "used")) ?? 0, Int(try redis.cli("HGET", k, "reserved")) ?? 0)
-    }
-
-    /// The relay's prompt estimate of `Chat.body`'s one message.
-    private let promptEstimate = ChatRequest.estimatePromptTokens(["Draft a mutual NDA"])
-
-    /// Sum of `name` over `relays`.
-    private func total(_ relays: [RelayProcess], _ name: String) -> Double {
-        relays.reduce(0) { $0 + ((try? metricSum($1, name)) ?? 0) }
-    }
-
-    /// A late reader's events (the trimmed part read back from the text, each event at its
-    /// own seq): seqs consecutive, `done` last at `maxTokens + 1`, the text byte-identical to
-    /// the simulated document's first `maxTokens` tokens.
-    private func assertWhole(_ events: [SSEMessage], maxTokens: Int, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
-        let seqs = events.compactMap { UInt64($0.lastEventId) }
-        XCTAssertEqual(seqs, seqs.sorted(), "\(what): seqs ascending", file: file, line: line)
-        XCTAssertEqual(Set(seqs).count, seqs.count, "\(what): no seq twice", file: file, line: line)
-        if let first = seqs.first, let last = seqs.last, first <= last {
-            XCTAssertEqual(seqs, Array(first...last), "\(what): no seq skipped, behind the window either", file: file, line: line)
-        }
-        XCTAssertEqual(seqs.last, UInt64(maxTokens + 1), "\(what): done is the last seq", file: file, line: line)
-        guard case .done(.length, let usage, _)? = try? StreamEvent(json: events.last?.data ?? "") else {
-            return XCTFail("\(what): ends with done, got \(events.suffix(1).map(\.data))", file: file, line: line)
-        }
-        XCTAssertEqual(usage.completionTokens, maxTokens, "\(what): usage counts the whole answer", file: file, line: line)
-        XCTAssertTrue(Chat.text(events) == referenceText(maxTokens: maxTokens), "\(what): byte-identical to an uninterrupted answer",
-                      file: file, line: line)
-    }
-
     /// Starts an answer on `relay` and leaves after `events` events (the app was
     /// backgrounded): nobody reads it from then on.
     private func startUnread(_ relay: RelayProcess, sub: String, maxTokens: Int, events: Int = 5) throws -> String {
@@ -145,7 +108,7 @@ final class OrphanSweepTests: RelayTestCase {
         XCTAssertGreaterThanOrEqual(try metricSum(b, "relay_orphans_swept_total"), 1, "found by b's sweep")
         try eventually(20, "one completion webhook delivered") { receiver.deliveriesByID.values.reduce(0, +) == 1 }
         let all = try Chat.resume(port: b.port, token: RelayProcess.token(sub: user), requestID: id, lastEventID: "0").readAll(timeout: 10)
-        assertWhole(all, maxTokens: maxTokens, "a resume from 0 after the end")
+        assertWhole(all, maxTokens: maxTokens, "a resume from 0 after the end", reader: .late)
         XCTAssertEqual(try redis.cli("HMGET", streamKey(id, "meta", sub: user), "state", "epoch", "continuations"), "done\n1\n1")
         guard case .done(_, let usage, _)? = try? StreamEvent(json: all.last!.data) else { return XCTFail("done") }
         XCTAssertGreaterThan(usage.promptTokens, promptEstimate, "the continuation's re-sent prompt is charged")
@@ -181,7 +144,7 @@ final class OrphanSweepTests: RelayTestCase {
         for s in streams {
             let all = try Chat.resume(port: c.port, token: RelayProcess.token(sub: s.user), requestID: s.id, lastEventID: "0")
                 .readAll(timeout: 10)
-            assertWhole(all, maxTokens: maxTokens, "stream \(s.id)")
+            assertWhole(all, maxTokens: maxTokens, "stream \(s.id)", reader: .late)
             XCTAssertEqual(try redis.cli("HMGET", streamKey(s.id, "meta", sub: s.user), "epoch", "continuations"), "1\n1")
             guard case .done(_, let usage, _)? = try? StreamEvent(json: all.last?.data ?? "") else { return XCTFail("done") }
             try eventually(5, "settled") { try self.ledger(s.user).reserved == 0 }
@@ -205,7 +168,7 @@ final class OrphanSweepTests: RelayTestCase {
         try eventually(40, "the unread stream continued to its end by b") { try self.state(id, sub: user) == "done" }
         XCTAssertEqual(try metricSum(b, "relay_takeovers_total"), 1)
         let all = try Chat.resume(port: b.port, token: RelayProcess.token(sub: user), requestID: id, lastEventID: "0").readAll(timeout: 10)
-        assertWhole(all, maxTokens: maxTokens, "a resume from 0 after the end")
+        assertWhole(all, maxTokens: maxTokens, "a resume from 0 after the end", reader: .late)
         guard case .done(_, let usage, _)? = try? StreamEvent(json: all.last?.data ?? "") else { return XCTFail("done") }
         try eventually(5, "settled") { try self.ledger(user).reserved == 0 }
         XCTAssertEqual(try ledger(user).used, usage.totalTokens)

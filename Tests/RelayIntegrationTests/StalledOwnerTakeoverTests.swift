@@ -45,9 +45,9 @@ extension TakeoverTests {
             Foundation.kill(pid, SIGCONT)
             stopped = false
             let readOnB = try onB.readAll(timeout: 40)
-            assertWhole(readOnB, maxTokens: maxTokens, "trial \(trial): the reader on b", live: false)
+            assertWhole(readOnB, maxTokens: maxTokens, "trial \(trial): the reader on b", reader: .reconnected)
             ownerEvents += try owner.readAll(timeout: 40)
-            assertWhole(ownerEvents, maxTokens: maxTokens, "trial \(trial): the woken owner's own client", live: false)
+            assertWhole(ownerEvents, maxTokens: maxTokens, "trial \(trial): the woken owner's own client", reader: .reconnected)
             XCTAssertEqual(try redis.cli("HMGET", meta, "state", "epoch", "continuations"), "done\n1\n1",
                            "trial \(trial): one takeover, ended by the taker, never taken back")
             guard case .done(_, let usage, _)? = try? StreamEvent(json: readOnB.last?.data ?? "") else { return XCTFail("done") }
