@@ -70,10 +70,21 @@ extension EventLog {
         return .success(out)
     }
 
+    /// Whether a live message must not be delivered as it came: this relay has keys and the
+    /// message is plaintext. A live message carries no stream mode, and only a stream created
+    /// without keys (`AtRestMode.plain`, a rolling switch to encryption) publishes plaintext;
+    /// such a message is delivered by way of its stored entry instead (a replay), which is
+    /// read under the stream's mode — so a Redis writer's plaintext message for a sealed
+    /// stream never reaches a client (docs/DATA_MODEL.md §15).
+    public func liveNeedsStoredRead(_ e: SequencedEvent) -> Bool {
+        cipher != nil && e.json.utf8.first != SealedFormat.marker
+    }
+
     /// A live message's event with its payload opened (the payload is sealed like the
     /// stream entry, under the events key's name). Live messages are not at rest: a
     /// sealed payload is opened, a plaintext one (a stream in `AtRestMode.plain`) is
-    /// delivered as it is.
+    /// delivered as it is (a relay with keys reads it back from the store first,
+    /// `liveNeedsStoredRead`).
     /// - Throws: `AtRestOpenError`.
     public func openLive(_ e: SequencedEvent, id: String) throws(AtRestOpenError) -> SequencedEvent {
         let key = StreamKeys(id).events

@@ -80,6 +80,32 @@ final class AtRestModeTests: RelayTestCase {
         XCTAssertEqual(read.errorCode, "stored_data_unreadable", read.text)
     }
 
+    /// With keys set, a plaintext message on a sealed answer's live channel (a Redis writer's
+    /// `PUBLISH`) is not delivered as it came: the reader reads the stored entry instead,
+    /// under the stream's mode, and the forged words never reach it (docs/DATA_MODEL.md §15).
+    func testAPlaintextLiveMessageForASealedAnswerNeverReachesAReader() throws {
+        let env = ["RELAY_ENCRYPTION_KEYS": "k1:\(keyA)", "RELAY_SIMULATED_TOKENS_PER_SECOND": "20"]
+        let owner = try startRelay(env), other = try startRelay(env)
+        let token = RelayProcess.token()
+        let id = Chat.newID()
+        let maxTokens = 120
+        let started = try Chat.start(port: owner.port, token: token, requestID: id, maxTokens: maxTokens)
+        _ = try XCTUnwrap(try started.nextEvent())
+        // A reader on the other relay follows the live channel (the owner's own readers do not).
+        let reader = try Chat.resume(port: other.port, token: token, requestID: id, lastEventID: "0")
+        var seen: [SSEMessage] = []
+        for _ in 0..<10 { seen.append(try XCTUnwrap(try reader.nextEvent())) }
+        let next = (UInt64(seen.last!.lastEventId) ?? 0) + 1
+        for seq in next..<(next + 5) {
+            _ = try redis.cli("PUBLISH", streamKey(id, "live"), "\(seq) {\"type\":\"delta\",\"content\":\"FORGED3 \"}")
+        }
+        seen += try reader.readAll(timeout: 30)
+        XCTAssertFalse(seen.contains { $0.data.contains("FORGED3") }, "a forged live message reached the reader")
+        assertSequence(seen)
+        XCTAssertTrue(Chat.text(seen) == referenceText(maxTokens: maxTokens), "byte-identical to an uninterrupted answer")
+        started.close()
+    }
+
     /// A relay without keys never takes over (nor ends) a sealed answer whose owner died: it
     /// cannot read it, so it changes nothing and a relay with keys continues the answer
     /// (docs/DATA_MODEL.md §15).

@@ -215,6 +215,11 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     private func message(channel: String, payload: [UInt8]) {
         if let id = StreamKeys.requestID(fromLiveChannel: channel) {
             guard let subs = subscriptions[id], !subs.isEmpty, let e = LivePayload.parse(payload) else { return }
+            if log.liveNeedsStoredRead(e) {
+                // Plaintext under keys: each reader reads the stored entry, under the stream's mode.
+                for s in subs.members where !s.ended { s.replay() }
+                return
+            }
             do {
                 deliverLive(subs, try log.openLive(e, id: id))
             } catch {
