@@ -110,10 +110,23 @@ final class AtRestModeTests: RelayTestCase {
     /// cannot read it, so it changes nothing and a relay with keys continues the answer
     /// (docs/DATA_MODEL.md §15).
     func testARelayWithoutKeysLeavesASealedAnswerToOneWithKeys() throws {
+        try assertSealedAnswerLeftAlone(by: [:], "the keyless relay")
+    }
+
+    /// A relay whose keys do not open the answer (another key under another kid) is a relay
+    /// without keys for it: it neither takes the answer over nor spends a continuation
+    /// (`EventLog.takeoverIfReadable`), and the relay with the right key continues it.
+    func testARelayWithOtherKeysLeavesASealedAnswerToOneThatOpensIt() throws {
+        try assertSealedAnswerLeftAlone(by: ["RELAY_ENCRYPTION_KEYS": "k9:\(AtRestEncryptionTests.key())"], "the relay with other keys")
+    }
+
+    /// The owner (keys k1) dies mid-answer while `other` reads it; past the lease and the
+    /// sweep `other` has changed nothing; then a relay with k1 continues the answer.
+    private func assertSealedAnswerLeftAlone(by otherEnv: [String: String], _ what: String) throws {
         let env = ["RELAY_SIMULATED_TOKENS_PER_SECOND": "100"]
         let keys = ["RELAY_ENCRYPTION_KEYS": "k1:\(keyA)"]
         let owner = try startRelay(env.merging(keys) { $1 }.merging(["RELAY_WORKERS": "1"]) { $1 })
-        let keyless = try startRelay(env)
+        let keyless = try startRelay(env.merging(otherEnv) { $1 })
         let token = RelayProcess.token()
         let id = Chat.newID()
         let maxTokens = 300
@@ -124,8 +137,8 @@ final class AtRestModeTests: RelayTestCase {
         owner.kill9()
         c.close()
         let meta = streamKey(id, "meta")
-        // Past the lease and the sweep: the keyless relay has a reader, yet changes nothing.
-        try consistently(for: 8, "the keyless relay leaves the sealed answer alone") {
+        // Past the lease and the sweep: the other relay has a reader, yet changes nothing.
+        try consistently(for: 8, "\(what) leaves the sealed answer alone") {
             try self.redis.cli("HGET", meta, "state") == "running" && self.redis.cli("HGET", meta, "epoch") == ""
         }
         onKeyless.close()
@@ -133,6 +146,6 @@ final class AtRestModeTests: RelayTestCase {
         let rest = try Chat.resume(port: keyed.port, token: token, requestID: id, lastEventID: seen.last!.lastEventId).readAll(timeout: 30)
         assertSequence(seen + rest)
         XCTAssertTrue(Chat.text(seen + rest) == referenceText(maxTokens: maxTokens), "continued by the relay with keys, byte-identical")
-        XCTAssertEqual(try redis.cli("HMGET", meta, "state", "epoch"), "done\n1")
+        XCTAssertEqual(try redis.cli("HMGET", meta, "state", "epoch"), "done\n1", "one takeover: \(what) spent none")
     }
 }

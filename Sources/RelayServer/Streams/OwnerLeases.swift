@@ -79,7 +79,7 @@ final class OwnerLeases {
                 expire(id, readers: readers)
                 continue
             }
-            log.takeover(id, instance: instance, maxContinuations: maxContinuations) { r in
+            log.takeoverIfReadable(id, instance: instance, maxContinuations: maxContinuations) { r in
                 switch r {
                 case .success(.taken(let t)):
                     Log.warn("owner lease lapsed: stream taken over", ["requestId": id.value, "seq": Int(t.topSeq),
@@ -130,7 +130,7 @@ final class OwnerLeases {
     func adopt(_ id: RequestID, readers: @escaping (RequestID) -> [Subscription], done: @escaping (Adoption) -> Void) {
         // With takeovers off the script still reports an ended stream, and a running one
         // as not continuable (then `expireLease` ends it).
-        log.takeover(id, instance: instance, maxContinuations: maxContinuations) { r in
+        log.takeoverIfReadable(id, instance: instance, maxContinuations: maxContinuations) { r in
             switch r {
             case .success(.taken(let t)):
                 Log.warn("owner lapsed without readers: stream taken over", ["requestId": id.value, "seq": Int(t.topSeq),
