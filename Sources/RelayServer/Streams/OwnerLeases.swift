@@ -80,17 +80,7 @@ final class OwnerLeases {
                 continue
             }
             log.takeoverIfReadable(id, instance: instance, maxContinuations: maxContinuations) { r in
-                switch r {
-                case .success(.taken(let t)):
-                    Log.warn("owner lease lapsed: stream taken over", ["requestId": id.value, "seq": Int(t.topSeq),
-                                                                       "epoch": Int(t.epoch), "continuation": t.continuations])
-                    self.continueStream?(id, t)
-                case .success(.notContinuable): self.expire(id, readers: readers)
-                case .success(.vanished): self.vanished(id, readers: readers)
-                case .success(.ownerAlive), .success(.needsKeys), .success(.ended): break
-                case .failure(let f):
-                    Log.warn("takeover failed", ["requestId": id.value, "reason": f.message])
-                }
+                self.carryOut(TakeoverPlan.plan(r), r, id, noticed: "owner lease lapsed", readers: readers, done: nil)
             }
         }
     }
@@ -131,26 +121,31 @@ final class OwnerLeases {
         // With takeovers off the script still reports an ended stream, and a running one
         // as not continuable (then `expireLease` ends it).
         log.takeoverIfReadable(id, instance: instance, maxContinuations: maxContinuations) { r in
-            switch r {
-            case .success(.taken(let t)):
-                Log.warn("owner lapsed without readers: stream taken over", ["requestId": id.value, "seq": Int(t.topSeq),
-                                                                              "epoch": Int(t.epoch), "continuation": t.continuations])
-                self.continueStream?(id, t)
-                done(.handled)
-            case .success(.notContinuable): self.expire(id, readers: readers, done: done)
-            case .success(.vanished):
-                self.vanished(id, readers: readers)
-                done(.handled)
-            case .success(.ownerAlive): done(.handled)
-            case .success(.needsKeys): done(.retry)   // stays in the dead worker's set for a relay with keys
-            case .success(.ended(let e)):
-                self.settleEnded(id, e)
-                done(.handled)
-            case .failure(let f):
-                Log.warn("takeover failed", ["requestId": id.value, "reason": f.message])
-                done(.retry)
-            }
+            self.carryOut(TakeoverPlan.plan(r), r, id, noticed: "owner lapsed without readers", readers: readers, done: done)
         }
+    }
+
+    /// Carries out `plan` for stream `id` (`r`: the script's answer); `noticed` says how the
+    /// lapse was seen, for the log. `done` (the sweep's) learns whether it is done with the id.
+    private func carryOut(_ plan: TakeoverPlan, _ r: Result<EventLog.Takeover, RedisFailure>, _ id: RequestID, noticed: String,
+                          readers: @escaping (RequestID) -> [Subscription], done: ((Adoption) -> Void)?) {
+        switch (plan, r) {
+        case (.continueHere, .success(.taken(let t))):
+            Log.warn("\(noticed): stream taken over", ["requestId": id.value, "seq": Int(t.topSeq),
+                                                      "epoch": Int(t.epoch), "continuation": t.continuations])
+            continueStream?(id, t)
+        case (.endUpstreamLost, _):
+            return expire(id, readers: readers, done: done)   // `done` once the stream is ended
+        case (.endReadersStreamLost, _):
+            vanished(id, readers: readers)
+        case (.settleEnded, .success(.ended(let e))):
+            settleEnded(id, e)
+        case (.retryLater, .failure(let f)):
+            Log.warn("takeover failed", ["requestId": id.value, "reason": f.message])
+        default:
+            break
+        }
+        done?(plan.sweepIsDone ? .handled : .retry)
     }
 
     /// A dead worker's stream that had already ended: its owner may have died between the
