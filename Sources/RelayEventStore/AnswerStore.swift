@@ -20,10 +20,8 @@ public final class AnswerStore {
     public enum ReadFailure: Error, Sendable {
         /// Redis failed or is unreachable.
         case redis(RedisFailure)
-        /// The value is not a `RetainedAnswer` (another version's encoding, damage).
-        case undecodable
-        /// The value is sealed and does not open with this relay's keys (why, for logs;
-        /// docs/DATA_MODEL.md §15).
+        /// The value does not open with this relay's keys (docs/DATA_MODEL.md §15), or is
+        /// not a `RetainedAnswer` (damage, another version's encoding): why, for logs.
         case unreadable(String)
     }
 
@@ -41,7 +39,9 @@ public final class AnswerStore {
             do { bytes = try AtRestValue.open(bytes: bytes, key: key, mode: plain ? .plain : .sealed, cipher: cipher) } catch {
                 return done(.failure(.unreadable("\(error)")))
             }
-            guard let a = try? RetainedAnswer(decoding: bytes) else { return done(.failure(.undecodable)) }
+            guard let a = try? RetainedAnswer(decoding: bytes) else {
+                return done(.failure(.unreadable("\(key): not a retained answer record (damaged, or another version's encoding)")))
+            }
             done(.success(a))
         }
     }

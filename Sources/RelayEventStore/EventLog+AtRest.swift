@@ -43,6 +43,13 @@ extension EventLog {
         RedisFailure(code: .other(unreadableKind), message: "\(unreadableKind) \(why)")
     }
 
+    /// `f`, or — when Redis said a key holds another type than the relay stores there
+    /// (`WRONGTYPE`: a Redis writer's value, not an outage) — `unreadable`: retrying
+    /// would read the same damage forever.
+    public static func storedShape(_ f: RedisFailure) -> RedisFailure {
+        f.code == .other("WRONGTYPE") ? unreadable(f.message) : f
+    }
+
     /// Whether `f` is a stored value that did not open (`unreadable`).
     public static func isUnreadable(_ f: RedisFailure) -> Bool { f.code == .other(unreadableKind) }
 

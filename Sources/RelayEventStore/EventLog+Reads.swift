@@ -26,7 +26,7 @@ extension EventLog {
     public func open(_ id: RequestID, done: @escaping (Result<StreamInfo?, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
         scripts.run(Scripts.open, keys: [k.meta, k.events, k.text], args: []) { r in
-            if let f = r.failure { return done(.failure(f)) }
+            if let f = r.failure { return done(.failure(EventLog.storedShape(f))) }
             guard let a = r.array, a.count >= 6 else { return done(.success(nil)) }
             let fid = a[3].string ?? ""
             done(.success(StreamInfo(owner: a[0].string ?? "", state: StreamState(rawValue: a[1].string ?? ""),
@@ -60,7 +60,7 @@ extension EventLog {
         range(id, after: seq) { [self] r in
             let events: [SequencedEvent]
             switch r {
-            case .failure(let f): return done(.failure(f))
+            case .failure(let f): return done(.failure(EventLog.storedShape(f)))
             case .success(let e): events = e
             }
             switch CatchUpEvents.continuity(after: seq, events: events, lossless: lossless) {
@@ -69,7 +69,7 @@ extension EventLog {
             case .catchUp(let to):
                 catchUp(id, from: seq, to: to) { r in
                     switch r {
-                    case .failure(let f): done(.failure(f))
+                    case .failure(let f): done(.failure(EventLog.storedShape(f)))
                     case .success(nil): done(.success(.gap(to: to)))
                     case .success(let deltas?): done(.success(.events(deltas + events, caughtUp: deltas.count)))
                     }

@@ -127,6 +127,13 @@ public struct RetainedAnswer: Sendable, Equatable {
             sum += n
         }
         guard lengths.count == finalSeq - 1, sum == textBytes else { throw RetainedAnswerDecodingError.malformed }
+        // Every delta is whole characters (`events(after:)` cuts there): a length that cuts
+        // inside one, or bytes that are not UTF-8, is damage.
+        var at = textStart
+        for n in lengths {
+            guard String(validating: bytes[at..<(at + n)], as: UTF8.self) != nil else { throw RetainedAnswerDecodingError.malformed }
+            at += n
+        }
         self.init(owner: owner, sid: sid, finalSeq: UInt64(finalSeq), createdMs: UInt64(max(0, created)),
                   finishedMs: UInt64(max(0, finished)), text: Array(bytes[textStart..<(textStart + textBytes)]),
                   deltaLengths: lengths, doneJSON: doneJSON)
@@ -154,7 +161,7 @@ public struct RetainedAnswer: Sendable, Equatable {
             let seq = UInt64(i + 1)
             defer { at += n }
             guard seq > lastEventID else { continue }
-            // Whole characters per delta: each slice is valid UTF-8.
+            // Whole characters per delta (checked when decoded): each slice is valid UTF-8.
             out.append(SequencedEvent(seq: seq, json: StreamEvent.delta(String(decoding: text[at..<(at + n)], as: UTF8.self)).json))
         }
         out.append(SequencedEvent(seq: finalSeq, json: doneJSON))

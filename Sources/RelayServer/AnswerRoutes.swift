@@ -37,7 +37,7 @@ final class AnswerRoutes {
             switch r {
             case .failure(.redis(let f)):
                 return self.gate.fail(ex, .notReady("Redis is not available (\(f.isDisconnect ? "disconnected" : "error"))"))
-            case .failure(.undecodable), .success(nil):
+            case .success(nil):
                 if ex.method != .head { self.metrics.add(.resumesNotFound) }
                 return self.gate.fail(ex, .streamNotFound)
             case .failure(.unreadable(let why)):
@@ -91,7 +91,7 @@ final class AnswerRoutes {
                 switch r {
                 case .failure(.redis):
                     self.gate.fail(ex, .notReady("Redis is not available"))
-                case .failure(.undecodable), .success(nil):
+                case .success(nil):
                     self.gate.fail(ex, AnswerRoutes.notFound)
                 case .failure(.unreadable(let why)):
                     Log.error("stored value does not open", ["reason": why])

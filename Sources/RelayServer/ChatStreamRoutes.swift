@@ -187,6 +187,9 @@ final class ChatStreamRoutes {
         log.open(id) { [weak self] r in
             guard let self, ex.isOpen else { return }
             switch r {
+            case .failure(let f) where EventLog.isUnreadable(f):
+                self.hub.storedValueUnreadable(f.message)
+                self.gate.fail(ex, .storedDataUnreadable("the stream's stored state is not what the relay writes"))
             case .failure(let f):
                 self.gate.fail(ex, .notReady("Redis is not available (\(f.isDisconnect ? "disconnected" : "error"))"))
             case .success(let info):

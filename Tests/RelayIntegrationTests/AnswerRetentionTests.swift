@@ -87,6 +87,10 @@ final class AnswerRetentionTests: RelayTestCase {
         let closed = try get(relay, "/api/chat/stream/\(id)?offset=31&live=long-poll", token: token)
         XCTAssertEqual(closed.status, 204)
         XCTAssertEqual(closed.header("Stream-Closed"), "true")
+        let head = try HTTPClient.request(port: relay.port, method: "HEAD", path: "/api/chat/stream/\(id)?offset=31&live=long-poll",
+                                          headers: [("Authorization", "Bearer \(token)")])
+        XCTAssertEqual(head.status, 204, "a HEAD answers as its GET does")
+        XCTAssertEqual(head.header("Stream-Closed"), "true")
         XCTAssertEqual(try get(relay, "/api/chat/stream/\(id)?offset=32", token: token).status, 400)
         XCTAssertEqual(try get(relay, "/api/chat/stream/\(id)?offset=3", token: RelayProcess.token(sub: "bob")).status, 404)
     }

@@ -31,8 +31,8 @@ public enum CatchUpEvents {
     /// `start` on (`start` is the end of event `from`, 0 when `from` is 0). `ends`: the
     /// `offsets` key's bytes for seqs `from+1 … to`, 4 per seq, big-endian (`OffsetRuns`).
     /// - Returns: one `delta` per seq, in order; `nil` when the bytes do not describe
-    ///   such a run (an offset going backwards, or past the text): the stored data is
-    ///   unreadable, never guessed at.
+    ///   such a run (an offset going backwards, past the text, or inside a character): the
+    ///   stored data is unreadable, never guessed at.
     public static func deltas(from: UInt64, to: UInt64, start: Int, ends: ArraySlice<UInt8>,
                               text: ArraySlice<UInt8>) -> [SequencedEvent]? {
         guard to > from, ends.count == 4 * Int(to - from), start >= 0 else { return nil }
@@ -45,7 +45,9 @@ public enum CatchUpEvents {
             i += 4
             guard end >= at, end - start <= text.count else { return nil }
             let lo = text.startIndex + (at - start), hi = text.startIndex + (end - start)
-            out.append(SequencedEvent(seq: seq, json: StreamEvent.delta(String(decoding: text[lo..<hi], as: UTF8.self)).json))
+            // A cut inside a character is damage, never replaced with U+FFFD and sent.
+            guard let delta = String(validating: text[lo..<hi], as: UTF8.self) else { return nil }
+            out.append(SequencedEvent(seq: seq, json: StreamEvent.delta(delta).json))
             at = end
         }
         return out

@@ -108,6 +108,9 @@ final class OffsetRead {
         hub.log.open(id) { [self] r in
             guard ex.isOpen else { return }
             switch r {
+            case .failure(let f) where EventLog.isUnreadable(f):
+                hub.storedValueUnreadable(f.message)
+                gate.fail(ex, .storedDataUnreadable("the stream's stored state is not what the relay writes"))
             case .failure(let f):
                 gate.fail(ex, .notReady("Redis is not available (\(f.isDisconnect ? "disconnected" : "error"))"))
             case .success(let info):
@@ -133,7 +136,7 @@ final class OffsetRead {
             switch r {
             case .failure(.redis(let f)):
                 return gate.fail(ex, .notReady("Redis is not available (\(f.isDisconnect ? "disconnected" : "error"))"))
-            case .failure(.undecodable), .success(nil):
+            case .success(nil):
                 return decided(.notFound, lastSeq: 0)
             case .failure(.unreadable(let why)):
                 hub.storedValueUnreadable(why)
@@ -152,7 +155,9 @@ final class OffsetRead {
                 switch plan {
                 case .notFound: return decided(.notFound, lastSeq: 0)
                 case .beyondEnd(let last): return decided(.beyondEnd(lastSeq: last), lastSeq: last)
-                case .noContent, .stream: return headOnly(nextSeq: a.finalSeq, closed: true)
+                // At the final event: as the stored stream's HEAD (a long-poll's is `204` at once).
+                case .noContent: return head(.closed(finalSeq: a.finalSeq), lastSeq: a.finalSeq, finished: true)
+                case .stream: return headOnly(nextSeq: a.finalSeq, closed: true)
                 }
             }
             switch plan {
