@@ -233,12 +233,57 @@ public final class StreamAppender {
         onDrained = nil
         onAcknowledged = nil
         onRetained = nil
+        onLeaseUnknown = nil
         retryTimer?.cancel()
         retryTimer = nil
     }
 
     /// Events queued and not yet acknowledged.
     public var backlog: Int { queue.backlog }
+
+    // MARK: The owner's lease (docs/PROTOCOL.md §4.5)
+
+    /// Until when (loop ms) the owner lease is known to be held (`LeasePolicy.knownUntil`);
+    /// `.max` until the owner says (`leaseKnown`).
+    @exclusivity(unchecked) private var leaseKnownUntilMs: UInt64 = .max
+    /// Nothing is sent — no event, no text — until the owner confirms its lease again
+    /// (`leaseConfirmed`): the loop clock passed `leaseKnownUntilMs`. A stalled owner that
+    /// wakes after another instance took its answer over thus writes nothing, not even the
+    /// text writes that no append check would refuse.
+    @exclusivity(unchecked) public private(set) var heldForLease = false
+    /// Asked once per hold: the owner must confirm its lease (or learn it lost the answer).
+    @exclusivity(unchecked) public var onLeaseUnknown: (() -> Void)?
+
+    /// The owner's lease is known held until `untilMs` (loop ms; a refresh Redis confirmed).
+    /// Does not end a hold: that is `leaseConfirmed`'s, once the owner checked all it must.
+    public func leaseKnown(untilMs: UInt64) {
+        if !heldForLease { leaseKnownUntilMs = untilMs }
+    }
+
+    /// Ends a hold: the owner confirmed its lease (and its session slot) after a stall;
+    /// what was queued meanwhile is sent.
+    public func leaseConfirmed(untilMs: UInt64) {
+        leaseKnownUntilMs = untilMs
+        guard heldForLease, !isClosed else { return }
+        heldForLease = false
+        send(queue.nextGroup(sendableThrough: sendableThrough))
+        writeTextIfDue()
+    }
+
+    /// Whether the appender is held for the lease, starting the hold (and asking the owner,
+    /// `onLeaseUnknown`) when the loop clock just passed the lease it knew: the owner calls
+    /// it before numbering an event, and before refreshing as if nothing happened.
+    public func holdIfLeaseLapsed() -> Bool { !leaseAllowsSending() }
+
+    /// Whether anything may be sent now; starts a hold when the lease is no longer known.
+    @inline(__always)
+    private func leaseAllowsSending() -> Bool {
+        if heldForLease { return false }
+        guard loop.nowMs >= leaseKnownUntilMs else { return true }
+        heldForLease = true
+        onLeaseUnknown?()
+        return false
+    }
 
     /// Queues an event and sends it at once unless a group is in flight, a recovery
     /// is under way, or its text must be stored first.
@@ -256,8 +301,12 @@ public final class StreamAppender {
         writeTextIfDue()
     }
 
-    /// The highest seq that may be sent (`TextCheckpoint.sendableThrough`).
-    private var sendableThrough: UInt64 { log.lossless ? checkpoint.sendableThrough : .max }
+    /// The highest seq that may be sent (`TextCheckpoint.sendableThrough`); none while held
+    /// for the lease.
+    private var sendableThrough: UInt64 {
+        guard leaseAllowsSending() else { return 0 }
+        return log.lossless ? checkpoint.sendableThrough : .max
+    }
 
     private func send(_ items: ArraySlice<(seq: UInt64, item: Pending)>) {
         for (seq, p) in items {
@@ -288,7 +337,7 @@ public final class StreamAppender {
     /// `SETRANGE` past the shortened `text` key zero-pads the gap), hiding it. The write
     /// goes out once `verified` says `.send` or `.drained`.
     private func writeTextIfDue() {
-        guard log.lossless, !queue.failed, !queue.recovering else { return }
+        guard log.lossless, !queue.failed, !queue.recovering, leaseAllowsSending() else { return }
         let held = queue.unsent > 0 && queue.inFlight == 0
         guard checkpoint.isDue || held, let w = checkpoint.take() else { return }
         let through = w.throughSeq

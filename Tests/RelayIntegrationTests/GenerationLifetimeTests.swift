@@ -48,6 +48,11 @@ final class GenerationLifetimeTests: RelayTestCase {
             ended.mutate { $0 += 1 }
         }
         func acknowledged(_ g: Generation, event: SequencedEvent) { acknowledged.mutate { $0 += 1 } }
+        /// No other instance here: the lease is never lost (confirmed on the next loop turn).
+        func confirmOwnership(_ g: Generation) {
+            nonisolated(unsafe) let g = g
+            loop.post { g.ownershipConfirmed(untilMs: .max) }
+        }
     }
 
     /// Weak references to the objects that must be freed. Read and written on the loop

@@ -27,6 +27,7 @@ final class GenerationRedisFailureTests: RelayTestCase {
         func settle(_ g: Generation, tokens: Int) { inner.settle(g, tokens: tokens) }
         func generationEnded(_ g: Generation) { inner.generationEnded(g) }
         func acknowledged(_ g: Generation, event: SequencedEvent) { seqs.mutate { $0.append(event.seq) }; inner.acknowledged(g, event: event) }
+        func confirmOwnership(_ g: Generation) { inner.confirmOwnership(g) }
     }
 
     private func start(_ h: AppendHarness, count: Int, rate: Double) throws -> (SeqHost, GenerationLifetimeTests.Probes) {

@@ -138,6 +138,8 @@ extension TakeoverTests {
         Foundation.kill(pid, SIGSTOP)
         var stopped = true
         defer { if stopped { Foundation.kill(pid, SIGCONT) } }
+        let events = streamKey(first, "events", sub: user)
+        let topAtStop = Int(try redis.cli("XREVRANGE", events, "+", "-", "COUNT", "1").split(separator: "\n").first?.split(separator: "-").first ?? "") ?? 0
         try eventually(4, "the stalled owner's slot to lapse") { try liveSlots() == 0 }
         let second = try Chat.start(port: b.port, token: token, maxTokens: 200)   // 5 s, admitted in the lapsed slot
         _ = try XCTUnwrap(try second.nextEvent(), "the second answer was admitted")
@@ -148,11 +150,62 @@ extension TakeoverTests {
             return XCTFail("the woken owner's answer ends with an error, got \(firstEvents.suffix(1).map(\.data)) after \(firstEvents.count) events")
         }
         XCTAssertEqual(code, .upstreamLost)
-        XCTAssertLessThan(firstEvents.count, 400, "it ended at its refresh, not at its end")
+        // The tokens the upstream sent during the stall (~150) were never numbered: the woken
+        // owner confirmed its lease and slot before sending anything more.
+        XCTAssertLessThanOrEqual(firstEvents.count, topAtStop + 3, "nothing appended after the wake but the error")
         XCTAssertLessThanOrEqual(try liveSlots(), 1, "never two answers in a one-answer session")
         let secondEvents = try second.readAll(timeout: 30)
         guard case .done? = try? StreamEvent(json: secondEvents.last?.data ?? "") else { return XCTFail("the second answer ends with done") }
         try eventually(10, "both answers settled") { try self.ledger(user).reserved == 0 }
         XCTAssertEqual(try metric(a, "relay_session_slots_lost_total"), 1)
+    }
+
+    /// A stalled owner that wakes after its answer was taken over writes nothing — no event,
+    /// and no text: its text writes are plain `SETRANGE`s no append check refuses, and would
+    /// overwrite the taker's text under later catch-ups. The owner's loop clock passed the
+    /// lease it knew, so it holds everything until Redis says it still owns the answer
+    /// (docs/PROTOCOL.md §4.5). The continuation here words differently from the owner (an
+    /// OpenAI-style server starts over), so an overwrite would show: every read from 0 after the
+    /// end must be the events the live reader got.
+    func testAStalledOwnerWokenAfterATakeoverWritesNothingOverTheTakersText() throws {
+        var answer = ContinuableAnswerUpstream(tokens: Array(repeating: ContinuableAnswerUpstream.standard.tokens, count: 12).flatMap { $0 })
+        answer.pauseMsPerToken = 25
+        let fake = try FakeUpstreamServer(routes: [:])
+        defer { fake.stop() }
+        fake.setResponder("/v1/chat/completions") { [answer] in answer.openAIScript($0, as: .openAI) }
+        let env = ["RELAY_UPSTREAM": "openai", "UPSTREAM_URL": fake.baseURL, "UPSTREAM_API_KEY": "sk-test", "UPSTREAM_MODEL": "gpt-test",
+                   "RELAY_UPSTREAM_CONTINUATION": "vllm", "RELAY_BUFFER_EVENTS": "40"]
+        let a = try startRelay(env.merging(["RELAY_WORKERS": "1"]) { $1 }), b = try startRelay(env)
+        let user = "overwrite-\(UUID().uuidString.prefix(8))"
+        let token = RelayProcess.token(sub: user)
+        let id = Chat.newID()
+        let owner = try Chat.start(port: a.port, token: token, requestID: id, model: "gpt-test", maxTokens: 2000)
+        for _ in 0..<10 { _ = try XCTUnwrap(try owner.nextEvent()) }
+        let onB = try Chat.resume(port: b.port, token: token, requestID: id, lastEventID: "0")
+        let pid = a.process.processIdentifier
+        Foundation.kill(pid, SIGSTOP)
+        var stopped = true
+        defer { if stopped { Foundation.kill(pid, SIGCONT) } }
+        let meta = streamKey(id, "meta", sub: user)
+        try eventually(15, "b to take the answer over") { try self.redis.cli("HGET", meta, "epoch") == "1" }
+        let events = streamKey(id, "events", sub: user)
+        func top() throws -> Int { Int(try redis.cli("XREVRANGE", events, "+", "-", "COUNT", "1").split(separator: "\n").first?.split(separator: "-").first ?? "") ?? 0 }
+        let takenAt = try top()
+        try eventually(10, "the taker to append well past the takeover") { try top() >= takenAt + 30 }
+        Foundation.kill(pid, SIGCONT)
+        stopped = false
+        owner.close()
+        let live = try onB.readAll(timeout: 60)
+        guard case .done? = try? StreamEvent(json: live.last?.data ?? "") else { return XCTFail("the answer ends with done") }
+        assertSequence(live)
+        let auth = [("Authorization", "Bearer \(token)")]
+        for relay in [a, b] {
+            let again = try Chat.resume(port: relay.port, token: token, requestID: id, lastEventID: "0").readAll(timeout: 20)
+            XCTAssertEqual(again.map(\.lastEventId), live.map(\.lastEventId), "a resume from 0 on \(relay.port): every id")
+            let differing = zip(again, live).first { $0.0.data != $0.1.data }
+            XCTAssertNil(differing.map { "seq \($0.0.lastEventId): \($0.0.data) ≠ \($0.1.data)" }, "a resume from 0 on \(relay.port): the live events")
+            let offsets = try HTTPClient.request(port: relay.port, method: "GET", path: "/api/chat/stream/\(id)?offset=-1", headers: auth)
+            XCTAssertEqual(offsets.text, "[" + live.map(\.data).joined(separator: ",") + "]", "an offset read from -1 on \(relay.port)")
+        }
     }
 }

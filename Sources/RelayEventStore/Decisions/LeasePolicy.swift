@@ -14,6 +14,15 @@ public enum LeasePolicy {
         nowMs >= lastRefreshMs &+ intervalMs
     }
 
+    /// Until when an owner knows its lease is held, loop ms: the lease (`leaseMs`) counted
+    /// from when the refresh that Redis confirmed was sent (`sentAtMs`; Redis set the lease at
+    /// or after that), less a sixth for reply and scheduling delays. Past it a stall (a paused
+    /// process, a partition) may have let the lease lapse and another instance take the
+    /// answer over, so the owner sends nothing more until a refresh confirms it again.
+    public static func knownUntil(sentAtMs: UInt64, leaseMs: UInt64) -> UInt64 {
+        sentAtMs &+ leaseMs &- leaseMs / 6
+    }
+
     /// Ask Redis about the owner's lease once the stream has been quiet for half a
     /// lease period.
     public static func shouldCheckOwner(nowMs: UInt64, quietSinceMs: UInt64, leaseMs: UInt64) -> Bool {

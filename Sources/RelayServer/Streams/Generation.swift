@@ -137,6 +137,9 @@ final class Generation {
             appender.seedRetention(text: Array(taken.text.utf8), deltaLengths: lengths)
         }
         appender.onRetained = { outcome in self.host.answerRetained(outcome) }
+        // The lease as `create` or the takeover took it; past it, a stall may have lost it.
+        appender.leaseKnown(untilMs: LeasePolicy.knownUntil(sentAtMs: startedMs, leaseMs: UInt64(EventLog.leaseMs)))
+        appender.onLeaseUnknown = { self.host.confirmOwnership(self) }
         appender.onDrained = {
             guard self.finished else { return }
             self.end()
@@ -149,13 +152,38 @@ final class Generation {
         // A strong capture, a cycle through the upstream: every adapter drops `emit` after
         // its terminal event and on `cancel()` (`Upstream`), and `teardown()` cancels it.
         upstream.start { e in
-            if case .error = e, !self.finished { self.host.upstreamFailed() }
-            // A continuation's `done` reports the whole answer's usage (`total`).
-            if self.continued != nil, case .done(let r, let u, let l) = e {
-                return self.emit(.done(finishReason: r, usage: self.total(u), budgetLimited: l))
-            }
-            self.emit(e)
+            // While the lease is unconfirmed (after a stall) the upstream's events wait,
+            // unnumbered: an answer found taken over, or over its session's limit, emits none.
+            if !self.finished, self.appender.holdIfLeaseLapsed() { return self.heldUpstream.append(e) }
+            self.fromUpstream(e)
         }
+    }
+
+    /// One event of the upstream, emitted.
+    private func fromUpstream(_ e: StreamEvent) {
+        if case .error = e, !finished { host.upstreamFailed() }
+        // A continuation's `done` reports the whole answer's usage (`total`).
+        if continued != nil, case .done(let r, let u, let l) = e {
+            return emit(.done(finishReason: r, usage: total(u), budgetLimited: l))
+        }
+        emit(e)
+    }
+
+    /// Events from the upstream that arrived while the appender was held for the lease.
+    @exclusivity(unchecked) private var heldUpstream: [StreamEvent] = []
+    /// `OwnerLeases.confirm` is asking Redis whether this generation still owns its answer.
+    var confirmingOwnership = false
+
+    /// Forgets the upstream's events that waited for the lease (the answer ends without them).
+    func dropWaitingUpstreamEvents() { heldUpstream.removeAll() }
+
+    /// The owner confirmed its lease and session slot after a stall (`OwnerLeases.confirm`):
+    /// known held until `untilMs` (loop ms). The upstream's waiting events go on, in order.
+    func ownershipConfirmed(untilMs: UInt64) {
+        appender.leaseConfirmed(untilMs: untilMs)
+        let waiting = heldUpstream
+        heldUpstream.removeAll()
+        for e in waiting where !finished { fromUpstream(e) }
     }
 
     /// Breaks the generation's reference cycles, once, on every ending: closes the

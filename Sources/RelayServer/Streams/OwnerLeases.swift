@@ -65,8 +65,19 @@ final class OwnerLeases {
         let untilMs = wall + Int64(EventLog.leaseMs)
         for g in owned where !g.finished && OwnerLeaseRound.refreshDue(nowMs: now, lastRefreshMs: g.leaseRefreshedMs, leaseMs: leaseMs) {
             g.leaseRefreshedMs = now
+            if g.appender.holdIfLeaseLapsed() {
+                // A stall passed the lease it knew: nothing more is sent until `confirm` (asked
+                // by the hold, or again here after a failed ask) says it still owns the answer.
+                confirm(g)
+                ledger.refresh(expiriesKey: g.budgetExpiriesKey, id: g.id, nowMs: wall)
+                continue
+            }
             log.refreshLease(g.keys, instance: instance, epoch: g.ownershipEpoch) { found in
-                if found == .takenOver { g.leaseTakenOver() }
+                switch found {
+                case .takenOver: g.leaseTakenOver()
+                case .held: g.appender.leaseKnown(untilMs: LeasePolicy.knownUntil(sentAtMs: now, leaseMs: leaseMs))
+                case .notRunning: break
+                }
             }
             sessions.refresh(streamsKey: g.sessionStreamsKey, id: g.id, untilMs: untilMs) { [weak self, weak g] in
                 if let self, let g { self.slotLapsed(g) }
@@ -81,6 +92,52 @@ final class OwnerLeases {
             }
             log.takeoverIfReadable(id, instance: instance, maxContinuations: maxContinuations) { r in
                 self.carryOut(TakeoverPlan.plan(r), r, id, noticed: "owner lease lapsed", readers: readers, done: nil)
+            }
+        }
+    }
+
+    /// Confirms that `g` still owns its answer before it sends anything more: its loop clock
+    /// passed the lease it last knew held (a stall: SIGSTOP, a paused VM, a partition), so
+    /// another instance may have taken the answer over, or another answer of its session its
+    /// slot. The lease refresh (fenced by the epoch, `Scripts.refreshLease`) says which; with
+    /// the lease held, the session slot is taken again within `RELAY_MAX_STREAMS_PER_SESSION`
+    /// (`SessionStore.admit`, idempotent per id). Taken over → the generation stops without a
+    /// write; session full → it ends with `upstream_lost`, the upstream's waiting events
+    /// never numbered; else it goes on (docs/PROTOCOL.md §4.5). A Redis failure leaves it
+    /// held; the next round asks again.
+    func confirm(_ g: Generation) {
+        guard !g.finished, !g.confirmingOwnership else { return }
+        g.confirmingOwnership = true
+        let sentAt = loop.nowMs
+        let leaseMs = UInt64(EventLog.leaseMs)
+        let max = maxStreamsPerSession
+        log.refreshLease(g.keys, instance: instance, epoch: g.ownershipEpoch) { [self] found in
+            switch found {
+            case .takenOver:
+                g.confirmingOwnership = false
+                g.leaseTakenOver()
+            case .notRunning:
+                // Ended elsewhere (expired, or ended by a lease expiry): its appends are refused.
+                g.confirmingOwnership = false
+                g.ownershipConfirmed(untilMs: .max)
+            case .held:
+                sessions.admit(owner: g.ownerHash, sid: g.sid, id: g.id, nowMs: wallMs(), leaseMs: EventLog.leaseMs, max: max) { [metrics] r in
+                    g.confirmingOwnership = false
+                    let until = LeasePolicy.knownUntil(sentAtMs: sentAt, leaseMs: leaseMs)
+                    switch r {
+                    case .success(true):
+                        g.ownershipConfirmed(untilMs: until)
+                    case .success(false):
+                        guard !g.finished else { return }
+                        metrics.add(.sessionSlotsLost)
+                        Log.warn("session slot lapsed while the owner stalled and the session is full: answer ended", ["requestId": g.id.value])
+                        g.dropWaitingUpstreamEvents()
+                        g.abort(APIError(.upstreamLost, "this answer stalled on its relay instance and the session now runs \(max) other answers; retry the request"))
+                        g.ownershipConfirmed(untilMs: until)   // the final event goes out
+                    case .failure:
+                        break   // still held: the next round asks again
+                    }
+                }
             }
         }
     }

@@ -406,6 +406,8 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     /// Settles a generation's reservation (`BudgetLedger.settle`, once per id).
     /// The generation is ending (once, any way): its completion webhook is queued too.
+    func confirmOwnership(_ g: Generation) { leases.confirm(g) }
+
     func settle(_ g: Generation, tokens: Int) {
         settler.settle(budgetKey: g.budget.key, id: g.id, tokens: tokens)
         completionWebhooks?.answerEnding(scopedID: g.id.value, sub: g.owner)

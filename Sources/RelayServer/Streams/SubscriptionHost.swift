@@ -66,6 +66,10 @@ protocol GenerationHost: AnyObject {
     /// The generation ended (any way): settle its budget reservation to `tokens`
     /// (prompt + completion really generated), once.
     func settle(_ g: Generation, tokens: Int)
+    /// `g`'s lease is no longer known held (its loop clock passed the last confirmed lease:
+    /// a stall): confirm its lease and session slot before it sends anything more
+    /// (`Generation.ownershipConfirmed`), or stop it (`leaseTakenOver`, `abort`).
+    func confirmOwnership(_ g: Generation)
     /// The generation is over and its appends are settled; the host forgets it.
     func generationEnded(_ g: Generation)
     /// `event`'s `XADD` was acknowledged (called in seq order, never before): deliver it
