@@ -52,7 +52,10 @@ let package = Package(
         // The event store (docs/DATA_MODEL.md): the per-stream event log, the ordered appender,
         // keys, Lua scripts, live channels, session slots and revocation markers; the append
         // queue, trim, TTL refresh, text checkpoints and lease rules are pure decisions (Decisions/).
+        // Its Lua scripts are `Lua/<name>.lua`, embedded in the module at build time
+        // (`PackageResources.<name>_lua`, [UInt8]); `Scripts` declares each with its reply type.
         .target(name: "RelayEventStore", dependencies: ["CLibevent", "COpenSSL", "RelayRedis", "RelayCluster", "RelayLoop", "RelayConfiguration", "RelayCore"],
+                resources: [.embedInCode("Lua/releaseLease.lua")],
                 swiftSettings: [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]),
         // Token budgets: the ledger in Redis (reserve, refresh, settle); limits by tier and the
         // reservation arithmetic are pure decisions (Decisions/).

@@ -103,7 +103,7 @@ public final class EventLog {
         connectionEpoch &+= 1
         scripts.load([Scripts.create, Scripts.appendFinal, Scripts.appendStatus, Scripts.open, Scripts.catchUp,
                       expireLeaseScript, Scripts.admit, Scripts.requestCancel, Scripts.takeover, Scripts.appendFenced,
-                      Scripts.releaseLease, Scripts.refreshLease, Scripts.heartbeat, Scripts.removeLapsedInstance] + others)
+                      Scripts.releaseLease.text, Scripts.refreshLease, Scripts.heartbeat, Scripts.removeLapsedInstance] + others)
     }
 
     /// Creates the stream (meta hash and an empty stream key, `Scripts.create`) unless

@@ -402,12 +402,21 @@ extension Scripts {
     return 1
     """
 
-    /// Releases a lease only when it still names `instance` (the owner ending its
-    /// generation must not free a lease a taker holds). KEYS: lease. ARGV: instance.
-    public static let releaseLease = """
-    if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-    return 0
-    """
+    /// Releases a lease only while it names the caller's instance (`Lua/releaseLease.lua`:
+    /// KEYS lease; ARGV instance). Reply: `ReleaseLeaseReply`.
+    public static let releaseLease = LuaScript<ReleaseLeaseReply>(file: "releaseLease.lua", bytes: PackageResources.releaseLease_lua)
+
+    /// The reply of `releaseLease`.
+    public struct ReleaseLeaseReply: ScriptReply, Equatable {
+        /// `true` when the lease named the caller's instance and was deleted; `false` when
+        /// it names another instance or is gone (nothing changed).
+        public var released: Bool
+
+        public init(reply: RedisReply) throws(RedisFailure) {
+            guard let n = reply.int, n == 0 || n == 1 else { throw .unexpectedReply("releaseLease.lua", reply) }
+            released = n == 1
+        }
+    }
 }
 
 extension Scripts {
