@@ -64,3 +64,78 @@ extension RedisReply {
         return nil
     }
 }
+
+/// The elements of a script's array reply, read by the position its header gives them
+/// (counted from 1, as Lua and the header count), for a `ScriptReply` init: the one place
+/// a reply's positions are named. Every accessor throws `.unexpectedReply` for an element
+/// that is missing or of another type.
+public struct ScriptReplyArray {
+    /// The elements, in order.
+    public let elements: [RedisReply]
+    private let file: String
+    private let reply: RedisReply
+
+    /// - Parameters:
+    ///   - file: the script's file (for the failure's message).
+    ///   - counts: the element counts the header names (`nil`: any).
+    /// - Throws: `.unexpectedReply` unless `reply` is an array of one of `counts` elements.
+    public init(_ reply: RedisReply, of file: String, counts: Set<Int>? = nil) throws(RedisFailure) {
+        guard let a = reply.array, counts.map({ $0.contains(a.count) }) ?? true else {
+            throw .unexpectedReply(file, reply)
+        }
+        elements = a
+        self.file = file
+        self.reply = reply
+    }
+
+    /// How many elements the reply has.
+    public var count: Int { elements.count }
+
+    /// The failure for this reply: none of the shapes its script's header names.
+    public var unexpected: RedisFailure { .unexpectedReply(file, reply) }
+
+    /// Element `n` (from 1) as it is.
+    public func element(_ n: Int) throws(RedisFailure) -> RedisReply {
+        guard n >= 1, n <= elements.count else { throw unexpected }
+        return elements[n - 1]
+    }
+
+    /// Element `n` (from 1): an integer, or a bulk string holding a decimal integer.
+    public func int(_ n: Int) throws(RedisFailure) -> Int64 {
+        guard let v = try element(n).int else { throw unexpected }
+        return v
+    }
+
+    /// Element `n` (from 1): a bulk or status string, as UTF-8 text.
+    public func string(_ n: Int) throws(RedisFailure) -> String {
+        guard let v = try element(n).string else { throw unexpected }
+        return v
+    }
+
+    /// Element `n` (from 1): a string, or `nil` for a null (a Lua `false`: a field `HMGET`
+    /// found missing).
+    public func optionalString(_ n: Int) throws(RedisFailure) -> String? {
+        let e = try element(n)
+        if e == .null { return nil }
+        guard let v = e.string else { throw unexpected }
+        return v
+    }
+
+    /// Element `n` (from 1): a bulk string's bytes.
+    public func bytes(_ n: Int) throws(RedisFailure) -> [UInt8] {
+        guard let v = try element(n).bytes else { throw unexpected }
+        return v
+    }
+}
+
+extension RedisReply {
+    /// A script's `1`/`0` reply as `true`/`false`.
+    /// - Throws: `.unexpectedReply` (naming `file`) for anything else.
+    public func flag(of file: String) throws(RedisFailure) -> Bool {
+        switch int {
+        case 1: return true
+        case 0: return false
+        default: throw .unexpectedReply(file, self)
+        }
+    }
+}

@@ -189,7 +189,7 @@ final class StoredOffsetsTests: RelayTestCase {
             _ = try redis.cli("BITFIELD", k.offsets, "SET", "u32", "#\(n)", String(ends[n]))
             for _ in 0..<30 {
                 let from = Int(rng.next() % UInt64(n + 1)), to = from + Int(rng.next() % UInt64(n - from + 1))
-                let out = try redis.cliRaw(["EVAL", Scripts.catchUp, "2", k.text, k.offsets, String(from), String(to)])
+                let out = try redis.cliRaw(["EVAL", Scripts.catchUp.text, "2", k.text, k.offsets, String(from), String(to)])
                 let parts = out.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
                 let got = parts.count == 2 ? String(parts[1]) : ""
                 let want = pieces[(from + 1)..<(to + 1)].joined()   // cliRaw drops redis-cli's newline
