@@ -2,8 +2,9 @@
 -- free, and pushes its lapse time out (docs/DATA_MODEL.md §9): a continuation's re-sent
 -- prompt is reserved before it is sent (docs/PROTOCOL.md §4.5, §9.2).
 --
--- KEYS[1] budget: relay:budget:{u:<ownerHash>}:<YYYY-MM> (hash: used, reserved, r:<id>, s:<id>, tokens)
--- KEYS[2] expiries: relay:budget:{u:<ownerHash>}:<YYYY-MM>:expiries (sorted set: id, score its lapse time, unix ms)
+-- KEYS[1] budget: relay:budget:{u:<ownerHash>}:<YYYY-MM> (hash of tokens: used, reserved,
+--         r:<id> a reservation, s:<id> a settlement)
+-- KEYS[2] expiries: the budget key + `:expiries` (sorted set: id, score its lapse time, unix ms)
 -- ARGV[1] id: the request id
 -- ARGV[2] tokens: the tokens added
 -- ARGV[3] limit: the budget's limit, tokens

@@ -1,8 +1,9 @@
 -- read.lua: a budget's `used` and `reserved` (docs/DATA_MODEL.md §9), the reservations
 -- lapsed by ARGV[1] released first.
 --
--- KEYS[1] budget: relay:budget:{u:<ownerHash>}:<YYYY-MM> (hash: used, reserved, r:<id>, s:<id>, tokens)
--- KEYS[2] expiries: relay:budget:{u:<ownerHash>}:<YYYY-MM>:expiries (sorted set: id, score its lapse time, unix ms)
+-- KEYS[1] budget: relay:budget:{u:<ownerHash>}:<YYYY-MM> (hash of tokens: used, reserved,
+--         r:<id> a reservation, s:<id> a settlement)
+-- KEYS[2] expiries: the budget key + `:expiries` (sorted set: id, score its lapse time, unix ms)
 -- ARGV[1] now: unix ms
 -- Reply {used, reserved}: tokens charged, tokens held (integers; 0 when missing)
 

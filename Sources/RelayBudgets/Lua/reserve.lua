@@ -6,8 +6,9 @@
 -- completion tokens fit (the rule of BudgetArithmetic.grant), records `r:<id>`, adds it
 -- to `reserved`, schedules its lapse and sets both keys' TTL.
 --
--- KEYS[1] budget: relay:budget:{u:<ownerHash>}:<YYYY-MM> (hash: used, reserved, r:<id>, s:<id>, tokens)
--- KEYS[2] expiries: relay:budget:{u:<ownerHash>}:<YYYY-MM>:expiries (sorted set: id, score its lapse time, unix ms)
+-- KEYS[1] budget: relay:budget:{u:<ownerHash>}:<YYYY-MM> (hash of tokens: used, reserved,
+--         r:<id> a reservation, s:<id> a settlement)
+-- KEYS[2] expiries: the budget key + `:expiries` (sorted set: id, score its lapse time, unix ms)
 -- ARGV[1] id: the request id
 -- ARGV[2] now: unix ms (reservations lapsed by then are released)
 -- ARGV[3] lapse: when this reservation lapses unless refreshed, unix ms

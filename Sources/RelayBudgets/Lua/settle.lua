@@ -2,8 +2,9 @@
 -- its reservation, adds the tokens charged to `used`, records `s:<id>` and refreshes the
 -- hash's TTL. A second settlement of the same id changes nothing.
 --
--- KEYS[1] budget: relay:budget:{u:<ownerHash>}:<YYYY-MM> (hash: used, reserved, r:<id>, s:<id>, tokens)
--- KEYS[2] expiries: relay:budget:{u:<ownerHash>}:<YYYY-MM>:expiries (sorted set: id, score its lapse time, unix ms)
+-- KEYS[1] budget: relay:budget:{u:<ownerHash>}:<YYYY-MM> (hash of tokens: used, reserved,
+--         r:<id> a reservation, s:<id> a settlement)
+-- KEYS[2] expiries: the budget key + `:expiries` (sorted set: id, score its lapse time, unix ms)
 -- ARGV[1] id: the request id
 -- ARGV[2] tokens: the tokens charged
 -- ARGV[3] ttl_ms: the hash's lifetime, ms

@@ -8,8 +8,8 @@
 -- entry ID: the old owner's later XADDs are refused, so nothing follows the terminal
 -- event), sets `state` failed and `last_seq`, and publishes it on the live channel
 -- (`<seq> <event>`, LivePayload). The event is written in the stream's at-rest mode
--- (§15): ARGV[3] as this relay stores new streams' events (sealed when it has keys),
--- ARGV[5] the plaintext, used in a stream the meta marks `plain`. On a Redis Cluster
+-- (§15): as this relay stores new streams' events (ARGV[3]: sealed when it has keys), or
+-- as plaintext (ARGV[5]) in a stream the meta marks `plain`. On a Redis Cluster
 -- expireLeaseSharded.lua runs instead (SPUBLISH).
 --
 -- KEYS[1] events: relay:{<ownerHash>:<requestId>}:events (stream)

@@ -3,9 +3,11 @@
 --
 -- Each claimed message's score moves to the claim's end (another instance takes it again
 -- only once the claim lapsed) and its claim token is set. Ids in `sent` older than
--- ARGV[4] are forgotten; a due id without a record is dropped. A claimer without keys
--- (ARGV[5] '0') skips a message marked as needing keys until it has been due ARGV[6] ms
--- (then only to drop it once its stream expired). Times are Redis's clock (TIME).
+-- sent_ms are forgotten; a due id without a record is dropped. A claimer without keys
+-- (haveKeys '0') skips a message marked as needing keys until it has been due
+-- patience_ms (then only to drop it once its stream expired). Times are Redis's clock
+-- (TIME: allowed before writes with effects replication, Redis ≥ 5's default and 7's
+-- only mode), so instances with skewed clocks agree on what is due.
 --
 -- KEYS[1] due: relay:webhooks:{relay:webhooks}:due (sorted set: id, score when next due, ms)
 -- KEYS[2] msgs: relay:webhooks:{relay:webhooks}:msgs (hash: id → record)

@@ -1,6 +1,6 @@
 -- outboxEnqueue.lua: queues a completion webhook message in the shared outbox
 -- (docs/DATA_MODEL.md §13), once per id: a message already queued, delivered or given up
--- is not queued again. Times are Redis's clock (TIME), so instances with skewed clocks agree.
+-- is not queued again. Times are Redis's clock (TIME, as in outboxClaim.lua).
 --
 -- KEYS[1] due: relay:webhooks:{relay:webhooks}:due (sorted set: id, score when next due, ms)
 -- KEYS[2] msgs: relay:webhooks:{relay:webhooks}:msgs (hash: id → record)

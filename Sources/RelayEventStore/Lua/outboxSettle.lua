@@ -1,5 +1,6 @@
 -- outboxSettle.lua: settles a claimed completion webhook message, only under its current
--- claim token (docs/DATA_MODEL.md §13). Times are Redis's clock (TIME).
+-- claim token (docs/DATA_MODEL.md §13). Times are Redis's clock (TIME, as in
+-- outboxClaim.lua).
 --
 -- `done` (delivered, or given up) forgets the message and remembers its id in `sent`;
 -- `retry` counts one more attempt and makes it due again after ARGV[4]; `later` (not
