@@ -9,7 +9,8 @@ import RelayRedis
 /// it). Reservations are taken at admission (`reserve`), refreshed while the
 /// generation runs, and settled once on every ending (`settle`); a reservation whose
 /// owner died without anyone settling it lapses and is purged by the next `reserve`
-/// or `read`. Every script here touches only that slot. Loop thread only.
+/// or `read`. Every script (`BudgetScripts`, `Lua/<name>.lua`) touches only that slot.
+/// Loop thread only.
 public final class BudgetLedger {
     private let connection: any RedisCommandChannel
     private let scripts: ScriptRunner

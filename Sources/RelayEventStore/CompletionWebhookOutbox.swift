@@ -20,14 +20,16 @@ import RelayRedis
 /// All times are Redis's clock (`TIME` inside the scripts), so instances with skewed
 /// clocks agree on what is due and on when a claim lapsed. Each script runs atomically:
 /// one instance claims a message at a time, and only the holder of the current claim can
-/// settle it. Loop thread only.
+/// settle it. The scripts are `Lua/outbox*.lua` (`Scripts.outboxEnqueue`, `outboxClaim`,
+/// `outboxSettle`, `outboxSubject`). Loop thread only.
 public final class CompletionWebhookOutbox {
     private let connection: any RedisCommandChannel
     private let scripts: ScriptRunner
     /// Opens the final event sealed at rest (docs/DATA_MODEL.md §15); the worker's.
     private let cipher: AtRestCipher?
 
-    /// The outbox's keys (due, msgs, attempts, claims, sent).
+    /// The outbox's keys, in the order its scripts get them: due, msgs, attempts, claims,
+    /// sent, needkeys.
     public static let keys: [String] = ["due", "msgs", "attempts", "claims", "sent", "needkeys"].map { "relay:webhooks:{relay:webhooks}:" + $0 }
 
     /// How long a message needing keys waits before an instance without keys claims it

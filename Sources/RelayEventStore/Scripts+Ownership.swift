@@ -96,7 +96,7 @@ extension Scripts {
         public var state: String
         /// The budget hash charged ('' for none).
         public var budgetKey: String
-        /// Prompt tokens charged (the meta's `prompt`).
+        /// Prompt tokens charged (the meta's `prompt`), tokens.
         public var prompt: Int
         /// The meta's `last_seq` (0 when none).
         public var lastSeq: UInt64
@@ -121,10 +121,11 @@ extension Scripts {
         public var entries: [SequencedEvent]
         /// Continuations of the stream, this one included.
         public var continuations: Int
-        /// The meta's `owner` and `sid` ('' when missing).
+        /// The meta's `owner`, the creator's `sub` ('' when missing).
         public var owner: String
+        /// The meta's `sid`, the creator's session ('' when missing).
         public var sid: String
-        /// Prompt tokens charged so far (the meta's `prompt`).
+        /// Prompt tokens charged so far (the meta's `prompt`), tokens.
         public var priorPrompt: Int
         /// The whole offsets key: big-endian u32 end offsets, bytes, at byte 4 × seq (empty
         /// without lossless resume).
