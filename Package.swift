@@ -52,11 +52,19 @@ let package = Package(
         // The event store (docs/DATA_MODEL.md): the per-stream event log, the ordered appender,
         // keys, Lua scripts, live channels, session slots and revocation markers; the append
         // queue, trim, TTL refresh, text checkpoints and lease rules are pure decisions (Decisions/).
+        // Its Lua scripts are `Lua/<name>.lua`, embedded in the module at build time
+        // (`PackageResources.<name>_lua`, [UInt8]); `Scripts` declares each with its reply type.
         .target(name: "RelayEventStore", dependencies: ["CLibevent", "COpenSSL", "RelayRedis", "RelayCluster", "RelayLoop", "RelayConfiguration", "RelayCore"],
+                resources: ["admit", "appendFenced", "appendFinal", "appendStatus", "catchUp", "create", "expireLease",
+                            "expireLeaseSharded", "heartbeat", "open", "outboxClaim", "outboxEnqueue", "outboxSettle",
+                            "outboxSubject", "refreshLease", "releaseLease", "removeLapsedInstance", "requestCancel",
+                            "takeover"].map { .embedInCode("Lua/\($0).lua") },
                 swiftSettings: [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]),
         // Token budgets: the ledger in Redis (reserve, refresh, settle); limits by tier and the
         // reservation arithmetic are pure decisions (Decisions/).
+        // Its Lua scripts are `Lua/<name>.lua`, embedded like RelayEventStore's (`BudgetScripts`).
         .target(name: "RelayBudgets", dependencies: ["RelayRedis", "RelayConfiguration", "RelayCore"],
+                resources: ["extend", "read", "reserve", "settle"].map { .embedInCode("Lua/\($0).lua") },
                 swiftSettings: [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]),
         // Upstream adapters (simulated, and later OpenAI / Anthropic).
         .target(name: "RelayUpstream", dependencies: ["CCurl", "CLibevent", "RelayLoop", "RelayConfiguration", "RelayCore"]),

@@ -9,7 +9,8 @@ import RelayRedis
 /// it). Reservations are taken at admission (`reserve`), refreshed while the
 /// generation runs, and settled once on every ending (`settle`); a reservation whose
 /// owner died without anyone settling it lapses and is purged by the next `reserve`
-/// or `read`. Every script here touches only that slot. Loop thread only.
+/// or `read`. Every script (`BudgetScripts`, `Lua/<name>.lua`) touches only that slot.
+/// Loop thread only.
 public final class BudgetLedger {
     private let connection: any RedisCommandChannel
     private let scripts: ScriptRunner
@@ -32,77 +33,39 @@ public final class BudgetLedger {
     /// The reservation expiries of a budget hash (same hash slot).
     public static func expiriesKey(_ budgetKey: String) -> String { budgetKey + ":expiries" }
 
-    /// The outcome of `reserve`.
-    public enum Reservation: Sendable, Equatable {
-        /// Reserved (or already reserved under this id): tokens held for the request.
-        case granted(tokens: Int)
-        /// Fewer than the minimum remain; `remaining` = limit − used − reserved.
-        case refused(remaining: Int)
-        /// This request id was already settled (its stream ran before): resume it.
-        case settled
-    }
-
     /// Reserves for request `id` (idempotent per id): `min(prompt + wanted, limit − used −
-    /// reserved)` when at least `min(minimum, wanted)` completion tokens fit (`Scripts` text:
-    /// ``BudgetLedger/reserveScript``; the same rule as `BudgetArithmetic.grant`).
+    /// reserved)` when at least `min(minimum, wanted)` completion tokens fit
+    /// (`BudgetScripts.reserve`; the same rule as `BudgetArithmetic.grant`). Tokens
+    /// throughout; `nowMs` unix ms. `done` gets the `Reservation`.
     public func reserve(key: String, id: RequestID, nowMs: Int64, limit: Int, promptEstimate: Int,
                         wantedCompletion: Int, minimumCompletion: Int,
                         done: @escaping (Result<Reservation, RedisFailure>) -> Void) {
-        scripts.run(BudgetLedger.reserveScript, keys: [key, BudgetLedger.expiriesKey(key)],
+        scripts.run(BudgetScripts.reserve, keys: [key, BudgetLedger.expiriesKey(key)],
                     args: [id.value, String(nowMs), String(nowMs + BudgetLedger.reservationLapseMs), String(limit),
                            String(promptEstimate), String(wantedCompletion), String(minimumCompletion),
-                           String(BudgetLedger.ttlMs)]) { r in
-            if let f = r.failure { return done(.failure(f)) }
-            guard let a = r.array, a.count == 2, let kind = a[0].int, let n = a[1].int else {
-                return done(.failure(RedisFailure(code: .other("ERR"), message: "unexpected reserve reply")))
-            }
-            switch kind {
-            case 1: done(.success(.granted(tokens: Int(n))))
-            case 2: done(.success(.settled))
-            default: done(.success(.refused(remaining: Int(n))))
-            }
-        }
+                           String(BudgetLedger.ttlMs)], done: done)
     }
 
-    /// Settles request `id`: releases its reservation and adds `tokens` to `used`, once
-    /// (a second settlement of the same id changes nothing). `done` gets `true` when
-    /// this call settled it.
+    /// Settles request `id` (`BudgetScripts.settle`): releases its reservation and adds
+    /// `tokens` to `used`, once (a second settlement of the same id changes nothing).
+    /// `done` gets `true` when this call settled it.
     public func settle(key: String, id: RequestID, tokens: Int, done: ((Result<Bool, RedisFailure>) -> Void)? = nil) {
-        scripts.run(BudgetLedger.settleScript, keys: [key, BudgetLedger.expiriesKey(key)],
+        scripts.run(BudgetScripts.settle, keys: [key, BudgetLedger.expiriesKey(key)],
                     args: [id.value, String(max(0, tokens)), String(BudgetLedger.ttlMs)]) { r in
-            if let f = r.failure { done?(.failure(f)); return }
-            done?(.success((r.int ?? -1) >= 0))
+            done?(r.map { $0 != .alreadySettled })
         }
-    }
-
-    /// What `extend` did.
-    public enum Extension: Sendable, Equatable {
-        /// The reservation grew by the tokens asked for.
-        case extended
-        /// The budget's limit leaves fewer tokens than asked for; nothing changed.
-        case refused(remaining: Int)
-        /// No reservation is held under the id (it lapsed, or the id was settled).
-        case noReservation
     }
 
     /// Grows request `id`'s reservation by `tokens` when the budget's `limit` still has them
     /// free (`limit − used − reserved ≥ tokens`), atomically, and pushes its lapse time
     /// out: a continuation's re-sent prompt (docs/PROTOCOL.md §4.5, §9.2) is reserved
-    /// before it is sent, so a continued answer is charged within the limit.
+    /// before it is sent, so a continued answer is charged within the limit
+    /// (`BudgetScripts.extend`; tokens; `nowMs` unix ms). `done` gets the `Extension`.
     public func extend(key: String, id: RequestID, tokens: Int, limit: Int, nowMs: Int64,
                        done: @escaping (Result<Extension, RedisFailure>) -> Void) {
-        scripts.run(BudgetLedger.extendScript, keys: [key, BudgetLedger.expiriesKey(key)],
-                    args: [id.value, String(max(0, tokens)), String(limit), String(nowMs + BudgetLedger.reservationLapseMs)]) { r in
-            if let f = r.failure { return done(.failure(f)) }
-            guard let a = r.array, a.count == 2, let kind = a[0].int, let n = a[1].int else {
-                return done(.failure(RedisFailure(code: .other("ERR"), message: "unexpected extend reply")))
-            }
-            switch kind {
-            case 1: done(.success(.extended))
-            case 0: done(.success(.refused(remaining: Int(n))))
-            default: done(.success(.noReservation))
-            }
-        }
+        scripts.run(BudgetScripts.extend, keys: [key, BudgetLedger.expiriesKey(key)],
+                    args: [id.value, String(max(0, tokens)), String(limit), String(nowMs + BudgetLedger.reservationLapseMs)],
+                    done: done)
     }
 
     /// Pushes a running generation's reservation lapse time out: `ZADD <expiriesKey> XX
@@ -120,90 +83,12 @@ public final class BudgetLedger {
         connection.send(c, view: RedisReplyView.unread)
     }
 
-    /// `used` and `reserved` (lapsed reservations purged first).
-    public func read(key: String, nowMs: Int64, done: @escaping (Result<(used: Int, reserved: Int), RedisFailure>) -> Void) {
-        scripts.run(BudgetLedger.readScript, keys: [key, BudgetLedger.expiriesKey(key)], args: [String(nowMs)]) { r in
-            if let f = r.failure { return done(.failure(f)) }
-            let a = r.array ?? []
-            done(.success((used: Int(a.first?.int ?? 0), reserved: Int(a.count > 1 ? a[1].int ?? 0 : 0))))
-        }
+    /// `used` and `reserved`, tokens, lapsed reservations released first
+    /// (`BudgetScripts.read`; `nowMs` unix ms).
+    public func read(key: String, nowMs: Int64, done: @escaping (Result<Usage, RedisFailure>) -> Void) {
+        scripts.run(BudgetScripts.read, keys: [key, BudgetLedger.expiriesKey(key)], args: [String(nowMs)], done: done)
     }
 
-    /// Every script of the ledger (loaded after each connection).
-    public static var allScripts: [String] { [reserveScript, settleScript, readScript, extendScript] }
-
-    /// Releases reservations lapsed at ARGV[purgeArg] (unix ms). KEYS: hash, expiries.
-    private static func purge(nowArg: Int) -> String {
-        """
-        for _, r in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[\(nowArg)])) do
-          local g = redis.call('HGET', KEYS[1], 'r:' .. r)
-          if g then
-            redis.call('HINCRBY', KEYS[1], 'reserved', -tonumber(g))
-            redis.call('HDEL', KEYS[1], 'r:' .. r)
-          end
-          redis.call('ZREM', KEYS[2], r)
-        end
-        """
-    }
-
-    /// KEYS: hash, expiries. ARGV: id, now ms, lapse ms, limit, prompt estimate, wanted
-    /// completion, minimum completion, ttl ms. Returns {1, tokens} granted (also for a
-    /// repeated id), {0, remaining} refused, {2, 0} already settled.
-    public static let reserveScript = purge(nowArg: 2) + """
-
-    local held = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
-    if held then return {1, tonumber(held)} end
-    if redis.call('HEXISTS', KEYS[1], 's:' .. ARGV[1]) == 1 then return {2, 0} end
-    local used = tonumber(redis.call('HGET', KEYS[1], 'used') or '0')
-    local reserved = tonumber(redis.call('HGET', KEYS[1], 'reserved') or '0')
-    local remaining = tonumber(ARGV[4]) - used - reserved
-    if remaining < 0 then remaining = 0 end
-    local prompt = tonumber(ARGV[5])
-    local wanted = tonumber(ARGV[6])
-    local grant = math.min(prompt + wanted, remaining)
-    if grant - prompt < math.max(1, math.min(tonumber(ARGV[7]), wanted)) then return {0, remaining} end
-    redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], grant)
-    redis.call('HINCRBY', KEYS[1], 'reserved', grant)
-    redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-    redis.call('PEXPIRE', KEYS[1], ARGV[8])
-    redis.call('PEXPIRE', KEYS[2], ARGV[8])
-    return {1, grant}
-    """
-
-    /// KEYS: hash, expiries. ARGV: id, tokens charged, ttl ms. Returns the tokens charged,
-    /// or -1 when the id was settled before.
-    public static let settleScript = """
-    if redis.call('HEXISTS', KEYS[1], 's:' .. ARGV[1]) == 1 then return -1 end
-    local g = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
-    if g then
-      redis.call('HINCRBY', KEYS[1], 'reserved', -tonumber(g))
-      redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1])
-    end
-    redis.call('ZREM', KEYS[2], ARGV[1])
-    redis.call('HINCRBY', KEYS[1], 'used', ARGV[2])
-    redis.call('HSET', KEYS[1], 's:' .. ARGV[1], ARGV[2])
-    redis.call('PEXPIRE', KEYS[1], ARGV[3])
-    return tonumber(ARGV[2])
-    """
-
-    /// KEYS: hash, expiries. ARGV: id, tokens, limit, lapse ms. Returns {1, 0} extended,
-    /// {0, remaining} refused, {-1, 0} when no reservation is held under the id.
-    public static let extendScript = """
-    local held = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
-    if not held then return {-1, 0} end
-    local used = tonumber(redis.call('HGET', KEYS[1], 'used') or '0')
-    local reserved = tonumber(redis.call('HGET', KEYS[1], 'reserved') or '0')
-    local remaining = tonumber(ARGV[3]) - used - reserved
-    if remaining < tonumber(ARGV[2]) then return {0, math.max(0, remaining)} end
-    redis.call('HINCRBY', KEYS[1], 'r:' .. ARGV[1], ARGV[2])
-    redis.call('HINCRBY', KEYS[1], 'reserved', ARGV[2])
-    redis.call('ZADD', KEYS[2], 'XX', ARGV[4], ARGV[1])
-    return {1, 0}
-    """
-
-    /// KEYS: hash, expiries. ARGV: now ms. Returns {used, reserved}.
-    public static let readScript = purge(nowArg: 1) + """
-
-    return {tonumber(redis.call('HGET', KEYS[1], 'used') or '0'), tonumber(redis.call('HGET', KEYS[1], 'reserved') or '0')}
-    """
+    /// Every script of the ledger (loaded after each connection): `BudgetScripts.all`.
+    public static var allScripts: [LuaSource] { BudgetScripts.all }
 }

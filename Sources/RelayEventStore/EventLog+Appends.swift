@@ -143,8 +143,7 @@ extension EventLog {
         }
         scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets, k.answer, k.request], args: args,
                     retryNoScript: false) { r in
-            if let f = r.failure { return done(.failure(f)) }
-            done(.success(()))
+            done(r.map { _ in () })
         }
     }
 
@@ -201,17 +200,19 @@ extension EventLog {
         var args = [String(ackedSeq), String(count), String(textThrough), String(epoch)]
         if let textStoredEnd { args.append(String(textStoredEnd)) }
         scripts.run(Scripts.appendStatus, keys: [k.events, k.meta, k.text, k.offsets], args: args) { [cipher] r in
-            if let f = r.failure { return done(.failure(f)) }
-            guard let a = r.array, a.count == 4 else { return done(.success(StoredTail(state: nil, topSeq: 0, entries: []))) }
-            let textEnd = a[3].int ?? -1
+            let tail: Scripts.AppendStatusTail
+            switch r {
+            case .failure(let f): return done(.failure(f))
+            case .success(.gone): return done(.success(StoredTail(state: nil, topSeq: 0, entries: [])))
+            case .success(.tail(let t)): tail = t
+            }
             let entries: [SequencedEvent]
-            switch EventLog.opened(EventLog.events(from: a[2]), key: k.events, mode: mode, cipher: cipher) {
+            switch EventLog.opened(tail.entries, key: k.events, mode: mode, cipher: cipher) {
             case .success(let e): entries = e
             case .failure(let f): return done(.failure(f))
             }
-            done(.success(StoredTail(state: a[0].string, topSeq: EventLog.seq(ofEntryID: a[1].string ?? "") ?? 0,
-                                     entries: entries,
-                                     textEnd: textThrough > 0 && textEnd >= 0 ? Int(textEnd) : nil)))
+            done(.success(StoredTail(state: tail.state, topSeq: tail.topSeq, entries: entries,
+                                     textEnd: textThrough > 0 ? tail.textEnd : nil)))
         }
     }
 

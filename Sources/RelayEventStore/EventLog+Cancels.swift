@@ -8,29 +8,12 @@ extension EventLog {
     /// before its stream still stops the stream once created (docs/PROTOCOL.md §7).
     public static let cancelMarkerMs = 60_000
 
-    /// What `requestCancel` found.
-    public enum CancelRequest: Sendable, Equatable {
-        /// No stream of the id exists (yet): the marker was left.
-        case pending
-        /// The caller's stream, in this state (`running`: the marker was left too; the
-        /// caller publishes the cancel). `nil` for a state this version does not know.
-        case stream(StreamState?)
-        /// The id names another owner's stream (nothing written).
-        case otherOwner
-    }
-
     /// A `DELETE` of stream `id` by `owner` (`Scripts.requestCancel`): leaves the cancel
-    /// marker for `cancelMarkerMs` unless the stream exists and has ended.
+    /// marker for `cancelMarkerMs` unless the stream exists and has ended. `done` gets what
+    /// it found (`CancelRequest`, declared with the script).
     public func requestCancel(_ id: RequestID, owner: String, done: @escaping (Result<CancelRequest, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
-        scripts.run(Scripts.requestCancel, keys: [k.meta, k.cancel], args: [owner, String(EventLog.cancelMarkerMs)]) { r in
-            if let f = r.failure { return done(.failure(f)) }
-            switch r.string ?? "" {
-            case "pending": done(.success(.pending))
-            case "other": done(.success(.otherOwner))
-            case let state: done(.success(.stream(StreamState(rawValue: state))))
-            }
-        }
+        scripts.run(Scripts.requestCancel, keys: [k.meta, k.cancel], args: [owner, String(EventLog.cancelMarkerMs)], done: done)
     }
 
     /// Whether a `DELETE` left the cancel marker of stream `id` (`EXISTS`): read once the

@@ -8,24 +8,15 @@ extension EventLog {
     /// every `leaseMs / 3`.
     public static let leaseMs = 3_000
 
-    /// What a lease refresh found (`Scripts.refreshLease`).
-    public enum LeaseRefresh: Sendable, Equatable {
-        /// Refreshed: the caller still owns the stream.
-        case held
-        /// The stream no longer runs (ended, or gone from Redis).
-        case notRunning
-        /// Another instance took the stream over (a newer ownership epoch).
-        case takenOver
-    }
-
     /// Refreshes the owner lease of a running generation (`Scripts.refreshLease`): only
     /// while `epoch` is the stream's ownership epoch and the lease is this instance's or
-    /// unclaimed. Runs for every running generation every `leaseMs / 3`. `done` is not
-    /// called when Redis failed (the next round tries again).
+    /// unclaimed. Runs for every running generation every `leaseMs / 3`. `done` gets what
+    /// it found (`LeaseRefresh`, declared with the script); it is not called when Redis
+    /// failed (the next round tries again).
     public func refreshLease(_ k: StreamKeys, instance: String, epoch: UInt64, done: @escaping (LeaseRefresh) -> Void) {
         scripts.run(Scripts.refreshLease, keys: [k.lease, k.meta], args: [instance, leaseMsArg, String(epoch)]) { r in
-            guard r.failure == nil, let v = r.int else { return }
-            done(v == 1 ? .held : v < 0 ? .takenOver : .notRunning)
+            guard case .success(let found) = r else { return }
+            done(found)
         }
     }
 
@@ -121,58 +112,52 @@ extension EventLog {
         scripts.run(Scripts.takeover, keys: [k.events, k.meta, k.lease, k.text, k.offsets, k.request],
                     args: [instance, String(EventLog.leaseMs), String(maxContinuations), ttlArg, losslessArg,
                            cipher != nil ? "1" : "0"]) { [self, cipher] r in
-            if let f = r.failure { return done(.failure(f)) }
-            let a = r.array ?? []
-            switch a.first?.int ?? 0 {
-            case -1: return done(.success(.vanished))
-            case -3: return done(.success(.needsKeys))
-            case -2: return done(.success(.notContinuable))
-            case 3:
-                guard a.count >= 6 else { return done(.success(.ownerAlive)) }
-                let mode = self.mode(metaField: a.count > 6 ? a[6].string : nil)
-                let final = (try? EventLog.opened(EventLog.events(from: a[5]), key: k.events, mode: mode, cipher: cipher).get())?.last
-                return done(.success(.ended(EndedStream(state: a[1].string ?? "", budgetKey: a[2].string ?? "",
-                                                        prompt: Int(a[3].string ?? "0") ?? 0,
-                                                        lastSeq: UInt64(a[4].string ?? "0") ?? 0,
-                                                        finalEvent: final.flatMap { try? StreamEvent(jsonData: Data($0.json.utf8)) }))))
-            case 1: break
-            default: return done(.success(.ownerAlive))
+            switch r {
+            case .failure(let f): done(.failure(f))
+            case .success(.vanished): done(.success(.vanished))
+            case .success(.needsKeys): done(.success(.needsKeys))
+            case .success(.notContinuable): done(.success(.notContinuable))
+            case .success(.ownerAlive): done(.success(.ownerAlive))
+            case .success(.ended(let e)):
+                let mode = self.mode(metaField: e.atRest)
+                let final = (try? EventLog.opened(e.finalEntry, key: k.events, mode: mode, cipher: cipher).get())?.last
+                done(.success(.ended(EndedStream(state: e.state, budgetKey: e.budgetKey, prompt: e.prompt, lastSeq: e.lastSeq,
+                                                 finalEvent: final.flatMap { try? StreamEvent(jsonData: Data($0.json.utf8)) }))))
+            case .success(.taken(let t)):
+                done(EventLog.taken(t, keys: k, mode: self.mode(metaField: t.atRest), cipher: cipher).map { .taken($0) })
             }
-            guard a.count >= 13 else { return done(.success(.notContinuable)) }
-            done(EventLog.taken(a, keys: k, mode: self.mode(metaField: a[12].string), cipher: cipher).map { .taken($0) })
         }
     }
 
-    /// Decodes the reply of `Scripts.takeover` (1, epoch, top, request, prefix, entries,
-    /// continuations, owner, sid, prompt, offsets, whole sealed text): opens what is sealed
-    /// at rest and finds, with sealed text, the seq its records end at (the text after it
+    /// Opens what `Scripts.takeover` took over (`Scripts.TakeoverTaken`): the values sealed
+    /// at rest, and, with sealed text, finds the seq its records end at (the text after it
     /// is in the retained entries). A value that does not open, or text that does not
     /// meet the entries, fails with `UNREADABLE`.
-    static func taken(_ a: [RedisReply], keys k: StreamKeys, mode: AtRestMode, cipher: AtRestCipher?) -> Result<TakenStream, RedisFailure> {
-        let top = UInt64(max(0, a[2].int ?? 0))
-        let offsets: [UInt8]
-        if case .bulk(let o) = a[10] { offsets = o } else { offsets = [] }
+    static func taken(_ t: Scripts.TakeoverTaken, keys k: StreamKeys, mode: AtRestMode, cipher: AtRestCipher?) -> Result<TakenStream, RedisFailure> {
+        let top = t.topSeq
+        let offsets = t.offsets
         func offset(_ seq: UInt64) -> Int? {
             let i = Int(seq) * 4
             guard seq > 0, i + 4 <= offsets.count else { return seq == 0 ? 0 : nil }
             return offsets[i..<i + 4].reduce(0) { $0 << 8 | Int($1) }
         }
         let entries: [SequencedEvent]
-        switch EventLog.opened(EventLog.events(from: a[5]), key: k.events, mode: mode, cipher: cipher) {
+        switch EventLog.opened(t.entries, key: k.events, mode: mode, cipher: cipher) {
         case .success(let e): entries = e
         case .failure(let f): return .failure(f)
         }
         let request: String
-        do { request = try AtRestValue.open(a[3].string ?? "", key: k.request, mode: mode, cipher: cipher) } catch {
+        do { request = try AtRestValue.open(t.request, key: k.request, mode: mode, cipher: cipher) } catch {
             return .failure(unreadable(error.description))
         }
         // Plain text: the script cut the text before the oldest retained entry. Sealed: the
         // whole text key came back; its records end at an event whose end offset is their
         // plaintext length.
-        var prefix = a[4].string ?? ""
+        var prefix = t.prefix
         var textThrough = (entries.first?.seq ?? top + 1) - 1
         var storedEnd: Int?
-        if case .bulk(let whole) = a[11], !whole.isEmpty {
+        if !t.wholeText.isEmpty {
+            let whole = t.wholeText
             let plain: [UInt8]
             do { plain = try EventLog.openText(whole, key: k, mode: mode, cipher: cipher) } catch {
                 return .failure(unreadable("\(error)"))
@@ -195,7 +180,7 @@ extension EventLog {
         var texts: [String] = []
         for e in entries where e.seq > textThrough {
             guard case .delta(let t)? = try? StreamEvent(jsonData: Data(e.json.utf8)) else {
-                return .failure(RedisFailure(code: .other("UNREADABLE"), message: "entry \(e.seq) of a running stream is not a delta"))
+                return .failure(unreadable("entry \(e.seq) of a running stream is not a delta"))
             }
             texts.append(t)
         }
@@ -212,10 +197,10 @@ extension EventLog {
             previous = end
         }
         lengths?.append(contentsOf: texts.map { $0.utf8.count })
-        return .success(TakenStream(epoch: UInt64(max(0, a[1].int ?? 0)), topSeq: top, request: request,
+        return .success(TakenStream(epoch: t.epoch, topSeq: top, request: request,
                                     prefix: prefix, retainedTexts: texts,
-                                    continuations: Int(a[6].int ?? 0), owner: a[7].string ?? "",
-                                    sid: a[8].string ?? "", priorPrompt: Int(a[9].string ?? "0") ?? 0,
+                                    continuations: t.continuations, owner: t.owner,
+                                    sid: t.sid, priorPrompt: t.priorPrompt,
                                     textStoredEnd: storedEnd, deltaLengths: lengths, mode: mode))
     }
 
@@ -232,34 +217,19 @@ extension EventLog {
                              done: @escaping (Result<Void, RedisFailure>) -> Void) {
         scripts.run(Scripts.appendFenced, keys: [k.events, k.meta],
                     args: [String(seq), stored ?? storedForm(json, k), String(epoch), trim.trims(seq: seq) ? trimmedLengthArg : ""]) { r in
-            if let f = r.failure { return done(.failure(f)) }
-            done(.success(()))
+            done(r.map { _ in () })
         }
         if refreshTTL { refreshTTLs(k) }
     }
 
-    /// What `expireLease` did: `reply` is the seq appended, 0 when nothing was needed,
-    /// -1 when the stream no longer exists; with a seq, the budget to settle.
-    public struct LeaseExpiry: Sendable, Equatable {
-        /// The script's seq reply (see `LeasePolicy.expiry(fromReply:)`).
-        public var reply: Int64
-        /// The stream's budget hash (empty when none was recorded).
-        public var budgetKey: String
-        /// The prompt estimate stored at creation, tokens.
-        public var promptEstimate: Int
-    }
-
     /// Appends `event` (an `upstream_lost` error) if the stream is still running and
-    /// its owner lease has lapsed (`Scripts.expireLease`).
-    public func expireLease(_ id: RequestID, event: StreamEvent, done: @escaping (Result<LeaseExpiry, RedisFailure>) -> Void) {
+    /// its owner lease has lapsed (`Scripts.expireLease`, `Scripts.expireLeaseSharded` on a
+    /// cluster). `done` gets what it did (`Scripts.ExpireLeaseReply`): with a seq, the
+    /// budget to settle.
+    public func expireLease(_ id: RequestID, event: StreamEvent, done: @escaping (Result<Scripts.ExpireLeaseReply, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
         scripts.run(expireLeaseScript, keys: [k.events, k.meta, k.live, k.lease, k.text, k.offsets],
                     args: [String(maxLen), String(ttlMs), cipher.map { $0.seal(event.json, aad: k.events) } ?? event.json,
-                           lossless ? "1" : "0", event.json, cipher != nil ? "1" : "0"]) { r in
-            if let f = r.failure { return done(.failure(f)) }
-            let a = r.array ?? []
-            done(.success(LeaseExpiry(reply: a.first?.int ?? 0, budgetKey: a.count > 1 ? a[1].string ?? "" : "",
-                                      promptEstimate: a.count > 2 ? Int(a[2].string ?? "0") ?? 0 : 0)))
-        }
+                           lossless ? "1" : "0", event.json, cipher != nil ? "1" : "0"], done: done)
     }
 }

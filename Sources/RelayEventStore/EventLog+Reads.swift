@@ -2,37 +2,18 @@ import Foundation
 import RelayCore
 import RelayRedis
 
-/// What a resume needs to know about a stream (`Scripts.open`).
-public struct StreamInfo: Sendable, Equatable {
-    /// Owner (the `sub` that created it).
-    public var owner: String
-    /// `running`, `done`, `cancelled` or `failed` (`StreamState`); `nil` for a value
-    /// this version does not know.
-    public var state: StreamState?
-    /// The last appended seq (0 before the first event).
-    public var lastSeq: UInt64
-    /// The seq of the oldest retained entry, `nil` when no entry is retained.
-    public var firstRetainedSeq: UInt64?
-    /// Session id that created the stream.
-    public var sid: String
-    /// Length of the full text kept for lossless resume, bytes (0 when off or empty).
-    public var textLength: Int
-}
-
 /// Reading a stream for a resume (docs/DATA_MODEL.md §2–§4): its facts, its retained entries,
 /// and the lossless catch-up text.
 extension EventLog {
-    /// Reads a stream's resume facts; `nil` when it does not exist (or expired).
+    /// Reads a stream's resume facts (`Scripts.open`); `nil` when it does not exist (or expired).
     public func open(_ id: RequestID, done: @escaping (Result<StreamInfo?, RedisFailure>) -> Void) {
         let k = StreamKeys(id)
         scripts.run(Scripts.open, keys: [k.meta, k.events, k.text], args: []) { r in
-            if let f = r.failure { return done(.failure(EventLog.storedShape(f))) }
-            guard let a = r.array, a.count >= 6 else { return done(.success(nil)) }
-            let fid = a[3].string ?? ""
-            done(.success(StreamInfo(owner: a[0].string ?? "", state: StreamState(rawValue: a[1].string ?? ""),
-                                     lastSeq: EventLog.seq(ofEntryID: a[2].string ?? "") ?? 0,
-                                     firstRetainedSeq: EventLog.seq(ofEntryID: fid),
-                                     sid: a[4].string ?? "", textLength: Int(a[5].int ?? 0))))
+            // A key of another type is damage, not an outage (`storedShape`).
+            done(r.map { reply in
+                guard case .stream(let info) = reply else { return nil }
+                return info
+            }.mapError(EventLog.storedShape))
         }
     }
 
@@ -85,27 +66,27 @@ extension EventLog {
         guard to > from else { return done(.success([])) }
         let k = StreamKeys(id)
         scripts.run(Scripts.catchUp, keys: [k.text, k.offsets, k.meta], args: [String(from), String(to), cipher != nil ? "1" : "0"]) { [cipher] r in
-            if let f = r.failure { return done(.failure(f)) }
-            guard let a = r.array else { return done(.success(nil)) }
-            guard a.count == 5, let start = a[0].int, let end = a[1].int, case .bulk(let ends) = a[2] else {
-                return done(.failure(EventLog.unreadable("\(k.text): the catch-up reply has an unknown shape")))
+            let found: Scripts.CatchUpText
+            switch r {
+            case .failure(let f): return done(.failure(f))
+            case .success(.textGone): return done(.success(nil))
+            case .success(.text(let t)): found = t
             }
-            let text: [UInt8]
-            if case .bulk(let t) = a[3] { text = t } else { text = [] }
-            var cut = text[...]
-            if a[4].int == 1 {
+            let start = found.start, end = found.end
+            var cut = found.text[...]
+            if found.sealed {
                 // Sealed: the whole text key came back (its records); open them, then cut.
                 do {
-                    let plain = try EventLog.openText(text, key: k, mode: .sealed, cipher: cipher)
-                    guard start >= 0, end >= start, Int(end) <= plain.count else {
+                    let plain = try EventLog.openText(found.text, key: k, mode: .sealed, cipher: cipher)
+                    guard start >= 0, end >= start, end <= plain.count else {
                         return done(.failure(EventLog.unreadable("\(k.text): its records hold \(plain.count) bytes, offsets ask for \(start)..<\(end)")))
                     }
-                    cut = plain[Int(start)..<Int(end)]
+                    cut = plain[start..<end]
                 } catch {
                     return done(.failure(EventLog.unreadable("\(error)")))
                 }
             }
-            guard let deltas = CatchUpEvents.deltas(from: from, to: to, start: Int(start), ends: ends[...], text: cut) else {
+            guard let deltas = CatchUpEvents.deltas(from: from, to: to, start: start, ends: found.ends[...], text: cut) else {
                 return done(.failure(EventLog.unreadable("\(k.offsets): the end offsets of events \(from + 1)…\(to) do not describe the text")))
             }
             done(.success(deltas))

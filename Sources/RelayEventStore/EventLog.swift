@@ -2,7 +2,6 @@ import Foundation
 import RelayCore
 import RelayRedis
 
-/// What a resume needs to know about a stream (`Scripts.open`).
 /// The per-worker view of the Redis event log (docs/DATA_MODEL.md §2–§6): stream creation here;
 /// by role, in their own files: reads for resumes (`EventLog+Reads`), the append path
 /// (`EventLog+Appends`), leases and takeover (`EventLog+Ownership`), cancel markers
@@ -44,8 +43,10 @@ public final class EventLog {
     let leaseMsArg = String(EventLog.leaseMs)
     /// `PUBLISH`, or `SPUBLISH` on a cluster (the live channel is a sharded channel).
     let publishCommand: String
-    /// The lease-expiry script in use (`SPUBLISH` variant on a cluster).
-    let expireLeaseScript: String
+    /// The lease-expiry script in use (`Scripts.expireLeaseSharded` on a cluster).
+    let expireLeaseScript: LuaScript<Scripts.ExpireLeaseReply>
+    /// The scripts loaded on every (re)connection (`Scripts.eventLog(sharded:)`).
+    let loadedScripts: [LuaSource]
     /// The reply handler of the commands whose reply only matters when it is an error
     /// (TTLs, publish): one shared closure, no allocation per command.
     /// It reads the reply in place (`RedisReplyView`): nothing is copied. Not optional:
@@ -80,6 +81,7 @@ public final class EventLog {
         self.answers = AnswerStore(connection: connection)
         answers.cipher = cipher
         expireLeaseScript = sharded ? Scripts.expireLeaseSharded : Scripts.expireLease
+        loadedScripts = Scripts.eventLog(sharded: sharded)
         publishCommand = sharded ? "SPUBLISH" : "PUBLISH"
         self.connection = connection
         self.maxLenArg = String(maxLen)
@@ -99,11 +101,9 @@ public final class EventLog {
     /// Loads the scripts, and `others` that share this connection's script runner (the
     /// budget ledger's); call after each (re)connection. A script not loaded yet still runs
     /// (`ScriptRunner`: `EVALSHA`, then `EVAL` on `NOSCRIPT`).
-    public func connected(alsoLoading others: [String] = []) {
+    public func connected(alsoLoading others: [LuaSource] = []) {
         connectionEpoch &+= 1
-        scripts.load([Scripts.create, Scripts.appendFinal, Scripts.appendStatus, Scripts.open, Scripts.catchUp,
-                      expireLeaseScript, Scripts.admit, Scripts.requestCancel, Scripts.takeover, Scripts.appendFenced,
-                      Scripts.releaseLease, Scripts.refreshLease, Scripts.heartbeat, Scripts.removeLapsedInstance] + others)
+        scripts.load(loadedScripts + others)
     }
 
     /// Creates the stream (meta hash and an empty stream key, `Scripts.create`) unless
@@ -119,8 +119,7 @@ public final class EventLog {
                     args: [owner, sid, instance, String(nowMs), String(ttlMs), String(EventLog.leaseMs),
                            budgetKey, String(promptEstimate), maxLenArg, request.map { sealedRequest($0, k) } ?? "",
                            newStreamMode.rawValue]) { r in
-            if let f = r.failure { return done(.failure(f)) }
-            done(.success(r.int == 1))
+            done(r.map { $0 == .created })
         }
     }
 

@@ -46,8 +46,7 @@ public final class InstanceRegistry {
     /// its streams or removed it: then the owned set is to be written again).
     public func heartbeat(expiryMs: Int64, nowMs: Int64, done: @escaping (Result<Bool, RedisFailure>) -> Void) {
         scripts.run(Scripts.heartbeat, keys: [InstanceRegistry.instancesKey], args: [name, String(expiryMs), String(nowMs)]) { r in
-            if let f = r.failure { return done(.failure(f)) }
-            done(.success((r.int ?? 0) > 0))
+            done(r.map(\.wasMissingOrLapsed))
         }
     }
 

@@ -59,8 +59,7 @@ public final class SessionStore {
                       done: @escaping (Result<Bool, RedisFailure>) -> Void) {
         scripts.run(Scripts.admit, keys: [SessionStore.streamsKey(owner: owner, sid: sid)],
                     args: [id.value, String(nowMs), String(nowMs + Int64(leaseMs)), String(max)]) { r in
-            if let f = r.failure { return done(.failure(f)) }
-            done(.success(r.int == 1))
+            done(r.map { $0 == .admitted })
         }
     }
 

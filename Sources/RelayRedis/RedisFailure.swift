@@ -12,12 +12,15 @@ public enum RedisErrorCode: Sendable, Equatable {
     case noStream
     /// `FINISHED <state>` (relay scripts): the stream was already ended.
     case finished
-    /// `OUTOFORDER <top seq>` (`Scripts.appendFinal`): the seq is not the top entry's + 1.
+    /// `OUTOFORDER <top seq>` (`Scripts.appendFinal`, `Lua/appendFinal.lua`): the seq is not the top entry's + 1.
     case outOfOrder(lastSeq: UInt64?)
     /// `XADD` refused an explicit entry ID (Redis `XADD` doc): "equal or smaller than the
     /// target stream top item" (already stored, or another writer took the seq) or "the
     /// stream has exhausted the last possible ID" (fenced after a terminal event).
     case entryIDRefused
+    /// A relay script's reply has none of the shapes its header names (`ScriptReply`):
+    /// set by the relay itself, never read from an error reply's text.
+    case unexpectedReply
     /// Any other error kind (`ERR`, `WRONGTYPE`, `LOADING`, `BUSY`, …).
     case other(String)
 

@@ -11,6 +11,11 @@ public final class ScriptRunner {
     }
 
     /// Loads `scripts` (`SCRIPT LOAD`) and remembers their SHA1s. Call on connect.
+    public func load(_ scripts: [LuaSource]) {
+        load(scripts.map(\.text))
+    }
+
+    /// Loads scripts given as text (`SCRIPT LOAD`) and remembers their SHA1s.
     public func load(_ scripts: [String]) {
         for s in scripts {
             connection.send(["SCRIPT", "LOAD", s]) { [weak self] r in
@@ -46,6 +51,23 @@ public final class ScriptRunner {
                 }
             }
             reply(r)
+        }
+    }
+
+    /// Runs `script` with `keys` and `args` (as `run(_:keys:args:retryNoScript:reply:)`)
+    /// and decodes its reply, in one place: `script`'s `Reply(reply:)`. `done` gets an
+    /// error reply or a local failure as it is (`RedisFailure`, typed by its first word:
+    /// the scripts' own `NOSTREAM`, `FINISHED`, `OUTOFORDER`), a reply of no known shape
+    /// as `.unexpectedReply`.
+    public func run<Reply>(_ script: LuaScript<Reply>, keys: [String], args: [String], retryNoScript: Bool = true,
+                           done: @escaping (Result<Reply, RedisFailure>) -> Void) {
+        run(script.text, keys: keys, args: args, retryNoScript: retryNoScript) { r in
+            if let f = r.failure { return done(.failure(f)) }
+            do throws(RedisFailure) {
+                done(.success(try Reply(reply: r)))
+            } catch {
+                done(.failure(error))
+            }
         }
     }
 }

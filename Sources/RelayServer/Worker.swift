@@ -60,7 +60,7 @@ final class Worker: @unchecked Sendable {
 
         // Completion webhooks (docs/PROTOCOL.md §13): every worker queues its answers'
         // messages; worker 0 of each instance sends from the shared outbox.
-        var webhookScripts: [String] = []
+        var webhookScripts: [LuaSource] = []
         if let url = config.completionWebhookURL {
             let outbox = CompletionWebhookOutbox(connection: commands, scripts: log.scripts, cipher: log.cipher)
             webhookScripts = CompletionWebhookOutbox.allScripts

@@ -60,7 +60,7 @@ final class AppendTests: RelayTestCase {
     /// The text between events `from` and `to` as `Scripts.catchUp` returns it (its reply's
     /// text element, the bytes between the two events' stored end offsets).
     private func catchUp(_ k: StreamKeys, _ from: Int, _ to: Int) throws -> String {
-        let textOnly = "local function catchUp()\n\(Scripts.catchUp)\nend\nlocal r = catchUp()\nif not r then return '' end\nreturn r[4]"
+        let textOnly = "local function catchUp()\n\(Scripts.catchUp.text)\nend\nlocal r = catchUp()\nif not r then return '' end\nreturn r[4]"
         return try redis.cliRaw(["EVAL", textOnly, "2", k.text, k.offsets, String(from), String(to)])
     }
 
@@ -445,13 +445,23 @@ final class AppendTests: RelayTestCase {
     }
 
     /// The owner stalled past its lease: the lease lapses and the instance of `h` ends
-    /// the stream (`EventLog.expireLease`, `upstream_lost`). Returns the script's reply.
+    /// the stream (`EventLog.expireLease`, `upstream_lost`). Returns the seq it appended
+    /// (0: nothing done, -1: no stream, -99: a failure).
     private func expireLease(_ id: RequestID, _ k: StreamKeys, on h: AppendHarness) throws -> Int64 {
         try redis.cli("DEL", k.lease)
         let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
         let expiry = LockedBox<Int64?>(nil)
         nonisolated(unsafe) let log = h.log
-        h.run { log.expireLease(id, event: lost) { r in expiry.value = (try? r.get())?.reply ?? -99 } }
+        h.run {
+            log.expireLease(id, event: lost) { r in
+                switch (try? r.get())?.expiry {
+                case .ended(let seq)?: expiry.value = Int64(seq)
+                case .ownerAlive?: expiry.value = 0
+                case .vanished?: expiry.value = -1
+                case nil: expiry.value = -99
+                }
+            }
+        }
         try eventually(5, "the lease expiry") { expiry.value != nil }
         return expiry.value ?? -99
     }

@@ -74,7 +74,7 @@ final class LocalDeliveryTests: RelayTestCase {
         // What another instance's lease check does once the lease lapsed (`Scripts.expireLease`),
         // with the lease deleted in the same script so the owner cannot refresh it in between.
         let lost = APIError(.upstreamLost, "the relay instance generating this answer stopped; retry the request").asEvent
-        let fenced = try redis.cli(["EVAL", "redis.call('DEL', KEYS[4])\n" + Scripts.expireLease, "6",
+        let fenced = try redis.cli(["EVAL", "redis.call('DEL', KEYS[4])\n" + Scripts.expireLease.text, "6",
                                     streamKey(id, "events"), streamKey(id, "meta"), streamKey(id, "live"),
                                     streamKey(id, "lease"), streamKey(id, "text"), streamKey(id, "offsets"),
                                     "200", "300000", lost.json, "1"])

@@ -64,7 +64,7 @@ extension TakeoverTests {
         let id = "refresh-\(UUID().uuidString.prefix(8))"
         let k = StreamKeys(id)
         func refresh(_ who: String, epoch: Int) throws -> String {
-            try redis.cli(["EVAL", Scripts.refreshLease, "2", k.lease, k.meta, who, "3000", String(epoch)])
+            try redis.cli(["EVAL", Scripts.refreshLease.text, "2", k.lease, k.meta, who, "3000", String(epoch)])
         }
         _ = try redis.cli("HSET", k.meta, "state", "running")
         XCTAssertEqual(try refresh("relay-a", epoch: 0), "1", "an unclaimed lease is the owner's again")

@@ -266,12 +266,12 @@ final class TakeoverTests: RelayTestCase {
         let k = StreamKeys(id)
         let stored = StoredRequest(request: ChatRequest(messages: [ChatMessage(role: "user", content: "hi")], model: "simulated", maxTokens: 10),
                                    budgetKey: "", promptEstimate: 5, reservedTokens: 15, limitedByBudget: false, budgetLimit: 1_000_000)
-        XCTAssertEqual(try redis.cli(["EVAL", Scripts.create, "6", k.meta, k.lease, k.events, k.text, k.offsets, k.request,
+        XCTAssertEqual(try redis.cli(["EVAL", Scripts.create.text, "6", k.meta, k.lease, k.events, k.text, k.offsets, k.request,
                                       "alice", "s1", "relay-a", "1", "60000", "3000", "", "5", "100", stored.encoded()]), "1")
         XCTAssertEqual(try redis.cli("XADD", k.events, "NOMKSTREAM", "1-0", "e", #"{"type":"delta","content":"a"}"#), "1-0")
         _ = try redis.cli("DEL", k.lease)
         func take(_ who: String) throws -> String {
-            try redis.cli(["EVAL", Scripts.takeover, "6", k.events, k.meta, k.lease, k.text, k.offsets, k.request,
+            try redis.cli(["EVAL", Scripts.takeover.text, "6", k.events, k.meta, k.lease, k.text, k.offsets, k.request,
                            who, "3000", "2", "60000", "0"])
         }
         let first = try take("relay-b"), second = try take("relay-c")
@@ -280,8 +280,8 @@ final class TakeoverTests: RelayTestCase {
         XCTAssertEqual(try redis.cli("GET", k.lease), "relay-b")
         // The lapsed owner's pipelined append is refused; the taker's is stored.
         XCTAssertTrue(try redis.cli("XADD", k.events, "NOMKSTREAM", "2-0", "e", "{}").contains("exhausted"))
-        XCTAssertEqual(try redis.cli(["EVAL", Scripts.appendFenced, "2", k.events, k.meta, "2", #"{"type":"delta","content":"b"}"#, "1", ""]), "2")
-        XCTAssertTrue(try redis.cli(["EVAL", Scripts.appendFenced, "2", k.events, k.meta, "3", "{}", "0", ""]).contains("taken"),
+        XCTAssertEqual(try redis.cli(["EVAL", Scripts.appendFenced.text, "2", k.events, k.meta, "2", #"{"type":"delta","content":"b"}"#, "1", ""]), "2")
+        XCTAssertTrue(try redis.cli(["EVAL", Scripts.appendFenced.text, "2", k.events, k.meta, "3", "{}", "0", ""]).contains("taken"),
                       "a stale epoch is refused")
         XCTAssertEqual(try redis.cli("XLEN", k.events), "2")
     }

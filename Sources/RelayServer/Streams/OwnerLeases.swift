@@ -226,7 +226,7 @@ final class OwnerLeases {
         log.expireLease(id, event: lost) { [settler] r in
             guard case .success(let x) = r else { done?(.retry); return }
             defer { done?(.handled) }
-            switch LeasePolicy.expiry(fromReply: x.reply) {
+            switch x.expiry {
             case .ownerAlive: break
             case .ended(let seq):
                 Log.warn("owner lease lapsed: stream ended with upstream_lost", ["requestId": id.value, "seq": Int(seq)])
