@@ -188,10 +188,8 @@ public final class HTTPExchange {
         for (k, v) in HTTPExchange.securityHeaders { setHeader(k, v) }
     }
 
-    /// Answers a `HEAD` from what is known without producing the `GET`'s content (a plan):
-    /// the header section with no `Content-Length`, which RFC 9110 §9.3.2 lets a server omit
-    /// when only generating the content would tell it (a HEAD response never has content,
-    /// RFC 9112 §6.3, so the connection stays usable). Ends the exchange.
+    /// Answers a `HEAD` from a plan, without the `GET`'s content: no `Content-Length` (RFC 9110
+    /// §9.3.2 lets a server omit it; a HEAD response has no content, RFC 9112 §6.3). Ends the exchange.
     public func respondHead(status: Int, contentType: String, headers: [(String, String)] = []) {
         respond(status: status, contentType: contentType, body: "", headers: headers, contentLength: false)
     }
