@@ -273,7 +273,15 @@ public final class StreamAppender {
     /// Whether the appender is held for the lease, starting the hold (and asking the owner,
     /// `onLeaseUnknown`) when the loop clock just passed the lease it knew: the owner calls
     /// it before numbering an event, and before refreshing as if nothing happened.
-    public func holdIfLeaseLapsed() -> Bool { !leaseAllowsSending() }
+    public func holdIfLeaseLapsed() -> Bool {
+        let held = !leaseAllowsSending()
+        leaseJustChecked = !held
+        return held
+    }
+
+    /// `holdIfLeaseLapsed` just found the lease known: the `append` it precedes (same call
+    /// chain, same instant) does not read the clock again. Per event, one clock read.
+    @exclusivity(unchecked) private var leaseJustChecked = false
 
     /// Whether anything may be sent now; starts a hold when the lease is no longer known.
     @inline(__always)
@@ -297,16 +305,23 @@ public final class StreamAppender {
             epoch = log.connectionEpoch
             if queue.mustVerify() { scheduleVerify() }
         }
-        send(queue.enqueue(seq: seq, p, sendableThrough: sendableThrough))
-        writeTextIfDue()
+        let allowed: Bool
+        if leaseJustChecked {
+            leaseJustChecked = false
+            allowed = !heldForLease
+        } else {
+            allowed = leaseAllowsSending()
+        }
+        send(queue.enqueue(seq: seq, p, sendableThrough: allowed ? textSendableThrough : 0))
+        if allowed { writeTextIfDue(leaseChecked: true) }
     }
 
     /// The highest seq that may be sent (`TextCheckpoint.sendableThrough`); none while held
     /// for the lease.
-    private var sendableThrough: UInt64 {
-        guard leaseAllowsSending() else { return 0 }
-        return log.lossless ? checkpoint.sendableThrough : .max
-    }
+    private var sendableThrough: UInt64 { leaseAllowsSending() ? textSendableThrough : 0 }
+
+    /// The highest seq the text allows to be sent (`TextCheckpoint.sendableThrough`).
+    private var textSendableThrough: UInt64 { log.lossless ? checkpoint.sendableThrough : .max }
 
     private func send(_ items: ArraySlice<(seq: UInt64, item: Pending)>) {
         for (seq, p) in items {
@@ -336,10 +351,11 @@ public final class StreamAppender {
     /// offset (`TextCheckpoint.confirmedSeq`) onto bytes written after the loss (its
     /// `SETRANGE` past the shortened `text` key zero-pads the gap), hiding it. The write
     /// goes out once `verified` says `.send` or `.drained`.
-    private func writeTextIfDue() {
-        guard log.lossless, !queue.failed, !queue.recovering, leaseAllowsSending() else { return }
+    /// `leaseChecked`: the caller has just found the lease known (no second clock read).
+    private func writeTextIfDue(leaseChecked: Bool = false) {
+        guard log.lossless, !queue.failed, !queue.recovering else { return }
         let held = queue.unsent > 0 && queue.inFlight == 0
-        guard checkpoint.isDue || held, let w = checkpoint.take() else { return }
+        guard checkpoint.isDue || held, leaseChecked || leaseAllowsSending(), let w = checkpoint.take() else { return }
         let through = w.throughSeq
         log.writeText(keys, w, mode: mode) { r in self.textWritten(through: through, r) }
     }

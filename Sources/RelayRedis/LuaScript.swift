@@ -16,6 +16,13 @@ public struct LuaSource: Sendable, Hashable, CustomStringConvertible {
     public let file: String
     /// The script's text, header included (what `EVAL` / `SCRIPT LOAD` get).
     public let text: String
+    /// What `ScriptRunner` finds the script's SHA by: an identity, not the text, whose hash
+    /// (the text is not ASCII, so Unicode-normalized) cost ~700 instructions per delivered
+    /// event at the lease refreshes' rate (docs/BENCHMARKS.md, `scripts/relay-cost.sh`).
+    let identity = Identity()
+
+    /// See `identity`.
+    final class Identity: Sendable {}
 
     /// `bytes`: the file's UTF-8 bytes (`PackageResources.<name>_lua`).
     public init(file: String, bytes: [UInt8]) {
@@ -24,6 +31,12 @@ public struct LuaSource: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { file }
+
+    public static func == (a: LuaSource, b: LuaSource) -> Bool { a.file == b.file && a.text == b.text }
+    public func hash(into h: inout Hasher) {
+        h.combine(file)
+        h.combine(text)
+    }
 }
 
 /// A script's reply, decoded in one place (its type's `init(reply:)`) into named fields.

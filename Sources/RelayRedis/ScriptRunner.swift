@@ -4,7 +4,10 @@
 /// SHAs are learnt with `SCRIPT LOAD` on every (re)connection.
 public final class ScriptRunner {
     private let connection: any RedisCommandChannel
+    /// SHAs of scripts given as text, by their text.
     private var shas: [String: String] = [:]
+    /// SHAs of the relay's scripts, by their `LuaSource.identity` (cheap to hash).
+    private var sourceShas: [ObjectIdentifier: String] = [:]
 
     public init(connection: any RedisCommandChannel) {
         self.connection = connection
@@ -12,7 +15,12 @@ public final class ScriptRunner {
 
     /// Loads `scripts` (`SCRIPT LOAD`) and remembers their SHA1s. Call on connect.
     public func load(_ scripts: [LuaSource]) {
-        load(scripts.map(\.text))
+        for s in scripts {
+            let key = ObjectIdentifier(s.identity)
+            connection.send(["SCRIPT", "LOAD", s.text]) { [weak self] r in
+                if let sha = r.string, r.errorMessage == nil { self?.sourceShas[key] = sha }
+            }
+        }
     }
 
     /// Loads scripts given as text (`SCRIPT LOAD`) and remembers their SHA1s.
@@ -32,21 +40,28 @@ public final class ScriptRunner {
     /// the caller must keep a pipeline in order and resends itself).
     public func run(_ script: String, keys: [String], args: [String], retryNoScript: Bool = true,
                     reply: @escaping (RedisReply) -> Void) {
+        run(script, sha: { $0.shas[script] }, forget: { $0.forget(script) }, keys: keys, args: args,
+            retryNoScript: retryNoScript, reply: reply)
+    }
+
+    /// `run` of `text`, its SHA looked up by `sha` and dropped by `forget` after a `NOSCRIPT`.
+    private func run(_ text: String, sha: @escaping (ScriptRunner) -> String?, forget: @escaping (ScriptRunner) -> Void,
+                     keys: [String], args: [String], retryNoScript: Bool, reply: @escaping (RedisReply) -> Void) {
         var argv: [String]
-        if let sha = shas[script] {
+        if let sha = sha(self) {
             argv = ["EVALSHA", sha]
         } else {
-            argv = ["EVAL", script]
+            argv = ["EVAL", text]
         }
         argv.reserveCapacity(3 + keys.count + args.count)
         argv.append(String(keys.count))
         argv.append(contentsOf: keys)
         argv.append(contentsOf: args)
         connection.send(argv) { [weak self] r in
-            if let e = r.errorMessage, RedisErrorCode(message: e) == .noScript {
-                self?.forget(script)
-                if retryNoScript, let self {
-                    self.run(script, keys: keys, args: args, retryNoScript: false, reply: reply)
+            if let e = r.errorMessage, RedisErrorCode(message: e) == .noScript, let self {
+                forget(self)
+                if retryNoScript {
+                    self.run(text, sha: sha, forget: forget, keys: keys, args: args, retryNoScript: false, reply: reply)
                     return
                 }
             }
@@ -61,7 +76,9 @@ public final class ScriptRunner {
     /// as `.unexpectedReply`.
     public func run<Reply>(_ script: LuaScript<Reply>, keys: [String], args: [String], retryNoScript: Bool = true,
                            done: @escaping (Result<Reply, RedisFailure>) -> Void) {
-        run(script.text, keys: keys, args: args, retryNoScript: retryNoScript) { r in
+        let key = ObjectIdentifier(script.source.identity)
+        run(script.text, sha: { $0.sourceShas[key] }, forget: { $0.sourceShas[key] = nil }, keys: keys, args: args,
+            retryNoScript: retryNoScript) { r in
             if let f = r.failure { return done(.failure(f)) }
             do throws(RedisFailure) {
                 done(.success(try Reply(reply: r)))
