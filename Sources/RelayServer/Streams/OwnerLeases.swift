@@ -79,8 +79,10 @@ final class OwnerLeases {
                 case .notRunning: break
                 }
             }
-            sessions.refresh(streamsKey: g.sessionStreamsKey, id: g.id, untilMs: untilMs) { [weak self, weak g] in
-                if let self, let g { self.slotLapsed(g) }
+            // `g` held strongly until the reply (a moment): a weak reference would give the
+            // generation a side table, and every retain of it per event the slow path.
+            sessions.refresh(streamsKey: g.sessionStreamsKey, id: g.id, untilMs: untilMs) { [weak self] in
+                self?.slotLapsed(g)
             }
             ledger.refresh(expiriesKey: g.budgetExpiriesKey, id: g.id, nowMs: wall)
         }
