@@ -3,7 +3,7 @@
 import { RelayStream } from './relayStream.js';
 import { BudgetState } from './uiState.js';
 import { fetchStreamsBodies, xhrFetch } from './xhrTransport.js';
-import { decodeAPIError } from './relayAPIError.js';
+import { RelayAPIError, decodeAPIError } from './relayAPIError.js';
 import { systemClock } from './clock.js';
 
 /** DELETE attempts on Stop, the pause between them (ms) and each one's timeout (ms). */
@@ -21,7 +21,7 @@ export const STOP_TIMEOUT_MS = 10000;
  * @property {new () => any} [XMLHttpRequest] the XMLHttpRequest constructor for `transport: 'xhr'` (`globalThis.XMLHttpRequest`)
  * @property {'auto' | 'sse' | 'longPoll'} [readMode] `auto` (default): SSE, and long-poll for the rest of this client's life once
  *   a response looks buffered by a proxy (conformance/CLIENT_RULES.md "Buffering proxies"); `sse`: never switch; `longPoll`: from the start
- * @property {Clock} [clock]
+ * @property {import('./clock.js').Clock} [clock]
  * @property {() => number} [random] [0, 1) source of the reconnection waits (ReconnectPolicy: full jitter, then backoff + 0–250 ms) and of request ids
  * @property {(record: {requestId: string, tokensReceived: number, latencyMs: number, reconnections: number}) => void} [telemetry]
  */
@@ -57,7 +57,7 @@ export class RelayChatClient {
   /**
    * Starts an answer: `POST /api/chat/stream` at once.
    * @param {{messages: {role: string, content: string}[], model?: string, max_tokens?: number, mode?: string}} request
-   * @param {StreamOptions} [options]
+   * @param {import('./relayStream.js').StreamOptions} [options]
    */
   startChat(request, options = {}) {
     return new RelayStream(this, request, options, 0);
