@@ -112,7 +112,6 @@ final class OwnerLeases {
         g.confirmingOwnership = true
         let sentAt = loop.nowMs
         let leaseMs = UInt64(EventLog.leaseMs)
-        let max = maxStreamsPerSession
         log.refreshLease(g.keys, instance: instance, epoch: g.ownershipEpoch) { [self] found in
             switch found {
             case .takenOver:
@@ -123,22 +122,11 @@ final class OwnerLeases {
                 g.confirmingOwnership = false
                 g.ownershipConfirmed(untilMs: .max)
             case .held:
-                sessions.admit(owner: g.ownerHash, sid: g.sid, id: g.id, nowMs: wallMs(), leaseMs: EventLog.leaseMs, max: max) { [metrics] r in
+                readmit(g) { admitted in
                     g.confirmingOwnership = false
-                    let until = LeasePolicy.knownUntil(sentAtMs: sentAt, leaseMs: leaseMs)
-                    switch r {
-                    case .success(true):
-                        g.ownershipConfirmed(untilMs: until)
-                    case .success(false):
-                        guard !g.finished else { return }
-                        metrics.add(.sessionSlotsLost)
-                        Log.warn("session slot lapsed while the owner stalled and the session is full: answer ended", ["requestId": g.id.value])
-                        g.dropWaitingUpstreamEvents()
-                        g.abort(APIError(.upstreamLost, "this answer stalled on its relay instance and the session now runs \(max) other answers; retry the request"))
-                        g.ownershipConfirmed(untilMs: until)   // the final event goes out
-                    case .failure:
-                        break   // still held: the next round asks again
-                    }
+                    // Admitted: it goes on. Session full: its error event goes out. Redis
+                    // failed: still held, the next round asks again.
+                    if admitted != nil { g.ownershipConfirmed(untilMs: LeasePolicy.knownUntil(sentAtMs: sentAt, leaseMs: leaseMs)) }
                 }
             }
         }
@@ -153,12 +141,24 @@ final class OwnerLeases {
     /// holds whichever of the racing answers got there first.
     private func slotLapsed(_ g: Generation) {
         guard !g.finished else { return }
+        readmit(g)
+    }
+
+    /// Takes `g`'s session slot again (`SessionStore.admit`, idempotent per id); when the
+    /// session is full, ends the answer with `upstream_lost`, charged what was generated, the
+    /// upstream's events waiting for the lease dropped. `done`: `true` admitted, `false`
+    /// ended, `nil` Redis failed.
+    private func readmit(_ g: Generation, done: @escaping (Bool?) -> Void = { _ in }) {
         let max = maxStreamsPerSession
         sessions.admit(owner: g.ownerHash, sid: g.sid, id: g.id, nowMs: wallMs(), leaseMs: EventLog.leaseMs, max: max) { [metrics] r in
-            guard case .success(false) = r, !g.finished else { return }
-            metrics.add(.sessionSlotsLost)
-            Log.warn("session slot lapsed while the owner stalled and the session is full: answer ended", ["requestId": g.id.value])
-            g.abort(APIError(.upstreamLost, "this answer stalled on its relay instance and the session now runs \(max) other answers; retry the request"))
+            guard case .success(let admitted) = r else { return done(nil) }
+            if !admitted, !g.finished {
+                metrics.add(.sessionSlotsLost)
+                Log.warn("session slot lapsed while the owner stalled and the session is full: answer ended", ["requestId": g.id.value])
+                g.dropWaitingUpstreamEvents()
+                g.abort(APIError(.upstreamLost, "this answer stalled on its relay instance and the session now runs \(max) other answers; retry the request"))
+            }
+            done(admitted)
         }
     }
 
