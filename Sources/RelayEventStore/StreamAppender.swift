@@ -33,7 +33,7 @@ import RelayRedis
 /// usually capture their owner: the owner calls `close()` when it is done with the
 /// appender. That drops the callbacks and makes the appender inert, so a reply that
 /// comes back after it is ignored, and the appender is freed once its last reply is in.
-public final class StreamAppender {
+public final class StreamAppender: AnswerWriter {
     /// One event waiting for its acknowledgement.
     struct Pending: @unchecked Sendable {
         let json: String
@@ -115,16 +115,6 @@ public final class StreamAppender {
         var record: [UInt8]?
     }
     @exclusivity(unchecked) private var retention: Retention?
-    /// How a finished answer's retention went (`onRetained`).
-    public enum RetentionOutcome: Sendable, Equatable {
-        /// A record of this many bytes was stored with the final event.
-        case retained(bytes: Int)
-        /// None: the answer passed `RELAY_ANSWER_RETENTION_MAX_BYTES`.
-        case oversize
-        /// None: the buffer does not hold every delta of the stream (a generation that
-        /// continued a stream without `seedRetention`), so no exact record can be made.
-        case incomplete
-    }
     /// The final `done` was stored; called once. Not called for answers that end with
     /// `error` or when retention is off.
     @exclusivity(unchecked) public var onRetained: ((RetentionOutcome) -> Void)?
@@ -243,29 +233,26 @@ public final class StreamAppender {
 
     // MARK: The owner's lease (docs/PROTOCOL.md §4.5)
 
-    /// Until when (loop ms) the owner lease is known to be held (`LeasePolicy.knownUntil`);
-    /// `.max` until the owner says (`leaseKnown`).
-    @exclusivity(unchecked) private var leaseKnownUntilMs: UInt64 = .max
+    /// Whether the owner lease is known held (`LeaseHold`). A stalled owner that wakes
+    /// after another instance took its answer over thus writes nothing, not even the text
+    /// writes that no append check would refuse.
+    @exclusivity(unchecked) private var lease = LeaseHold()
     /// Nothing is sent — no event, no text — until the owner confirms its lease again
-    /// (`leaseConfirmed`): the loop clock passed `leaseKnownUntilMs`. A stalled owner that
-    /// wakes after another instance took its answer over thus writes nothing, not even the
-    /// text writes that no append check would refuse.
-    @exclusivity(unchecked) public private(set) var heldForLease = false
+    /// (`leaseConfirmed`): the loop clock passed the lease it knew.
+    public var heldForLease: Bool { lease.isHeld }
     /// Asked once per hold: the owner must confirm its lease (or learn it lost the answer).
     @exclusivity(unchecked) public var onLeaseUnknown: (() -> Void)?
 
     /// The owner's lease is known held until `untilMs` (loop ms; a refresh Redis confirmed).
     /// Does not end a hold: that is `leaseConfirmed`'s, once the owner checked all it must.
     public func leaseKnown(untilMs: UInt64) {
-        if !heldForLease { leaseKnownUntilMs = untilMs }
+        lease.known(untilMs: untilMs)
     }
 
     /// Ends a hold: the owner confirmed its lease (and its session slot) after a stall;
     /// what was queued meanwhile is sent.
     public func leaseConfirmed(untilMs: UInt64) {
-        leaseKnownUntilMs = untilMs
-        guard heldForLease, !isClosed else { return }
-        heldForLease = false
+        guard lease.confirmed(untilMs: untilMs), !isClosed else { return }
         send(queue.nextGroup(sendableThrough: sendableThrough))
         writeTextIfDue()
     }
@@ -286,11 +273,13 @@ public final class StreamAppender {
     /// Whether anything may be sent now; starts a hold when the lease is no longer known.
     @inline(__always)
     private func leaseAllowsSending() -> Bool {
-        if heldForLease { return false }
-        guard loop.nowMs >= leaseKnownUntilMs else { return true }
-        heldForLease = true
-        onLeaseUnknown?()
-        return false
+        switch lease.check(nowMs: loop.nowMs) {
+        case .allowed: return true
+        case .held: return false
+        case .holdStarted:
+            onLeaseUnknown?()
+            return false
+        }
     }
 
     /// Queues an event and sends it at once unless a group is in flight, a recovery
@@ -308,7 +297,7 @@ public final class StreamAppender {
         let allowed: Bool
         if leaseJustChecked {
             leaseJustChecked = false
-            allowed = !heldForLease
+            allowed = !lease.isHeld
         } else {
             allowed = leaseAllowsSending()
         }

@@ -241,8 +241,8 @@ public final class Metrics: Sendable {
         state.withLock { $0.counters[c.rawValue] += n }
     }
 
-    /// A finished answer's retention (`StreamAppender.RetentionOutcome`).
-    public func answerRetained(_ outcome: StreamAppender.RetentionOutcome) {
+    /// A finished answer's retention (`RetentionOutcome`).
+    public func answerRetained(_ outcome: RetentionOutcome) {
         switch outcome {
         case .retained(let bytes):
             add(.answersRetained)

@@ -32,6 +32,11 @@ final class GenerationLifetimeTests: RelayTestCase {
             self.log = log
         }
 
+        var nowMs: UInt64 { loop.nowMs }
+        func writer(for id: RequestID, continuing taken: EventLog.TakenStream?) -> any AnswerWriter {
+            StreamAppender(log: log, loop: loop, id: id, taken: taken)
+        }
+
         func register(_ g: Generation) { generations[ObjectIdentifier(g)] = g }
         /// What `StreamHub.stop` does for the generations still registered.
         func stop() {
@@ -137,7 +142,7 @@ final class GenerationLifetimeTests: RelayTestCase {
         try makeGeneration(on: h, id: id, maxTokens: maxTokens, host: host, makeUpstream: makeUpstream) { g, upstream in
             host.register(g)
             probes.generation = g
-            probes.appender = g.appender
+            probes.appender = g.appender as? StreamAppender
             probes.upstream = upstream
             begin(g)
         }
@@ -297,7 +302,7 @@ extension RelayTestCase {
                 guard (try? r.get()) == true else { return }
                 let grant = BudgetArithmetic.grant(promptEstimate: 1, wantedCompletion: maxTokens, remaining: .max,
                                                    minimumCompletion: 1)!
-                let upstream = makeUpstream(host.loop)
+                let upstream = makeUpstream(h.loop)
                 let g = Generation(id: id, owner: "o", ownerHash: "oh", sid: "s",
                                    budget: GenerationBudget(key: "", promptEstimate: 1, grant: grant),
                                    upstream: upstream, host: host)

@@ -19,8 +19,10 @@ final class GenerationRedisFailureTests: RelayTestCase {
         let inner: GenerationLifetimeTests.TestHost
         let seqs = LockedBox<[UInt64]>([])
         init(_ t: GenerationLifetimeTests.TestHost) { inner = t }
-        var loop: EventLoop { inner.loop }
-        var log: EventLog { inner.log }
+        var nowMs: UInt64 { inner.nowMs }
+        func writer(for id: RequestID, continuing taken: EventLog.TakenStream?) -> any AnswerWriter {
+            inner.writer(for: id, continuing: taken)
+        }
         func firstToken(afterSeconds s: Double) {}
         func upstreamFailed() { inner.upstreamFailed() }
         func appended(events: Int) {}
@@ -38,7 +40,7 @@ final class GenerationRedisFailureTests: RelayTestCase {
             SimulatedUpstream(count: count, finishReason: "stop", promptTokens: 1, tokensPerSecond: rate, loop: loop) { "t\($0) " }
         }) { g, up in
             host.inner.register(g)
-            probes.generation = g; probes.appender = g.appender; probes.upstream = up
+            probes.generation = g; probes.appender = g.appender as? StreamAppender; probes.upstream = up
             g.start()
         }
         return (host, probes)

@@ -52,7 +52,7 @@ final class Generation {
     @exclusivity(unchecked) var subscribers: StreamSubscribers?
     private let upstream: Upstream
     /// Internal, not private, for the tests' leak probes.
-    let appender: StreamAppender
+    let appender: any AnswerWriter
     // The per-event state is marked `@exclusivity(unchecked)`: confined to the loop thread, and no
     // mutation of it spans a call out, so the run-time exclusivity check
     // (`swift_beginAccess`, about 75 instructions per access) guards nothing (docs/BENCHMARKS.md).
@@ -111,13 +111,13 @@ final class Generation {
         self.cap = BudgetArithmetic.CompletionCap(budget.grant)
         self.upstream = upstream
         self.host = host
-        self.startedMs = host.loop.nowMs
+        self.startedMs = host.nowMs
         self.leaseRefreshedMs = startedMs
         self.keys = StreamKeys(id)
         self.ownershipEpoch = taken?.epoch ?? 0
         self.sessionStreamsKey = SessionStore.streamsKey(owner: ownerHash, sid: sid)
         self.budgetExpiriesKey = BudgetLedger.expiriesKey(budget.key)
-        self.appender = StreamAppender(log: host.log, loop: host.loop, id: id, taken: taken)
+        self.appender = host.writer(for: id, continuing: taken)
         self.continued = taken.map { ($0.deltas, $0.priorPrompt) }
         self.seq = taken?.topSeq ?? 0
         self.completionTokens = taken?.deltas ?? 0
@@ -217,7 +217,7 @@ final class Generation {
             text = t
             completionTokens += 1
             if firstTokenMs == nil {
-                firstTokenMs = host.loop.nowMs
+                firstTokenMs = host.nowMs
                 host.firstToken(afterSeconds: Double(firstTokenMs! - startedMs) / 1000)
             }
         case .done(let reason, let usage, _):

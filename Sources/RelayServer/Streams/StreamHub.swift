@@ -398,11 +398,15 @@ final class StreamHub: SubscriptionHost, GenerationHost {
 
     // MARK: GenerationHost
 
+    func writer(for id: RequestID, continuing taken: EventLog.TakenStream?) -> any AnswerWriter {
+        StreamAppender(log: log, loop: loop, id: id, taken: taken)
+    }
+
     func appended(events: Int) { counters.appended(events) }
     func firstToken(afterSeconds s: Double) { metrics.observe(.timeToFirstToken, seconds: s) }
     func upstreamFailed() { metrics.add(.upstreamErrors) }
     func wallMs() -> UInt64 { UInt64(max(0, context.nowMs())) }
-    func answerRetained(_ outcome: StreamAppender.RetentionOutcome) { metrics.answerRetained(outcome) }
+    func answerRetained(_ outcome: RetentionOutcome) { metrics.answerRetained(outcome) }
 
     /// Settles a generation's reservation (`BudgetLedger.settle`, once per id).
     /// The generation is ending (once, any way): its completion webhook is queued too.

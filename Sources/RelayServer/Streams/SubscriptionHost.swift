@@ -51,12 +51,15 @@ extension SubscriptionHost {
 }
 
 /// What a `Generation` may ask of the worker that hosts it (implemented by
-/// `StreamHub`). Loop thread only.
+/// `StreamHub`; in the streams core's tests, by an in-memory host): the clock, the
+/// answer's writer, and reports back. Loop thread only.
 protocol GenerationHost: AnyObject {
-    /// The worker's loop (timers, `nowMs`).
-    var loop: EventLoop { get }
-    /// Appends.
-    var log: EventLog { get }
+    /// The loop clock, ms (monotonic).
+    var nowMs: UInt64 { get }
+    /// The writer of answer `id`'s events (`StreamAppender` on the event log); `taken`: a
+    /// takeover it continues (appends after its `topSeq`, under its epoch), `nil` for a
+    /// new stream.
+    func writer(for id: RequestID, continuing taken: EventLog.TakenStream?) -> any AnswerWriter
     /// Time to first token, seconds.
     func firstToken(afterSeconds s: Double)
     /// The upstream ended the generation with an error (`relay_upstream_errors_total`).
@@ -78,11 +81,11 @@ protocol GenerationHost: AnyObject {
     func acknowledged(_ g: Generation, event: SequencedEvent)
     /// Unix time, ms (a retained answer's times).
     func wallMs() -> UInt64
-    /// How a finished answer's retention went (`StreamAppender.RetentionOutcome`).
-    func answerRetained(_ outcome: StreamAppender.RetentionOutcome)
+    /// How a finished answer's retention went (`RetentionOutcome`).
+    func answerRetained(_ outcome: RetentionOutcome)
 }
 
 extension GenerationHost {
     func wallMs() -> UInt64 { UInt64(max(0, Int64(Date().timeIntervalSince1970 * 1000))) }
-    func answerRetained(_ outcome: StreamAppender.RetentionOutcome) {}
+    func answerRetained(_ outcome: RetentionOutcome) {}
 }
