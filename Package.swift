@@ -107,7 +107,7 @@ let package = Package(
         .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore", "RelayHTTP", "RelayTestKit"]),
         .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore", "RelayTestSupport", "RelayTestKit"]),
         // The server's stream decisions and its consumer state machine in-process (no Redis, no sockets).
-        .testTarget(name: "RelayServerTests", dependencies: ["RelayServer", "RelayHTTP", "RelayRedis", "RelayEventStore", "RelayLoop", "RelayConfiguration", "RelayCore", "RelayTestKit"]),
+        .testTarget(name: "RelayServerTests", dependencies: ["RelayServer", "RelayHTTP", "RelayRedis", "RelayEventStore", "RelayBudgets", "RelayUpstream", "RelayLoop", "RelayConfiguration", "RelayCore", "RelayTestKit"]),
         // `stream-relay`'s own pure decisions (Sources/stream-relay/Decisions), e.g. the chat's status-line layout.
         .testTarget(name: "StreamRelayCommandTests", dependencies: ["stream-relay"]),
         .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayHTTP", "RelayRedis", "RelayCluster", "RelayEventStore", "RelayBudgets", "RelayAuth", "RelayClient", "RelayClientCurl", "RelayTestSupport", "RelayTestKit", "RelayCore", "RelayUpstream", "RelayLoop", "RelayConfiguration", "stream-relay"],

@@ -1,0 +1,184 @@
+import XCTest
+import RelayCore
+@testable import RelayEventStore
+@testable import RelayServer
+
+/// A generation's guarantees, run in-process on the in-memory store (no Redis, no loop, a
+/// clock the test moves): events numbered in order and handed on only once stored; one
+/// settlement, after the final event is stored, of what was really generated; a refused
+/// append stops the answer with the right charge; a stalled owner holds its events until it
+/// confirms its lease, and one whose answer was taken over writes and settles nothing while
+/// the taker finishes and settles the whole answer (docs/PROTOCOL.md §4.5, §9).
+final class GenerationOnInMemoryStoreTests: XCTestCase {
+    private var store: InMemoryAnswerStore!
+    private var a: InMemoryGenerationHost!
+    private let id = try! RequestID(validating: "in-memory-answer-0001")
+
+    override func setUp() {
+        store = InMemoryAnswerStore()
+        a = InMemoryGenerationHost(store: store, instance: "relay-a")
+        store.create(id, instance: "relay-a", nowMs: a.nowMs)
+    }
+
+    private func usage(ofFinal e: SequencedEvent?) -> Usage? {
+        guard let e, case .done(_, let u, _)? = try? StreamEvent(json: e.json) else { return nil }
+        return u
+    }
+
+    func testEventsAreNumberedInOrderAndHandedOnOnlyOnceStored() {
+        store.answerAppendsAtOnce = false
+        let up = ScriptedUpstream()
+        let g = a.generation(id, upstream: up)
+        g.start()
+        up.sendDeltas(3, prefix: "t")
+        XCTAssertTrue(a.acknowledged.isEmpty, "nothing is handed to readers before the store holds it")
+        store.answerAppends()
+        XCTAssertEqual(a.acknowledged.map(\.seq), [1, 2, 3])
+        XCTAssertEqual(store.text(id), "t1 t2 t3 ")
+        up.finish()
+        XCTAssertTrue(a.settlements.isEmpty, "the final event is not stored yet: nothing is settled")
+        XCTAssertFalse(a.hasEnded(g))
+        store.answerAppends()
+        XCTAssertEqual(a.acknowledged.map(\.seq), [1, 2, 3, 4])
+        XCTAssertEqual(a.settlements.map(\.tokens), [10 + 3], "settled once: prompt plus completion")
+        XCTAssertTrue(a.hasEnded(g))
+        XCTAssertEqual(store.state(id), .done)
+    }
+
+    func testAStreamGoneFromTheStoreEndsTheAnswerChargedWhatWasGenerated() {
+        let up = ScriptedUpstream()
+        let g = a.generation(id, upstream: up)
+        g.start()
+        up.sendDeltas(2, prefix: "t")
+        store.drop(id)
+        up.send(.delta("t3 "))
+        XCTAssertTrue(g.finished)
+        XCTAssertTrue(up.cancelled, "the upstream is stopped")
+        XCTAssertEqual(a.settlements.map(\.tokens), [10 + 3], "charged the prompt and the three deltas generated")
+        XCTAssertTrue(a.hasEnded(g))
+        up.send(.delta("t4 "))
+        XCTAssertEqual(a.settlements.count, 1)
+    }
+
+    func testTheGrantStopsTheAnswerAtItsCompletionTokens() {
+        let up = ScriptedUpstream()
+        let g = a.generation(id, upstream: up, maxTokens: 50, prompt: 10, remaining: 13)
+        g.start()
+        up.sendDeltas(5, prefix: "t")
+        XCTAssertTrue(up.cancelled, "an upstream that ignores max_tokens is stopped at the grant")
+        let events = store.events(id)
+        XCTAssertEqual(events.count, 4, "three deltas, then done")
+        guard case .done(let reason, let u, let limited)? = try? StreamEvent(json: events.last!.json) else {
+            return XCTFail("the answer ends with done")
+        }
+        XCTAssertEqual(reason, .length)
+        XCTAssertTrue(limited, "the budget set the grant")
+        XCTAssertEqual(u.completionTokens, 3)
+        XCTAssertEqual(a.settlements.map(\.tokens), [13])
+        XCTAssertTrue(a.hasEnded(g))
+    }
+
+    func testACancelBeforeTheStartCallsNoUpstreamAndChargesNothing() {
+        let up = ScriptedUpstream()
+        let g = a.generation(id, upstream: up)
+        g.cancel()
+        g.start()
+        XCTAssertFalse(up.started, "an answer cancelled before it started never calls its upstream")
+        XCTAssertEqual(usage(ofFinal: store.events(id).last)?.totalTokens, 0)
+        XCTAssertEqual(store.state(id), .cancelled)
+        XCTAssertEqual(a.settlements.map(\.tokens), [0])
+    }
+
+    func testAStalledOwnerHoldsItsEventsUntilItConfirmsItsLease() {
+        let up = ScriptedUpstream()
+        let g = a.generation(id, upstream: up)
+        g.start()
+        up.sendDeltas(2, prefix: "t")
+        a.nowMs += store.leaseMs   // a stall past the lease it knew (SIGSTOP, a paused VM)
+        up.sendDeltas(2, prefix: "late")
+        XCTAssertEqual(store.events(id).count, 2, "nothing is numbered or written while the lease is unknown")
+        XCTAssertEqual(a.ownershipAsked, 1, "asked once per hold")
+        a.confirmOwnership()
+        XCTAssertEqual(store.text(id), "t1 t2 late1 late2 ", "the waiting events go on, in order, once confirmed")
+        up.finish()
+        XCTAssertEqual(a.settlements.map(\.tokens), [10 + 4])
+        XCTAssertEqual(store.events(id).map(\.seq), Array(1...5))
+    }
+
+    /// The lease lapses on A, B takes the answer over and finishes it, then A wakes: A must
+    /// write nothing more, settle nothing and release nothing; B's `done` reports the whole
+    /// answer and B settles it once, at that total.
+    func testAnOwnerWakingAfterATakeoverWritesAndSettlesNothingAndTheTakerSettlesTheWhole() {
+        let upA = ScriptedUpstream(promptTokens: 10)
+        let gA = a.generation(id, upstream: upA)
+        gA.start()
+        upA.sendDeltas(5, prefix: "a")
+        a.nowMs += store.leaseMs   // A stalls past its lease
+        let b = InMemoryGenerationHost(store: store, instance: "relay-b", nowMs: a.nowMs)
+        let found = store.takeover(id, instance: "relay-b", nowMs: b.nowMs, maxContinuations: 2)
+        XCTAssertEqual(TakeoverPlan.plan(.success(found)), .continueHere)
+        guard case .taken(let taken) = found else { return XCTFail("B takes the lapsed answer") }
+        let upB = ScriptedUpstream(promptTokens: 12)
+        let gB = b.generation(id, upstream: upB, prompt: 12, taken: taken)
+        gB.start()
+        upB.sendDeltas(3, prefix: "b")
+        // A wakes while B is still generating: its held events wait for the ownership check.
+        upA.sendDeltas(2, prefix: "stale")
+        XCTAssertEqual(a.ownershipAsked, 1)
+        a.confirmOwnership()
+        XCTAssertTrue(gA.finished)
+        XCTAssertTrue(upA.cancelled)
+        XCTAssertTrue(a.settlements.isEmpty, "the stale owner settles nothing: the taker does")
+        upB.finish()
+        XCTAssertEqual(store.text(id), "a1 a2 a3 a4 a5 b1 b2 b3 ", "byte-identical: A's deltas then B's, none lost or repeated")
+        XCTAssertEqual(store.events(id).map(\.seq), Array(1...9))
+        XCTAssertFalse(store.appendLog.contains { $0.instance == "relay-a" && $0.seq > 5 }, "A wrote nothing after the stall")
+        let total = usage(ofFinal: store.events(id).last)
+        XCTAssertEqual(total?.completionTokens, 8, "done reports the whole answer's deltas")
+        XCTAssertEqual(b.settlements.map(\.tokens), [total!.totalTokens], "the ledger equals the done's total, once")
+        XCTAssertTrue(a.settlements.isEmpty)
+    }
+
+    /// The stale owner's lease still looks known to it (a refresh confirmed just before the
+    /// partition) but the store already belongs to the taker: the epoch fence refuses its
+    /// append as `takenOver`, before anything in the tail, and it stops without settling.
+    func testAStaleOwnersAppendIsRefusedAsTakenOverAndItSettlesNothing() {
+        let upA = ScriptedUpstream()
+        let gA = a.generation(id, upstream: upA)
+        gA.start()
+        upA.sendDeltas(3, prefix: "a")
+        let b = InMemoryGenerationHost(store: store, instance: "relay-b", nowMs: a.nowMs + store.leaseMs)
+        guard case .taken(let taken) = store.takeover(id, instance: "relay-b", nowMs: b.nowMs, maxContinuations: 2) else {
+            return XCTFail("B takes the lapsed answer")
+        }
+        let upB = ScriptedUpstream()
+        let gB = b.generation(id, upstream: upB, taken: taken)
+        gB.start()
+        upB.sendDeltas(2, prefix: "b")
+        upA.send(.delta("stale "))
+        XCTAssertTrue(gA.finished)
+        XCTAssertEqual(gA.phase.ending, .takenOver)
+        XCTAssertTrue(a.settlements.isEmpty, "finding the taker's entries is no reason to settle")
+        upB.finish()
+        XCTAssertEqual(store.text(id), "a1 a2 a3 b1 b2 ")
+        XCTAssertEqual(b.settlements.count, 1)
+    }
+
+    func testAFinishedAnswersRetentionIsReportedOnceAndNotForAnError() {
+        let up = ScriptedUpstream()
+        let g = a.generation(id, upstream: up)
+        g.start()
+        up.sendDeltas(2, prefix: "t")
+        up.finish()
+        XCTAssertEqual(a.retained, [.retained(bytes: 6)])
+        let other = try! RequestID(validating: "in-memory-answer-0002")
+        store.create(other, instance: "relay-a", nowMs: a.nowMs)
+        let up2 = ScriptedUpstream()
+        let g2 = a.generation(other, upstream: up2)
+        g2.start()
+        up2.send(.delta("x "))
+        g2.abort(APIError(.upstreamLost, "gone"))
+        XCTAssertEqual(store.state(other), .failed)
+        XCTAssertEqual(a.retained.count, 1, "an answer ending with error is not retained")
+    }
+}
