@@ -12,6 +12,9 @@
 #   BENCH_BIN=/path/to/stream-relay-bench runs another load generator build (the `storm` readers
 #   run the kits' ReconnectPolicy compiled into it: before/after comparisons of that policy).
 #   With both RELAY_BIN and BENCH_BIN set, nothing is built.
+#   RELAY_BEFORE_BIN=/path/to/stream-relay (and RELAY_BEFORE_NAME, e.g. a commit) also runs that
+#   build in stream and fanout, just before this one and nchan, in the same run: the report's
+#   "Before and after" section compares the two builds' per-event CPU and Redis cost.
 #   BENCH_CONFIG=debug builds and runs the debug build (a quick check of the scenarios only).
 #
 # Installs what it needs (libnginx-mod-nchan), builds release, starts a fresh
@@ -187,6 +190,14 @@ for scenario in $ONLY; do
     stream|fanout|resume-storm|idle|slow-link)
       case "$scenario" in stream) rate=50 ;; idle) rate=0.001 ;; slow-link) rate=150 ;; *) rate=20 ;; esac
       if [[ " $TARGETS " == *" relay "* ]]; then
+        if [ -n "${RELAY_BEFORE_BIN:-}" ] && { [ "$scenario" = stream ] || [ "$scenario" = fanout ]; }; then
+          AFTER_RELAY=$RELAY; RELAY=$RELAY_BEFORE_BIN
+          echo "# the build before: ${RELAY_BEFORE_NAME:-$RELAY_BEFORE_BIN} (same command)" >> "$COMMANDS"
+          start_relay "$rate"
+          bench "$scenario" relay --port "$RELAY_PORT" --server-pids "$RELAY_PID" --label before
+          stop_relay
+          RELAY=$AFTER_RELAY
+        fi
         start_relay "$rate"
         bench "$scenario" relay --port "$RELAY_PORT" --server-pids "$RELAY_PID"
         stop_relay
@@ -212,6 +223,7 @@ done
 
 ELAPSED=$(( $(date +%s) - START ))
 echo "== done in ${ELAPSED}s; writing $OUT" >&2
+RELAY_BEFORE_NAME="${RELAY_BEFORE_NAME:-${RELAY_BEFORE_BIN:-}}" \
 python3 - "$WORK/meta.json" "$ELAPSED" "$QUICK" "$COMMANDS" <<'EOF'
 import json, platform, subprocess, sys, os
 def sh(c):
@@ -235,6 +247,7 @@ meta = {
   "mode": "quick" if sys.argv[3] else "full",
   "commands": [l.rstrip("\n") for l in open(sys.argv[4])],
 }
+if os.environ.get("RELAY_BEFORE_NAME"): meta["before"] = os.environ["RELAY_BEFORE_NAME"]
 json.dump(meta, open(sys.argv[1], "w"), indent=1)
 EOF
 cp "$RESULTS" "$ROOT/.build/bench/results.jsonl"

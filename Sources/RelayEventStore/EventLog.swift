@@ -68,16 +68,17 @@ public final class EventLog {
     /// Read on every append; loop-thread confined, so not checked for exclusivity at run time.
     @exclusivity(unchecked) public internal(set) var connectionEpoch = 0
 
-    /// - Parameter sharded: publish live events with `SPUBLISH` (Redis Cluster: the
-    ///   live channel is a sharded channel, subscribed with `ShardedPubSub`).
-    /// - Parameter cipher: seals what is stored at rest (docs/DATA_MODEL.md §15); `nil`: plaintext.
-    ///   - retentionMs: `RELAY_ANSWER_RETENTION`, ms (0: finished answers are not kept).
-    ///   - retentionMaxBytes: `RELAY_ANSWER_RETENTION_MAX_BYTES`, bytes.
-    public init(connection: any RedisCommandChannel, maxLen: Int, ttlMs: Int, lossless: Bool, sharded: Bool = false,
-                retentionMs: Int = 0, retentionMaxBytes: Int = 1 << 20, cipher: AtRestCipher? = nil) {
+    /// - Parameters:
+    ///   - settings: entries kept, TTL, lossless resume, retention (`EventStoreSettings`).
+    ///   - sharded: publish live events with `SPUBLISH` (Redis Cluster: the live channel is a
+    ///     sharded channel, subscribed with `ShardedPubSub`).
+    ///   - cipher: seals what is stored at rest (docs/DATA_MODEL.md §15); `nil`: plaintext.
+    public init(connection: any RedisCommandChannel, settings: EventStoreSettings, sharded: Bool = false,
+                cipher: AtRestCipher? = nil) {
+        let maxLen = settings.maxLen, ttlMs = settings.ttlMs, lossless = settings.lossless
+        self.retentionMs = settings.retentionMs
+        self.retentionMaxBytes = settings.retentionMaxBytes
         self.cipher = cipher
-        self.retentionMs = retentionMs
-        self.retentionMaxBytes = retentionMaxBytes
         self.answers = AnswerStore(connection: connection)
         answers.cipher = cipher
         expireLeaseScript = sharded ? Scripts.expireLeaseSharded : Scripts.expireLease

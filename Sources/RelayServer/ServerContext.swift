@@ -10,6 +10,8 @@ import RelayEventStore
 public struct ServerContext: Sendable {
     /// The instance configuration (docs/CONFIGURATION.md).
     public let config: RelayConfig
+    /// The streams core's settings, mapped once from `config` (`RelayConfig.streamSettings`).
+    let streams: StreamSettings
     /// The name stored as a stream's `instance` and in lease keys.
     public let instance: String
     /// Checks `Authorization` on every connect and reconnect.
@@ -43,6 +45,7 @@ public struct ServerContext: Sendable {
         self.models = models
         self.adminKey = adminKey
         self.config = config
+        self.streams = config.streamSettings
         self.instance = instance
         self.authenticator = authenticator
         self.metrics = metrics

@@ -84,7 +84,7 @@ final class StreamAdmission {
     }
 
     private func takeSlot(_ ex: HTTPExchange, _ req: Request, who: Identity, then: @escaping (Outcome) -> Void) {
-        let max = context.config.maxStreamsPerSession
+        let max = context.streams.maxStreamsPerSession
         sessions.admit(owner: req.ownerHash, sid: who.sid, id: req.id, nowMs: context.nowMs(), leaseMs: EventLog.leaseMs,
                        max: max) { [weak self] r in
             guard let self, ex.isOpen else { return }
@@ -102,7 +102,7 @@ final class StreamAdmission {
         let key = BudgetLedger.key(ownerHash: req.ownerHash, period: period)
         ledger.reserve(key: key, id: req.id, nowMs: context.nowMs(), limit: limit, promptEstimate: req.promptEstimate,
                        wantedCompletion: req.wantedCompletion,
-                       minimumCompletion: context.config.budgetMinimumTokens) { [weak self] r in
+                       minimumCompletion: context.streams.budgetMinimumTokens) { [weak self] r in
             guard let self else { return }
             switch r {
             case .failure:

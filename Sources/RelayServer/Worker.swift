@@ -51,9 +51,7 @@ final class Worker: @unchecked Sendable {
         do { cipher = try context.atRestKeys.map { ring throws(AtRestCipher.SetupError) in try AtRestCipher(ring: ring) } } catch {
             throw ConfigError("RELAY_ENCRYPTION_KEYS: \(error.description)")
         }
-        let log = EventLog(connection: commands, maxLen: config.bufferEvents,
-                           ttlMs: config.bufferTTLms, lossless: config.losslessResume, sharded: sharded != nil,
-                           retentionMs: config.answerRetentionMs, retentionMaxBytes: config.answerRetentionMaxBytes, cipher: cipher)
+        let log = EventLog(connection: commands, settings: config.eventStoreSettings, sharded: sharded != nil, cipher: cipher)
         let sessions = SessionStore(connection: commands, scripts: log.scripts)
         hub = StreamHub(index: index, context: context, loop: loop, log: log, pubsub: pubsub, sessions: sessions,
                         ledger: BudgetLedger(connection: commands, scripts: log.scripts))

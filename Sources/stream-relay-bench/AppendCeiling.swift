@@ -28,7 +28,7 @@ extension Runner {
             for _ in 0..<conns {
                 // `redis+cluster://`: one cluster client (a connection per primary) each.
                 let c = RedisCommandChannels.make(loop: loop, endpoint: redis, outageGraceMs: 5_000)
-                let l = EventLog(connection: c, maxLen: 200, ttlMs: 300_000, lossless: opts.lossless, sharded: sharded,
+                let l = EventLog(connection: c, settings: EventStoreSettings(maxLen: 200, ttlMs: 300_000, lossless: opts.lossless), sharded: sharded,
                                  cipher: sealed ? try! AtRestCipher(ring: Runner.benchKeyRing) : nil)
                 c.onConnect = { l.connected() }
                 c.connect()

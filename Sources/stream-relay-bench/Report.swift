@@ -122,7 +122,9 @@ enum Report {
         return t
     }
 
-    static func render(_ rows: [Row], _ meta: Row) -> String {
+    static func render(_ allRows: [Row], _ meta: Row) -> String {
+        // The earlier build's results (`RELAY_BEFORE_BIN`) are only in "Before and after".
+        let rows = allRows.filter { !isBefore($0) }
         func pick(_ scenario: String, _ target: String, _ filter: (Row) -> Bool = { _ in true }) -> Row? {
             rows.last { ($0["scenario"] as? String) == scenario && ($0["target"] as? String) == target && filter($0) }
         }
@@ -154,6 +156,8 @@ enum Report {
             md.append("</details>")
             md.append("")
         }
+
+        md += beforeAfter(allRows, meta)
 
         // stream
         let streamRows = rows.filter { ($0["scenario"] as? String) == "stream" }

@@ -109,7 +109,7 @@ final class AppendHarness: @unchecked Sendable {
     init(redisURL: String, maxLen: Int = 200, ttlMs: Int = 60_000, lossless: Bool = true) throws {
         loop = try EventLoop()
         channel = LossyChannel(RedisConnection(loop: loop, endpoint: try RedisEndpoint.parse(redisURL), role: .commands))
-        log = EventLog(connection: channel, maxLen: maxLen, ttlMs: ttlMs, lossless: lossless)
+        log = EventLog(connection: channel, settings: EventStoreSettings(maxLen: maxLen, ttlMs: ttlMs, lossless: lossless))
         let l = log, n = connections
         channel.onConnect = {
             l.connected()

@@ -30,7 +30,7 @@ final class ClusterHarness: @unchecked Sendable {
     init(url: String, graceMs: UInt64 = 10_000, loadScripts: Bool = true) throws {
         loop = try EventLoop()
         client = ClusterClient(loop: loop, endpoint: try RedisEndpoint.parse(url), outageGraceMs: graceMs)
-        log = EventLog(connection: client, maxLen: 1000, ttlMs: 60_000, lossless: true, sharded: true)
+        log = EventLog(connection: client, settings: EventStoreSettings(maxLen: 1000, ttlMs: 60_000, lossless: true), sharded: true)
         let l = loadScripts ? log : nil
         let n = connections
         client.onConnect = {

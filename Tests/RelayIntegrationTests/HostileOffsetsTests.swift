@@ -88,7 +88,7 @@ final class HostileOffsetsTests: RelayTestCase {
     /// per seq, byte for byte.
     func testHostileOffsetsOnTheDirectConnectionAreTheBytesOfBitfieldSetU32() throws {
         let h = try connHarness()
-        nonisolated(unsafe) let log = EventLog(connection: h.connection, maxLen: 200, ttlMs: 60_000, lossless: true)
+        nonisolated(unsafe) let log = EventLog(connection: h.connection, settings: EventStoreSettings(maxLen: 200, ttlMs: 60_000, lossless: true))
         h.run { _ in log.connected() }
         let k = newKeys(), ref = "hostile-ref:" + UUID().uuidString
         let writes = Self.hostileWrites()

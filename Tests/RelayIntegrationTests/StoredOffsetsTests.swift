@@ -26,7 +26,7 @@ final class StoredOffsetsTests: RelayTestCase {
         init(_ url: String) throws {
             loop = try EventLoop()
             connection = RedisConnection(loop: loop, endpoint: try RedisEndpoint.parse(url), role: .commands)
-            log = EventLog(connection: connection, maxLen: 200, ttlMs: 60_000, lossless: true)
+            log = EventLog(connection: connection, settings: EventStoreSettings(maxLen: 200, ttlMs: 60_000, lossless: true))
             let l = log, c = connected, lp = loop
             nonisolated(unsafe) let conn = connection
             connection.onConnect = { l.connected(); c.value = true }

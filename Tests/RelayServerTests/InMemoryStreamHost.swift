@@ -80,7 +80,7 @@ final class InMemoryStreamHost: SubscriptionHost {
 
     init(config: RelayConfig = RelayConfig()) throws {
         loop = try EventLoop()
-        sweeper = ConnectionSweeper(config: config, metrics: Metrics(), outage: RedisOutageWatch(loop: loop))
+        sweeper = ConnectionSweeper(settings: config.streamSettings, metrics: Metrics(), outage: RedisOutageWatch(loop: loop))
     }
 
     /// `EventLog.read` in memory: the retained window after `seq`, preceded by the

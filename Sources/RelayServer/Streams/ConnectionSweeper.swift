@@ -1,5 +1,4 @@
 import RelayCore
-import RelayConfiguration
 
 /// The worker's periodic sweep of its live client connections and their
 /// backpressure (docs/PROTOCOL.md §4): ends streams when Redis has been away longer
@@ -15,13 +14,13 @@ final class ConnectionSweeper {
     /// `RELAY_MAX_PENDING_BYTES`, read once (checked on every write).
     private let maxPendingBytes: Int
 
-    init(config: RelayConfig, metrics: Metrics, outage: RedisOutageWatch) {
+    init(settings: StreamSettings, metrics: Metrics, outage: RedisOutageWatch) {
         self.metrics = metrics
         self.outage = outage
-        heartbeatMs = UInt64(config.heartbeatMs)
-        graceMs = UInt64(config.redisOutageGraceMs)
-        leewayS = Int64(config.jwtLeewaySeconds)
-        maxPendingBytes = config.maxPendingBytes
+        heartbeatMs = settings.heartbeatMs
+        graceMs = settings.redisOutageGraceMs
+        leewayS = settings.tokenLeewayS
+        maxPendingBytes = settings.maxPendingBytes
     }
 
     /// How often `sweep` runs, ms (`ConnectionSweep.intervalMs`).

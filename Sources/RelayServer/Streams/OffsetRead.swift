@@ -340,7 +340,7 @@ final class OffsetRead {
         }
         if mode == .longPoll {
             deadline = LoopTimer(loop: hub.loop) { [weak self] in self?.timedOut() }
-            deadline?.schedule(afterMs: UInt64(hub.config.longPollTimeoutMs))
+            deadline?.schedule(afterMs: hub.settings.longPollTimeoutMs)
         }
         if mode != .sse {
             // The client going away ends the wait (and frees its connection slot) at once.
@@ -372,7 +372,7 @@ final class OffsetRead {
             // Past `exp` + `RELAY_JWT_LEEWAY`, as the stream cut judges it (a token accepted
             // within the leeway is not refused for the event that wakes its wait).
             if ConnectionPolicy.tokenExpired(nowS: hub.context.nowMs() / 1000, expiresAt: who.expiresAt,
-                                             leewayS: Int64(hub.config.jwtLeewaySeconds)) {
+                                             leewayS: hub.settings.tokenLeewayS) {
                 gate.fail(ex, .unauthorized("token expired"))
                 return finish()
             }

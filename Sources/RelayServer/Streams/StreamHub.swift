@@ -29,7 +29,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     let sessions: SessionStore
     let ledger: BudgetLedger
     var metrics: Metrics { context.metrics }
-    var config: RelayConfig { context.config }
+    var settings: StreamSettings { context.streams }
     let replayStallMs: UInt64
 
     // The registry is read for every event: loop-thread confined and no mutation of it
@@ -69,21 +69,21 @@ final class StreamHub: SubscriptionHost, GenerationHost {
         self.log = log
         self.pubsub = pubsub
         self.sessions = sessions
-        self.replayStallMs = UInt64(context.config.debugReplayDelayMs)
+        self.replayStallMs = context.streams.replayStallMs
         counters = WorkerCounters(metrics: context.metrics)
         outage = RedisOutageWatch(loop: loop)
         settler = ReservationSettler(ledger: ledger, metrics: context.metrics)
-        sweeper = ConnectionSweeper(config: context.config, metrics: context.metrics, outage: outage)
+        sweeper = ConnectionSweeper(settings: context.streams, metrics: context.metrics, outage: outage)
         leases = OwnerLeases(loop: loop, log: log, sessions: sessions, ledger: ledger, settler: settler, outage: outage,
-                             instance: context.instance, maxContinuations: context.config.maxContinuations,
-                             maxStreamsPerSession: context.config.maxStreamsPerSession, metrics: context.metrics, wallMs: context.nowMs)
+                             instance: context.instance, maxContinuations: context.streams.maxContinuations,
+                             maxStreamsPerSession: context.streams.maxStreamsPerSession, metrics: context.metrics, wallMs: context.nowMs)
         retries = ReplayRetries(loop: loop)
         orphans = OrphanSweeper(loop: loop, registry: InstanceRegistry(
             connection: log.connection, scripts: log.scripts,
             name: InstanceRegistry.heartbeatName(instance: context.instance, worker: index, startMs: context.nowMs(),
                                                 nonce: UInt32.random(in: 0 ... .max))),
                                 metrics: context.metrics, outage: outage, wallMs: context.nowMs)
-        replayReads = ReplayReads(maxInFlight: context.config.replayConcurrency, metrics: context.metrics)
+        replayReads = ReplayReads(maxInFlight: context.streams.replayConcurrency, metrics: context.metrics)
         revocations = RevocationWatcher(sessions: sessions)
         leases.continueStream = { [unowned self] id, taken in
             guard let upstreams = self.upstreams else { return }
@@ -340,7 +340,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     /// Drain timeout: hand the remaining generations over to another instance
     /// (`RELAY_MAX_CONTINUATIONS` > 0), else end them with an error.
     func abortGenerations() {
-        let handOver = config.maxContinuations > 0
+        let handOver = settings.maxContinuations > 0
         if handOver { orphans.beginHandOver() }
         drainer.timeOut(Array(generations.values), handOver: handOver)
         // The handed-over streams (leases dropped) become takeable at once by every instance's sweep.
@@ -390,10 +390,7 @@ final class StreamHub: SubscriptionHost, GenerationHost {
     func finalEventWritten(_ s: Subscription) { completionWebhooks?.finalEventRead(scopedID: s.id.value) }
     func merged(events: Int) { metrics.add(.deltasMerged, events) }
     func caughtUp(events: Int) { metrics.add(.catchUpEvents, events) }
-    var slowLinkLimits: SlowLinkCoalescer.Limits {
-        SlowLinkCoalescer.Limits(highWaterBytes: config.coalesceBacklogBytes == 0 ? .max : config.coalesceBacklogBytes,
-                                 maxHeldBytes: max(1, config.maxPendingBytes / 4))
-    }
+    var slowLinkLimits: SlowLinkCoalescer.Limits { settings.slowLink }
     func localAckedSeq(_ id: RequestID) -> UInt64? { generations[id.value]?.ackedSeq }
 
     // MARK: GenerationHost

@@ -85,7 +85,7 @@ enum StreamTakeover {
     private static func start(_ id: RequestID, _ taken: EventLog.TakenStream, _ stored: StoredRequest?, _ upstream: Upstream,
                               promptEstimate: Int, hub: StreamHub) {
         guard hub.generations[id.value] == nil else { _ = upstream.cancel(); return }
-        let max = hub.config.maxStreamsPerSession
+        let max = hub.settings.maxStreamsPerSession
         hub.sessions.admit(owner: OwnerHash.of(taken.owner), sid: taken.sid, id: id, nowMs: Int64(hub.wallMs()),
                            leaseMs: EventLog.leaseMs, max: max) { r in
             guard case .success(true) = r else {
