@@ -177,15 +177,16 @@ extension LuaScriptTests {
         XCTAssertTrue(try redis.cli("XADD", k.events, "6-0", "e", "{}").contains("exhausted the last possible ID"), "fenced again")
     }
 
-    func testAppendFencedRefusesAStaleEpochAGoneOrEndedStreamAndAStoredSeq() throws {
+    func testAppendFencedRefusesAStaleEpochAGoneOrEndedStreamAStoredSeqAndAHole() throws {
         XCTAssertEqual(try failure(Scripts.appendFenced, [k.events, k.meta], ["1", "{}", "0", ""]).code, .noStream)
         try takenStream()
         let stale = try failure(Scripts.appendFenced, [k.events, k.meta], ["4", "{}", "0", ""])
         XCTAssertEqual(stale.code, .finished)
         XCTAssertEqual(stale.message, "FINISHED taken")
         let stored = try failure(Scripts.appendFenced, [k.events, k.meta], ["3", "{}", "1", ""])
-        XCTAssertEqual(stored.code, .other("ERR"))
-        XCTAssertTrue(stored.message.contains("XSETID"), stored.message)
+        XCTAssertEqual(stored.code, .outOfOrder(lastSeq: 3), "a stored seq is refused as out of order, typed")
+        let hole = try failure(Scripts.appendFenced, [k.events, k.meta], ["5", "{}", "1", ""])
+        XCTAssertEqual(hole.code, .outOfOrder(lastSeq: 3), "so is a seq past the next one")
         try redis.cli("HSET", k.meta, "state", "cancelled")
         let ended = try failure(Scripts.appendFenced, [k.events, k.meta], ["4", "{}", "1", ""])
         XCTAssertEqual(ended.code, .finished)

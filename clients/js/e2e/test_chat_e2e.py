@@ -29,17 +29,14 @@ Run: python3 clients/js/e2e/test_chat_e2e.py   (after `swift build`; needs chrom
 chromium-driver, nginx, redis-server, libjs-markdown-it and the pinned pip packages in
 requirements.txt). STREAM_RELAY_BIN names another relay binary.
 """
-import http.client
 import json
 import os
 import pathlib
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
@@ -48,13 +45,13 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
+from cutting_proxy import CuttingProxy
+from e2e_support import free_port, http_get, minimal_env, serves, wait_until
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(os.environ.get("STREAM_RELAY_BIN", ROOT / ".build/debug/stream-relay"))
 
 
-def minimal_env():
-    """PATH, HOME, TMPDIR and LANG of this process only: the base of every child's environment."""
-    return {k: os.environ[k] for k in ("PATH", "HOME", "TMPDIR", "LANG") if k in os.environ}
 RATE = 400  # simulated tokens per second: an English answer takes ~8 s
 PROMPT = "Draft a mutual NDA for a software partnership."
 PHONE = (390, 844)
@@ -84,174 +81,6 @@ return {ended: !!(a && a.completion), jump: !document.getElementById('jump').hid
 """
 ANSWER_TEXT_JS = "const e = document.querySelector(`.answer-text[data-index='${arguments[0]}']`); return e ? e.innerText : null"
 MARKER = re.compile(r"\*\*|##|---|``|(^|\n)[ \t]*([-*+#>]|\d+[.)])[ \t]*(\n|$)")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(what, predicate, timeout=30.0, interval=0.05):
-    """Polls `predicate` until it returns a truthy value; fails with `what` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
-
-
-def http_get(port, path, headers=None, timeout=5.0):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        c.request("GET", path, headers=headers or {})
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
-
-
-def serves(port, path):
-    """Whether 127.0.0.1:`port` answers `GET path` with 200 within 1 s (a relay's /readyz, a
-    page nginx serves); a refused or silent port is False."""
-    try:
-        return http_get(port, path, timeout=1)[0] == 200
-    except OSError:
-        return False
-
-
-class CuttingProxy:
-    """A loopback TCP proxy to one upstream. When armed, it cuts (closes both sides of) the
-    next `POST /…/api/chat/stream` connection after `after_bytes` response bytes. While
-    `dead`, every connection gets a 200 `text/event-stream` head and is then closed without
-    a byte of body (a relay dying at once): the client sees a dropped stream, not an HTTP error."""
-
-    def __init__(self, upstream_port):
-        self.upstream_port = upstream_port
-        self.listener = socket.socket()
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(64)
-        self.port = self.listener.getsockname()[1]
-        self.lock = threading.Lock()
-        self.cut_after = None
-        self.cuts = 0
-        self.dead = False
-        self.die_after_cut = False
-        self.dead_answers = 0
-        self.error_next = None
-        self.closed = False
-        self.sockets = set()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def arm(self, after_bytes):
-        with self.lock:
-            self.cut_after = after_bytes
-
-    def _accept(self):
-        while not self.closed:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            if self.dead:
-                threading.Thread(target=self._die, args=(client,), daemon=True).start()
-                continue
-            with self.lock:
-                error, self.error_next = self.error_next, None
-            if error is not None:
-                threading.Thread(target=self._fail, args=(client, error), daemon=True).start()
-                continue
-            try:
-                upstream = socket.create_connection(("127.0.0.1", self.upstream_port), timeout=5)
-            except OSError:
-                client.close()
-                continue
-            upstream.settimeout(None)
-            with self.lock:
-                self.sockets.update((client, upstream))
-            state = {"post_stream": False, "sent": 0}
-            threading.Thread(target=self._pump, args=(client, upstream, state, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, state, False), daemon=True).start()
-
-    def _die(self, client):
-        try:
-            client.settimeout(5)
-            head = b""
-            while b"\r\n\r\n" not in head:
-                data = client.recv(65536)
-                if not data:
-                    break
-                head += data
-            client.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-            with self.lock:
-                self.dead_answers += 1
-        except OSError:
-            pass
-        client.close()
-
-    def fail_next(self, event):
-        """The next connection gets a 200 `text/event-stream` whose only event is `event` (a
-        relay's in-stream `error`, docs/PROTOCOL.md §5.4), then the end of the body."""
-        with self.lock:
-            self.error_next = event
-
-    def _fail(self, client, event):
-        try:
-            client.settimeout(5)
-            head = b""
-            while b"\r\n\r\n" not in head:
-                data = client.recv(65536)
-                if not data:
-                    break
-                head += data
-            body = f"id: 1\ndata: {json.dumps(event)}\n\n".encode()
-            client.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " + str(len(body)).encode()
-                           + b"\r\nConnection: close\r\n\r\n" + body)
-        except OSError:
-            pass
-        client.close()
-
-    def _pump(self, src, dst, state, request_side):
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                if request_side and state["sent"] == 0 and data.startswith(b"POST ") and b"/api/chat/stream " in data.split(b"\r\n", 1)[0]:
-                    state["post_stream"] = True
-                if not request_side:
-                    state["sent"] += len(data)
-                    with self.lock:
-                        cut = state["post_stream"] and self.cut_after is not None and state["sent"] >= self.cut_after
-                        if cut:
-                            self.cut_after = None
-                            self.cuts += 1
-                            self.dead = self.die_after_cut
-                    if cut:
-                        break
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()
-
-    def close(self):
-        self.closed = True
-        self.listener.close()
-        with self.lock:
-            for s in self.sockets:
-                try:
-                    s.close()
-                except OSError:
-                    pass
 
 
 class ChatDemoEndToEnd(unittest.TestCase):

@@ -38,7 +38,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from test_chat_e2e import free_port, http_get, minimal_env, serves, wait_until  # noqa: E402
+from e2e_support import free_port, http_get, minimal_env, serves, wait_until  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 BIN = pathlib.Path(os.environ.get("STREAM_RELAY_BIN", ROOT / ".build/debug/stream-relay"))
