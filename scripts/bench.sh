@@ -13,8 +13,8 @@
 #   run the kits' ReconnectPolicy compiled into it: before/after comparisons of that policy).
 #   With both RELAY_BIN and BENCH_BIN set, nothing is built.
 #   RELAY_BEFORE_BIN=/path/to/stream-relay (and RELAY_BEFORE_NAME, e.g. a commit) also runs that
-#   build in stream and fanout, just before this one and nchan, in the same run: the report's
-#   "Before and after" section compares the two builds' per-event CPU and Redis cost.
+#   build in stream and fanout in the same run (before, after, nchan, after, before): the
+#   report's "Before and after" section compares the two builds' per-event CPU and Redis cost.
 #   BENCH_CONFIG=debug builds and runs the debug build (a quick check of the scenarios only).
 #
 # Installs what it needs (libnginx-mod-nchan), builds release, starts a fresh
@@ -189,23 +189,33 @@ for scenario in $ONLY; do
   case "$scenario" in
     stream|fanout|resume-storm|idle|slow-link)
       case "$scenario" in stream) rate=50 ;; idle) rate=0.001 ;; slow-link) rate=150 ;; *) rate=20 ;; esac
-      if [[ " $TARGETS " == *" relay "* ]]; then
-        if [ -n "${RELAY_BEFORE_BIN:-}" ] && { [ "$scenario" = stream ] || [ "$scenario" = fanout ]; }; then
-          AFTER_RELAY=$RELAY; RELAY=$RELAY_BEFORE_BIN
-          echo "# the build before: ${RELAY_BEFORE_NAME:-$RELAY_BEFORE_BIN} (same command)" >> "$COMMANDS"
-          start_relay "$rate"
-          bench "$scenario" relay --port "$RELAY_PORT" --server-pids "$RELAY_PID" --label before
-          stop_relay
-          RELAY=$AFTER_RELAY
-        fi
+      # With an earlier build to compare (stream and fanout): before, after, nchan, after,
+      # before. A run's position costs it (the second of two back-to-back runs measured
+      # ~20 % more CPU per event whichever build it was), so each build gets both positions.
+      compare=""
+      if [ -n "${RELAY_BEFORE_BIN:-}" ] && { [ "$scenario" = stream ] || [ "$scenario" = fanout ]; }; then compare=1; fi
+      run_relay_build() { # binary label
+        local saved=$RELAY; RELAY=$1
         start_relay "$rate"
-        bench "$scenario" relay --port "$RELAY_PORT" --server-pids "$RELAY_PID"
+        bench "$scenario" relay --port "$RELAY_PORT" --server-pids "$RELAY_PID" ${2:+--label "$2"}
         stop_relay
+        RELAY=$saved
+      }
+      if [[ " $TARGETS " == *" relay "* ]]; then
+        if [ -n "$compare" ]; then
+          echo "# the build before: ${RELAY_BEFORE_NAME:-$RELAY_BEFORE_BIN} (same command; order: before, after, nchan, after, before)" >> "$COMMANDS"
+          run_relay_build "$RELAY_BEFORE_BIN" before
+        fi
+        run_relay_build "$RELAY" ""
       fi
       if [[ " $TARGETS " == *" nchan "* ]]; then
         start_nchan
         bench "$scenario" nchan --port "$NCHAN_PORT" --server-pids "$NGINX_PIDS"
         stop_nchan
+      fi
+      if [ -n "$compare" ] && [[ " $TARGETS " == *" relay "* ]]; then
+        run_relay_build "$RELAY" ""
+        run_relay_build "$RELAY_BEFORE_BIN" before
       fi
       ;;
     storm)
