@@ -83,6 +83,9 @@ public struct RelayConfig: Sendable, Equatable {
     public var models = ""
     /// Whether client `system` messages are accepted; default off (400).
     public var allowSystemMessages = false
+    /// The sampling fields a client may send (`RELAY_CLIENT_PARAMETERS`, docs/PROTOCOL.md
+    /// §3.1; `SamplingParameters.names`); default all of them; another one sent: 400.
+    public var clientParameters: [String] = ["temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty"]
     /// Completion tokens a request gets without `max_tokens`, and the most it may ask
     /// for (larger values are clamped); default 4096.
     public var maxTokens = 4096

@@ -134,6 +134,17 @@ extension RelayConfig {
                doc: "models each tier may use (several joined by a vertical bar), the first its default; unset: only UPSTREAM_MODEL; another model: 400 model_not_allowed") { c, v in
             c.models = v
         },
+        Option(env: "RELAY_CLIENT_PARAMETERS", flag: "--client-parameters",
+               default: "temperature,top_p,stop,seed,presence_penalty,frequency_penalty", unit: "names or none",
+               doc: "the sampling fields a client may send, comma-separated (none: no field); another one sent: 400 invalid_request") { c, v in
+            let known = ["temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty"]
+            let names = v.trimmingCharacters(in: .whitespaces) == "none" ? []
+                : v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            if let bad = names.first(where: { !known.contains($0) }) {
+                throw ConfigError("RELAY_CLIENT_PARAMETERS: unknown field \"\(bad)\" (known: \(known.joined(separator: ", ")), or none)")
+            }
+            c.clientParameters = names
+        },
         Option(env: "RELAY_ALLOW_SYSTEM_MESSAGES", flag: "--allow-system-messages", default: "off", unit: "on/off",
                doc: "accept client system messages (off: 400 invalid_request)") { c, v in
             c.allowSystemMessages = try bool(v, "RELAY_ALLOW_SYSTEM_MESSAGES")

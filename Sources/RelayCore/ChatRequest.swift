@@ -14,7 +14,9 @@ public struct ChatMessage: Sendable, Equatable {
 }
 
 /// The body of `POST /api/chat/stream` (docs/PROTOCOL.md §3):
-/// `{"messages":[{"role":"user","content":"…"}], "model"?: str, "max_tokens"?: int, "mode"?: "full"|"summary"}`.
+/// `{"messages":[{"role":"user","content":"…"}], "model"?: str, "max_tokens"?: int, "mode"?: "full"|"summary"}`
+/// and the sampling fields (`SamplingParameters`: `temperature`, `top_p`, `stop`, `seed`,
+/// `presence_penalty`, `frequency_penalty`).
 public struct ChatRequest: Sendable, Equatable {
     /// `full` (default) or `summary` (shorter answer, capped `max_tokens`).
     public enum Mode: String, Sendable { case full, summary }
@@ -27,16 +29,20 @@ public struct ChatRequest: Sendable, Equatable {
     public var maxTokens: Int?
     /// Answer mode.
     public var mode: Mode
+    /// Sampling settings, forwarded to the upstream (none set by default).
+    public var sampling: SamplingParameters
 
-    public init(messages: [ChatMessage], model: String? = nil, maxTokens: Int? = nil, mode: Mode = .full) {
+    public init(messages: [ChatMessage], model: String? = nil, maxTokens: Int? = nil, mode: Mode = .full,
+                sampling: SamplingParameters = SamplingParameters()) {
         self.messages = messages
         self.model = model
         self.maxTokens = maxTokens
         self.mode = mode
+        self.sampling = sampling
     }
 
     static let roles: Set<String> = ["system", "user", "assistant"]
-    static let fields: Set<String> = ["messages", "model", "max_tokens", "mode"]
+    static let fields = Set(["messages", "model", "max_tokens", "mode"] + SamplingParameters.names)
 
     /// Parses and validates a request body.
     /// - Throws: `APIError` 400 `invalid_json` when `body` is not a JSON object;
@@ -91,6 +97,7 @@ public struct ChatRequest: Sendable, Equatable {
             }
             req.mode = m
         }
+        req.sampling = try SamplingParameters.parse(obj)
         return req
     }
 
@@ -106,6 +113,7 @@ public struct ChatRequest: Sendable, Equatable {
         if let model { obj["model"] = model }
         if let maxTokens { obj["max_tokens"] = maxTokens }
         if mode != .full { obj["mode"] = mode.rawValue }
+        obj.merge(sampling.jsonObject) { a, _ in a }
         return (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys])) ?? Data()
     }
 }

@@ -76,10 +76,16 @@ final class ChatStreamRoutes {
         }
     }
 
-    /// The tier's model policy and the system-message setting (docs/PROTOCOL.md §9): a model the
-    /// tier may not use is `400 model_not_allowed`; client `system` messages are
-    /// `400 invalid_request` unless `RELAY_ALLOW_SYSTEM_MESSAGES` (the operator's prompt rules).
+    /// The tier's model policy, the system-message setting and the sampling fields clients may
+    /// send (docs/PROTOCOL.md §3.1, §9): a model the tier may not use is `400 model_not_allowed`;
+    /// client `system` messages are `400 invalid_request` unless `RELAY_ALLOW_SYSTEM_MESSAGES`
+    /// (the operator's prompt rules), and so is a sampling field not in `RELAY_CLIENT_PARAMETERS`.
     private func applyPolicy(_ request: inout ChatRequest, who: Identity) throws {
+        let allowed = gate.config.clientParameters
+        if let field = request.sampling.setNames.first(where: { !allowed.contains($0) }) {
+            throw APIError.invalidRequest("\"\(field)\" is not accepted by this relay (RELAY_CLIENT_PARAMETERS: "
+                                          + (allowed.isEmpty ? "none" : allowed.joined(separator: ",")) + ")")
+        }
         if !gate.config.allowSystemMessages, request.messages.contains(where: { $0.role == "system" }) {
             throw APIError.invalidRequest("system messages are not accepted (RELAY_ALLOW_SYSTEM_MESSAGES is off)")
         }

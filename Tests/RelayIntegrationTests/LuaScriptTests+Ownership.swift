@@ -215,6 +215,8 @@ extension LuaScriptTests {
         XCTAssertEqual(try reply(Scripts.refreshLease, [k.lease, k.meta], ["i1", "9000", "0"]), .takenOver, "a newer epoch")
         try redis.cli("HSET", k.meta, "state", "done")
         XCTAssertEqual(try reply(Scripts.refreshLease, [k.lease, k.meta], ["i1", "9000", "1"]), .notRunning)
+        XCTAssertEqual(try reply(Scripts.refreshLease, [k.lease, k.meta], ["i1", "9000", "0"]), .takenOver,
+                       "a stale epoch is taken over even once the taker has ended the answer")
         try redis.cli("DEL", k.meta)
         XCTAssertEqual(try reply(Scripts.refreshLease, [k.lease, k.meta], ["i1", "9000", "0"]), .notRunning, "gone")
         XCTAssertEqual(try redis.cli("EXISTS", k.lease), "0")

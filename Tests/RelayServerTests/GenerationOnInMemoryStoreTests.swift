@@ -139,10 +139,13 @@ final class GenerationOnInMemoryStoreTests: XCTestCase {
         XCTAssertTrue(a.settlements.isEmpty)
     }
 
-    /// The stale owner's lease still looks known to it (a refresh confirmed just before the
-    /// partition) but the store already belongs to the taker: the epoch fence refuses its
-    /// append as `takenOver`, before anything in the tail, and it stops without settling.
+    /// The stale owner's lease still looks known to it (its append was delayed past the
+    /// lease, as in a partition) but the store already belongs to the taker: the epoch fence
+    /// refuses its append as `takenOver`, before anything in the tail, and it stops without
+    /// settling. (Lossless resume off: its text write, unfenced, is docs/DATA_MODEL.md §6.1's
+    /// stated limit for an append delayed that long.)
     func testAStaleOwnersAppendIsRefusedAsTakenOverAndItSettlesNothing() {
+        store.lossless = false
         let upA = ScriptedUpstream()
         let gA = a.generation(id, upstream: upA)
         gA.start()
@@ -162,6 +165,49 @@ final class GenerationOnInMemoryStoreTests: XCTestCase {
         upB.finish()
         XCTAssertEqual(store.text(id), "a1 a2 a3 b1 b2 ")
         XCTAssertEqual(b.settlements.count, 1)
+    }
+
+    /// A stalls, B takes the answer over and finishes it, then A wakes with tokens waiting:
+    /// the refresh names A's epoch stale (taken over, though no longer running), so A sends
+    /// nothing — not even the unfenced text writes that would land on B's finished text.
+    func testAnOwnerWakingAfterTheTakerFinishedWritesNothingOverItsText() {
+        let upA = ScriptedUpstream()
+        let gA = a.generation(id, upstream: upA)
+        gA.start()
+        upA.sendDeltas(3, prefix: "a")
+        a.nowMs += store.leaseMs
+        let b = InMemoryGenerationHost(store: store, instance: "relay-b", nowMs: a.nowMs)
+        guard case .taken(let taken) = store.takeover(id, instance: "relay-b", nowMs: b.nowMs, maxContinuations: 2) else {
+            return XCTFail("B takes the lapsed answer")
+        }
+        let upB = ScriptedUpstream()
+        b.generation(id, upstream: upB, taken: taken).start()
+        upB.sendDeltas(2, prefix: "b")
+        upB.finish()
+        upA.sendDeltas(4, prefix: "stale")
+        a.confirmOwnership()
+        XCTAssertEqual(gA.phase.ending, .takenOver)
+        XCTAssertEqual(store.text(id), "a1 a2 a3 b1 b2 ", "the finished answer's text is B's")
+        XCTAssertTrue(a.settlements.isEmpty)
+        XCTAssertEqual(b.settlements.count, 1)
+    }
+
+    /// A stalls and a lease expiry ends its answer `upstream_lost` under A's own epoch: woken,
+    /// A learns it no longer runs and stops without sending anything more.
+    func testAnOwnerWakingAfterALeaseExpiryEndedItsAnswerSendsNothingMore() {
+        let up = ScriptedUpstream()
+        let g = a.generation(id, upstream: up)
+        g.start()
+        up.sendDeltas(3, prefix: "a")
+        a.nowMs += store.leaseMs
+        XCTAssertEqual(store.expireLease(id, nowMs: a.nowMs), 4)
+        up.sendDeltas(2, prefix: "late")
+        a.confirmOwnership()
+        XCTAssertTrue(g.finished)
+        XCTAssertTrue(up.cancelled)
+        XCTAssertEqual(store.events(id).map(\.seq), [1, 2, 3, 4], "nothing after the expiry's upstream_lost")
+        XCTAssertEqual(store.text(id), "a1 a2 a3 ", "no text written after the stall")
+        XCTAssertTrue(a.hasEnded(g))
     }
 
     func testAFinishedAnswersRetentionIsReportedOnceAndNotForAnError() {

@@ -10,7 +10,8 @@ import RelayCore
 final class InMemoryAnswerStore {
     struct Stream {
         var entries: [SequencedEvent] = []
-        /// Each stored delta's text, by seq (the lossless-resume text key).
+        /// Each delta's text by seq: the lossless-resume text key, which writers write with
+        /// plain `SETRANGE`s that no epoch fences (`StreamAppender.writeTextIfDue`).
         var deltaTexts: [UInt64: String] = [:]
         var state: StreamState = .running
         /// The ownership epoch appends must carry (`Scripts.takeover` raises it).
@@ -25,6 +26,8 @@ final class InMemoryAnswerStore {
     /// The owner lease, ms (`EventLog.leaseMs`).
     let leaseMs = UInt64(EventLog.leaseMs)
     private(set) var streams: [String: Stream] = [:]
+    /// Writers write each delta's text (lossless resume on, the default) or not.
+    var lossless = true
     /// Appends answered at once (true) or held until `answerAppends()`.
     var answerAppendsAtOnce = true
     private var pendingReplies: [() -> Void] = []
@@ -42,10 +45,15 @@ final class InMemoryAnswerStore {
     /// Stream `id`'s stored events, in seq order.
     func events(_ id: RequestID) -> [SequencedEvent] { streams[id.value]?.entries ?? [] }
 
-    /// The answer's text: every stored delta, concatenated in seq order.
+    /// The answer's text as a lossless catch-up reads it: the text key's piece of each stored
+    /// event, in seq order (with lossless resume off: each stored delta's own content).
     func text(_ id: RequestID) -> String {
         guard let s = streams[id.value] else { return "" }
-        return s.entries.map { s.deltaTexts[$0.seq] ?? "" }.joined()
+        return s.entries.map { e in
+            if lossless { return s.deltaTexts[e.seq] ?? "" }
+            if case .delta(let t)? = try? StreamEvent(json: e.json) { return t }
+            return ""
+        }.joined()
     }
 
     func state(_ id: RequestID) -> StreamState? { streams[id.value]?.state }
@@ -57,17 +65,23 @@ final class InMemoryAnswerStore {
     func append(_ id: RequestID, instance: String, seq: UInt64, json: String, text: String, epoch: UInt64,
                 finalState: StreamState?) -> AppendStop? {
         guard var s = streams[id.value] else { return record(instance, seq, .streamGone) }
-        if s.epoch > epoch { return record(instance, seq, .takenOver) }
+        if s.epoch != epoch { return record(instance, seq, .takenOver) }
         if let stored = s.entries.last(where: { $0.seq == seq }) {
             return record(instance, seq, stored.json == json ? nil : .foreignEntry(seq: seq))
         }
         if s.state != .running { return record(instance, seq, .ended(state: s.state.rawValue)) }
         if seq != s.topSeq + 1 { return record(instance, seq, .hole(afterSeq: s.topSeq)) }
         s.entries.append(SequencedEvent(seq: seq, json: json))
-        if finalState == nil { s.deltaTexts[seq] = text }
         if let finalState { s.state = finalState }
         streams[id.value] = s
         return record(instance, seq, nil)
+    }
+
+    /// A writer's text write for `seq` (lossless resume): unfenced, like the Redis one — it
+    /// lands whoever owns the stream, so only the lease hold keeps a stale owner from it.
+    func writeText(_ id: RequestID, seq: UInt64, text: String) {
+        guard lossless else { return }
+        streams[id.value]?.deltaTexts[seq] = text
     }
 
     private func record(_ instance: String, _ seq: UInt64, _ refused: AppendStop?) -> AppendStop? {
@@ -91,11 +105,24 @@ final class InMemoryAnswerStore {
 
     /// The owner's lease refresh, fenced by its epoch (`Scripts.refreshLease`).
     func refreshLease(_ id: RequestID, instance: String, epoch: UInt64, nowMs: UInt64) -> EventLog.LeaseRefresh {
-        guard var s = streams[id.value], s.state == .running else { return .notRunning }
-        guard s.epoch == epoch, s.leaseHolder == instance else { return .takenOver }
+        guard var s = streams[id.value] else { return .notRunning }
+        guard s.epoch == epoch, s.leaseHolder == instance || s.state != .running else { return .takenOver }
+        guard s.state == .running else { return .notRunning }
         s.leaseUntilMs = nowMs + leaseMs
         streams[id.value] = s
         return .held
+    }
+
+    /// Ends stream `id` with `upstream_lost` at the next seq when its lease lapsed
+    /// (`Scripts.expireLease`: its epoch unchanged). Returns the seq appended, or nil.
+    @discardableResult
+    func expireLease(_ id: RequestID, nowMs: UInt64) -> UInt64? {
+        guard var s = streams[id.value], s.state == .running, nowMs >= s.leaseUntilMs else { return nil }
+        let seq = s.topSeq + 1
+        s.entries.append(SequencedEvent(seq: seq, json: APIError(.upstreamLost, "owner lost").asEvent.json))
+        s.state = .failed
+        streams[id.value] = s
+        return seq
     }
 
     /// Takes stream `id` over for `instance` when its lease lapsed at `nowMs`
@@ -188,6 +215,7 @@ final class InMemoryAnswerWriter: AnswerWriter {
     private func sendNext() {
         guard !inFlight, !stopped, !isClosed, let e = queue.first, leaseAllows() else { return }
         inFlight = true
+        if e.finalState == nil { store.writeText(id, seq: e.seq, text: e.text) }
         let r = store.append(id, instance: instance, seq: e.seq, json: e.json, text: e.text, epoch: epoch,
                              finalState: e.finalState)
         store.reply { [self] in

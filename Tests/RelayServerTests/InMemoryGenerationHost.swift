@@ -47,15 +47,15 @@ final class InMemoryGenerationHost: GenerationHost {
     }
 
     /// Answers the ownership checks asked so far from the store's fenced lease refresh
-    /// (`OwnerLeases.confirm`): taken over → the generation stops; ended elsewhere → its
-    /// appends meet the store's refusal; held → it goes on, the lease known for another period.
+    /// (`OwnerLeases.confirm`): taken over → the generation stops; ended elsewhere → it stops
+    /// without sending more; held → it goes on, the lease known for another period.
     func confirmOwnership() {
         let waiting = awaitingOwnership
         awaitingOwnership.removeAll()
         for g in waiting where !g.finished {
             switch store.refreshLease(g.id, instance: instance, epoch: g.ownershipEpoch, nowMs: nowMs) {
             case .takenOver: g.leaseTakenOver()
-            case .notRunning: g.ownershipConfirmed(untilMs: .max)
+            case .notRunning: g.endedElsewhere()
             case .held: g.ownershipConfirmed(untilMs: LeasePolicy.knownUntil(sentAtMs: nowMs, leaseMs: store.leaseMs))
             }
         }

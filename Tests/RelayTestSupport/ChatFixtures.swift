@@ -3,9 +3,11 @@ import RelayCore
 
 /// Helpers to start and resume chat streams against a test relay.
 public enum Chat {
-    /// A JSON chat body for `model` with optional `max_tokens`.
-    public static func body(model: String = "simulated", maxTokens: Int? = nil, mode: String? = nil) -> [UInt8] {
+    /// A JSON chat body for `model` with optional `max_tokens`, and `fields` (e.g. sampling) merged in.
+    public static func body(model: String = "simulated", maxTokens: Int? = nil, mode: String? = nil,
+                            fields: [String: Any] = [:]) -> [UInt8] {
         var obj: [String: Any] = ["messages": [["role": "user", "content": "Draft a mutual NDA"]], "model": model]
+        obj.merge(fields) { _, b in b }
         if let m = maxTokens { obj["max_tokens"] = m }
         if let mode { obj["mode"] = mode }
         return Array(try! JSONSerialization.data(withJSONObject: obj))
@@ -13,12 +15,13 @@ public enum Chat {
 
     /// Opens `POST /api/chat/stream`.
     public static func start(port: Int, token: String, requestID: String? = nil, model: String = "simulated",
-                             maxTokens: Int? = nil, extraHeaders: [(String, String)] = []) throws -> SSEConnection {
+                             maxTokens: Int? = nil, extraHeaders: [(String, String)] = [],
+                             fields: [String: Any] = [:]) throws -> SSEConnection {
         var h: [(String, String)] = [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")]
         if let id = requestID { h.append(("X-Request-Id", id)) }
         h += extraHeaders
         return try SSEConnection(port: port, method: "POST", path: "/api/chat/stream", headers: h,
-                                 body: body(model: model, maxTokens: maxTokens))
+                                 body: body(model: model, maxTokens: maxTokens, fields: fields))
     }
 
     /// Opens `GET /api/chat/stream/{id}` as an SSE client does (`Accept: text/event-stream`),

@@ -10,12 +10,15 @@
 -- ARGV[2] lease_ms: the lease's lifetime, ms
 -- ARGV[3] epoch: the caller's ownership epoch
 -- Reply 1: refreshed
--- Reply 0: the stream no longer runs (ended or gone: the owner's next append says how)
--- Reply -1: another instance took it over (a newer epoch, or the lease names another instance)
+-- Reply 0: the stream no longer runs under the caller's epoch (ended, or gone)
+-- Reply -1: another instance took it over: a newer epoch, whether or not that taker has
+--       ended the answer since (checked first: a woken owner told only "not running" would
+--       go on and write its text over the taker's), or the lease names another instance
 
 local m = redis.call('HMGET', KEYS[2], 'state', 'epoch')
-if m[1] ~= 'running' then return 0 end
+if not m[1] then return 0 end
 if (m[2] or '0') ~= ARGV[3] then return -1 end
+if m[1] ~= 'running' then return 0 end
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then return -1 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])

@@ -314,6 +314,16 @@ final class Generation {
         appendFailed(.takenOver)
     }
 
+    /// After a stall, the store says the answer no longer runs under this generation's epoch
+    /// (`Scripts.refreshLease` `notRunning`: a lease expiry ended it, or its keys are gone):
+    /// stops at once without sending anything more, charged what was generated, as a refused
+    /// append would have stopped it (docs/PROTOCOL.md §4.5).
+    func endedElsewhere() {
+        guard !finished else { return }
+        dropWaitingUpstreamEvents()
+        appendFailed(.ended(state: "not running"))
+    }
+
     private func appendFailed(_ stop: AppendStop) {
         if stop == .takenOver {
             // Another instance took the stream over (`Scripts.takeover`): it settles, and

@@ -118,9 +118,11 @@ final class OwnerLeases {
                 g.confirmingOwnership = false
                 g.leaseTakenOver()
             case .notRunning:
-                // Ended elsewhere (expired, or ended by a lease expiry): its appends are refused.
+                // Ended elsewhere under its own epoch (a lease expiry's `upstream_lost`) or gone:
+                // it stops without sending anything more — lifting the hold would let its
+                // unfenced text writes land on the stored answer.
                 g.confirmingOwnership = false
-                g.ownershipConfirmed(untilMs: .max)
+                g.endedElsewhere()
             case .held:
                 readmit(g) { admitted in
                     g.confirmingOwnership = false

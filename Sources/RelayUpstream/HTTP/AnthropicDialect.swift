@@ -89,8 +89,11 @@ struct AnthropicDialect: UpstreamDialect {
     /// trailing whitespace: the API refuses a final assistant content ending in whitespace)
     /// goes last as `{"role":"assistant","content":prefill}`, which the model continues
     /// ("Prefill Claude's response").
+    ///
+    /// Sampling: `temperature`, `top_p` and `stop` (as `stop_sequences`) are sent; the Messages
+    /// API has no `seed` or penalties (`refusal(of:)` refuses them before the call).
     static func body(model: String, messages: [ChatMessage], maxTokens: Int, summaryInstruction: String?,
-                     prefill: String? = nil) -> [UInt8] {
+                     prefill: String? = nil, sampling: SamplingParameters = SamplingParameters()) -> [UInt8] {
         struct Message: Encodable { let role: String; let content: String }
         struct Body: Encodable {
             let model: String
@@ -98,13 +101,28 @@ struct AnthropicDialect: UpstreamDialect {
             let stream: Bool
             let system: String?
             let messages: [Message]
+            let temperature: Double?
+            let top_p: Double?
+            let stop_sequences: [String]?
         }
         var system = messages.filter { $0.role == "system" }.map(\.content)
         if let s = summaryInstruction { system.insert(s, at: 0) }
         var rest = messages.filter { $0.role != "system" }.map { Message(role: $0.role, content: $0.content) }
         if let p = prefill, !p.isEmpty { rest.append(Message(role: "assistant", content: p)) }
         let b = Body(model: model, max_tokens: maxTokens, stream: true,
-                     system: system.isEmpty ? nil : system.joined(separator: "\n\n"), messages: rest)
+                     system: system.isEmpty ? nil : system.joined(separator: "\n\n"), messages: rest,
+                     temperature: sampling.temperature, top_p: sampling.topP, stop_sequences: sampling.stop)
         return JSONBody.encode(b)
+    }
+
+    /// Why the Messages API cannot take `sampling`, as a client error: `seed` and the
+    /// penalties do not exist there, and its `temperature` is 0…1. `nil`: it can.
+    static func refusal(of sampling: SamplingParameters) -> String? {
+        for (name, set) in [("seed", sampling.seed != nil), ("presence_penalty", sampling.presencePenalty != nil),
+                            ("frequency_penalty", sampling.frequencyPenalty != nil)] where set {
+            return "\"\(name)\" is not supported by the anthropic upstream"
+        }
+        if let t = sampling.temperature, t > 1 { return "\"temperature\" must be from 0 to 1 for the anthropic upstream" }
+        return nil
     }
 }

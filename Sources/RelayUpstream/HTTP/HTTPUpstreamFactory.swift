@@ -57,7 +57,8 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
     }
 
     /// - Throws: `APIError` 400 `invalid_request` when the request names no model and no
-    ///   default is configured. The plan's `make` throws 500 `internal_error` when
+    ///   default is configured, or sets a sampling field the API does not take
+    ///   (`AnthropicDialect.refusal(of:)`). The plan's `make` throws 500 `internal_error` when
     ///   libcurl cannot be set up.
     public func prepare(_ request: ChatRequest) throws -> UpstreamPlan {
         try call(request, maxTokens: grantedMaxTokens(request), continuing: nil)
@@ -113,6 +114,7 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
     /// The plan of one call: a first one (`continuing` nil) or a continuation of an answer.
     private func call(_ request: ChatRequest, maxTokens: Int?, continuing: (soFar: AnswerSoFar, mode: HTTPContinuation)?) throws -> UpstreamPlan {
         let model = try request.resolvedModel(config.defaultModel)
+        if api == .anthropic, let why = AnthropicDialect.refusal(of: request.sampling) { throw APIError.invalidRequest(why) }
         let summary = request.mode == .summary ? config.summaryInstruction : nil
         let split = continuing.map { ContinuationSeam.split($0.soFar.text) }
         let seam = split.map { ContinuationSeam(whitespace: $0.whitespace) }
@@ -122,13 +124,14 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
         case .openAI:
             let body = OpenAIDialect.body(model: model, messages: request.messages, maxTokens: maxTokens,
                                           summaryInstruction: summary, prefill: split?.prefill,
-                                          continuing: continuing?.mode ?? .off)
+                                          continuing: continuing?.mode ?? .off, sampling: request.sampling)
             var headers: [String] = []
             if !config.apiKey.isEmpty { headers.append("Authorization: Bearer \(config.apiKey)") }
             return plan(path: "/v1/chat/completions", headers: headers, body: body, prompt: prompt, seam: seam) { OpenAIDialect() }
         case .anthropic:
             let body = AnthropicDialect.body(model: model, messages: request.messages, maxTokens: maxTokens ?? config.defaultMaxTokens,
-                                             summaryInstruction: summary, prefill: split?.prefill)
+                                             summaryInstruction: summary, prefill: split?.prefill,
+                                             sampling: request.sampling)
             var headers = ["anthropic-version: \(config.anthropicVersion)"]
             if !config.apiKey.isEmpty { headers.append("x-api-key: \(config.apiKey)") }
             return plan(path: "/v1/messages", headers: headers, body: body, prompt: prompt, seam: seam) { AnthropicDialect() }

@@ -55,7 +55,8 @@ struct OpenAIDialect: UpstreamDialect {
         return .ignore
     }
 
-    /// The request body: `{"model","messages","stream":true,"stream_options":{"include_usage":true},"max_tokens"?}`.
+    /// The request body: `{"model","messages","stream":true,"stream_options":{"include_usage":true},"max_tokens"?}`
+    /// and the request's sampling fields (`SamplingParameters`) under their own names.
     /// Summary mode puts `instruction` first as a `system` message.
     ///
     /// `max_completion_tokens` is deliberately not sent next to `max_tokens`: OpenAI answers
@@ -72,7 +73,8 @@ struct OpenAIDialect: UpstreamDialect {
     /// final assistant message by default). Without a prefill (nothing but whitespace so
     /// far) the body is a plain request.
     static func body(model: String, messages: [ChatMessage], maxTokens: Int?, summaryInstruction: String?,
-                     prefill: String? = nil, continuing: HTTPContinuation = .off) -> [UInt8] {
+                     prefill: String? = nil, continuing: HTTPContinuation = .off,
+                     sampling: SamplingParameters = SamplingParameters()) -> [UInt8] {
         struct Message: Encodable { let role: String; let content: String }
         struct StreamOptions: Encodable { let include_usage: Bool }
         struct Body: Encodable {
@@ -83,6 +85,12 @@ struct OpenAIDialect: UpstreamDialect {
             let max_tokens: Int?
             let continue_final_message: Bool?
             let add_generation_prompt: Bool?
+            let temperature: Double?
+            let top_p: Double?
+            let stop: [String]?
+            let seed: Int?
+            let presence_penalty: Double?
+            let frequency_penalty: Double?
         }
         var list = messages.map { Message(role: $0.role, content: $0.content) }
         if let s = summaryInstruction { list.insert(Message(role: "system", content: s), at: 0) }
@@ -91,7 +99,9 @@ struct OpenAIDialect: UpstreamDialect {
         let vllm = continues && continuing == .vllm
         let b = Body(model: model, messages: list, stream: true,
                      stream_options: StreamOptions(include_usage: true), max_tokens: maxTokens,
-                     continue_final_message: vllm ? true : nil, add_generation_prompt: vllm ? false : nil)
+                     continue_final_message: vllm ? true : nil, add_generation_prompt: vllm ? false : nil,
+                     temperature: sampling.temperature, top_p: sampling.topP, stop: sampling.stop, seed: sampling.seed,
+                     presence_penalty: sampling.presencePenalty, frequency_penalty: sampling.frequencyPenalty)
         return JSONBody.encode(b)
     }
 }
