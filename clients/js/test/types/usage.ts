@@ -10,6 +10,8 @@ const off = stream.subscribe((u: ChatUpdate) => {
   if (u.kind === 'telemetry') { const n: number = u.record.reconnections; void n; }
 });
 off();
+// Sampling fields (docs/PROTOCOL.md §3.1): `stop` as one string or a list.
+client.startChat({ messages: [{ role: 'user', content: 'Hi' }], temperature: 0.2, top_p: 0.9, stop: ['END'], seed: 7 }).subscribe(() => {});
 const p = new ReconnectPolicy({ backoffMs: 1000, random: () => 0 });
 const firstWait: number = dropWaitMs(1000, 0, Math.random()) + jitterMs(0.5);
 void firstWait;
