@@ -83,6 +83,9 @@ public struct RelayConfig: Sendable, Equatable {
     public var models = ""
     /// Whether client `system` messages are accepted; default off (400).
     public var allowSystemMessages = false
+    /// The operator's system prompts by model, tier or default (`RELAY_SYSTEM_PROMPTS`: JSON, or
+    /// `file:///path` to it; `SystemPromptPolicy`); `nil`: none.
+    public var systemPrompts: String?
     /// The sampling fields a client may send (`RELAY_CLIENT_PARAMETERS`, docs/PROTOCOL.md
     /// §3.1; `SamplingParameters.names`); default all of them; another one sent: 400.
     public var clientParameters: [String] = ["temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty"]

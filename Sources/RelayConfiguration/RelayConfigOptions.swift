@@ -134,6 +134,10 @@ extension RelayConfig {
                doc: "models each tier may use (several joined by a vertical bar), the first its default; unset: only UPSTREAM_MODEL; another model: 400 model_not_allowed") { c, v in
             c.models = v
         },
+        Option(env: "RELAY_SYSTEM_PROMPTS", flag: "--system-prompts", default: "—", unit: "JSON or file:///path",
+               doc: "system prompt put first in every request: {\"default\", \"models\": {model: prompt}, \"tiers\": {tier: prompt}}; a model's wins over a tier's, a tier's over the default") { c, v in
+            c.systemPrompts = v
+        },
         Option(env: "RELAY_CLIENT_PARAMETERS", flag: "--client-parameters",
                default: "temperature,top_p,stop,seed,presence_penalty,frequency_penalty", unit: "names or none",
                doc: "the sampling fields a client may send, comma-separated (none: no field); another one sent: 400 invalid_request") { c, v in

@@ -90,11 +90,17 @@ final class ChatStreamRoutes {
             throw APIError.invalidRequest("system messages are not accepted (RELAY_ALLOW_SYSTEM_MESSAGES is off)")
         }
         let budgets = gate.context.budgets
+        let tier = budgets.effectiveTier(who.tier)
         do {
-            request.model = try gate.context.models.resolve(requested: request.model, tier: budgets.effectiveTier(who.tier),
+            request.model = try gate.context.models.resolve(requested: request.model, tier: tier,
                                                             defaultTier: budgets.defaultTier)
         } catch let e as ModelNotAllowed {
             throw APIError(.modelNotAllowed, e.description)
+        }
+        // The operator's prompt goes first, after the client's messages were checked: it is
+        // charged in the prompt estimate and stored with the request a takeover continues.
+        if let prompt = gate.context.systemPrompts.prompt(model: request.model, tier: tier) {
+            request.messages.insert(ChatMessage(role: "system", content: prompt), at: 0)
         }
     }
 

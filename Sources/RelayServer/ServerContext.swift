@@ -37,6 +37,9 @@ public struct ServerContext: Sendable {
     /// The at-rest keys (`RELAY_ENCRYPTION_KEYS`, docs/DATA_MODEL.md §15); `nil`: stored
     /// values are plaintext. Each worker makes its own `AtRestCipher` from them.
     public var atRestKeys: AtRestKeyRing? = nil
+    /// The operator's system prompts (`RELAY_SYSTEM_PROMPTS`, docs/PROTOCOL.md §3.1): put first in
+    /// every request after the client's messages are checked.
+    public var systemPrompts = SystemPromptPolicy()
 
     public init(config: RelayConfig, instance: String, authenticator: Authenticator, metrics: Metrics,
                 budgets: BudgetPolicy, models: ModelPolicy, adminKey: AdminKey?,

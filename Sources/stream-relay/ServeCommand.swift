@@ -69,8 +69,10 @@ enum ServeCommand {
         let models: ModelPolicy
         let adminKey: AdminKey?
         let atRestKeys: AtRestKeyRing?
+        let systemPrompts: SystemPromptPolicy
         do {
             atRestKeys = try config.encryptionKeys.map { try loadAtRestKeys($0) }
+            systemPrompts = try config.systemPrompts.map { try loadSystemPrompts($0) } ?? SystemPromptPolicy()
         } catch {
             printError("stream-relay: \(error)\n")
             return 2
@@ -100,6 +102,7 @@ enum ServeCommand {
             nowMs: { Int64(Date().timeIntervalSince1970 * 1000) })
         context.jwks = jwks
         context.atRestKeys = atRestKeys
+        context.systemPrompts = systemPrompts
         if let atRestKeys {
             Log.info("at-rest encryption on", ["currentKid": atRestKeys.currentKid, "kids": atRestKeys.kids.joined(separator: ",")])
         }
@@ -216,6 +219,24 @@ enum ServeCommand {
         let verifier = try JWTVerifier(algorithm: algorithm, issuer: config.jwtIssuer, audience: config.jwtAudience,
                                        leewaySeconds: config.jwtLeewaySeconds)
         return (JWTAuthenticator(verifier: verifier), nil)
+    }
+
+    /// The system prompts of `RELAY_SYSTEM_PROMPTS` (`SystemPromptPolicy`): inline JSON, or
+    /// `file:///path` to a file holding it.
+    /// - Throws: `ConfigError` naming the problem (unreadable file, not the JSON shape).
+    static func loadSystemPrompts(_ value: String) throws -> SystemPromptPolicy {
+        do {
+            var text = value
+            if let path = try SystemPromptPolicy.fileURLPath(value) {
+                guard let t = try? String(contentsOfFile: path, encoding: .utf8) else {
+                    throw ConfigError("RELAY_SYSTEM_PROMPTS: cannot read \(path)")
+                }
+                text = t
+            }
+            return try SystemPromptPolicy.parse(text)
+        } catch let e as SystemPromptPolicy.ParseError {
+            throw ConfigError(e.message)
+        }
     }
 
     /// The at-rest keys of `RELAY_ENCRYPTION_KEYS` (docs/DATA_MODEL.md §15): inline
