@@ -102,14 +102,14 @@ let package = Package(
         .testTarget(name: "RelayRedisTests", dependencies: ["RelayRedis", "RelayCore", "RelayTestKit"]),
         .testTarget(name: "RelayClusterTests", dependencies: ["RelayCluster", "RelayRedis", "RelayEventStore", "RelayCore", "RelayTestKit"]),
         .testTarget(name: "RelayEventStoreTests", dependencies: ["RelayEventStore", "RelayRedis", "RelayCore", "RelayTestKit"]),
-        .testTarget(name: "RelayBudgetsTests", dependencies: ["RelayBudgets", "RelayCore", "RelayTestKit"]),
+        .testTarget(name: "RelayBudgetsTests", dependencies: ["RelayBudgets", "RelayRedis", "RelayCore", "RelayTestKit"]),
         .testTarget(name: "RelayAuthTests", dependencies: ["RelayAuth", "RelayConfiguration", "RelayCore", "RelayTestKit"]),
         .testTarget(name: "RelayClientTests", dependencies: ["RelayClient", "RelayCore", "RelayHTTP", "RelayTestKit"]),
-        .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayCore", "RelayTestSupport", "RelayTestKit"]),
+        .testTarget(name: "RelayUpstreamTests", dependencies: ["RelayUpstream", "RelayLoop", "RelayConfiguration", "RelayCore", "RelayTestSupport", "RelayTestKit"]),
         // The server's stream decisions and its consumer state machine in-process (no Redis, no sockets).
         .testTarget(name: "RelayServerTests", dependencies: ["RelayServer", "RelayHTTP", "RelayRedis", "RelayEventStore", "RelayBudgets", "RelayUpstream", "RelayLoop", "RelayConfiguration", "RelayCore", "RelayTestKit"]),
         // `stream-relay`'s own pure decisions (Sources/stream-relay/Decisions), e.g. the chat's status-line layout.
-        .testTarget(name: "StreamRelayCommandTests", dependencies: ["stream-relay"]),
+        .testTarget(name: "StreamRelayCommandTests", dependencies: ["stream-relay", "RelayUpstream", "RelayConfiguration"]),
         .testTarget(name: "RelayIntegrationTests", dependencies: ["RelayServer", "RelayHTTP", "RelayRedis", "RelayCluster", "RelayEventStore", "RelayBudgets", "RelayAuth", "RelayClient", "RelayClientCurl", "RelayTestSupport", "RelayTestKit", "RelayCore", "RelayUpstream", "RelayLoop", "RelayConfiguration", "stream-relay"],
                     // A fake Redis some integration tests start (python3) and the pinned Python packages of
                     // OffsetReadTests (python/requirements.txt): not resources.
