@@ -86,9 +86,10 @@ public struct RelayConfig: Sendable, Equatable {
     /// The operator's system prompts by model, tier or default (`RELAY_SYSTEM_PROMPTS`: JSON, or
     /// `file:///path` to it; `SystemPromptPolicy`); `nil`: none.
     public var systemPrompts: String?
-    /// The sampling fields a client may send (`RELAY_CLIENT_PARAMETERS`, docs/PROTOCOL.md
-    /// §3.1; `SamplingParameters.names`); default all of them; another one sent: 400.
-    public var clientParameters: [String] = ["temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty"]
+    /// The sampling fields a client may send, and `images` (image parts by URL)
+    /// (`RELAY_CLIENT_PARAMETERS`, docs/PROTOCOL.md §3.1; `SamplingParameters.names`); default
+    /// all of them; another one sent: 400.
+    public var clientParameters: [String] = ["temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty", "images"]
     /// Completion tokens a request gets without `max_tokens`, and the most it may ask
     /// for (larger values are clamped); default 4096.
     public var maxTokens = 4096

@@ -139,9 +139,9 @@ extension RelayConfig {
             c.systemPrompts = v
         },
         Option(env: "RELAY_CLIENT_PARAMETERS", flag: "--client-parameters",
-               default: "temperature,top_p,stop,seed,presence_penalty,frequency_penalty", unit: "names or none",
-               doc: "the sampling fields a client may send, comma-separated (none: no field); another one sent: 400 invalid_request") { c, v in
-            let known = ["temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty"]
+               default: "temperature,top_p,stop,seed,presence_penalty,frequency_penalty,images", unit: "names or none",
+               doc: "the sampling fields a client may send, and images (image parts by URL), comma-separated (none: nothing); another one sent: 400 invalid_request") { c, v in
+            let known = ["temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty", "images"]
             let names = v.trimmingCharacters(in: .whitespaces) == "none" ? []
                 : v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             if let bad = names.first(where: { !known.contains($0) }) {

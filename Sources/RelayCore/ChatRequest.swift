@@ -1,16 +1,35 @@
 import Foundation
 
-/// One chat message of a request: `{"role":"user","content":"…"}`.
+/// One chat message of a request: `{"role":"user","content":"…"}`, or with `content` an
+/// array of parts (`ContentPart`: text and images by URL, user messages only).
 public struct ChatMessage: Sendable, Equatable {
     /// `system`, `user` or `assistant`.
     public var role: String
-    /// The message text.
+    /// The message text (with `parts`: its text parts, joined).
     public var content: String
+    /// The parts when `content` was sent as an array; `nil` for a plain string.
+    public var parts: [ContentPart]?
 
     public init(role: String, content: String) {
         self.role = role
         self.content = content
+        self.parts = nil
     }
+
+    /// A message of `parts`; its `content` is the text parts joined.
+    public init(role: String, parts: [ContentPart]) {
+        self.role = role
+        self.parts = parts
+        self.content = parts.compactMap { if case .text(let t) = $0 { return t } else { return nil } }.joined()
+    }
+
+    /// The images of `parts`.
+    public var imageCount: Int {
+        parts?.reduce(0) { if case .imageURL = $1 { return $0 + 1 } else { return $0 } } ?? 0
+    }
+
+    /// `content` as JSON: the string, or the array of parts.
+    public var contentJSON: Any { parts.map { $0.map(\.jsonObject) } ?? content }
 }
 
 /// The body of `POST /api/chat/stream` (docs/PROTOCOL.md §3):
@@ -66,16 +85,26 @@ public struct ChatRequest: Sendable, Equatable {
         var messages: [ChatMessage] = []
         messages.reserveCapacity(list.count)
         for (i, item) in list.enumerated() {
-            guard let m = item as? [String: Any],
-                  let role = m["role"] as? String,
-                  let content = m["content"] as? String else {
-                throw APIError.invalidRequest("messages[\(i)] must be {\"role\": string, \"content\": string}")
+            guard let m = item as? [String: Any], let role = m["role"] as? String,
+                  m["content"] is String || m["content"] is [Any] else {
+                throw APIError.invalidRequest("messages[\(i)] must be {\"role\": string, \"content\": string or array of parts}")
             }
             guard roles.contains(role) else { throw APIError.invalidRequest("messages[\(i)].role must be system, user or assistant") }
             if m.keys.contains(where: { $0 != "role" && $0 != "content" }) {
                 throw APIError.invalidRequest("messages[\(i)] has an unknown field")
             }
-            messages.append(ChatMessage(role: role, content: content))
+            if let content = m["content"] as? String {
+                messages.append(ChatMessage(role: role, content: content))
+                continue
+            }
+            let raw = m["content"] as! [Any]
+            guard (1...100).contains(raw.count) else { throw APIError.invalidRequest("messages[\(i)].content must have 1 to 100 parts") }
+            let parts = try raw.enumerated().map { try ContentPart.parse($0.element, message: i, part: $0.offset) }
+            let message = ChatMessage(role: role, parts: parts)
+            if message.imageCount > 0, role != "user" {
+                throw APIError.invalidRequest("messages[\(i)]: image parts are accepted in user messages only")
+            }
+            messages.append(message)
         }
         var req = ChatRequest(messages: messages)
         if let model = obj["model"], !(model is NSNull) {
@@ -109,7 +138,7 @@ public struct ChatRequest: Sendable, Equatable {
 
     /// The request as a JSON body (the inverse of `parse`), for clients.
     public var jsonBody: Data {
-        var obj: [String: Any] = ["messages": messages.map { ["role": $0.role, "content": $0.content] }]
+        var obj: [String: Any] = ["messages": messages.map { ["role": $0.role, "content": $0.contentJSON] }]
         if let model { obj["model"] = model }
         if let maxTokens { obj["max_tokens"] = maxTokens }
         if mode != .full { obj["mode"] = mode.rawValue }
@@ -134,6 +163,13 @@ extension ChatRequest {
         contents.reduce(0) { $0 + ($1.utf8.count + 3) / 4 + perMessageOverheadTokens }
     }
 
-    /// ``estimatePromptTokens(_:)`` of this request's messages.
-    public var estimatedPromptTokens: Int { ChatRequest.estimatePromptTokens(messages.map(\.content)) }
+    /// ``estimatePromptTokens(_:)`` of this request's messages' text, plus
+    /// `ContentPart.imageTokenEstimate` per image.
+    public var estimatedPromptTokens: Int {
+        ChatRequest.estimatePromptTokens(messages.map(\.content))
+            + messages.reduce(0) { $0 + $1.imageCount } * ContentPart.imageTokenEstimate
+    }
+
+    /// Whether any message has an image part (`RELAY_CLIENT_PARAMETERS`' `images`).
+    public var hasImages: Bool { messages.contains { $0.imageCount > 0 } }
 }

@@ -52,7 +52,7 @@ final class SamplingParametersTests: XCTestCase {
         func load(_ v: String?) throws -> [String] {
             try RelayConfig.load(environment: v.map { ["RELAY_CLIENT_PARAMETERS": $0] } ?? [:], arguments: [], defaultWorkers: 1).clientParameters
         }
-        XCTAssertEqual(try load(nil), SamplingParameters.names, "every field by default")
+        XCTAssertEqual(try load(nil), SamplingParameters.names + ["images"], "every field, and images, by default")
         XCTAssertEqual(try load("temperature, top_p"), ["temperature", "top_p"])
         XCTAssertEqual(try load("none"), [])
         XCTAssertThrowsError(try load("temperature,top_k")) { e in

@@ -57,3 +57,31 @@ final class SamplingForwardingTests: UpstreamTestCase {
         XCTAssertNil(refusal { $0.temperature = 1 })
     }
 }
+
+/// Image parts reach each API in its own shape (docs/UPSTREAMS.md).
+final class ImagePartForwardingTests: UpstreamTestCase {
+    private static let withImage = ChatRequest(messages: [ChatMessage(role: "user", parts: [
+        .text("Describe "), .imageURL("https://example.com/cat.png", detail: "high")])], model: "m")
+
+    func testOpenAIGetsThePartsAsSent() throws {
+        let (_, s) = try runOpenAI(Self.sse(OpenAIFixtures.normal), request: Self.withImage)
+        let content = try XCTUnwrap((s.requests.first?.json["messages"] as? [[String: Any]])?.first?["content"] as? [[String: Any]])
+        XCTAssertEqual(content.first?["type"] as? String, "text")
+        XCTAssertEqual(content.first?["text"] as? String, "Describe ")
+        XCTAssertEqual(content.last?["type"] as? String, "image_url")
+        XCTAssertEqual((content.last?["image_url"] as? [String: String]), ["url": "https://example.com/cat.png", "detail": "high"])
+    }
+
+    func testAnthropicGetsImageBlocksBySourceURL() throws {
+        let (_, s) = try runAnthropic(Self.sse(AnthropicFixtures.normal), request: Self.withImage)
+        let content = try XCTUnwrap((s.requests.first?.json["messages"] as? [[String: Any]])?.first?["content"] as? [[String: Any]])
+        XCTAssertEqual(content.first?["text"] as? String, "Describe ")
+        XCTAssertEqual(content.last?["type"] as? String, "image")
+        XCTAssertEqual(content.last?["source"] as? [String: String], ["type": "url", "url": "https://example.com/cat.png"])
+    }
+
+    func testAPlainMessageStaysAString() throws {
+        let (_, s) = try runAnthropic(Self.sse(AnthropicFixtures.normal))
+        XCTAssertNotNil((s.requests.first?.json["messages"] as? [[String: Any]])?.first?["content"] as? String)
+    }
+}

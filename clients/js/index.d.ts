@@ -289,9 +289,11 @@ export function randomRequestId(random?: () => number): string;
 export class RelayAPIError extends Error { readonly status: number; readonly code: string; readonly detail: string; }
 export function decodeAPIError(status: number, body: string): RelayAPIError;
 export function parseRetryAfter(value: string | null): number | null;
+/** One part of a message sent as an array (docs/PROTOCOL.md §3.1): text, or in a user message an image the upstream fetches by `https://` URL. */
+export type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: 'auto' | 'low' | 'high' } };
 /** The body of `POST /api/chat/stream` (docs/PROTOCOL.md §3.1); the sampling fields are sent only when set, and only those the relay's `RELAY_CLIENT_PARAMETERS` lists are accepted. */
 export interface ChatRequest {
-  messages: { role: string; content: string }[]; model?: string; max_tokens?: number; mode?: 'full' | 'summary';
+  messages: { role: string; content: string | ContentPart[] }[]; model?: string; max_tokens?: number; mode?: 'full' | 'summary';
   /** 0–2. */ temperature?: number; /** 0–1. */ top_p?: number; /** 1–4 sequences of 1–200 bytes. */ stop?: string | string[];
   /** Integer, magnitude ≤ 2^53. */ seed?: number; /** −2–2. */ presence_penalty?: number; /** −2–2. */ frequency_penalty?: number;
 }

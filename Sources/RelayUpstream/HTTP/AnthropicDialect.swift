@@ -94,21 +94,20 @@ struct AnthropicDialect: UpstreamDialect {
     /// API has no `seed` or penalties (`refusal(of:)` refuses them before the call).
     static func body(model: String, messages: [ChatMessage], maxTokens: Int, summaryInstruction: String?,
                      prefill: String? = nil, sampling: SamplingParameters = SamplingParameters()) -> [UInt8] {
-        struct Message: Encodable { let role: String; let content: String }
         struct Body: Encodable {
             let model: String
             let max_tokens: Int
             let stream: Bool
             let system: String?
-            let messages: [Message]
+            let messages: [AnthropicMessage]
             let temperature: Double?
             let top_p: Double?
             let stop_sequences: [String]?
         }
         var system = messages.filter { $0.role == "system" }.map(\.content)
         if let s = summaryInstruction { system.insert(s, at: 0) }
-        var rest = messages.filter { $0.role != "system" }.map { Message(role: $0.role, content: $0.content) }
-        if let p = prefill, !p.isEmpty { rest.append(Message(role: "assistant", content: p)) }
+        var rest = messages.filter { $0.role != "system" }.map { AnthropicMessage($0) }
+        if let p = prefill, !p.isEmpty { rest.append(AnthropicMessage(ChatMessage(role: "assistant", content: p))) }
         let b = Body(model: model, max_tokens: maxTokens, stream: true,
                      system: system.isEmpty ? nil : system.joined(separator: "\n\n"), messages: rest,
                      temperature: sampling.temperature, top_p: sampling.topP, stop_sequences: sampling.stop)
@@ -124,5 +123,29 @@ struct AnthropicDialect: UpstreamDialect {
         }
         if let t = sampling.temperature, t > 1 { return "\"temperature\" must be from 0 to 1 for the anthropic upstream" }
         return nil
+    }
+}
+
+/// A message as the Messages API takes it: `content` a string, or content blocks for a message
+/// sent with parts — `{"type":"text","text"}` and, for an image by URL,
+/// `{"type":"image","source":{"type":"url","url"}}` (OpenAI's `detail` has no equivalent).
+struct AnthropicMessage: Encodable {
+    let message: ChatMessage
+    init(_ m: ChatMessage) { message = m }
+
+    private struct Source: Encodable { let type: String; let url: String }
+    private struct Block: Encodable { let type: String; let text: String?; let source: Source? }
+    private enum Keys: String, CodingKey { case role, content }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(message.role, forKey: .role)
+        guard let parts = message.parts else { return try c.encode(message.content, forKey: .content) }
+        try c.encode(parts.map { p -> Block in
+            switch p {
+            case .text(let t): return Block(type: "text", text: t, source: nil)
+            case .imageURL(let url, _): return Block(type: "image", text: nil, source: Source(type: "url", url: url))
+            }
+        }, forKey: .content)
     }
 }

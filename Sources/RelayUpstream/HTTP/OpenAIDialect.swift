@@ -75,11 +75,10 @@ struct OpenAIDialect: UpstreamDialect {
     static func body(model: String, messages: [ChatMessage], maxTokens: Int?, summaryInstruction: String?,
                      prefill: String? = nil, continuing: HTTPContinuation = .off,
                      sampling: SamplingParameters = SamplingParameters()) -> [UInt8] {
-        struct Message: Encodable { let role: String; let content: String }
         struct StreamOptions: Encodable { let include_usage: Bool }
         struct Body: Encodable {
             let model: String
-            let messages: [Message]
+            let messages: [OpenAIMessage]
             let stream: Bool
             let stream_options: StreamOptions
             let max_tokens: Int?
@@ -92,10 +91,10 @@ struct OpenAIDialect: UpstreamDialect {
             let presence_penalty: Double?
             let frequency_penalty: Double?
         }
-        var list = messages.map { Message(role: $0.role, content: $0.content) }
-        if let s = summaryInstruction { list.insert(Message(role: "system", content: s), at: 0) }
+        var list = messages.map { OpenAIMessage($0) }
+        if let s = summaryInstruction { list.insert(OpenAIMessage(ChatMessage(role: "system", content: s)), at: 0) }
         let continues = prefill.map { !$0.isEmpty } ?? false
-        if continues, let p = prefill { list.append(Message(role: "assistant", content: p)) }
+        if continues, let p = prefill { list.append(OpenAIMessage(ChatMessage(role: "assistant", content: p))) }
         let vllm = continues && continuing == .vllm
         let b = Body(model: model, messages: list, stream: true,
                      stream_options: StreamOptions(include_usage: true), max_tokens: maxTokens,
@@ -103,6 +102,29 @@ struct OpenAIDialect: UpstreamDialect {
                      temperature: sampling.temperature, top_p: sampling.topP, stop: sampling.stop, seed: sampling.seed,
                      presence_penalty: sampling.presencePenalty, frequency_penalty: sampling.frequencyPenalty)
         return JSONBody.encode(b)
+    }
+}
+
+/// A message as OpenAI's Chat Completions API takes it: `content` a string, or the array of
+/// parts as sent (`{"type":"text","text"}`, `{"type":"image_url","image_url":{"url","detail"?}}`).
+struct OpenAIMessage: Encodable {
+    let message: ChatMessage
+    init(_ m: ChatMessage) { message = m }
+
+    private struct Image: Encodable { let url: String; let detail: String? }
+    private struct Part: Encodable { let type: String; let text: String?; let image_url: Image? }
+    private enum Keys: String, CodingKey { case role, content }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(message.role, forKey: .role)
+        guard let parts = message.parts else { return try c.encode(message.content, forKey: .content) }
+        try c.encode(parts.map { p -> Part in
+            switch p {
+            case .text(let t): return Part(type: "text", text: t, image_url: nil)
+            case .imageURL(let url, let detail): return Part(type: "image_url", text: nil, image_url: Image(url: url, detail: detail))
+            }
+        }, forKey: .content)
     }
 }
 

@@ -12,6 +12,7 @@ const off = stream.subscribe((u: ChatUpdate) => {
 off();
 // Sampling fields (docs/PROTOCOL.md §3.1): `stop` as one string or a list.
 client.startChat({ messages: [{ role: 'user', content: 'Hi' }], temperature: 0.2, top_p: 0.9, stop: ['END'], seed: 7 }).subscribe(() => {});
+client.startChat({ messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: 'https://example.com/a.png', detail: 'low' } }] }] }).subscribe(() => {});
 const p = new ReconnectPolicy({ backoffMs: 1000, random: () => 0 });
 const firstWait: number = dropWaitMs(1000, 0, Math.random()) + jitterMs(0.5);
 void firstWait;
