@@ -15,6 +15,7 @@ non-root, ...). Each subcommand prints one line per check and exits 1 if any fai
 import os
 import re
 import shlex
+import subprocess
 import sys
 
 from deploy_check_report import FAILED, check, duration_seconds, finish
@@ -294,8 +295,17 @@ def cmd_dockerfile(path):
     fimg = final["from"].split()[0]
     check(fimg == "debian:bookworm-slim", f"Dockerfile: runs on debian:bookworm-slim ({fimg})")
     bruns = " ".join(i["value"] for i in build["ins"] if i["instruction"] == "RUN")
-    for p in ("libhiredis-dev", "libevent-dev", "libjwt-dev", "libcurl4-openssl-dev", "libmimalloc-dev", "pkg-config"):
-        check(re.search(rf"(^|\s){re.escape(p)}(\s|$)", bruns) is not None, f"Dockerfile: build stage installs {p}")
+    # The build's packages are install-deps.sh's (`--build-packages`), which must cover every
+    # system-library target's apt provider in Package.swift: the image cannot drift from them.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    build_pkgs = subprocess.run(["bash", os.path.join(root, "scripts/install-deps.sh"), "--build-packages"],
+                                capture_output=True, text=True, check=True).stdout.split()
+    check(len(build_pkgs) > 0, f"install-deps.sh --build-packages lists {len(build_pkgs)} packages")
+    manifest = open(os.path.join(root, "Package.swift")).read()
+    for p in sorted(set(re.findall(r'\.apt\(\["([^"]+)"\]\)', manifest))):
+        check(p in build_pkgs, f"install-deps.sh builds with Package.swift's provider {p}")
+    for p in build_pkgs:
+        check(re.search(rf"(^|\s){re.escape(p)}(\s|$)", bruns) is not None, f"Dockerfile: build stage installs {p} (install-deps.sh)")
     check(re.search(r"swift build -c release --product stream-relay", bruns) is not None,
           "Dockerfile: swift build -c release --product stream-relay")
     check("runtime-libs.sh --check" in bruns, "Dockerfile: build stage checks RUNTIME_PACKAGES against ldd of the binary")

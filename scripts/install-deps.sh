@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages StreamRelay builds, tests and runs with, if missing.
 # Usage: scripts/install-deps.sh [extra packages…]
+#        scripts/install-deps.sh --build-packages   prints the packages `swift build` needs, one per
+#        line, and installs nothing (deploy/Dockerfile's build stage must install each of them:
+#        scripts/deploy_checks.py dockerfile checks it).
 # Also: Node.js (the JS client kit's `node --test`, when no `node` is on PATH), Debian's
 # node-typescript (type check of clients/js/index.d.ts), chromium + chromium-driver + Noto fonts
 # (the browser end-to-end test), libjs-markdown-it (the web chat demo's Markdown renderer, served
@@ -11,7 +14,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # prometheus: only for promtool (the tests check /metrics and deploy/prometheus with it).
 # stunnel4: the TLS sidecar recipe for managed Redis (TLSSidecarTests).
-pkgs=(pkg-config libhiredis-dev libevent-dev libjwt-dev libcurl4-openssl-dev libssl-dev libmimalloc-dev redis-server redis-tools nginx openssl
+# The build's: the C libraries of Package.swift's system-library targets (hiredis, libevent, libjwt,
+# libcurl, OpenSSL's libcrypto) and mimalloc, with pkg-config.
+build_pkgs=(pkg-config libhiredis-dev libevent-dev libjwt-dev libcurl4-openssl-dev libssl-dev libmimalloc-dev)
+if [ "${1:-}" = "--build-packages" ]; then printf '%s\n' "${build_pkgs[@]}"; exit 0; fi
+pkgs=("${build_pkgs[@]}" redis-server redis-tools nginx openssl
       curl node-typescript chromium chromium-driver fonts-noto-core libjs-markdown-it pngquant prometheus stunnel4 node-eventsource "$@")
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
