@@ -33,6 +33,11 @@ enum ServeCommand {
             printError("stream-relay: \(error)\n")
             return 2
         }
+        let placeholders = PlaceholderSecrets.found(in: config)
+        guard placeholders.isEmpty else {
+            printError("stream-relay: \(PlaceholderSecrets.message(placeholders))\n")
+            return 2
+        }
         signal(SIGPIPE, SIG_IGN)
 
         var privateRedis: PrivateRedis?
