@@ -29,6 +29,8 @@ case("spec example: event types", S6, "event: add\ndata: 73857293\n\nevent: remo
      [ev("73857293", type="add"), ev("2153", type="remove"), ev("113411", type="add")])
 j = '{"type":"delta","content":"Clause 3 — عربي 😀"}'
 case("relay frames: retry, ping, event", "docs/PROTOCOL.md §4", "retry: 1000\n\n: ping\n\nid: 7\ndata: " + j + "\n\n", [com("ping"), ev(j, id="7")], "7", 1000)
+case("relay frames: a heartbeat line opens the next event's block", "docs/PROTOCOL.md §4.1",
+     ": ping\nretry: 1000\ndata: " + j + "\nid: 7\n\n: ping\n: ping\ndata: " + j + "\nid: 8\n\n", [com("ping"), ev(j, id="7"), com("ping"), com("ping"), ev(j, id="8")], "8", 1000)
 case("line endings LF", S5, "data: a\nid: 1\n\n", [ev("a", id="1")], "1")
 case("line endings CRLF", S5, "data: a\r\nid: 1\r\n\r\n", [ev("a", id="1")], "1")
 case("line endings CR", S5, "data: a\rid: 1\r\r", [ev("a", id="1")], "1")

@@ -16,8 +16,11 @@ public enum SSEFrame {
     /// libraries surface it as an empty message.
     public static func retry(milliseconds: Int) -> String { "retry: \(milliseconds)\n" }
 
-    /// The heartbeat comment `: ping\n\n` (docs/PROTOCOL.md §4).
-    public static let ping = ": ping\n\n"
+    /// The heartbeat comment `: ping\n` (docs/PROTOCOL.md §4.1): one comment line that ends no
+    /// block. It is written between events, so it opens the next event's block, where WHATWG
+    /// §9.2.6 ignores it; a blank line after it would make a block of its own, which parsers
+    /// that dispatch on every blank line (Azure `fetch-event-source`) surface as an empty message.
+    public static let ping = ": ping\n"
 
     /// One event as SSE text, `data: <json>\nid: <seq>\n\n` (`WireFrame.appendText`, the
     /// body of `WireFrame.event(seq:json:)`). `json` must not contain CR or LF (JSON text

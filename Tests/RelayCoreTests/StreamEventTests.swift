@@ -44,6 +44,6 @@ final class StreamEventTests: XCTestCase {
         XCTAssertEqual(SSEFrame.event(seq: 7, json: #"{"type":"delta","content":"Clause 3"}"#),
                        "data: {\"type\":\"delta\",\"content\":\"Clause 3\"}\nid: 7\n\n", "the id last, just before the blank line")
         XCTAssertEqual(SSEFrame.retry(milliseconds: 1000), "retry: 1000\n", "a field line of the first event's block")
-        XCTAssertEqual(SSEFrame.ping, ": ping\n\n")
+        XCTAssertEqual(SSEFrame.ping, ": ping\n", "one comment line, no blank line: it ends no block")
     }
 }

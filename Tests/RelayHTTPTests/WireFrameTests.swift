@@ -50,7 +50,7 @@ final class WireFrameTests: XCTestCase {
 
     func testTextFrameKeepsUTF8() {
         let f = WireFrame(text: SSEFrame.ping + "مرحبا")
-        XCTAssertEqual(text(f.bytes[f.body]), ": ping\n\nمرحبا")
+        XCTAssertEqual(text(f.bytes[f.body]), ": ping\nمرحبا")
     }
 
     func testJSONBytesAndStringGiveTheSameFrame() {
