@@ -4,13 +4,14 @@ import Foundation
 /// every option shares (`int`, `bool`, `duration`: each names the variable when it refuses).
 extension RelayConfig {
     /// Builds a configuration from `environment` then `arguments` (`--flag value` or
-    /// `--flag=value`; flags win).
+    /// `--flag=value`; flags win). A variable set to the empty string counts as unset, as
+    /// `docker compose` passes `${VAR:-}` for one left out of `.env`.
     /// - Throws: `ConfigError` naming the variable for a bad value or an unknown flag.
     public static func load(environment: [String: String], arguments: [String], defaultWorkers: Int) throws -> RelayConfig {
         var c = RelayConfig()
         c.workers = max(1, defaultWorkers)
         for o in options {
-            if let v = environment[o.env] { try o.apply(&c, v) }
+            if let v = environment[o.env], !v.isEmpty { try o.apply(&c, v) }
         }
         var i = 0
         while i < arguments.count {
