@@ -3,15 +3,21 @@ import Foundation
 /// Reading the options (`load`), their `--help` text, and the one home of the value checks
 /// every option shares (`int`, `bool`, `duration`: each names the variable when it refuses).
 extension RelayConfig {
+    /// The variables an empty value leaves unset: the upstream's, which `docker compose`
+    /// passes as `${VAR:-}` when `.env` leaves them out (the simulated upstream needs none).
+    /// Any other variable set empty is read as given, and refused where empty means nothing
+    /// (an empty `RELAY_ENCRYPTION_KEYS` must not quietly store plaintext).
+    public static let emptyMeansUnset: Set<String> = ["UPSTREAM_URL", "UPSTREAM_API_KEY", "UPSTREAM_MODEL"]
+
     /// Builds a configuration from `environment` then `arguments` (`--flag value` or
-    /// `--flag=value`; flags win). A variable set to the empty string counts as unset, as
-    /// `docker compose` passes `${VAR:-}` for one left out of `.env`.
+    /// `--flag=value`; flags win).
     /// - Throws: `ConfigError` naming the variable for a bad value or an unknown flag.
     public static func load(environment: [String: String], arguments: [String], defaultWorkers: Int) throws -> RelayConfig {
         var c = RelayConfig()
         c.workers = max(1, defaultWorkers)
         for o in options {
-            if let v = environment[o.env], !v.isEmpty { try o.apply(&c, v) }
+            guard let v = environment[o.env], !(v.isEmpty && emptyMeansUnset.contains(o.env)) else { continue }
+            try o.apply(&c, v)
         }
         var i = 0
         while i < arguments.count {

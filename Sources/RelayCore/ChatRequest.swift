@@ -61,6 +61,8 @@ public struct ChatRequest: Sendable, Equatable {
     }
 
     static let roles: Set<String> = ["system", "user", "assistant"]
+    /// The most messages a request holds, the operator's system prompt included.
+    public static let maxMessages = 1000
     static let fields = Set(["messages", "model", "max_tokens", "mode"] + SamplingParameters.names)
 
     /// Parses and validates a request body.
@@ -81,7 +83,7 @@ public struct ChatRequest: Sendable, Equatable {
         guard let rawMessages = obj["messages"] else { throw APIError.invalidRequest("\"messages\" is required") }
         guard let list = rawMessages as? [Any] else { throw APIError.invalidRequest("\"messages\" must be an array") }
         guard !list.isEmpty else { throw APIError.invalidRequest("\"messages\" must not be empty") }
-        guard list.count <= 1000 else { throw APIError.invalidRequest("at most 1000 messages") }
+        guard list.count <= maxMessages else { throw APIError.invalidRequest("at most \(maxMessages) messages") }
         var messages: [ChatMessage] = []
         messages.reserveCapacity(list.count)
         for (i, item) in list.enumerated() {

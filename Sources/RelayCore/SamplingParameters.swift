@@ -65,11 +65,12 @@ public struct SamplingParameters: Sendable, Equatable {
         p.frequencyPenalty = try number(obj, "frequency_penalty", -2...2)
         if let v = obj["seed"], !(v is NSNull) {
             let limit = Double(1 << 53)
+            // Checked on the integer as parsed, not its Double: 2^53 + 1 would round to 2^53.
             guard let n = v as? NSNumber, !ChatRequest.isBoolean(n), n.doubleValue == n.doubleValue.rounded(),
-                  abs(n.doubleValue) <= limit else {
+                  abs(n.doubleValue) <= limit, let exact = Int64(exactly: n.doubleValue), n.int64Value == exact else {
                 throw APIError.invalidRequest("\"seed\" must be an integer of magnitude at most 2^53")
             }
-            p.seed = Int(n.doubleValue)
+            p.seed = Int(n.int64Value)
         }
         if let v = obj["stop"], !(v is NSNull) {
             let list: [Any] = (v as? String).map { [$0] } ?? (v as? [Any]) ?? [0]

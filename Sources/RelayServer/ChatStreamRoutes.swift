@@ -100,6 +100,10 @@ final class ChatStreamRoutes {
         // The operator's prompt goes first, after the client's messages were checked: it is
         // charged in the prompt estimate and stored with the request a takeover continues.
         if let prompt = gate.context.systemPrompts.prompt(model: request.model, tier: tier) {
+            // With it the request stays within the 1,000 messages a stored request may hold.
+            guard request.messages.count < ChatRequest.maxMessages else {
+                throw APIError.invalidRequest("at most \(ChatRequest.maxMessages - 1) messages: this relay adds its system prompt")
+            }
             request.messages.insert(ChatMessage(role: "system", content: prompt), at: 0)
         }
     }

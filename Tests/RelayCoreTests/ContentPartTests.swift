@@ -28,11 +28,21 @@ final class ContentPartTests: XCTestCase {
     func testEveryOtherShapeIsRefusedNamingThePart() {
         XCTAssertEqual(message(#"[{"role":"user","content":[]}]"#), "messages[0].content must have 1 to 100 parts")
         XCTAssertEqual(message(#"[{"role":"user","content":[{"type":"audio"}]}]"#), "messages[0].content[0].type must be text or image_url")
-        XCTAssertEqual(message(#"[{"role":"user","content":[{"type":"text"}]}]"#), #"messages[0].content[0] must be {"type": "text", "text": string}"#)
-        XCTAssertEqual(message(#"[{"role":"user","content":[{"type":"text","text":"a","x":1}]}]"#), #"messages[0].content[0] must be {"type": "text", "text": string}"#)
-        let https = "messages[0].content[0].image_url.url must be an https:// URL of at most 2048 bytes"
-        for url in ["http://example.com/a.png", "file:///etc/passwd", "data:image/png;base64,AAAA", "https://", "https://example.com/" + String(repeating: "a", count: 2_048)] {
-            XCTAssertEqual(message(#"[{"role":"user","content":[{"type":"image_url","image_url":{"url":"\#(url)"}}]}]"#), https, url)
+        let text = #"messages[0].content[0] must be {"type": "text", "text": non-empty string}"#
+        XCTAssertEqual(message(#"[{"role":"user","content":[{"type":"text"}]}]"#), text)
+        XCTAssertEqual(message(#"[{"role":"user","content":[{"type":"text","text":""}]}]"#), text, "Anthropic refuses empty text blocks")
+        XCTAssertEqual(message(#"[{"role":"user","content":[{"type":"text","text":"a","x":1}]}]"#), text)
+        let rule = "messages[0].content[0].image_url.url must be " + ContentPart.imageURLRule
+        // Not https, too long, or pointing the upstream's fetch at an address rather than a name.
+        for url in ["http://example.com/a.png", "file:///etc/passwd", "data:image/png;base64,AAAA", "https://",
+                    "https://example.com/" + String(repeating: "a", count: 2_048),
+                    "https://127.0.0.1/x", "https://0x7f.1/x", "https://[::1]/x", "https://2130706433/x", "https://localhost/x",
+                    "https://metadata.localhost/x", "https://user:pass@169.254.169.254/latest", "https://u@example.com/a.png",
+                    "https://example.com:99999/a", "https://example.com/a b", "https://intranet/a.png", "https://example.1/a"] {
+            XCTAssertEqual(message(#"[{"role":"user","content":[{"type":"image_url","image_url":{"url":"\#(url)"}}]}]"#), rule, url)
+        }
+        for url in ["https://example.com/a.png", "https://cdn.example.co.uk:8443/i/a.png?x=1", "https://xn--bcher-kva.example/a"] {
+            XCTAssertNil(message(#"[{"role":"user","content":[{"type":"image_url","image_url":{"url":"\#(url)"}}]}]"#), url)
         }
         XCTAssertEqual(message(#"[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://e.com/a","detail":"max"}}]}]"#),
                        "messages[0].content[0].image_url.detail must be auto, low or high")

@@ -32,6 +32,9 @@ final class SamplingParametersTests: XCTestCase {
         XCTAssertEqual(message(#"{\#(hello),"presence_penalty":2.01}"#), #""presence_penalty" must be a number from -2 to 2"#)
         XCTAssertEqual(message(#"{\#(hello),"seed":1.5}"#), #""seed" must be an integer of magnitude at most 2^53"#)
         XCTAssertEqual(message(#"{\#(hello),"seed":1e300}"#), #""seed" must be an integer of magnitude at most 2^53"#)
+        XCTAssertEqual(message(#"{\#(hello),"seed":9007199254740993}"#), #""seed" must be an integer of magnitude at most 2^53"#,
+                       "2^53 + 1 is refused, not rounded to 2^53")
+        XCTAssertEqual(try parse(#"{\#(hello),"seed":9007199254740992}"#).sampling.seed, 9_007_199_254_740_992)
         let stop = #""stop" must be a string or an array of 1 to 4 strings, each 1 to 200 bytes"#
         XCTAssertEqual(message(#"{\#(hello),"stop":[]}"#), stop)
         XCTAssertEqual(message(#"{\#(hello),"stop":["a","b","c","d","e"]}"#), stop)
@@ -55,6 +58,7 @@ final class SamplingParametersTests: XCTestCase {
         XCTAssertEqual(try load(nil), SamplingParameters.names + ["images"], "every field, and images, by default")
         XCTAssertEqual(try load("temperature, top_p"), ["temperature", "top_p"])
         XCTAssertEqual(try load("none"), [])
+        XCTAssertEqual(try load(""), [], "empty allows nothing (it is not the default)")
         XCTAssertThrowsError(try load("temperature,top_k")) { e in
             XCTAssertTrue("\(e)".contains("unknown field \"top_k\""), "\(e)")
         }
