@@ -42,12 +42,13 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from processes import die_with_parent, free_port, http_status, minimal_env, wait_until
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -84,48 +85,6 @@ CLIENTS = {
     "curl": ([sys.executable, str(DRIVERS / "curl_driver.py")], False, True),
     "durable-streams": ([sys.executable, str(DRIVERS / "durable_streams_driver.py")], True, False),
 }
-
-
-def die_with_parent():
-    """preexec_fn of every child: the kernel kills it when this runner dies (prctl
-    PR_SET_PDEATHSIG), so a runner stopped by CI's timeout leaves nothing running."""
-    import ctypes
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-
-
-def minimal_env(**extra):
-    """PATH, HOME, TMPDIR and LANG of this process only (docs/TESTING.md: hermetic children)."""
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "TMPDIR", "LANG") if k in os.environ}
-    env.update(extra)
-    return env
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(what, predicate, timeout, interval=0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
-
-
-def http_status(port, path):
-    try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-        c.request("GET", path)
-        status = c.getresponse().status
-        c.close()
-        return status
-    except OSError:
-        return None
 
 
 class Stack:
