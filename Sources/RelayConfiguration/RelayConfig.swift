@@ -237,12 +237,7 @@ public struct RelayConfig: Sendable, Equatable {
     /// - Throws: `ConfigError` otherwise.
     public static func checkJWKSURL(_ v: String) throws {
         let name = "RELAY_JWT_JWKS_URL"
-        if v.hasPrefix("file://") {
-            guard v.dropFirst("file://".count).hasPrefix("/") else {
-                throw ConfigError("\(name): file:// needs an absolute path (file:///etc/relay/jwks.json), got \"\(v)\"")
-            }
-            return
-        }
+        if try FileURLSetting.path(v, variable: name, example: "file:///etc/relay/jwks.json") != nil { return }
         guard let u = URL(string: v), let scheme = u.scheme?.lowercased(), let host = u.host, !host.isEmpty else {
             throw ConfigError("\(name) must be an https:// or file:// URL, got \"\(v)\"")
         }

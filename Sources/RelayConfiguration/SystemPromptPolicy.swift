@@ -3,7 +3,7 @@ import Foundation
 /// The operator's system prompts (`RELAY_SYSTEM_PROMPTS`, docs/PROTOCOL.md §3.1): a prompt the
 /// relay puts first in every request, by model, else by budget tier, else a default, so the
 /// app's backend — not the client — owns the instructions. Pure: `parse` reads the JSON text;
-/// reading a `file:///path` value is the caller's (`fileURLPath`).
+/// reading a `file:///path` value is the caller's (`FileURLSetting`).
 ///
 /// Specification: one JSON object
 /// `{"default"?: str, "models"?: {model: str, …}, "tiers"?: {tier: str, …}}`; each prompt 1…65,536
@@ -66,14 +66,5 @@ public struct SystemPromptPolicy: Sendable, Equatable {
         }
         return SystemPromptPolicy(defaultPrompt: try prompt(obj["default"], "default"), byModel: try map("models"),
                                   byTier: try map("tiers"))
-    }
-
-    /// The absolute path of a `file:///path` value, `nil` for inline JSON.
-    /// - Throws: `ParseError` for `file://` without an absolute path.
-    public static func fileURLPath(_ value: String) throws -> String? {
-        guard value.hasPrefix("file://") else { return nil }
-        let path = String(value.dropFirst("file://".count))
-        guard path.hasPrefix("/") else { throw ParseError(message: "RELAY_SYSTEM_PROMPTS: file:// needs an absolute path (file:///…)") }
-        return path
     }
 }

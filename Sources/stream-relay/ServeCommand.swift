@@ -230,14 +230,8 @@ enum ServeCommand {
     /// `file:///path` to a file holding it.
     /// - Throws: `ConfigError` naming the problem (unreadable file, not the JSON shape).
     static func loadSystemPrompts(_ value: String) throws -> SystemPromptPolicy {
+        let text = try FileURLSetting.text(value, variable: "RELAY_SYSTEM_PROMPTS", example: "file:///etc/relay/prompts.json")
         do {
-            var text = value
-            if let path = try SystemPromptPolicy.fileURLPath(value) {
-                guard let t = try? String(contentsOfFile: path, encoding: .utf8) else {
-                    throw ConfigError("RELAY_SYSTEM_PROMPTS: cannot read \(path)")
-                }
-                text = t
-            }
             return try SystemPromptPolicy.parse(text)
         } catch let e as SystemPromptPolicy.ParseError {
             throw ConfigError(e.message)
@@ -249,14 +243,8 @@ enum ServeCommand {
     /// - Throws: `ConfigError` naming the problem (unreadable file, bad base64, wrong
     ///   length, duplicate kid, empty); never key material.
     static func loadAtRestKeys(_ value: String) throws -> AtRestKeyRing {
+        let text = try FileURLSetting.text(value, variable: "RELAY_ENCRYPTION_KEYS", example: "file:///etc/relay/at-rest-keys")
         do {
-            var text = value
-            if let path = try AtRestKeyRing.fileURLPath(value) {
-                guard let t = try? String(contentsOfFile: path, encoding: .utf8) else {
-                    throw ConfigError("RELAY_ENCRYPTION_KEYS: cannot read \(path)")
-                }
-                text = t
-            }
             return try AtRestKeyRing.parse(text)
         } catch let e as AtRestKeyRing.ParseError {
             throw ConfigError(e.message)

@@ -22,8 +22,5 @@ final class SystemPromptPolicyTests: XCTestCase {
         XCTAssertEqual(message(#"{"default":""}"#), "RELAY_SYSTEM_PROMPTS: default must be a string of 1 to 65536 bytes")
         XCTAssertEqual(message(#"{"tiers":{"pro":3}}"#), "RELAY_SYSTEM_PROMPTS: tiers.pro must be a string of 1 to 65536 bytes")
         XCTAssertEqual(message(#"{"models":["a"]}"#), #"RELAY_SYSTEM_PROMPTS: "models" must be an object of prompts by name"#)
-        XCTAssertThrowsError(try SystemPromptPolicy.fileURLPath("file://relative/path"))
-        XCTAssertEqual(try SystemPromptPolicy.fileURLPath("file:///etc/relay/prompts.json"), "/etc/relay/prompts.json")
-        XCTAssertNil(try SystemPromptPolicy.fileURLPath(#"{"default":"D"}"#))
     }
 }

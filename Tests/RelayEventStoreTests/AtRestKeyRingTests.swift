@@ -55,12 +55,6 @@ final class AtRestKeyRingTests: XCTestCase {
         }
     }
 
-    func testFileURLNeedsAnAbsolutePath() throws {
-        XCTAssertEqual(try AtRestKeyRing.fileURLPath("file:///etc/relay/keys"), "/etc/relay/keys")
-        XCTAssertNil(try AtRestKeyRing.fileURLPath("k1:\(Self.keyA)"))
-        XCTAssertThrowsError(try AtRestKeyRing.fileURLPath("file://etc/keys"))
-    }
-
     private func assertRefused(_ text: String, containing part: String, line: UInt = #line) {
         do {
             _ = try AtRestKeyRing.parse(text)

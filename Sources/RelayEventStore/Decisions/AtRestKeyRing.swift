@@ -6,7 +6,7 @@ import Foundation
 /// rotation lists the new key first and keeps the old one until its data has expired
 /// (`RELAY_BUFFER_TTL`).
 ///
-/// Pure: `parse` reads the text; reading a `file:///path` is the caller's (`fileURLPath`).
+/// Pure: `parse` reads the text; reading a `file:///path` is the caller's (`FileURLSetting`).
 public struct AtRestKeyRing: Sendable, Equatable {
     /// The kid new seals are made with (the first of the list).
     public let currentKid: String
@@ -64,17 +64,6 @@ public struct AtRestKeyRing: Sendable, Equatable {
             kids.append(kid)
         }
         return AtRestKeyRing(currentKid: kids[0], keys: keys, kids: kids)
-    }
-
-    /// The absolute path of a `file:///path` value, `nil` for an inline key list.
-    /// - Throws: `ParseError` for `file://` without an absolute path.
-    public static func fileURLPath(_ value: String) throws(ParseError) -> String? {
-        guard value.hasPrefix("file://") else { return nil }
-        let path = String(value.dropFirst("file://".count))
-        guard path.hasPrefix("/") else {
-            throw ParseError("RELAY_ENCRYPTION_KEYS: file:// needs an absolute path (file:///etc/relay/at-rest-keys), got \"\(value)\"")
-        }
-        return path
     }
 
     /// Whether `kid` is 1–32 bytes of `A–Z a–z 0–9 . _ -`.
