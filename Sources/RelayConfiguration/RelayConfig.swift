@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 
 /// The relay's configuration (docs/CONFIGURATION.md). Every field comes from an environment
 /// variable with a matching `--flag` (flags win); `RelayConfig.options` lists them
@@ -89,7 +90,7 @@ public struct RelayConfig: Sendable, Equatable {
     /// The sampling fields a client may send, and `images` (image parts by URL)
     /// (`RELAY_CLIENT_PARAMETERS`, docs/PROTOCOL.md §3.1; `SamplingParameters.names`); default
     /// all of them; another one sent: 400.
-    public var clientParameters: [String] = ["temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty", "images"]
+    public var clientParameters = ChatRequest.clientParameterNames
     /// Completion tokens a request gets without `max_tokens`, and the most it may ask
     /// for (larger values are clamped); default 4096.
     public var maxTokens = 4096

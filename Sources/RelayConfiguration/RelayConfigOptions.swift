@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 
 /// Every option of `stream-relay serve`: its variable, flag, default, unit, meaning and parse
 /// (`RelayConfig.Option`), in `--help` order.
@@ -139,9 +140,9 @@ extension RelayConfig {
             c.systemPrompts = v
         },
         Option(env: "RELAY_CLIENT_PARAMETERS", flag: "--client-parameters",
-               default: "temperature,top_p,stop,seed,presence_penalty,frequency_penalty,images", unit: "names or none",
+               default: ChatRequest.clientParameterNames.joined(separator: ","), unit: "names or none",
                doc: "the sampling fields a client may send, and images (image parts by URL), comma-separated (none: nothing); another one sent: 400 invalid_request") { c, v in
-            let known = ["temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty", "images"]
+            let known = ChatRequest.clientParameterNames
             let names = v.trimmingCharacters(in: .whitespaces) == "none" ? []
                 : v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             if let bad = names.first(where: { !known.contains($0) }) {

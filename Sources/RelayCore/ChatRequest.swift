@@ -174,4 +174,11 @@ extension ChatRequest {
 
     /// Whether any message has an image part (`RELAY_CLIENT_PARAMETERS`' `images`).
     public var hasImages: Bool { messages.contains { $0.imageCount > 0 } }
+
+    /// What an operator lets clients send (`RELAY_CLIENT_PARAMETERS`): the sampling fields, and
+    /// `images` for image parts.
+    public static let clientParameterNames = SamplingParameters.names + ["images"]
+
+    /// The `clientParameterNames` this request uses, in that order.
+    public var clientParametersSent: [String] { sampling.setNames + (hasImages ? ["images"] : []) }
 }

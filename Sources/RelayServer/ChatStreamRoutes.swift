@@ -82,7 +82,7 @@ final class ChatStreamRoutes {
     /// (the operator's prompt rules), and so is a sampling field not in `RELAY_CLIENT_PARAMETERS`.
     private func applyPolicy(_ request: inout ChatRequest, who: Identity) throws {
         let allowed = gate.config.clientParameters
-        if let field = (request.sampling.setNames + (request.hasImages ? ["images"] : [])).first(where: { !allowed.contains($0) }) {
+        if let field = request.clientParametersSent.first(where: { !allowed.contains($0) }) {
             throw APIError.invalidRequest("\"\(field)\" is not accepted by this relay (RELAY_CLIENT_PARAMETERS: "
                                           + (allowed.isEmpty ? "none" : allowed.joined(separator: ",")) + ")")
         }
