@@ -11,12 +11,8 @@ final class ImagePartRequestTests: RelayTestCase {
                                                  ["type": "image_url", "image_url": ["url": "https://example.com/cat.png"]]] }
 
     func testAnImagePartReachesTheUpstreamAndIsRefusedWhereTheOperatorSaysSo() throws {
-        let fake = try FakeUpstreamServer(routes: [:])
+        let fake = try UpstreamRelayTests.fakeOpenAI(replying: "A cat.")
         defer { fake.stop() }
-        fake.setResponder("/v1/chat/completions") { _ in
-            .init([.head(status: 200, contentType: "text/event-stream"),
-                   .send(UpstreamRelayTests.openAIChunk("A cat.") + Array("data: [DONE]\n\n".utf8))])
-        }
         let env = ["RELAY_UPSTREAM": "openai", "UPSTREAM_URL": fake.baseURL, "UPSTREAM_MODEL": "gpt-test"]
         let relay = try startRelay(env)
         let token = RelayProcess.token(sub: "image-\(UUID().uuidString.prefix(8))")

@@ -10,12 +10,8 @@ import XCTest
 /// stored request sealed at rest.
 final class SamplingRequestTests: RelayTestCase {
     func testAllowedFieldsReachTheUpstreamAndOthersAreRefusedBeforeIt() throws {
-        let fake = try FakeUpstreamServer(routes: [:])
+        let fake = try UpstreamRelayTests.fakeOpenAI(replying: "Hello ")
         defer { fake.stop() }
-        fake.setResponder("/v1/chat/completions") { _ in
-            .init([.head(status: 200, contentType: "text/event-stream"),
-                   .send(UpstreamRelayTests.openAIChunk("Hello ") + Array("data: [DONE]\n\n".utf8))])
-        }
         let relay = try startRelay(["RELAY_UPSTREAM": "openai", "UPSTREAM_URL": fake.baseURL, "UPSTREAM_MODEL": "gpt-test",
                                     "RELAY_CLIENT_PARAMETERS": "temperature,stop"])
         let token = RelayProcess.token(sub: "sampling-\(UUID().uuidString.prefix(8))")

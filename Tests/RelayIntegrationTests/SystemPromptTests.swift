@@ -8,12 +8,8 @@ import XCTest
 /// default, read from a file; a client's own system message stays refused unless allowed.
 final class SystemPromptTests: RelayTestCase {
     func testTheOperatorsPromptGoesFirstToTheUpstreamAndClientSystemMessagesStayRefused() throws {
-        let fake = try FakeUpstreamServer(routes: [:])
+        let fake = try UpstreamRelayTests.fakeOpenAI(replying: "Hello ")
         defer { fake.stop() }
-        fake.setResponder("/v1/chat/completions") { _ in
-            .init([.head(status: 200, contentType: "text/event-stream"),
-                   .send(UpstreamRelayTests.openAIChunk("Hello ") + Array("data: [DONE]\n\n".utf8))])
-        }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("prompts-\(UUID().uuidString).json")
         try Data(#"{"default":"You draft contracts.","models":{"gpt-other":"Other rules."}}"#.utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }

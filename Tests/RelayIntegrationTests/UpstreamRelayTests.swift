@@ -15,6 +15,17 @@ final class UpstreamRelayTests: RelayTestCase {
         Array("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\(JSONText.quoted(text))},\"finish_reason\":null}]}\n\n".utf8)
     }
 
+    /// A fake OpenAI-compatible upstream that answers every chat completion with `text` in one
+    /// chunk, then `[DONE]`; it records each request (`FakeUpstreamServer.requests`).
+    static func fakeOpenAI(replying text: String) throws -> FakeUpstreamServer {
+        let fake = try FakeUpstreamServer(routes: [:])
+        fake.setResponder("/v1/chat/completions") { _ in
+            .init([.head(status: 200, contentType: "text/event-stream"),
+                   .send(openAIChunk(text) + Array("data: [DONE]\n\n".utf8))])
+        }
+        return fake
+    }
+
     static let pieces = ["Clause", " 1", " — Defini", "tions", " مرحبا", " 👋🏽", "\n\n"]
 
     static func normalStream() -> FakeUpstreamServer.Script {

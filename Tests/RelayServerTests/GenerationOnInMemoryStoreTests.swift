@@ -20,6 +20,24 @@ final class GenerationOnInMemoryStoreTests: XCTestCase {
         store.create(id, instance: "relay-a", nowMs: a.nowMs)
     }
 
+    /// Relay B, its clock at `nowMs`, takes the lapsed answer over (`Scripts.takeover` in
+    /// memory; `TakeoverPlan` says continue here) and starts continuing it with an upstream
+    /// whose prompt is `prompt` tokens; `nil` (a test failure) when the store does not give it.
+    private func relayBTakesOver(atMs nowMs: UInt64, prompt: Int = 10)
+        -> (host: InMemoryGenerationHost, upstream: ScriptedUpstream, generation: Generation)? {
+        let b = InMemoryGenerationHost(store: store, instance: "relay-b", nowMs: nowMs)
+        let found = store.takeover(id, instance: "relay-b", nowMs: nowMs, maxContinuations: 2)
+        XCTAssertEqual(TakeoverPlan.plan(.success(found)), .continueHere)
+        guard case .taken(let taken) = found else {
+            XCTFail("B takes the lapsed answer")
+            return nil
+        }
+        let up = ScriptedUpstream(promptTokens: prompt)
+        let g = b.generation(id, upstream: up, prompt: prompt, taken: taken)
+        g.start()
+        return (b, up, g)
+    }
+
     private func usage(ofFinal e: SequencedEvent?) -> Usage? {
         guard let e, case .done(_, let u, _)? = try? StreamEvent(json: e.json) else { return nil }
         return u
@@ -114,13 +132,7 @@ final class GenerationOnInMemoryStoreTests: XCTestCase {
         gA.start()
         upA.sendDeltas(5, prefix: "a")
         a.nowMs += store.leaseMs   // A stalls past its lease
-        let b = InMemoryGenerationHost(store: store, instance: "relay-b", nowMs: a.nowMs)
-        let found = store.takeover(id, instance: "relay-b", nowMs: b.nowMs, maxContinuations: 2)
-        XCTAssertEqual(TakeoverPlan.plan(.success(found)), .continueHere)
-        guard case .taken(let taken) = found else { return XCTFail("B takes the lapsed answer") }
-        let upB = ScriptedUpstream(promptTokens: 12)
-        let gB = b.generation(id, upstream: upB, prompt: 12, taken: taken)
-        gB.start()
+        guard let (b, upB, _) = relayBTakesOver(atMs: a.nowMs, prompt: 12) else { return }
         upB.sendDeltas(3, prefix: "b")
         // A wakes while B is still generating: its held events wait for the ownership check.
         upA.sendDeltas(2, prefix: "stale")
@@ -150,13 +162,7 @@ final class GenerationOnInMemoryStoreTests: XCTestCase {
         let gA = a.generation(id, upstream: upA)
         gA.start()
         upA.sendDeltas(3, prefix: "a")
-        let b = InMemoryGenerationHost(store: store, instance: "relay-b", nowMs: a.nowMs + store.leaseMs)
-        guard case .taken(let taken) = store.takeover(id, instance: "relay-b", nowMs: b.nowMs, maxContinuations: 2) else {
-            return XCTFail("B takes the lapsed answer")
-        }
-        let upB = ScriptedUpstream()
-        let gB = b.generation(id, upstream: upB, taken: taken)
-        gB.start()
+        guard let (b, upB, _) = relayBTakesOver(atMs: a.nowMs + store.leaseMs) else { return }
         upB.sendDeltas(2, prefix: "b")
         upA.send(.delta("stale "))
         XCTAssertTrue(gA.finished)
@@ -176,12 +182,7 @@ final class GenerationOnInMemoryStoreTests: XCTestCase {
         gA.start()
         upA.sendDeltas(3, prefix: "a")
         a.nowMs += store.leaseMs
-        let b = InMemoryGenerationHost(store: store, instance: "relay-b", nowMs: a.nowMs)
-        guard case .taken(let taken) = store.takeover(id, instance: "relay-b", nowMs: b.nowMs, maxContinuations: 2) else {
-            return XCTFail("B takes the lapsed answer")
-        }
-        let upB = ScriptedUpstream()
-        b.generation(id, upstream: upB, taken: taken).start()
+        guard let (b, upB, _) = relayBTakesOver(atMs: a.nowMs) else { return }
         upB.sendDeltas(2, prefix: "b")
         upB.finish()
         upA.sendDeltas(4, prefix: "stale")

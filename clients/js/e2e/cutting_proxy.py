@@ -59,15 +59,20 @@ class CuttingProxy:
             threading.Thread(target=self._pump, args=(client, upstream, state, True), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, state, False), daemon=True).start()
 
+    @staticmethod
+    def _read_head(client):
+        """Reads the request head (up to its blank line, or the client's end), waiting 5 s at most per read."""
+        client.settimeout(5)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            data = client.recv(65536)
+            if not data:
+                break
+            head += data
+
     def _die(self, client):
         try:
-            client.settimeout(5)
-            head = b""
-            while b"\r\n\r\n" not in head:
-                data = client.recv(65536)
-                if not data:
-                    break
-                head += data
+            self._read_head(client)
             client.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
             with self.lock:
                 self.dead_answers += 1
@@ -83,13 +88,7 @@ class CuttingProxy:
 
     def _fail(self, client, event):
         try:
-            client.settimeout(5)
-            head = b""
-            while b"\r\n\r\n" not in head:
-                data = client.recv(65536)
-                if not data:
-                    break
-                head += data
+            self._read_head(client)
             body = f"id: 1\ndata: {json.dumps(event)}\n\n".encode()
             client.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: " + str(len(body)).encode()
                            + b"\r\nConnection: close\r\n\r\n" + body)
