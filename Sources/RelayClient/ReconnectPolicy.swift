@@ -309,7 +309,7 @@ public struct ReconnectPolicy: Sendable, Equatable {
             return tokenExpired(now: now, random: random)
         case .error(let status, let code, let message)?:
             return end(.failed(status: status, code: code, message: message), now: now)
-        case .delta?, nil:
+        case .delta?, .part?, nil:
             return .none
         }
     }

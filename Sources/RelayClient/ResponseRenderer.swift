@@ -105,6 +105,8 @@ public struct ResponseRenderer: Sendable {
             return finish(reason == .cancelled ? .stopped : .finished(finishReason: reason.rawValue), now: now)
         case .error(let status, let code, let message):
             return finish(.failed(status: status, code: code, message: message), now: now)
+        case .part:
+            return nil
         }
     }
 

@@ -29,9 +29,13 @@ public struct Usage: Sendable, Equatable, Codable {
 /// * `{"type":"delta","content":"…"}`
 /// * `{"type":"done","finish_reason":"stop","usage":{"prompt_tokens":…,"completion_tokens":…,"total_tokens":…}}`
 /// * `{"type":"error","status":401,"code":"session_revoked","message":"…"}`
+/// * a typed part (`AnswerPart`): `{"type":"reasoning",…}`, `{"type":"tool_call_start",…}`, …
 public enum StreamEvent: Sendable, Equatable {
     /// A piece of generated text.
     case delta(String)
+    /// A typed part other than text (reasoning, a tool call's start, arguments or end, a
+    /// source, app data): not terminal, numbered like a `delta`.
+    case part(AnswerPart)
     /// The generation finished; `finishReason` is `stop`, `length`, `cancelled`, …;
     /// `budgetLimited`: the token budget's grant, not the request, cut the answer
     /// (written as `"budget_limited":true`, omitted when false).
@@ -41,8 +45,10 @@ public enum StreamEvent: Sendable, Equatable {
 
     /// `true` for `done` and `error`: the relay ends the response after it.
     public var isTerminal: Bool {
-        if case .delta = self { return false }
-        return true
+        switch self {
+        case .delta, .part: return false
+        case .done, .error: return true
+        }
     }
 
     /// The event's JSON text: one line, no newlines (they are escaped).
@@ -58,6 +64,8 @@ public enum StreamEvent: Sendable, Equatable {
             JSONText.appendEscaped(content, to: &s)
             s.append("\"}")
             return s
+        case .part(let p):
+            return p.json
         case .done(let reason, let u, let budgetLimited):
             let limited = budgetLimited ? ",\"budget_limited\":true" : ""
             return "{\"type\":\"done\",\"finish_reason\":\(JSONText.quoted(reason.rawValue)),\"usage\":{\"prompt_tokens\":\(u.promptTokens),\"completion_tokens\":\(u.completionTokens),\"total_tokens\":\(u.totalTokens)}\(limited)}"
@@ -121,7 +129,8 @@ public enum StreamEvent: Sendable, Equatable {
                           code: ErrorCode(rawValue: obj["code"]?.stringValue ?? "error"),
                           message: obj["message"]?.stringValue ?? "")
         default:
-            throw StreamEventDecodingError.unknownType(type)
+            guard AnswerPart.types.contains(type) else { throw StreamEventDecodingError.unknownType(type) }
+            self = .part(try AnswerPart(type: type, object: obj))
         }
     }
 }
@@ -130,7 +139,7 @@ public enum StreamEvent: Sendable, Equatable {
 public enum StreamEventDecodingError: Error, Equatable {
     /// Not a JSON object with a string `type` and the fields that type requires.
     case malformed
-    /// A `type` other than `delta`, `done`, `error`.
+    /// A `type` other than `delta`, `done`, `error` and the part types (`AnswerPart.types`).
     case unknownType(String)
 }
 
@@ -142,6 +151,8 @@ public enum StreamEventKind: UInt8, Sendable, Equatable {
     case done
     /// `{"type":"error",…}`: the stream failed (terminal).
     case error
+    /// Any other type the relay writes: a typed part (`AnswerPart`), not terminal.
+    case part
 }
 
 /// A stream event with its position in the stream: `seq` counts from 1 within a
@@ -157,8 +168,8 @@ public struct SequencedEvent: Sendable, Equatable {
     public let kind: StreamEventKind
 
     /// An event by its JSON (stored, published, or acknowledged by the appender): its
-    /// kind is read once from the `type` the relay writes first (`{"type":"done"` /
-    /// `{"type":"error"`; anything else is a delta).
+    /// kind is read once from the `type` the relay writes first (`{"type":"delta"`,
+    /// `{"type":"done"`, `{"type":"error"`; anything else is a part).
     public init(seq: UInt64, json: String) {
         self.seq = seq
         var json = json   // `withUTF8` makes a bridged string contiguous; a native one is read as is
@@ -167,18 +178,19 @@ public struct SequencedEvent: Sendable, Equatable {
     }
 
     /// `true` for `done` and `error`: the relay ends the response after it.
-    @inline(__always) public var isTerminal: Bool { kind != .delta }
+    @inline(__always) public var isTerminal: Bool { kind == .done || kind == .error }
 
     /// The kind named by the JSON's leading `{"type":"…"`, compared as UTF-8 bytes in
     /// place (`String.hasPrefix` compares by Unicode canonical equivalence, and the
     /// generic `utf8.starts(with:)` walks the view index by index: ten times the cost
-    /// per delivered event; docs/BENCHMARKS.md). Both prefixes are ASCII.
+    /// per delivered event; docs/BENCHMARKS.md). The prefixes are ASCII.
     static func kind(_ json: UnsafeBufferPointer<UInt8>) -> StreamEventKind {
         func starts(with prefix: StaticString) -> Bool {
             prefix.utf8CodeUnitCount <= json.count && memcmp(json.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0
         }
+        if starts(with: "{\"type\":\"delta\"") { return .delta }
         if starts(with: "{\"type\":\"done\"") { return .done }
         if starts(with: "{\"type\":\"error\"") { return .error }
-        return .delta
+        return .part
     }
 }

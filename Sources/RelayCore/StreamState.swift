@@ -11,4 +11,15 @@ public enum StreamState: String, Sendable, CaseIterable {
 
     /// `true` once the stream has ended (any state but `running`).
     public var isFinished: Bool { self != .running }
+
+    /// The state a stream ends in with `event`: `done` or `cancelled` (a `done` whose
+    /// `finish_reason` is `cancelled`), `failed` for `error`; `nil` for an event that does
+    /// not end it (a `delta`, a part).
+    public init?(endingWith event: StreamEvent) {
+        switch event {
+        case .delta, .part: return nil
+        case .done(let reason, _, _): self = reason == .cancelled ? .cancelled : .done
+        case .error: self = .failed
+        }
+    }
 }

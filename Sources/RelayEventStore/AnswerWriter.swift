@@ -31,10 +31,10 @@ public protocol AnswerWriter: AnyObject {
     /// (unix ms), `wallClock` unix ms now. Call before the first event; a no-op with
     /// retention off.
     func retain(owner: String, ownerHash: String, sid: String, createdMs: UInt64, wallClock: @escaping () -> UInt64)
-    /// The text (UTF-8 bytes) and delta lengths (bytes) a continuation did not append
-    /// itself, so its retained record holds the whole answer. After `retain`, before the
-    /// first event.
-    func seedRetention(text: [UInt8], deltaLengths: [Int])
+    /// The pieces (UTF-8 bytes, `StoredPiece`) and their lengths a continuation did not
+    /// append itself, so its retained record holds the whole answer. After `retain`,
+    /// before the first event.
+    func seedRetention(text: [UInt8], pieces: [StoredPiece.Length])
     /// A lease refresh the store confirmed: known held until `untilMs` (loop ms).
     func leaseKnown(untilMs: UInt64)
     /// The owner confirmed its lease after a stall: known held until `untilMs` (loop ms);
@@ -43,9 +43,10 @@ public protocol AnswerWriter: AnyObject {
     /// Whether the writer is held for the lease, starting the hold (and asking
     /// `onLeaseUnknown`) when the clock just passed it. Asked before numbering an event.
     func holdIfLeaseLapsed() -> Bool
-    /// Queues event `seq` (its JSON, its delta text or "", its final state when it ends
-    /// the stream) and sends it when ordering, the text and the lease allow.
-    func append(seq: UInt64, json: String, text: String, finalState: StreamState?)
+    /// Queues event `seq` and sends it when ordering, the text and the lease allow: its
+    /// JSON is written once here, its piece (`StoredPiece`) goes to the text, and a `done`
+    /// or `error` ends the stream (`StreamState(endingWith:)`).
+    func append(seq: UInt64, event: StreamEvent)
     /// Ends the writer's work: drops the callbacks, sends nothing more. Idempotent.
     func close()
 }

@@ -139,7 +139,7 @@ extension EventLog {
                 args += [String(w.storedStart), String(decoding: w.text, as: UTF8.self)]   // whole strings' bytes: valid UTF-8
             }
             args.reserveCapacity(args.count + 2 * w.offsets.count)
-            for o in w.offsets { args += [String(o.seq), String(o.end)] }
+            for o in w.offsets { args += [String(o.seq), String(o.word)] }
         }
         scripts.run(Scripts.appendFinal, keys: [k.events, k.meta, k.text, k.offsets, k.answer, k.request], args: args,
                     retryNoScript: false) { r in

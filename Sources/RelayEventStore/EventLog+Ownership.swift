@@ -75,16 +75,50 @@ extension EventLog {
         public var topSeq: UInt64
         /// The stored request bytes (`StoredRequest.decode`).
         public var request: String
-        /// The text of the events before the oldest retained entry (from the lossless-resume
-        /// text key; empty when every event is retained).
+        /// The stored pieces (`StoredPiece`: deltas' text, parts' JSON) of the events before
+        /// the oldest retained entry, from the lossless-resume text key; empty when every
+        /// event is retained.
         public var prefix: String
-        /// The text of each retained event after `prefix`, seqs `topSeq - count + 1 … topSeq`.
-        public var retainedTexts: [String]
-        /// The answer's text so far (every stored `delta`, concatenated).
-        public var text: String { prefix + retainedTexts.joined() }
-        /// `delta` events stored so far (one completion token each; a running stream holds
-        /// no other kind).
-        public var deltas: Int { Int(topSeq) }
+        /// Each of `prefix`'s pieces, seqs 1 … (one per event before the retained entries).
+        public var prefixPieces: [StoredPiece.Length]
+        /// The piece of each retained event after `prefix`, seqs `topSeq - count + 1 … topSeq`.
+        public var retained: [StoredPiece]
+        /// Every event stored so far, seq 1 … `topSeq`, typed (deltas and parts).
+        public var events: [StreamEvent] {
+            var out: [StreamEvent] = []
+            out.reserveCapacity(prefixPieces.count + retained.count)
+            let bytes = Array(prefix.utf8)
+            var at = 0
+            for (i, p) in prefixPieces.enumerated() {
+                if let e = StoredPiece.event(seq: UInt64(i + 1), bytes: bytes[at..<(at + p.bytes)], isPart: p.isPart),
+                   let typed = try? StreamEvent(json: e.json) { out.append(typed) }
+                at += p.bytes
+            }
+            for r in retained {
+                if !r.isPart { out.append(.delta(r.bytes)) } else if let typed = try? StreamEvent(json: r.bytes) { out.append(typed) }
+            }
+            return out
+        }
+        /// The answer's text so far: every stored `delta`, concatenated (parts left out).
+        public var text: String {
+            events.reduce(into: "") { s, e in if case .delta(let t) = e { s += t } }
+        }
+        /// Completion tokens generated so far: one per `delta`, reasoning piece and argument
+        /// piece (`AnswerPart.countsAsToken`).
+        public var tokens: Int {
+            events.reduce(0) { n, e in
+                switch e {
+                case .delta: return n + 1
+                case .part(let p): return n + (p.countsAsToken ? 1 : 0)
+                case .done, .error: return n
+                }
+            }
+        }
+        /// Every event's piece length and mark, seqs 1 … `topSeq` (the retained answer's,
+        /// `StreamAppender.seedRetention`).
+        public var pieces: [StoredPiece.Length] { prefixPieces + retained.map(\.length) }
+        /// Every event's piece, concatenated (UTF-8).
+        public var pieceBytes: [UInt8] { Array(prefix.utf8) + retained.flatMap { Array($0.bytes.utf8) } }
         /// Continuations of this stream, this one included.
         public var continuations: Int
         /// The stream's owner (`sub`) and session id (the meta's).
@@ -96,9 +130,6 @@ extension EventLog {
         /// With text sealed at rest: the `text` key's length as stored (its records hold
         /// `prefix`); `nil` for plain text.
         public var textStoredEnd: Int? = nil
-        /// Each stored delta's length, bytes, seqs 1…`topSeq` (for the retained answer,
-        /// `StreamAppender.seedRetention`); `nil` when the offsets were not kept.
-        public var deltaLengths: [Int]? = nil
         /// How the stream's values are stored (the meta's `atrest`): the continuation
         /// writes in the mode the stream was created in, whatever this relay's keys.
         public var mode: AtRestMode = .plain
@@ -136,11 +167,12 @@ extension EventLog {
     static func taken(_ t: Scripts.TakeoverTaken, keys k: StreamKeys, mode: AtRestMode, cipher: AtRestCipher?) -> Result<TakenStream, RedisFailure> {
         let top = t.topSeq
         let offsets = t.offsets
-        func offset(_ seq: UInt64) -> Int? {
+        func word(_ seq: UInt64) -> (end: Int, isPart: Bool)? {
             let i = Int(seq) * 4
-            guard seq > 0, i + 4 <= offsets.count else { return seq == 0 ? 0 : nil }
-            return offsets[i..<i + 4].reduce(0) { $0 << 8 | Int($1) }
+            guard seq > 0, i + 4 <= offsets.count else { return seq == 0 ? (0, false) : nil }
+            return StoredPiece.end(ofWord: offsets[i..<i + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
         }
+        func offset(_ seq: UInt64) -> Int? { word(seq)?.end }
         let entries: [SequencedEvent]
         switch EventLog.opened(t.entries, key: k.events, mode: mode, cipher: cipher) {
         case .success(let e): entries = e
@@ -177,31 +209,39 @@ extension EventLog {
             textThrough = t
             storedEnd = whole.count
         }
-        var texts: [String] = []
+        var retained: [StoredPiece] = []
         for e in entries where e.seq > textThrough {
-            guard case .delta(let t)? = try? StreamEvent(jsonData: Data(e.json.utf8)) else {
-                return .failure(unreadable("entry \(e.seq) of a running stream is not a delta"))
+            switch try? StreamEvent(jsonData: Data(e.json.utf8)) {
+            case .delta(let t)?: retained.append(StoredPiece(bytes: t, isPart: false))
+            case .part?: retained.append(StoredPiece(bytes: e.json, isPart: true))
+            default: return .failure(unreadable("entry \(e.seq) of a running stream is not a delta or a part"))
             }
-            texts.append(t)
         }
-        guard textThrough + UInt64(texts.count) == top else {
+        guard textThrough + UInt64(retained.count) == top else {
             return .failure(unreadable("\(k.events): entries \(textThrough + 1)…\(top) are not all retained"))
         }
-        // Each delta's length (bytes), for the retained answer: from the offsets before the
-        // retained texts, then the texts themselves; `nil` when the offsets are not there.
-        var lengths: [Int]? = []
+        // Each piece before the retained entries, from the offsets: where it ends and
+        // whether it is a part. They must cut the prefix into whole events, every one
+        // read back, or nothing is continued from it.
+        var prefixPieces: [StoredPiece.Length] = []
+        let prefixBytes = Array(prefix.utf8)
         var previous = 0
         for seq in stride(from: UInt64(1), through: textThrough, by: 1) {
-            guard let end = offset(seq), end >= previous else { lengths = nil; break }
-            lengths?.append(end - previous)
+            guard let (end, isPart) = word(seq), end >= previous, end <= prefixBytes.count,
+                  StoredPiece.event(seq: seq, bytes: prefixBytes[previous..<end], isPart: isPart) != nil else {
+                return .failure(unreadable("\(k.offsets): the end offsets of events 1…\(textThrough) do not describe the text"))
+            }
+            prefixPieces.append(StoredPiece.Length(bytes: end - previous, isPart: isPart))
             previous = end
         }
-        lengths?.append(contentsOf: texts.map { $0.utf8.count })
+        guard previous == prefixBytes.count else {
+            return .failure(unreadable("\(k.text): \(prefixBytes.count) bytes, the offsets end at \(previous)"))
+        }
         return .success(TakenStream(epoch: t.epoch, topSeq: top, request: request,
-                                    prefix: prefix, retainedTexts: texts,
+                                    prefix: prefix, prefixPieces: prefixPieces, retained: retained,
                                     continuations: t.continuations, owner: t.owner,
                                     sid: t.sid, priorPrompt: t.priorPrompt,
-                                    textStoredEnd: storedEnd, deltaLengths: lengths, mode: mode))
+                                    textStoredEnd: storedEnd, mode: mode))
     }
 
     /// Adds a continuation's re-sent prompt, tokens, to the meta's `prompt` (`HINCRBY`),

@@ -59,8 +59,8 @@ extension EventLog {
         }
     }
 
-    /// Events `from+1 … to` as their original deltas, cut out of the text key at the stored
-    /// end offsets (`Scripts.catchUp`, `CatchUpEvents.deltas`); `nil` when the text has expired;
+    /// Events `from+1 … to` as they were first sent (deltas and parts), cut out of the
+    /// text key at the stored end offsets (`Scripts.catchUp`, `CatchUpEvents.events`); `nil` when the text has expired;
     /// empty, without a read, when `to ≤ from`.
     public func catchUp(_ id: RequestID, from: UInt64, to: UInt64, done: @escaping (Result<[SequencedEvent]?, RedisFailure>) -> Void) {
         guard to > from else { return done(.success([])) }
@@ -86,7 +86,7 @@ extension EventLog {
                     return done(.failure(EventLog.unreadable("\(error)")))
                 }
             }
-            guard let deltas = CatchUpEvents.deltas(from: from, to: to, start: start, ends: found.ends[...], text: cut) else {
+            guard let deltas = CatchUpEvents.events(from: from, to: to, start: start, ends: found.ends[...], text: cut) else {
                 return done(.failure(EventLog.unreadable("\(k.offsets): the end offsets of events \(from + 1)…\(to) do not describe the text")))
             }
             done(.success(deltas))

@@ -119,15 +119,15 @@ public final class StreamAppender: AnswerWriter {
     /// `error` or when retention is off.
     @exclusivity(unchecked) public var onRetained: ((RetentionOutcome) -> Void)?
 
-    /// The text and delta lengths of the events this appender did not append itself (a
+    /// The pieces and their lengths of the events this appender did not append itself (a
     /// generation continuing a stream another instance started), so its record holds the
     /// whole answer. Call after `retain(…)`, before the first event.
-    public func seedRetention(text: [UInt8], deltaLengths: [Int]) {
-        retention?.buffer.seed(text: text, deltaLengths: deltaLengths)
+    public func seedRetention(text: [UInt8], pieces: [StoredPiece.Length]) {
+        retention?.buffer.seed(text: text, pieces: pieces)
     }
 
     /// Keeps this answer for `EventLog.retentionMs` once it ends with `done` (docs/DATA_MODEL.md
-    /// §14): its deltas' text is buffered (`RetentionBuffer`, capped at
+    /// §14): its events' pieces are buffered (`RetentionBuffer`, capped at
     /// `EventLog.retentionMaxBytes`) and the final append writes the record. Call before the
     /// first event; does nothing when retention is off (`retentionMs` 0).
     /// - Parameters: `owner` the `sub`, `ownerHash` its `OwnerHash`, `sid` the session,
@@ -143,11 +143,11 @@ public final class StreamAppender: AnswerWriter {
     /// the owner first (`AnswerStore.index`).
     private func record(seq: UInt64, json: String, state: StreamState) -> [UInt8]? {
         guard var r = retention, state == .done || state == .cancelled, !r.buffer.isOverCap,
-              r.buffer.deltaLengths.count == Int(seq) - 1 else { return nil }
+              r.buffer.pieces.count == Int(seq) - 1 else { return nil }
         if let made = r.record { return made }
         let now = r.wallClock()
         let answer = RetainedAnswer(owner: r.owner, sid: r.sid, finalSeq: seq, createdMs: r.createdMs, finishedMs: now,
-                                    text: r.buffer.text, deltaLengths: r.buffer.deltaLengths, doneJSON: json)
+                                    text: r.buffer.text, pieces: r.buffer.pieces, doneJSON: json)
         // Sealed at rest under its own key's name (docs/DATA_MODEL.md §15), in the stream's
         // mode: a plain stream's record says so in its header (`RetainedAnswer.plainAtRest`).
         let bytes = sealer.map { Array($0.seal(answer.encoded(), aad: keys.answer).utf8) }
@@ -200,11 +200,11 @@ public final class StreamAppender: AnswerWriter {
         let kidBytes = sealer.map { $0.ring.currentKid.utf8.count }
         if let taken {
             // The text its records (sealed) or the oldest retained entry (plain) leave off
-            // at is stored; the retained events' text after it is written again.
-            let firstRetained = taken.topSeq - UInt64(taken.retainedTexts.count) + 1
+            // at is stored; the retained events' pieces after it are written again.
+            let firstRetained = taken.topSeq - UInt64(taken.retained.count) + 1
             var cp = TextCheckpoint(trim: log.trim, sealedKidBytes: kidBytes, confirmedSeq: firstRetained - 1,
                                     confirmedEnd: taken.prefix.utf8.count, confirmedStoredEnd: taken.textStoredEnd)
-            for (i, t) in taken.retainedTexts.enumerated() { cp.add(seq: firstRetained + UInt64(i), text: t) }
+            for (i, p) in taken.retained.enumerated() { cp.add(seq: firstRetained + UInt64(i), piece: p) }
             self.checkpoint = cp
         } else {
             self.checkpoint = TextCheckpoint(trim: log.trim, sealedKidBytes: kidBytes)
@@ -284,10 +284,13 @@ public final class StreamAppender: AnswerWriter {
 
     /// Queues an event and sends it at once unless a group is in flight, a recovery
     /// is under way, or its text must be stored first.
-    public func append(seq: UInt64, json: String, text: String, finalState: StreamState? = nil) {
+    public func append(seq: UInt64, event: StreamEvent) {
         guard !isClosed else { return }
-        if log.lossless { checkpoint.add(seq: seq, text: text) }
-        if finalState == nil, retention != nil { retention!.buffer.add(delta: text) }
+        let json = event.json
+        let finalState = StreamState(endingWith: event)
+        let piece = StoredPiece(event, json: json)
+        if log.lossless { checkpoint.add(seq: seq, piece: piece) }
+        if finalState == nil, retention != nil { retention!.buffer.add(piece) }
         let refresh = ttlRefresh.due(nowMs: loop.nowMs, final: finalState != nil)
         let p = Pending(json: json, stored: log.storedForm(json, keys, mode: mode), finalState: finalState, refreshTTL: refresh)
         if epoch != log.connectionEpoch {

@@ -108,7 +108,10 @@ final class AnswerRoutes {
 
     /// The JSON of `GET /api/chat/answers/{id}`.
     static func json(_ a: RetainedAnswer, requestID: RequestID) -> String {
-        var s = "{\"requestId\":\(JSONText.quoted(requestID.value)),\"text\":\(JSONText.quoted(String(decoding: a.text, as: UTF8.self)))"
+        var s = "{\"requestId\":\(JSONText.quoted(requestID.value)),\"text\":\(JSONText.quoted(a.answerText))"
+        // The parts as their events' JSON (docs/PROTOCOL.md §5.5), in seq order; none for text alone.
+        let parts = a.partJSONs
+        if !parts.isEmpty { s += ",\"parts\":[" + parts.joined(separator: ",") + "]" }
         if case .done(let reason, let u, let limited)? = try? StreamEvent(json: a.doneJSON) {
             s += ",\"finish_reason\":\(JSONText.quoted(reason.rawValue)),\"usage\":{\"prompt_tokens\":\(u.promptTokens),"
                 + "\"completion_tokens\":\(u.completionTokens),\"total_tokens\":\(u.totalTokens)}"

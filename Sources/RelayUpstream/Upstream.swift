@@ -50,15 +50,29 @@ public struct UpstreamPlan {
 /// The answer so far of a generation whose owner was lost, for a continuation
 /// (docs/PROTOCOL.md, "Takeover"): the new call must produce only what follows it.
 public struct AnswerSoFar: Sendable, Equatable {
-    /// The text of every `delta` stored so far, concatenated (UTF-8).
+    /// Every event stored so far, seq 1 first: deltas and parts (`AnswerPart`), no
+    /// terminal event.
+    public let events: [StreamEvent]
+    /// The text of every `delta` stored so far, concatenated (UTF-8; parts left out).
     public let text: String
-    /// Completion tokens already generated (the `delta` events stored so far, or the
-    /// upstream's count when it reported one), tokens.
+    /// Completion tokens already generated (the deltas, reasoning and argument pieces
+    /// stored so far, or the upstream's count when it reported one), tokens.
     public let completionTokens: Int
+    /// Whether any stored event is a part (reasoning, a tool call, a source, data).
+    public var hasParts: Bool { events.contains { if case .part = $0 { return true } else { return false } } }
+
     /// - Parameters:
-    ///   - text: the stored text so far.
+    ///   - events: the stored events so far, in seq order.
     ///   - completionTokens: tokens generated so far (≥ 0).
+    public init(events: [StreamEvent], completionTokens: Int) {
+        self.events = events
+        self.text = events.reduce(into: "") { s, e in if case .delta(let t) = e { s += t } }
+        self.completionTokens = completionTokens
+    }
+
+    /// An answer so far of text alone: one `delta` holding `text`.
     public init(text: String, completionTokens: Int) {
+        self.events = text.isEmpty ? [] : [.delta(text)]
         self.text = text
         self.completionTokens = completionTokens
     }

@@ -42,6 +42,7 @@ final class LinkReader {
             events.append(m)
             switch try? StreamEvent(json: m.data) {
             case .delta(let content)?: text += content
+            case .part?: break
             case .done?, .error?:
                 if terminalAt == nil { terminalAt = nowMicros() }
             case nil: failure = failure ?? "not a stream event: \(m.data.prefix(80))"

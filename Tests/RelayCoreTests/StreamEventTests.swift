@@ -47,3 +47,60 @@ final class StreamEventTests: XCTestCase {
         XCTAssertEqual(SSEFrame.ping, ": ping\n", "one comment line, no blank line: it ends no block")
     }
 }
+
+final class AnswerPartEventTests: XCTestCase {
+    /// Every part type writes the documented shape (docs/PROTOCOL.md §5.5) and reads back equal.
+    func testEveryPartWritesItsDocumentedShapeAndReadsBack() throws {
+        let input = try LenientJSON.parse(#"{ "city" : "Riyadh", "days": [1, 2.5e0], "x": null, "ok": true }"#)
+        let cases: [(AnswerPart, String)] = [
+            (.reasoning("The user wants"), #"{"type":"reasoning","content":"The user wants"}"#),
+            (.reasoningRedacted(data: "EqQBCkYI"), #"{"type":"reasoning_redacted","data":"EqQBCkYI"}"#),
+            (.toolCallStart(id: "call_1", name: "get_weather"), #"{"type":"tool_call_start","id":"call_1","name":"get_weather"}"#),
+            (.toolCallDelta(id: "call_1", arguments: "{\"ci"), #"{"type":"tool_call_delta","id":"call_1","arguments":"{\"ci"}"#),
+            (.toolCallEnd(id: "call_1", name: "get_weather", input: input),
+             #"{"type":"tool_call_end","id":"call_1","name":"get_weather","input":{"city":"Riyadh","days":[1,2.5e0],"x":null,"ok":true}}"#),
+            (.source(id: "s1", url: "https://example.com/a", title: "A"), #"{"type":"source","id":"s1","url":"https://example.com/a","title":"A"}"#),
+            (.source(id: "s1", url: "https://example.com/a", title: nil), #"{"type":"source","id":"s1","url":"https://example.com/a"}"#),
+            (.data(name: "weather", id: "w1", value: .array([.number("1")])), #"{"type":"data","name":"weather","id":"w1","data":[1]}"#),
+            (.data(name: "weather", id: nil, value: .null), #"{"type":"data","name":"weather","data":null}"#),
+        ]
+        for (part, json) in cases {
+            XCTAssertEqual(StreamEvent.part(part).json, json)
+            XCTAssertEqual(try StreamEvent(json: json), .part(part), json)
+            let e = SequencedEvent(seq: 3, json: json)
+            XCTAssertEqual(e.kind, .part, json)
+            XCTAssertFalse(e.isTerminal, json)
+        }
+        XCTAssertEqual(SequencedEvent(seq: 1, json: StreamEvent.delta("x").json).kind, .delta)
+    }
+
+    /// A part whose required fields are missing or of the wrong type is refused, never
+    /// half-read; an unknown type stays `unknownType` so that clients can skip it.
+    func testMalformedPartsAreRefused() {
+        for json in [#"{"type":"reasoning"}"#, #"{"type":"tool_call_start","id":"","name":"f"}"#,
+                     #"{"type":"tool_call_start","id":"c","name":1}"#, #"{"type":"tool_call_end","id":"c","name":"f"}"#,
+                     #"{"type":"source","id":"s","url":"https://x","title":3}"#, #"{"type":"data","name":"a b","data":1}"#,
+                     #"{"type":"data","name":"ok"}"#] {
+            XCTAssertThrowsError(try StreamEvent(json: json), json) { XCTAssertEqual($0 as? StreamEventDecodingError, .malformed, json) }
+        }
+        XCTAssertThrowsError(try StreamEvent(json: #"{"type":"file","url":"x"}"#)) {
+            XCTAssertEqual($0 as? StreamEventDecodingError, .unknownType("file"))
+        }
+    }
+
+    /// Compact JSON keeps every string unit, escapes what RFC 8259 §7 requires, and keeps
+    /// an unpaired surrogate as its escape, on one line.
+    func testCompactJSONKeepsStringsExactOnOneLine() throws {
+        let v = try LenientJSON.parse("{\n  \"a\": \"line\\nbreak \\\"q\\\" \\ud83d\",\n  \"b\": \"😀 \\u2028\"\n}")
+        XCTAssertEqual(v.compactJSON, #"{"a":"line\nbreak \"q\" \ud83d","b":"😀 \u2028"}"#)
+        XCTAssertEqual(try LenientJSON.parse(v.compactJSON), v)
+    }
+
+    func testOnlyReasoningAndArgumentPiecesCountAsTokens() {
+        XCTAssertTrue(AnswerPart.reasoning("a").countsAsToken)
+        XCTAssertTrue(AnswerPart.toolCallDelta(id: "c", arguments: "{").countsAsToken)
+        XCTAssertFalse(AnswerPart.toolCallStart(id: "c", name: "f").countsAsToken)
+        XCTAssertFalse(AnswerPart.toolCallEnd(id: "c", name: "f", input: .object([])).countsAsToken)
+        XCTAssertFalse(AnswerPart.source(id: "s", url: "u", title: nil).countsAsToken)
+    }
+}

@@ -36,7 +36,7 @@ final class CatchUpEventsTests: XCTestCase {
         for from in 0..<deltas.count {
             for to in (from + 1)...deltas.count {
                 let start = from == 0 ? 0 : ends[from - 1]
-                let got = try XCTUnwrap(CatchUpEvents.deltas(from: UInt64(from), to: UInt64(to), start: start,
+                let got = try XCTUnwrap(CatchUpEvents.events(from: UInt64(from), to: UInt64(to), start: start,
                                                              ends: all[(4 * from)..<(4 * to)], text: text[start..<ends[to - 1]]),
                                         "\(from)…\(to)")
                 XCTAssertEqual(got, (from + 1...to).map { SequencedEvent(seq: UInt64($0), json: StreamEvent.delta(deltas[$0 - 1]).json) })
@@ -47,10 +47,10 @@ final class CatchUpEventsTests: XCTestCase {
     func testOffsetsThatDoNotDescribeTheTextAreRefused() {
         let text = Array("abcdef".utf8)[...]
         // Backwards, past the text, too few bytes, an empty range.
-        XCTAssertNil(CatchUpEvents.deltas(from: 0, to: 2, start: 0, ends: offsets([4, 2])[...], text: text))
-        XCTAssertNil(CatchUpEvents.deltas(from: 0, to: 2, start: 0, ends: offsets([3, 9])[...], text: text))
-        XCTAssertNil(CatchUpEvents.deltas(from: 0, to: 2, start: 0, ends: offsets([3])[...], text: text))
-        XCTAssertNil(CatchUpEvents.deltas(from: 2, to: 2, start: 0, ends: [][...], text: text))
-        XCTAssertNil(CatchUpEvents.deltas(from: 0, to: 1, start: 4, ends: offsets([2])[...], text: text))
+        XCTAssertNil(CatchUpEvents.events(from: 0, to: 2, start: 0, ends: offsets([4, 2])[...], text: text))
+        XCTAssertNil(CatchUpEvents.events(from: 0, to: 2, start: 0, ends: offsets([3, 9])[...], text: text))
+        XCTAssertNil(CatchUpEvents.events(from: 0, to: 2, start: 0, ends: offsets([3])[...], text: text))
+        XCTAssertNil(CatchUpEvents.events(from: 2, to: 2, start: 0, ends: [][...], text: text))
+        XCTAssertNil(CatchUpEvents.events(from: 0, to: 1, start: 4, ends: offsets([2])[...], text: text))
     }
 }

@@ -1,6 +1,7 @@
 /// The bytes that store a text write's end offsets (`TextCheckpoint.Write`) in the
 /// `offsets` key: event `seq`'s end offset, bytes into the `text` key, as a big-endian
-/// unsigned 32-bit value at byte `4 × seq`. That is the layout of `BITFIELD … u32 #seq`
+/// unsigned 32-bit value at byte `4 × seq`, its top bit set when the piece is a part's
+/// JSON (`StoredPiece.word`). That is the layout of `BITFIELD … u32 #seq`
 /// (Redis `BITFIELD` doc: a field at `#index` starts at bit `index × width`, most
 /// significant bit first), which `Scripts.catchUp` and `Scripts.appendStatus` read with
 /// `BITFIELD … GET u32 #seq` and the final event's script writes with `SET u32`: relays
@@ -11,8 +12,7 @@
 /// bytes as one `SETRANGE offsets <4 × first seq> <bytes>` cost about 0.3 µs
 /// (docs/BENCHMARKS.md). A run of
 /// consecutive seqs is one `SETRANGE`; a write's events are consecutive, so it is one
-/// run (a gap would start another). Values wrap to 32 bits as a `SET u32` would
-/// (`OVERFLOW WRAP`, the default).
+/// run (a gap would start another). Offsets wrap to 31 bits.
 ///
 /// Pure: no I/O.
 public enum OffsetRuns {
@@ -39,7 +39,7 @@ public enum OffsetRuns {
             var bytes: [UInt8] = []
             bytes.reserveCapacity(4 * (j - i))
             for o in offsets[i..<j] {
-                let v = UInt32(truncatingIfNeeded: o.end)
+                let v = o.word
                 bytes.append(UInt8(truncatingIfNeeded: v >> 24))
                 bytes.append(UInt8(truncatingIfNeeded: v >> 16))
                 bytes.append(UInt8(truncatingIfNeeded: v >> 8))

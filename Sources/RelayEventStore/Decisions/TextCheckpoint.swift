@@ -23,14 +23,19 @@
 /// Pure: no I/O; the caller sends what `take` returns and reports the outcome to
 /// `written(through:ok:)`.
 public struct TextCheckpoint: Sendable, Equatable {
-    /// One event's end offset, bytes into the `text` key.
+    /// One event's end offset, bytes into the `text` key, and whether its piece is a
+    /// part's JSON (`StoredPiece`).
     public struct Offset: Sendable, Equatable {
         public var seq: UInt64
         public var end: Int
-        public init(seq: UInt64, end: Int) {
+        public var isPart: Bool
+        public init(seq: UInt64, end: Int, isPart: Bool = false) {
             self.seq = seq
             self.end = end
+            self.isPart = isPart
         }
+        /// The value stored in the `offsets` key (`StoredPiece.word`).
+        public var word: UInt32 { StoredPiece.word(end: end, isPart: isPart) }
     }
 
     /// A write of buffered text: `SETRANGE text <start> <text>` and the `offsets` of each
@@ -109,13 +114,20 @@ public struct TextCheckpoint: Sendable, Equatable {
         every = max(1, min(32, trim.maxLen / 8, holdAfter))
     }
 
-    /// Buffers the text of event `seq` (seqs ascending); returns its start offset, bytes.
+    /// Buffers the piece of event `seq` (seqs ascending: a delta's text or a part's JSON,
+    /// `StoredPiece`); returns its start offset, bytes.
+    @discardableResult
+    public mutating func add(seq: UInt64, piece: StoredPiece) -> Int {
+        let start = textEnd
+        self.text.append(contentsOf: piece.bytes.utf8)
+        offsets.append(Offset(seq: seq, end: textEnd, isPart: piece.isPart))
+        return start
+    }
+
+    /// Buffers the text of delta `seq` (`add(seq:piece:)` of a delta's content).
     @discardableResult
     public mutating func add(seq: UInt64, text: String) -> Int {
-        let start = textEnd
-        self.text.append(contentsOf: text.utf8)
-        offsets.append(Offset(seq: seq, end: textEnd))
-        return start
+        add(seq: seq, piece: StoredPiece(bytes: text, isPart: false))
     }
 
     /// Events buffered and not confirmed.

@@ -30,7 +30,7 @@
 -- ARGV[9] epoch: the writer's ownership epoch ('0' for the stream's creator)
 -- ARGV[10] text start: where the buffered text goes in the text key, bytes (optional, with ARGV[11])
 -- ARGV[11] text: the buffered text ('' for none; optional)
--- ARGV[12…] offsets: a (seq, end offset in bytes) pair per buffered event
+-- ARGV[12…] offsets: a (seq, offsets value) pair per buffered event: the end offset in bytes, plus 2^31 when the piece is a part (StoredPiece)
 -- Reply seq: the final event was appended at this seq (an integer)
 -- Error NOSTREAM: the meta hash or the stream key is gone (expired, or lost)
 -- Error FINISHED <state>: the stream has ended already

@@ -12,7 +12,7 @@
 -- KEYS[1] events: relay:{<ownerHash>:<requestId>}:events (stream)
 -- KEYS[2] meta: relay:{…}:meta (hash)
 -- KEYS[3] text: relay:{…}:text (string)
--- KEYS[4] offsets: relay:{…}:offsets (u32 end offsets at byte 4 × seq)
+-- KEYS[4] offsets: relay:{…}:offsets (u32 end offsets at byte 4 × seq; the top bit marks a part)
 -- ARGV[1] acked: the acknowledged seq (the entries after it come back)
 -- ARGV[2] count: the most entries returned
 -- ARGV[3] textThrough: the seq the text is confirmed stored through ('0': none)
@@ -36,7 +36,7 @@ local top = ''
 if #tops > 0 then top = tops[1][1] end
 local textEnd = -1
 if ARGV[3] ~= '0' then
-  textEnd = redis.call('BITFIELD', KEYS[4], 'GET', 'u32', '#' .. ARGV[3])[1]
+  textEnd = redis.call('BITFIELD', KEYS[4], 'GET', 'u32', '#' .. ARGV[3])[1] % 2147483648
   local need = textEnd
   if ARGV[5] then need = tonumber(ARGV[5]) end
   if redis.call('STRLEN', KEYS[3]) < need then textEnd = -1 end

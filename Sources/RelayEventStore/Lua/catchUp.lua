@@ -6,7 +6,8 @@
 -- cuts.
 --
 -- KEYS[1] text: relay:{<ownerHash>:<requestId>}:text (string)
--- KEYS[2] offsets: relay:{…}:offsets (u32 end offsets, bytes into the text, big-endian at byte 4 × seq)
+-- KEYS[2] offsets: relay:{…}:offsets (u32 end offsets, bytes into the text, big-endian at byte 4 × seq;
+--         the top bit marks a part's piece, StoredPiece, and is not part of the offset)
 -- KEYS[3] meta: relay:{…}:meta (hash; optional: without it the mode goes by ARGV[3])
 -- ARGV[1] from: the seq read through (0 for none)
 -- ARGV[2] to: the last seq wanted
@@ -15,7 +16,7 @@
 -- Reply {start, end, ends, text, sealed}:
 --       [1] start: event `from`'s end offset, bytes (0 when `from` is 0)
 --       [2] end: event `to`'s end offset, bytes
---       [3] ends: the offsets key's 4 bytes per seq from+1 … to (OffsetRuns)
+--       [3] ends: the offsets key's 4 bytes per seq from+1 … to (OffsetRuns, part marks included)
 --       [4] text: the bytes start ..< end ('' when end ≤ start); in a sealed stream, the
 --           whole text key (its sealed records)
 --       [5] sealed: 1 when [4] is the sealed text key, else 0
@@ -24,8 +25,8 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
 local from = tonumber(ARGV[1])
 local to = tonumber(ARGV[2])
 local o = redis.call('BITFIELD', KEYS[2], 'GET', 'u32', '#' .. ARGV[1], 'GET', 'u32', '#' .. ARGV[2])
-local s = o[1]
-local e = o[2]
+local s = o[1] % 2147483648
+local e = o[2] % 2147483648
 if from == 0 then s = 0 end
 local ends = redis.call('GETRANGE', KEYS[2], 4 * (from + 1), 4 * to + 3)
 local mode = KEYS[3] and redis.call('HGET', KEYS[3], 'atrest')

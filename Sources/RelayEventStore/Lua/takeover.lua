@@ -15,7 +15,7 @@
 -- KEYS[2] meta: relay:{…}:meta (hash)
 -- KEYS[3] lease: relay:{…}:lease (string)
 -- KEYS[4] text: relay:{…}:text (string)
--- KEYS[5] offsets: relay:{…}:offsets (u32 end offsets at byte 4 × seq)
+-- KEYS[5] offsets: relay:{…}:offsets (u32 end offsets at byte 4 × seq; the top bit marks a part)
 -- KEYS[6] request: relay:{…}:request (string: the stored request)
 -- ARGV[1] instance: the taker's instance name (the lease's new value)
 -- ARGV[2] lease_ms: the lease's lifetime, ms
@@ -84,7 +84,7 @@ if #entries > 0 then
   if first > 1 then
     if ARGV[5] ~= '1' or redis.call('EXISTS', KEYS[4]) == 0 then return {-2} end
     if not sealed then
-      local e = redis.call('BITFIELD', KEYS[5], 'GET', 'u32', '#' .. (first - 1))[1]
+      local e = redis.call('BITFIELD', KEYS[5], 'GET', 'u32', '#' .. (first - 1))[1] % 2147483648
       if e > 0 then prefix = redis.call('GETRANGE', KEYS[4], 0, e - 1) end
     end
   end

@@ -81,13 +81,13 @@ final class Generation {
     let sessionStreamsKey: String
     let budgetExpiriesKey: String
     @exclusivity(unchecked) private var firstTokenMs: UInt64?
-    /// `delta` events streamed (one completion token each).
+    /// Completion tokens streamed: one per `delta` and per reasoning or argument piece.
     @exclusivity(unchecked) private var completionTokens = 0
     private let cap: BudgetArithmetic.CompletionCap
-    /// A continuation after a takeover (docs/PROTOCOL.md §4.5): the `delta` events stored
-    /// before it and the prompt tokens charged before it (the meta's `prompt`); `nil` for
+    /// A continuation after a takeover (docs/PROTOCOL.md §4.5): the completion tokens
+    /// stored before it (`TakenStream.tokens`) and the prompt tokens charged before it (the meta's `prompt`); `nil` for
     /// a new stream. Its `budget.promptEstimate` is the continuation's own re-sent prompt.
-    let continued: (deltas: Int, priorPrompt: Int)?
+    let continued: (tokens: Int, priorPrompt: Int)?
     /// The charge of the final event, settled once Redis stored it (`settleOnce`): only
     /// the writer whose terminal event is stored settles, so a lapsed owner whose stream was
     /// taken over never does.
@@ -118,9 +118,9 @@ final class Generation {
         self.sessionStreamsKey = SessionStore.streamsKey(owner: ownerHash, sid: sid)
         self.budgetExpiriesKey = BudgetLedger.expiriesKey(budget.key)
         self.appender = host.writer(for: id, continuing: taken)
-        self.continued = taken.map { ($0.deltas, $0.priorPrompt) }
+        self.continued = taken.map { ($0.tokens, $0.priorPrompt) }
         self.seq = taken?.topSeq ?? 0
-        self.completionTokens = taken?.deltas ?? 0
+        self.completionTokens = continued?.tokens ?? 0
         // Strong captures of `self`, a cycle through the appender that `teardown()` breaks
         // (`StreamAppender.close()` drops these callbacks). `self` is each closure's whole
         // context: no allocation for it, no weak load per event.
@@ -131,11 +131,9 @@ final class Generation {
         }
         appender.retain(owner: owner, ownerHash: ownerHash, sid: sid, createdMs: host.wallMs(),
                         wallClock: { host.wallMs() })
-        // A continued stream's record holds the whole answer: the text the lost owner stored
-        // first (without its delta lengths, no record is made: `RetentionOutcome.incomplete`).
-        if let taken, let lengths = taken.deltaLengths {
-            appender.seedRetention(text: Array(taken.text.utf8), deltaLengths: lengths)
-        }
+        // A continued stream's record holds the whole answer: the pieces the lost owner
+        // stored first.
+        if let taken { appender.seedRetention(text: taken.pieceBytes, pieces: taken.pieces) }
         appender.onRetained = { outcome in self.host.answerRetained(outcome) }
         // The lease as `create` or the takeover took it; past it, a stall may have lost it.
         appender.leaseKnown(untilMs: LeasePolicy.knownUntil(sentAtMs: startedMs, leaseMs: UInt64(EventLog.leaseMs)))
@@ -209,17 +207,16 @@ final class Generation {
         guard !finished else { return }
         seq += 1
         var event = e
-        var text = ""
         var finalState: StreamState?
         var tokens = 0
         switch e {
-        case .delta(let t):
-            text = t
+        case .delta:
             completionTokens += 1
-            if firstTokenMs == nil {
-                firstTokenMs = host.nowMs
-                host.firstToken(afterSeconds: Double(firstTokenMs! - startedMs) / 1000)
-            }
+            firstTokenSeen()
+        case .part(let p):
+            // Reasoning and argument pieces are generated tokens too (docs/PROTOCOL.md §9.2).
+            if p.countsAsToken { completionTokens += 1 }
+            firstTokenSeen()
         case .done(let reason, let usage, _):
             finalState = reason == .cancelled ? .cancelled : .done
             tokens = chargeSoFar(usage)
@@ -235,9 +232,16 @@ final class Generation {
             phase.end(.finalEvent)
             finalCharge = (seq, charge ?? tokens)
         }
-        appender.append(seq: seq, json: event.json, text: text, finalState: finalState)
+        appender.append(seq: seq, event: event)
         host.appended(events: 1)
         if finalState == nil && cap.isReached(streamed: completionTokens) { stopAtGrant() }
+    }
+
+    /// Reports the time to the first generated event, once.
+    private func firstTokenSeen() {
+        guard firstTokenMs == nil else { return }
+        firstTokenMs = host.nowMs
+        host.firstToken(afterSeconds: Double(firstTokenMs! - startedMs) / 1000)
     }
 
     /// The grant's completion tokens were streamed: stops the upstream (which may have
@@ -280,10 +284,10 @@ final class Generation {
     }
 
     /// The upstream's usage as the whole answer's (docs/PROTOCOL.md §4.5): a continuation
-    /// adds the prompt tokens charged before it and the `delta` events stored before it.
+    /// adds the prompt tokens charged before it and the completion tokens stored before it.
     private func total(_ u: Usage) -> Usage {
         guard let c = continued else { return u }
-        return Usage(promptTokens: c.priorPrompt + u.promptTokens, completionTokens: c.deltas + u.completionTokens)
+        return Usage(promptTokens: c.priorPrompt + u.promptTokens, completionTokens: c.tokens + u.completionTokens)
     }
 
     /// The prompt estimate of the whole answer: a continuation's own plus what was charged before it.

@@ -27,7 +27,7 @@ enum StreamTakeover {
         do {
             let s = try StoredRequest.decode(taken.request)
             stored = s
-            plan = try upstreams.prepareContinuation(s.request, soFar: AnswerSoFar(text: taken.text, completionTokens: taken.deltas))
+            plan = try upstreams.prepareContinuation(s.request, soFar: AnswerSoFar(events: taken.events, completionTokens: taken.tokens))
             promptEstimate = continuationPrompt(s.request, soFar: taken.text)
         } catch let e as ContinuationUnsupported {
             why = e.reason

@@ -78,7 +78,8 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
     /// follows `soFar.text` (`ContinuationSeam`), then its terminal event; its usage is what
     /// the upstream reports for this call (the prompt includes the prefill).
     /// - Throws: `ContinuationUnsupported` when `continuation` is `off` (or does not match
-    ///   the API), or when no token of the grant is left; `APIError` as `prepare`.
+    ///   the API), when the answer so far has parts (`AnswerSoFar.hasParts`), or when no
+    ///   token of the grant is left; `APIError` as `prepare`.
     public func prepareContinuation(_ request: ChatRequest, soFar: AnswerSoFar) throws -> UpstreamPlan {
         let mode = continuation
         switch (mode, api) {
@@ -86,6 +87,11 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
             break
         default:
             throw ContinuationUnsupported(reason: "upstream \(api.rawValue): continuation \(mode.rawValue)")
+        }
+        // A prefill continues text alone: reasoning or a tool call cannot be handed back
+        // half done (docs/PROTOCOL.md §4.5).
+        guard !soFar.hasParts else {
+            throw ContinuationUnsupported(reason: "upstream \(api.rawValue): the answer so far has parts a prefill cannot continue")
         }
         var maxTokens = grantedMaxTokens(request)
         if let m = maxTokens {

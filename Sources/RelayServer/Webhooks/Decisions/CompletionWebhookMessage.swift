@@ -35,7 +35,7 @@ struct CompletionWebhookMessage: Equatable {
         let requestID = RequestID.clientPart(of: scopedID)
         var data = "{\"request_id\":\(JSONText.quoted(requestID)),\"sub\":\(JSONText.quoted(sub)),"
         switch event {
-        case .delta:
+        case .delta, .part:
             return nil
         case .done(let reason, let u, let budgetLimited):
             data += "\"finish_reason\":\(JSONText.quoted(reason.rawValue)),"
