@@ -33,15 +33,7 @@ final class AppendTests: RelayTestCase {
 
     private func append(_ h: AppendHarness, _ a: LockedBox<StreamAppender?>, _ events: [(UInt64, StreamEvent)]) {
         h.run {
-            for (seq, e) in events {
-                var text = "", final: StreamState?
-                switch e {
-                case .delta(let t): text = t
-                case .done: final = .done
-                case .error: final = .failed
-                }
-                a.value!.append(seq: seq, json: e.json, text: text, finalState: final)
-            }
+            for (seq, e) in events { a.value!.append(seq: seq, event: e) }
         }
     }
 
@@ -244,11 +236,10 @@ final class AppendTests: RelayTestCase {
             // Seq 1's XADD reply drains the queue (its publish is on the way); before
             // that publish is answered, the last delta and the final event are queued.
             ch.afterNextXADDReply = {
-                a.value!.append(seq: 2, json: StreamEvent.delta(" b").json, text: " b")
-                a.value!.append(seq: 3, json: StreamEvent.done(finishReason: "length", usage: Usage(promptTokens: 1, completionTokens: 2)).json,
-                                text: "", finalState: .done)
+                a.value!.append(seq: 2, event: .delta(" b"))
+                a.value!.append(seq: 3, event: .done(finishReason: "length", usage: Usage(promptTokens: 1, completionTokens: 2)))
             }
-            a.value!.append(seq: 1, json: StreamEvent.delta("a").json, text: "a")
+            a.value!.append(seq: 1, event: .delta("a"))
         }
         try eventually(5, "the final event acknowledged") { a.value?.ackedSeq == 3 && !backlogAtDrain.value.isEmpty }
         XCTAssertNil(o.failure.value)

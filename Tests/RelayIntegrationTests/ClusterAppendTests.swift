@@ -102,7 +102,7 @@ final class ClusterAppendTests: RedisClusterTestCase {
                 h.run {
                     for s in batch {
                         let t = delta(s)
-                        appender.value!.append(seq: UInt64(s), json: StreamEvent.delta(t).json, text: t)
+                        appender.value!.append(seq: UInt64(s), event: .delta(t))
                     }
                     sent.value = batch.last!
                 }
@@ -116,7 +116,7 @@ final class ClusterAppendTests: RedisClusterTestCase {
         XCTAssertGreaterThanOrEqual(moved, 3, "the stream's keys were moved one by one")
         try eventually(20, "every delta queued") { sent.value == total }
         let doneJSON = StreamEvent.done(finishReason: "stop", usage: Usage(promptTokens: 1, completionTokens: total)).json
-        h.run { appender.value!.append(seq: UInt64(total + 1), json: doneJSON, text: "", finalState: .done) }
+        h.run { appender.value!.append(seq: UInt64(total + 1), event: try! StreamEvent(json: doneJSON)) }
         try eventually(20, "the appender to drain after the final event") {
             failure.value != nil || (drained.value > 0 && acknowledged.value.last == UInt64(total + 1))
         }

@@ -251,10 +251,10 @@ final class GenerationLifetimeTests: RelayTestCase {
                 log.create(id, owner: "o", sid: "s", instance: "test", nowMs: 1, budgetKey: "", promptEstimate: 0) { _ in
                     let a = StreamAppender(log: log, loop: loop, id: id)
                     a.onAcknowledged = { _, _ in acked.mutate { $0 += 1 } }
-                    for seq in 1...50 { a.append(seq: UInt64(seq), json: "{\"type\":\"delta\",\"content\":\"x\"}", text: "x") }
+                    for seq in 1...50 { a.append(seq: UInt64(seq), event: .delta("x")) }
                     a.close()
                     XCTAssertTrue(a.isClosed)
-                    a.append(seq: 51, json: "{\"type\":\"delta\",\"content\":\"y\"}", text: "y")   // ignored
+                    a.append(seq: 51, event: .delta("y"))   // ignored
                     probes.appender = a
                     if closeConnection { channel.close() }
                     created.value = true

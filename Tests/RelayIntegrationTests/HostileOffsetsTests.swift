@@ -152,16 +152,16 @@ final class HostileOffsetsTests: RelayTestCase {
         let half = pieces.count / 2
         let first = Array(pieces.prefix(half)), second = Array(pieces.dropFirst(half))
         loop.post {
-            for (i, p) in first.enumerated() { appender.value!.append(seq: UInt64(i + 1), json: StreamEvent.delta(p).json, text: p) }
+            for (i, p) in first.enumerated() { appender.value!.append(seq: UInt64(i + 1), event: .delta(p)) }
         }
         try midway?()
         let n = pieces.count
         let doneJSON = StreamEvent.done(finishReason: "stop", usage: Usage(promptTokens: 1, completionTokens: n)).json
         loop.post {
             for (i, p) in second.enumerated() {
-                appender.value!.append(seq: UInt64(half + i + 1), json: StreamEvent.delta(p).json, text: p)
+                appender.value!.append(seq: UInt64(half + i + 1), event: .delta(p))
             }
-            appender.value!.append(seq: UInt64(n + 1), json: doneJSON, text: "", finalState: .done)
+            appender.value!.append(seq: UInt64(n + 1), event: try! StreamEvent(json: doneJSON))
         }
         try eventually(30, "the appender to drain after the final event") {
             run.failure.value != nil || (run.drained.value > 0 && appender.value?.ackedSeq == UInt64(n + 1))

@@ -111,10 +111,7 @@ class RelayTestCase: XCTestCase {
     /// Whether `m` is a terminal event (`done` or `error`).
     func isTerminal(_ m: SSEMessage) -> Bool {
         guard let e = try? StreamEvent(json: m.data) else { return false }
-        switch e {
-        case .delta: return false
-        case .done, .error: return true
-        }
+        return e.isTerminal
     }
 
     /// The seqs of stream `id`'s stored entries (`XRANGE` of its event log), in order.

@@ -24,7 +24,7 @@ final class WokenOwnerAfterAFinishedTakeoverTests: RelayTestCase {
 
         // A (instance "test", epoch 0) stores 1…5 and their text.
         h.run {
-            for i in 1...5 { a.value!.append(seq: UInt64(i), json: StreamEvent.delta("A\(i) ").json, text: "A\(i) ", finalState: nil) }
+            for i in 1...5 { a.value!.append(seq: UInt64(i), event: .delta("A\(i) ")) }
         }
         try eventually(5, "A's 1…5 stored with their text") { a.value?.ackedSeq == 5 && a.value?.textStoredThrough == 5 }
         // A stalls: the lease it knew has passed.
@@ -46,9 +46,8 @@ final class WokenOwnerAfterAFinishedTakeoverTests: RelayTestCase {
             let w = StreamAppender(log: log, loop: loop, id: id, taken: taken.value!)
             w.onDrained = { bDrained.mutate { $0 += 1 } }
             b.value = w
-            for i in 6...8 { w.append(seq: UInt64(i), json: StreamEvent.delta("B\(i) ").json, text: "B\(i) ", finalState: nil) }
-            w.append(seq: 9, json: StreamEvent.done(finishReason: "stop", usage: Usage(promptTokens: 1, completionTokens: 8)).json,
-                     text: "", finalState: .done)
+            for i in 6...8 { w.append(seq: UInt64(i), event: .delta("B\(i) ")) }
+            w.append(seq: 9, event: .done(finishReason: "stop", usage: Usage(promptTokens: 1, completionTokens: 8)))
         }
         addTeardownBlock { loop.post { b.value = nil } }
         try eventually(5, "B finished") { bDrained.value > 0 && b.value?.ackedSeq == 9 }
@@ -65,7 +64,7 @@ final class WokenOwnerAfterAFinishedTakeoverTests: RelayTestCase {
                 // OwnerLeases.confirm on .notRunning → Generation.ownershipConfirmed(untilMs: .max)
                 guard r == .notRunning, let w = a.value else { return }
                 w.leaseConfirmed(untilMs: .max)
-                for i in 6...11 { w.append(seq: UInt64(i), json: StreamEvent.delta("ZZ\(i) ").json, text: "ZZ\(i) ", finalState: nil) }
+                for i in 6...11 { w.append(seq: UInt64(i), event: .delta("ZZ\(i) ")) }
             }
         }
         try eventually(5, "A's refresh answered") { found.value != nil }

@@ -10,9 +10,10 @@ import RelayCore
 final class InMemoryAnswerStore {
     struct Stream {
         var entries: [SequencedEvent] = []
-        /// Each delta's text by seq: the lossless-resume text key, which writers write with
-        /// plain `SETRANGE`s that no epoch fences (`StreamAppender.writeTextIfDue`).
-        var deltaTexts: [UInt64: String] = [:]
+        /// Each event's piece by seq (`StoredPiece`: a delta's text, a part's JSON): the
+        /// lossless-resume text key, which writers write with plain `SETRANGE`s that no
+        /// epoch fences (`StreamAppender.writeTextIfDue`).
+        var pieces: [UInt64: StoredPiece] = [:]
         var state: StreamState = .running
         /// The ownership epoch appends must carry (`Scripts.takeover` raises it).
         var epoch: UInt64 = 0
@@ -46,11 +47,12 @@ final class InMemoryAnswerStore {
     func events(_ id: RequestID) -> [SequencedEvent] { streams[id.value]?.entries ?? [] }
 
     /// The answer's text as a lossless catch-up reads it: the text key's piece of each stored
-    /// event, in seq order (with lossless resume off: each stored delta's own content).
+    /// delta, in seq order, parts left out (with lossless resume off: each stored delta's own
+    /// content).
     func text(_ id: RequestID) -> String {
         guard let s = streams[id.value] else { return "" }
         return s.entries.map { e in
-            if lossless { return s.deltaTexts[e.seq] ?? "" }
+            if lossless { return s.pieces[e.seq].map { $0.isPart ? "" : $0.bytes } ?? "" }
             if case .delta(let t)? = try? StreamEvent(json: e.json) { return t }
             return ""
         }.joined()
@@ -62,7 +64,7 @@ final class InMemoryAnswerStore {
     /// `Scripts.appendStatus`), `nil` when stored: the epoch fence first (a stale writer meets the taker's
     /// entries, so "taken over" is checked before anything in the tail), then the stream's
     /// existence and state, then the seq. A resend of a stored event is stored.
-    func append(_ id: RequestID, instance: String, seq: UInt64, json: String, text: String, epoch: UInt64,
+    func append(_ id: RequestID, instance: String, seq: UInt64, json: String, epoch: UInt64,
                 finalState: StreamState?) -> AppendStop? {
         guard var s = streams[id.value] else { return record(instance, seq, .streamGone) }
         if s.epoch != epoch { return record(instance, seq, .takenOver) }
@@ -79,9 +81,9 @@ final class InMemoryAnswerStore {
 
     /// A writer's text write for `seq` (lossless resume): unfenced, like the Redis one — it
     /// lands whoever owns the stream, so only the lease hold keeps a stale owner from it.
-    func writeText(_ id: RequestID, seq: UInt64, text: String) {
+    func writeText(_ id: RequestID, seq: UInt64, piece: StoredPiece) {
         guard lossless else { return }
-        streams[id.value]?.deltaTexts[seq] = text
+        streams[id.value]?.pieces[seq] = piece
     }
 
     private func record(_ instance: String, _ seq: UInt64, _ refused: AppendStop?) -> AppendStop? {
@@ -139,10 +141,9 @@ final class InMemoryAnswerStore {
         s.leaseHolder = instance
         s.leaseUntilMs = nowMs + leaseMs
         streams[id.value] = s
-        let texts = s.entries.map { s.deltaTexts[$0.seq] ?? "" }
-        return .taken(EventLog.TakenStream(epoch: s.epoch, topSeq: s.topSeq, request: "{}", prefix: "", retainedTexts: texts,
-                                           continuations: s.continuations, owner: "o", sid: "s", priorPrompt: 0,
-                                           deltaLengths: texts.map { $0.utf8.count }))
+        let pieces = s.entries.map { s.pieces[$0.seq] ?? StoredPiece(bytes: "", isPart: false) }
+        return .taken(EventLog.TakenStream(epoch: s.epoch, topSeq: s.topSeq, request: "{}", prefix: "", prefixPieces: [],
+                                           retained: pieces, continuations: s.continuations, owner: "o", sid: "s", priorPrompt: 0))
     }
 }
 
@@ -162,7 +163,7 @@ final class InMemoryAnswerWriter: AnswerWriter {
     var onAcknowledged: ((UInt64, String) -> Void)?
     var onLeaseUnknown: (() -> Void)?
     var onRetained: ((RetentionOutcome) -> Void)?
-    private var queue: [(seq: UInt64, json: String, text: String, finalState: StreamState?)] = []
+    private var queue: [(seq: UInt64, json: String, piece: StoredPiece, finalState: StreamState?)] = []
     private var inFlight = false
     private var lease = LeaseHold()
     private var stopped = false
@@ -185,7 +186,7 @@ final class InMemoryAnswerWriter: AnswerWriter {
         retaining = true
     }
 
-    func seedRetention(text: [UInt8], deltaLengths: [Int]) { retainedBytes += text.count }
+    func seedRetention(text: [UInt8], pieces: [StoredPiece.Length]) { retainedBytes += text.count }
     func leaseKnown(untilMs: UInt64) { lease.known(untilMs: untilMs) }
 
     func leaseConfirmed(untilMs: UInt64) {
@@ -205,18 +206,21 @@ final class InMemoryAnswerWriter: AnswerWriter {
         }
     }
 
-    func append(seq: UInt64, json: String, text: String, finalState: StreamState?) {
+    func append(seq: UInt64, event: StreamEvent) {
         guard !isClosed, !stopped else { return }
-        if finalState == nil { retainedBytes += text.utf8.count }
-        queue.append((seq, json, text, finalState))
+        let json = event.json
+        let finalState = StreamState(endingWith: event)
+        let piece = StoredPiece(event, json: json)
+        if finalState == nil { retainedBytes += piece.bytes.utf8.count }
+        queue.append((seq, json, piece, finalState))
         sendNext()
     }
 
     private func sendNext() {
         guard !inFlight, !stopped, !isClosed, let e = queue.first, leaseAllows() else { return }
         inFlight = true
-        if e.finalState == nil { store.writeText(id, seq: e.seq, text: e.text) }
-        let r = store.append(id, instance: instance, seq: e.seq, json: e.json, text: e.text, epoch: epoch,
+        if e.finalState == nil { store.writeText(id, seq: e.seq, piece: e.piece) }
+        let r = store.append(id, instance: instance, seq: e.seq, json: e.json, epoch: epoch,
                              finalState: e.finalState)
         store.reply { [self] in
             inFlight = false

@@ -8,7 +8,7 @@ import XCTest
 /// leave the stream in the dead worker's set for a later sweep.
 final class TakeoverPlanTests: XCTestCase {
     func testEveryAnswerOfTheScriptHasOnePlan() {
-        let taken = EventLog.TakenStream(epoch: 1, topSeq: 40, request: "{}", prefix: "", retainedTexts: [],
+        let taken = EventLog.TakenStream(epoch: 1, topSeq: 40, request: "{}", prefix: "", prefixPieces: [], retained: [],
                                          continuations: 1, owner: "alice", sid: "s", priorPrompt: 12)
         let ended = EventLog.EndedStream(state: "done", budgetKey: "relay:budget:{u:x}:2026-12", prompt: 12, lastSeq: 41, finalEvent: nil)
         XCTAssertEqual(TakeoverPlan.plan(.success(.taken(taken))), .continueHere)
