@@ -17,7 +17,7 @@ final class OffsetRunsTests: XCTestCase {
 
     /// `SET u32 #seq <end>` as Redis lays it out.
     private static func u32(_ o: TextCheckpoint.Offset) -> (Int, [UInt8]) {
-        let v = UInt32(truncatingIfNeeded: o.end)
+        let v = UInt32(truncatingIfNeeded: o.end) | (o.isPart ? 0x8000_0000 : 0)   // SET u32 of the marked offset
         return (4 * Int(o.seq), [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: v >> UInt32($0)) })
     }
 
@@ -32,12 +32,16 @@ final class OffsetRunsTests: XCTestCase {
         XCTAssertEqual(group.first?.byteOffset, 104)
         XCTAssertEqual(OffsetRuns.runs([.init(seq: 4, end: 1), .init(seq: 6, end: 0x0102_0304)]),
                        [.init(byteOffset: 16, bytes: [0, 0, 0, 1]), .init(byteOffset: 24, bytes: [1, 2, 3, 4])])
-        // Seq 0 and the 32-bit extremes; a value past 32 bits wraps as SET u32 would.
-        XCTAssertEqual(OffsetRuns.runs([.init(seq: 0, end: 0xFFFF_FFFF), .init(seq: 1, end: 0x1_0000_0002)]),
-                       [.init(byteOffset: 0, bytes: [255, 255, 255, 255, 0, 0, 0, 2])])
+        // Seq 0 and the 31-bit extremes; an offset past 31 bits wraps; a part sets the top bit
+        // (`StoredPiece.word`).
+        XCTAssertEqual(OffsetRuns.runs([.init(seq: 0, end: 0x7FFF_FFFF), .init(seq: 1, end: 0x8000_0002)]),
+                       [.init(byteOffset: 0, bytes: [127, 255, 255, 255, 0, 0, 0, 2])])
+        XCTAssertEqual(OffsetRuns.runs([.init(seq: 2, end: 0x7FFF_FFFF, isPart: true), .init(seq: 3, end: 5, isPart: true)]),
+                       [.init(byteOffset: 8, bytes: [255, 255, 255, 255, 128, 0, 0, 5])])
     }
 
-    /// Random writes (runs from random starts, random gaps, random 32-bit values) give
+    /// Random writes (runs from random starts, random gaps, random 31-bit offsets and part
+    /// marks) give
     /// the bytes of one `SET u32` per event, in one run per stretch of consecutive seqs.
     func testRandomWritesMatchOneU32PerEvent() {
         var rng = SplitMix64(seed: 14)
@@ -49,7 +53,7 @@ final class OffsetRunsTests: XCTestCase {
                 let gap = rng.next() % 5 == 0
                 seq += gap ? 2 + rng.next() % 3 : 1
                 if gap || k == 0 { stretches += 1 }
-                offsets.append(.init(seq: seq, end: Int(truncatingIfNeeded: rng.next() % (1 << 32))))
+                offsets.append(.init(seq: seq, end: Int(truncatingIfNeeded: rng.next() % (1 << 31)), isPart: rng.next() % 3 == 0))
             }
             let runs = OffsetRuns.runs(offsets)
             var ranged: [UInt8] = [], single: [UInt8] = []
