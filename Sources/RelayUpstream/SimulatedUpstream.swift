@@ -10,7 +10,9 @@ import RelayLoop
 /// cut the answer early with `finish_reason: "length"`.
 public final class SimulatedUpstream: Upstream {
     private let count: Int
-    private let token: (Int, UInt64) -> String
+    private let event: (Int, UInt64) -> StreamEvent
+    /// Completion tokens among the first n events (`usage.completion_tokens`).
+    private let tokensIn: (Int) -> Int
     private let finishReason: String
     private let promptTokens: Int
     private let tokensPerSecond: Double
@@ -48,10 +50,20 @@ public final class SimulatedUpstream: Upstream {
     /// when token i is emitted, with its due time `due` (CLOCK_REALTIME µs: `start()` +
     /// (i + 1) / `tokensPerSecond` s), which is later than the call when a tick emits a
     /// token ahead of time (at least one per tick) and earlier when the loop was late.
+    public convenience init(count: Int, finishReason: String, promptTokens: Int, tokensPerSecond: Double, loop: EventLoop,
+                            scheduledToken: @escaping (Int, UInt64) -> String) {
+        self.init(count: count, finishReason: finishReason, promptTokens: promptTokens, tokensPerSecond: tokensPerSecond,
+                  loop: loop, tokensIn: { $0 }, scheduledEvent: { i, due in .delta(scheduledToken(i, due)) })
+    }
+
+    /// A paced source of `count` events of any kind (deltas and parts): `scheduledEvent(i,
+    /// due)` as `scheduledToken` above; `tokensIn(n)` is the completion tokens among the
+    /// first n events (reported as usage).
     public init(count: Int, finishReason: String, promptTokens: Int, tokensPerSecond: Double, loop: EventLoop,
-                scheduledToken: @escaping (Int, UInt64) -> String) {
+                tokensIn: @escaping (Int) -> Int, scheduledEvent: @escaping (Int, UInt64) -> StreamEvent) {
         self.count = max(0, count)
-        self.token = scheduledToken
+        self.event = scheduledEvent
+        self.tokensIn = tokensIn
         self.finishReason = finishReason
         self.promptTokens = promptTokens
         self.tokensPerSecond = tokensPerSecond
@@ -79,14 +91,14 @@ public final class SimulatedUpstream: Upstream {
         let due = min(count, Int(elapsed * tokensPerSecond / 1000.0))
         let n = min(max(due, sent + 1), count)  // at least one token per tick
         while sent < n {
-            emit(.delta(token(sent, startWallMicros &+ UInt64(Double(sent + 1) * 1_000_000 / tokensPerSecond))))
+            emit(event(sent, startWallMicros &+ UInt64(Double(sent + 1) * 1_000_000 / tokensPerSecond)))
             sent += 1
         }
         if sent >= count {
             timer?.cancel()
             timer = nil
             self.emit = nil
-            emit(.done(finishReason: FinishReason(rawValue: finishReason), usage: Usage(promptTokens: promptTokens, completionTokens: sent)))
+            emit(.done(finishReason: FinishReason(rawValue: finishReason), usage: Usage(promptTokens: promptTokens, completionTokens: tokensIn(sent))))
         }
     }
 
@@ -102,12 +114,14 @@ public final class SimulatedUpstream: Upstream {
         timer?.cancel()
         timer = nil
         emit = nil
-        return Usage(promptTokens: promptTokens, completionTokens: sent)
+        return Usage(promptTokens: promptTokens, completionTokens: tokensIn(sent))
     }
 }
 
 /// Makes `SimulatedUpstream`s: `"model": "simulated"` (or none) streams the English NDA
-/// draft, `"simulated-ar"` the Arabic legal text. Tokenized once per factory.
+/// draft, `"simulated-ar"` the Arabic legal text, `"simulated-tools"` the built-in agent
+/// answer (`SimulatedAgentAnswer`: reasoning, two tool calls, a source, text). Tokenized
+/// once per factory.
 public final class SimulatedUpstreamFactory: UpstreamFactory {
     private let tokensPerSecond: Double
     private let summaryMaxTokens: Int
@@ -121,12 +135,15 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
         self.summaryMaxTokens = summaryMaxTokens
     }
 
-    /// - Throws: `APIError` 400 `invalid_request` for a model other than `simulated`, `simulated-ar`, `simulated-bench`.
+    /// - Throws: `APIError` 400 `invalid_request` for a model other than `simulated`, `simulated-ar`, `simulated-tools`, `simulated-bench`.
     public func prepare(_ request: ChatRequest) throws -> UpstreamPlan {
         let model = request.model ?? SimulatedDocuments.englishModel
         let rate = tokensPerSecond
         if model == SimulatedDocuments.benchModel {
             return UpstreamPlan { loop in BenchUpstream.make(maxTokens: request.maxTokens, tokensPerSecond: rate, loop: loop) }
+        }
+        if model == SimulatedAgentAnswer.model {
+            return agentAnswer(request, after: 0, promptTokens: request.estimatedPromptTokens)
         }
         let (tokens, maxTokens) = try document(for: request, model: model)
         // The relay's documented estimate (docs/PROTOCOL.md §9), so budgets settle exactly.
@@ -136,12 +153,29 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
         }
     }
 
+    /// The built-in agent answer (`SimulatedAgentAnswer`) from event `first` on, cut at the
+    /// request's `max_tokens` (summary mode's cap applied) with `finish_reason: "length"`.
+    private func agentAnswer(_ request: ChatRequest, after first: Int, promptTokens: Int) -> UpstreamPlan {
+        var maxTokens = request.maxTokens
+        if request.mode == .summary { maxTokens = min(maxTokens ?? summaryMaxTokens, summaryMaxTokens) }
+        let all = SimulatedAgentAnswer.events
+        let end = SimulatedAgentAnswer.count(maxTokens: maxTokens)
+        let rest = first < end ? Array(all[first..<end]) : []
+        let finish = end < all.count ? "length" : "stop"
+        let before = SimulatedAgentAnswer.tokens(inFirst: first)
+        let rate = tokensPerSecond
+        return UpstreamPlan { loop in
+            SimulatedUpstream(count: rest.count, finishReason: finish, promptTokens: promptTokens, tokensPerSecond: rate, loop: loop,
+                              tokensIn: { SimulatedAgentAnswer.tokens(inFirst: first + $0) - before }) { i, _ in rest[i] }
+        }
+    }
+
     /// The model's document as tokens (tokenized once, cached) and the request's
     /// `max_tokens` with summary mode's cap applied.
     /// - Throws: `APIError` 400 `invalid_request` for a model without a document.
     private func document(for request: ChatRequest, model: String) throws -> (tokens: [String], maxTokens: Int?) {
         guard let doc = SimulatedDocuments.document(forModel: model) else {
-            throw APIError.invalidRequest("unknown model \"\(model)\" (the simulated upstream serves simulated, simulated-ar)")
+            throw APIError.invalidRequest("unknown model \"\(model)\" (the simulated upstream serves simulated, simulated-ar, simulated-tools)")
         }
         let tokens: [String]
         if let t = cache[model] {
@@ -166,6 +200,17 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
         let model = request.model ?? SimulatedDocuments.englishModel
         if model == SimulatedDocuments.benchModel {
             throw ContinuationUnsupported(reason: "the bench upstream does not continue answers")
+        }
+        if model == SimulatedAgentAnswer.model {
+            // Event for event: the stored events must be the answer's first ones.
+            let k = soFar.events.count
+            let all = SimulatedAgentAnswer.events
+            guard k <= all.count, Array(all[0..<k]) == soFar.events,
+                  SimulatedAgentAnswer.tokens(inFirst: k) == soFar.completionTokens else {
+                throw ContinuationUnsupported(reason: "the events so far are not the first \(k) of \(model)")
+            }
+            let prompt = ChatRequest(messages: request.messages + [ChatMessage(role: "assistant", content: soFar.text)]).estimatedPromptTokens
+            return agentAnswer(request, after: k, promptTokens: prompt)
         }
         let (tokens, maxTokens) = try document(for: request, model: model)
         let cap = min(tokens.count, maxTokens ?? Int.max)

@@ -37,11 +37,18 @@ public struct ModelPolicy: Sendable, Equatable {
     }
 
     /// The models `tier` may use; `nil` means no relay-side list (the upstream's own
-    /// models apply: only the simulated upstream with no `UPSTREAM_MODEL`).
+    /// models apply: only the simulated upstream with no `UPSTREAM_MODEL`). A list that
+    /// holds the simulated upstream's `simulated` also holds its agent answer,
+    /// `simulated-tools` (docs/UPSTREAMS.md), after the listed models.
     public func allowed(tier: String, defaultTier: String) -> [String]? {
-        if let l = models[tier] ?? models[defaultTier] { return l }
-        return fallbackModel.map { [$0] }
+        guard let l = models[tier] ?? models[defaultTier] ?? fallbackModel.map({ [$0] }) else { return nil }
+        if l.contains(ModelPolicy.simulated) && !l.contains(ModelPolicy.simulatedTools) { return l + [ModelPolicy.simulatedTools] }
+        return l
     }
+
+    /// The simulated upstream's default model and its agent answer, allowed together.
+    static let simulated = "simulated"
+    static let simulatedTools = "simulated-tools"
 
     /// The model a request of `tier` gets: the requested one when allowed, the tier's
     /// default when none was requested; `nil` when there is no list (upstream decides).
