@@ -25,6 +25,18 @@ final class ModelPolicyTests: XCTestCase {
         XCTAssertNil(try open.resolve(requested: nil, tier: "free", defaultTier: "free"))
     }
 
+    /// The simulated upstream's agent answer comes with its default model, after the listed
+    /// ones (never the default), and nowhere else.
+    func testSimulatedToolsIsAllowedWhereverSimulatedIs() throws {
+        let p = try ModelPolicy(specification: "free=simulated,pro=simulated|simulated-ar,team=gpt-4o", fallbackModel: nil)
+        XCTAssertEqual(try p.resolve(requested: "simulated-tools", tier: "free", defaultTier: "free"), "simulated-tools")
+        XCTAssertEqual(try p.resolve(requested: nil, tier: "free", defaultTier: "free"), "simulated")
+        XCTAssertEqual(p.allowed(tier: "pro", defaultTier: "free"), ["simulated", "simulated-ar", "simulated-tools"])
+        XCTAssertThrowsError(try p.resolve(requested: "simulated-tools", tier: "team", defaultTier: "free"))
+        let fallback = try ModelPolicy(specification: "", fallbackModel: "simulated")
+        XCTAssertEqual(try fallback.resolve(requested: "simulated-tools", tier: "free", defaultTier: "free"), "simulated-tools")
+    }
+
     func testBadSpecificationsNameTheVariable() {
         for bad in ["free", "=a", "free=a||b", "free=a,free=b", "free="] {
             XCTAssertThrowsError(try ModelPolicy(specification: bad, fallbackModel: nil), bad) { e in
