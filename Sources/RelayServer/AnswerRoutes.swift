@@ -28,9 +28,9 @@ final class AnswerRoutes {
     /// no longer exists (`ResumeDecision.notFound` with no stream found): answers from the
     /// retained answer (`RetainedResumeDecision`), else `404 stream_not_found` as before.
     /// The caller's session was checked already. `headers`: `X-Request-Id` (and
-    /// `X-Read-Ticket`) for the response.
+    /// `X-Read-Ticket`) for the response; `dialect`: its stream format (docs/PROTOCOL.md §4.6).
     func resume(_ ex: HTTPExchange, id: RequestID, ownerHash: String, lastEventID: UInt64,
-                headers: [(String, String)], setStreamHeaders: @escaping () -> Void) {
+                headers: [(String, String)], dialect: StreamDialect = .relay, setStreamHeaders: @escaping () -> Void) {
         answers.read(id) { [weak self] r in
             guard let self, ex.isOpen else { return }
             let a: RetainedAnswer
@@ -66,7 +66,13 @@ final class AnswerRoutes {
                 ex.startStream(retry: SSEFrame.retry(milliseconds: ReconnectionTime.milliseconds(random: UInt64.random(in: 0...UInt64.max))))
                 // The events as they were first sent: each delta with its own id, then the done.
                 let events = a.events(after: lastEventID)
-                ex.write(EventFramer.sse(events))
+                if dialect == .uiMessageStream {
+                    var ui = UIMessageStream(after: lastEventID)
+                    ex.write(ui.start(messageId: id.clientValue))
+                    if let f = ui.frame(events) { ex.write(f) }
+                } else {
+                    ex.write(EventFramer.sse(events))
+                }
                 let n = events.count
                 self.hub.delivered(events: n)
                 ex.endStream()

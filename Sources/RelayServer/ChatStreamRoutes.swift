@@ -42,11 +42,12 @@ final class ChatStreamRoutes {
         guard JSONContentType.accepts(ex.header("Content-Type")) else {
             return gate.fail(ex, .invalidRequest("Content-Type must be application/json"))
         }
-        guard let (clientID, lastEventID, request) = gate.attempt(ex, { () throws -> (RequestID, UInt64?, ChatRequest) in
+        guard let (clientID, lastEventID, request, dialect) = gate.attempt(ex, { () throws -> (RequestID, UInt64?, ChatRequest, StreamDialect) in
+            let dialect = try ChatStreamRoutes.dialect(ex)
             var request = try ChatRequest.parse(Data(ex.body()))
             try applyPolicy(&request, who: who)
             _ = try upstreams.prepare(request)
-            return (try RequestGuard.requestID(ex), try RequestGuard.lastEventID(ex), request)
+            return (try RequestGuard.requestID(ex), try RequestGuard.lastEventID(ex), request, dialect)
         }) else { return }
         let explicitID = ex.header("X-Request-Id") != nil
         let ownerHash = OwnerHash.of(who.user)
@@ -54,7 +55,8 @@ final class ChatStreamRoutes {
         if explicitID && lastEventID != nil {
             // A resume by POST: never start a new stream under that id.
             return gate.checkSession(ex, who) { [weak self] in
-                self?.resume(ex, id: id, who: who, ownerHash: ownerHash, credential: .bearer, lastEventID: lastEventID ?? 0)
+                self?.resume(ex, id: id, who: who, ownerHash: ownerHash, credential: .bearer, lastEventID: lastEventID ?? 0,
+                             dialect: dialect)
             }
         }
         let config = gate.config
@@ -69,9 +71,10 @@ final class ChatStreamRoutes {
             guard let self else { return }
             switch outcome {
             case .existing:
-                self.resume(ex, id: id, who: who, ownerHash: ownerHash, credential: .bearer, lastEventID: lastEventID ?? 0)
+                self.resume(ex, id: id, who: who, ownerHash: ownerHash, credential: .bearer, lastEventID: lastEventID ?? 0,
+                            dialect: dialect)
             case .admitted(let budget):
-                self.generate(ex, request, id: id, ownerHash: ownerHash, who: who, budget: budget)
+                self.generate(ex, request, id: id, ownerHash: ownerHash, who: who, budget: budget, dialect: dialect)
             }
         }
     }
@@ -112,7 +115,7 @@ final class ChatStreamRoutes {
     /// and the client's subscription, then checks the revocation marker again (register
     /// first, then check) and only then starts the upstream.
     private func generate(_ ex: HTTPExchange, _ request: ChatRequest, id: RequestID, ownerHash: String, who: Identity,
-                          budget: GenerationBudget) {
+                          budget: GenerationBudget, dialect: StreamDialect) {
         var clamped = request
         clamped.maxTokens = budget.grant.maxTokens
         let upstream: Upstream
@@ -130,7 +133,7 @@ final class ChatStreamRoutes {
                            upstream: upstream, host: hub)
         hub.register(g)
         let s = ex.isOpen ? beginStream(ex, id: id, who: who, ticket: gate.readTicket(for: who, ownerHash: ownerHash, clientID: id.clientValue),
-                                        lastSent: 0) : nil
+                                        lastSent: 0, dialect: dialect) : nil
         // Register first, then check both markers: a cancel (docs/PROTOCOL.md §7) or a
         // revocation (§9.5) published before the generation was registered wrote its
         // marker first. The two replies may come on different connections (Redis Cluster).
@@ -170,9 +173,10 @@ final class ChatStreamRoutes {
     /// or a request that is neither an SSE client's nor a resume (a Durable Streams client's
     /// default call).
     func resume(_ ex: HTTPExchange, rawID: Substring) {
+        guard let dialect = gate.attempt(ex, { try ChatStreamRoutes.dialect(ex) }) else { return }
         switch StreamReadRoute.choose(offset: ex.queryParameter("offset"), live: ex.queryParameter("live"),
                                       hasLastEventID: !ex.headerValues("Last-Event-ID").isEmpty || ex.queryParameter("lastEventId") != nil,
-                                      accept: ex.headerValues("Accept")) {
+                                      accept: ex.headerValues("Accept"), dialect: dialect) {
         case .offsetRead(let offset):
             return OffsetRead.serve(ex, rawID: rawID, rawOffset: offset, gate: gate, hub: hub)
         case .refuse(let e):
@@ -188,7 +192,7 @@ final class ChatStreamRoutes {
             guard let lastEventID = self.gate.attempt(ex, { try RequestGuard.lastEventID(ex) }) else { return }
             self.gate.checkSession(ex, who) { [weak self] in
                 self?.resume(ex, id: id.scoped(by: ownerHash), who: who, ownerHash: ownerHash, credential: credential,
-                             lastEventID: lastEventID ?? 0)
+                             lastEventID: lastEventID ?? 0, dialect: dialect)
             }
         }
     }
@@ -198,7 +202,7 @@ final class ChatStreamRoutes {
     /// counted in `relay_resumes_total`. `ownerHash` is
     /// the caller's (`OwnerHash`): the stream's stored owner must hash to it.
     private func resume(_ ex: HTTPExchange, id: RequestID, who: Identity, ownerHash: String,
-                        credential: RequestGuard.ReadCredential, lastEventID: UInt64) {
+                        credential: RequestGuard.ReadCredential, lastEventID: UInt64, dialect: StreamDialect = .relay) {
         let ticket = credential == .bearer ? gate.readTicket(for: who, ownerHash: ownerHash, clientID: id.clientValue) : nil
         log.open(id) { [weak self] r in
             guard let self, ex.isOpen else { return }
@@ -219,8 +223,9 @@ final class ChatStreamRoutes {
                         // The stream's keys expired: a finished answer may be retained (§6.5).
                         var headers = [("X-Request-Id", id.clientValue)]
                         if let ticket { headers.append(("X-Read-Ticket", ticket)) }
-                        return self.answers.resume(ex, id: id, ownerHash: ownerHash, lastEventID: lastEventID, headers: headers) {
-                            self.setStreamHeaders(ex, id: id, ticket: ticket)
+                        return self.answers.resume(ex, id: id, ownerHash: ownerHash, lastEventID: lastEventID, headers: headers,
+                                                   dialect: dialect) {
+                            self.setStreamHeaders(ex, id: id, ticket: ticket, dialect: dialect)
                         }
                     }
                     if ex.method != .head { self.metrics.add(.resumesNotFound) }
@@ -237,13 +242,13 @@ final class ChatStreamRoutes {
                     return ex.respondNoContent(contentType: SSEFrame.contentType, headers: headers)
                 case .stream(let catchUp):
                     if ex.method == .head {
-                        self.setStreamHeaders(ex, id: id, ticket: ticket)
+                        self.setStreamHeaders(ex, id: id, ticket: ticket, dialect: dialect)
                         ex.startStream()
                         return ex.endStream()
                     }
                     self.metrics.add(catchUp ? .resumesCatchUp : .resumesOK)
                 }
-                guard let s = self.beginStream(ex, id: id, who: who, ticket: ticket, lastSent: lastEventID) else { return }
+                guard let s = self.beginStream(ex, id: id, who: who, ticket: ticket, lastSent: lastEventID, dialect: dialect) else { return }
                 // Register first, then check: a revocation published before the
                 // subscription was registered wrote its marker first.
                 self.hub.recheckRevocation(sid: who.sid) { valid in
@@ -253,10 +258,19 @@ final class ChatStreamRoutes {
         }
     }
 
+    /// The stream format the request asks for (docs/PROTOCOL.md §4.6): `format=ai-sdk` or the
+    /// `x-vercel-ai-ui-message-stream: v1` header selects the AI SDK's UI Message Stream.
+    /// - Throws: `APIError` 400 `invalid_request` for another `format` or header value.
+    static func dialect(_ ex: HTTPExchange) throws -> StreamDialect {
+        try StreamDialect.requested(formats: ex.queryParameterValues("format"),
+                                    uiStreamHeader: ex.headerValues(UIMessageStream.header.name))
+    }
+
     /// The head of a stream response (docs/PROTOCOL.md §4.5). `id` is scoped; the client sees
     /// its own id in `X-Request-Id`. `ticket`: the `X-Read-Ticket` (§2.5), for a bearer caller.
-    private func setStreamHeaders(_ ex: HTTPExchange, id: RequestID, ticket: String?) {
+    private func setStreamHeaders(_ ex: HTTPExchange, id: RequestID, ticket: String?, dialect: StreamDialect = .relay) {
         ex.setHeader("Content-Type", SSEFrame.contentType)
+        if dialect == .uiMessageStream { ex.setHeader(UIMessageStream.header.name, UIMessageStream.header.value) }
         ex.setHeader("Cache-Control", "no-store")
         ex.setHeader("X-Accel-Buffering", "no")
         ex.setHeader("X-Request-Id", id.clientValue)
@@ -267,11 +281,12 @@ final class ChatStreamRoutes {
     /// connection's `retry:` (`ReconnectionTime`, spread per connection) goes in front of its
     /// first event.
     @discardableResult
-    private func beginStream(_ ex: HTTPExchange, id: RequestID, who: Identity, ticket: String?, lastSent: UInt64) -> Subscription? {
-        setStreamHeaders(ex, id: id, ticket: ticket)
+    private func beginStream(_ ex: HTTPExchange, id: RequestID, who: Identity, ticket: String?, lastSent: UInt64,
+                             dialect: StreamDialect) -> Subscription? {
+        setStreamHeaders(ex, id: id, ticket: ticket, dialect: dialect)
         ex.startStream(retry: SSEFrame.retry(milliseconds: ReconnectionTime.milliseconds(random: UInt64.random(in: 0...UInt64.max))))
         let s = Subscription(id: id, owner: who.user, sid: who.sid, sink: ex, host: hub,
-                             lastSent: lastSent, tokenExpiry: who.expiresAt)
+                             lastSent: lastSent, tokenExpiry: who.expiresAt, dialect: dialect)
         hub.register(s)
         s.start()
         return s

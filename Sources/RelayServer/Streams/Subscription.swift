@@ -54,7 +54,17 @@ final class Subscription {
     @exclusivity(unchecked) private var backlogCheckedMs: UInt64 = 0
     private static let backlogCheckMs: UInt64 = 100
 
-    init(id: RequestID, owner: String, sid: String, sink: any StreamSink, host: SubscriptionHost, lastSent: UInt64, tokenExpiry: Int64?) {
+    /// The UI Message Stream's state when the response is in that dialect (docs/PROTOCOL.md
+    /// §4.6); `nil`: the relay's own events, framed once per worker and shared.
+    private var uiStream: UIMessageStream?
+
+    init(id: RequestID, owner: String, sid: String, sink: any StreamSink, host: SubscriptionHost, lastSent: UInt64, tokenExpiry: Int64?,
+         dialect: StreamDialect = .relay) {
+        if dialect == .uiMessageStream {
+            var ui = UIMessageStream(after: lastSent)
+            sink.write(ui.start(messageId: id.clientValue))
+            uiStream = ui
+        }
         self.id = id
         self.owner = owner
         self.sid = sid
@@ -165,7 +175,7 @@ final class Subscription {
         let (now, terminal) = merge.take(events)
         guard !now.isEmpty else { return }
         // A replayed batch leaves as one chunk: one write, one frame to allocate.
-        sink.write(EventFramer.sse(now))
+        writeFrame(of: now)
         eventsWritten += now.count
         if terminal, let last = now.last { outcome = last.kind == .done ? "done" : "error" }
         lastWriteMs = host.nowMs
@@ -213,7 +223,7 @@ final class Subscription {
     /// Writes one SSE event (`wire`: its framing) and ends the response after a terminal one.
     /// `host`: `self.host`, read once by the caller.
     private func writeEvent(_ e: SequencedEvent, wire: WireFrame, nowMs: UInt64, host: SubscriptionHost) {
-        sink.write(wire)
+        if uiStream != nil { writeFrame(of: CollectionOfOne(e)) } else { sink.write(wire) }
         eventsWritten += 1
         lastWriteMs = nowMs
         host.delivered(events: 1)
@@ -242,6 +252,16 @@ final class Subscription {
         if coalescer.isCoalescing && !ended { scheduleCoalesceTick() }
     }
 
+    /// Writes events in this response's dialect: the relay's frames, or UI Message Stream
+    /// chunks (`UIMessageStream`).
+    private func writeFrame<C: Collection>(of events: C) where C.Element == SequencedEvent {
+        if uiStream != nil {
+            if let f = uiStream!.frame(events) { sink.write(f) }
+        } else {
+            sink.write(EventFramer.sse(events))
+        }
+    }
+
     /// Writes a heartbeat comment (`: ping`, docs/PROTOCOL.md §4); the connection sweep
     /// decides when one is due (`ConnectionSweep`).
     func heartbeat(nowMs: UInt64) {
@@ -258,7 +278,11 @@ final class Subscription {
         guard !ended else { return }
         writeHeld()
         guard !ended else { return }
-        sink.write(EventFramer.sseError(e, lastSeq: lastSent))
+        if uiStream != nil {
+            if let f = uiStream!.error(e) { sink.write(f) }
+        } else {
+            sink.write(EventFramer.sseError(e, lastSeq: lastSent))
+        }
         outcome = "error:\(e.code)"
         end()
     }

@@ -1,5 +1,6 @@
 import Foundation
 import RelayCore
+import RelayHTTP
 
 /// Which read a `GET`/`HEAD` of `/api/chat/stream/{requestId}` is (docs/PROTOCOL.md §6.1,
 /// §12.1). One URL serves two protocols: the SSE resume (`EventSource`, the kits, every SSE
@@ -8,9 +9,10 @@ import RelayCore
 /// 1. `offset` present: an offset read from it.
 /// 2. `live` without `offset`: refused, `400 invalid_offset` (a live read needs a position;
 ///    Durable Streams PROTOCOL.md §5.7, §5.8).
-/// 3. `Last-Event-ID` (header or `?lastEventId=`) present, or an `Accept` that names
+/// 3. `Last-Event-ID` (header or `?lastEventId=`) present, an `Accept` that names
 ///    `text/event-stream` (what `EventSource` sends, WHATWG HTML §9.2.4, and every SSE client
-///    here): the SSE resume, from `Last-Event-ID` or 0.
+///    here), or the UI Message Stream dialect asked for (`format=ai-sdk`, §4.6): the SSE
+///    resume, from `Last-Event-ID` or 0.
 /// 4. Anything else — a Durable Streams client's default call, which sends no `offset`
 ///    (Durable Streams PROTOCOL.md §5.6: `offset` defaults to `-1`): a catch-up offset read
 ///    from the start.
@@ -28,12 +30,15 @@ enum StreamReadRoute: Equatable {
     ///   - offset, live: the query parameters' values (nil: absent).
     ///   - hasLastEventID: a `Last-Event-ID` header or `lastEventId` query parameter is present.
     ///   - accept: every `Accept` header value.
-    static func choose(offset: String?, live: String?, hasLastEventID: Bool, accept: [String]) -> StreamReadRoute {
+    ///   - dialect: the stream format the request asks for (`StreamDialect`).
+    static func choose(offset: String?, live: String?, hasLastEventID: Bool, accept: [String],
+                       dialect: StreamDialect = .relay) -> StreamReadRoute {
         if let offset { return .offsetRead(rawOffset: offset) }
         if live != nil {
             return .refuse(APIError(.invalidOffset, "live needs an offset: add offset=-1 (from the start) or offset=now (from the tail)"))
         }
-        if hasLastEventID || acceptsEventStream(accept) { return .sseResume }
+        // A UI Message Stream client (`format=ai-sdk`) resumes with the stream itself.
+        if hasLastEventID || acceptsEventStream(accept) || dialect == .uiMessageStream { return .sseResume }
         return .offsetRead(rawOffset: "-1")
     }
 

@@ -1,0 +1,113 @@
+import RelayCore
+import XCTest
+@testable import RelayHTTP
+
+/// The AI SDK UI Message Stream dialect (docs/PROTOCOL.md §4.6): each relay event becomes
+/// its chunks, parts open and close in order, every chunk has an id that never skips an
+/// event, a resume inside a part reopens it, and the stream ends with `[DONE]`.
+final class UIMessageStreamTests: XCTestCase {
+    private let events: [StreamEvent] = [
+        .part(.reasoning("Plan")), .part(.reasoning(" it")),
+        .part(.toolCallStart(id: "call_1", name: "lookup")),
+        .part(.toolCallDelta(id: "call_1", arguments: "{\"q\":")), .part(.toolCallDelta(id: "call_1", arguments: "1}")),
+        .part(.toolCallEnd(id: "call_1", name: "lookup", input: try! LenientJSON.parse(#"{"q":1}"#))),
+        .part(.source(id: "s1", url: "https://example.com", title: "Ex")),
+        .delta("Hello"), .delta(" \"world\""),
+        .part(.data(name: "card", id: "c1", value: .bool(true))),
+        .part(.reasoningRedacted(data: "opaque")),
+        .delta("!"),
+        .done(finishReason: "tool_calls", usage: Usage(promptTokens: 3, completionTokens: 7), budgetLimited: true),
+    ]
+
+    private func sequenced(from k: Int = 0) -> [SequencedEvent] {
+        events.enumerated().dropFirst(k).map { SequencedEvent(seq: UInt64($0.offset + 1), json: $0.element.json) }
+    }
+
+    /// (id, data) of each SSE block in `text`.
+    private func blocks(_ text: String) -> [(id: UInt64, data: String)] {
+        text.components(separatedBy: "\n\n").filter { !$0.isEmpty }.map { b in
+            var id: UInt64 = .max, data = ""
+            for line in b.split(separator: "\n") {
+                if line.hasPrefix("data: ") { data = String(line.dropFirst(6)) }
+                if line.hasPrefix("id: ") { id = UInt64(line.dropFirst(4)) ?? .max }
+            }
+            return (id, data)
+        }
+    }
+
+    func testEveryEventBecomesItsChunksInOrderThenDone() {
+        var ui = UIMessageStream(after: 0)
+        let text = ui.start(messageId: "chat-1").text + (ui.frame(sequenced())?.text ?? "")
+        let got = blocks(text)
+        XCTAssertEqual(got.map(\.data), [
+            #"{"type":"start","messageId":"chat-1"}"#,
+            #"{"type":"reasoning-start","id":"reasoning-1"}"#,
+            #"{"type":"reasoning-delta","id":"reasoning-1","delta":"Plan"}"#,
+            #"{"type":"reasoning-delta","id":"reasoning-1","delta":" it"}"#,
+            #"{"type":"reasoning-end","id":"reasoning-1"}"#,
+            #"{"type":"tool-input-start","toolCallId":"call_1","toolName":"lookup"}"#,
+            #"{"type":"tool-input-delta","toolCallId":"call_1","inputTextDelta":"{\"q\":"}"#,
+            #"{"type":"tool-input-delta","toolCallId":"call_1","inputTextDelta":"1}"}"#,
+            #"{"type":"tool-input-available","toolCallId":"call_1","toolName":"lookup","input":{"q":1}}"#,
+            #"{"type":"source-url","sourceId":"s1","url":"https://example.com","title":"Ex"}"#,
+            #"{"type":"text-start","id":"text-8"}"#,
+            #"{"type":"text-delta","id":"text-8","delta":"Hello"}"#,
+            #"{"type":"text-delta","id":"text-8","delta":" \"world\""}"#,
+            #"{"type":"text-end","id":"text-8"}"#,
+            #"{"type":"data-card","id":"c1","data":true}"#,
+            #"{"type":"reasoning-start","id":"reasoning-11","providerMetadata":{"anthropic":{"redactedData":"opaque"}}}"#,
+            #"{"type":"reasoning-end","id":"reasoning-11"}"#,
+            #"{"type":"text-start","id":"text-12"}"#,
+            #"{"type":"text-delta","id":"text-12","delta":"!"}"#,
+            #"{"type":"text-end","id":"text-12"}"#,
+            #"{"type":"finish","finishReason":"tool-calls","messageMetadata":{"usage":{"promptTokens":3,"completionTokens":7,"totalTokens":10,"budgetLimited":true}}}"#,
+            "[DONE]",
+        ])
+        // Ids: an event's chunk has its seq; an added chunk repeats the seq before it.
+        XCTAssertEqual(got.map(\.id), [0, 0, 1, 2, 2, 3, 4, 5, 6, 7, 7, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13])
+        XCTAssertTrue(ui.isFinished)
+        XCTAssertNil(ui.frame(sequenced()), "nothing after [DONE]")
+    }
+
+    /// From every cut, the chunks after it are the uninterrupted run's from that event on,
+    /// with the part it lands in opened again; ids never go back.
+    func testAResumeFromEveryCutReopensThePartItLandsIn() {
+        for k in 0..<events.count {
+            var ui = UIMessageStream(after: UInt64(k))
+            let got = blocks(ui.start(messageId: "m").text + (ui.frame(sequenced(from: k))?.text ?? ""))
+            XCTAssertEqual(got.first?.id, UInt64(k))
+            XCTAssertEqual(got.map(\.id), got.map(\.id).sorted(), "from \(k)")
+            XCTAssertEqual(got.last?.data, "[DONE]")
+            // The first delta chunk after the cut follows a start chunk of its part.
+            if let i = got.firstIndex(where: { $0.data.contains("-delta\"") && !$0.data.contains("tool-input") }) {
+                let kind = got[i].data.contains("text-delta") ? "text-start" : "reasoning-start"
+                XCTAssertTrue(got[..<i].contains { $0.data.contains(kind) }, "from \(k): \(got[i].data) is opened")
+            }
+            // Each stored event after k appears under its own seq.
+            let later: Set<UInt64> = Set(got.map { $0.id }.filter { $0 > UInt64(k) })
+            let want: Set<UInt64> = Set((k + 1)...events.count).map { UInt64($0) }.reduce(into: Set<UInt64>()) { $0.insert($1) }
+            XCTAssertEqual(later, want, "from \(k)")
+        }
+    }
+
+    func testAnErrorEndsWithTheErrorChunkAndDone() {
+        var ui = UIMessageStream(after: 4)
+        _ = ui.frame([SequencedEvent(seq: 5, json: StreamEvent.delta("a").json)])
+        let f = ui.error(APIError(.sessionRevoked, "revoked"))
+        XCTAssertEqual(blocks(f?.text ?? "").map(\.data), [#"{"type":"text-end","id":"text-5"}"#,
+                                                            #"{"type":"error","errorText":"session_revoked: revoked"}"#, "[DONE]"])
+        XCTAssertEqual(blocks(f?.text ?? "").map(\.id), [5, 5, 5], "the last seq sent: a resume from it loses nothing")
+        XCTAssertNil(ui.error(APIError(.sessionRevoked, "again")))
+    }
+
+    func testTheFormatIsChosenByQueryOrHeaderAndAnythingElseIsRefused() throws {
+        XCTAssertEqual(try StreamDialect.requested(formats: [], uiStreamHeader: []), .relay)
+        XCTAssertEqual(try StreamDialect.requested(formats: ["ai-sdk"], uiStreamHeader: []), .uiMessageStream)
+        XCTAssertEqual(try StreamDialect.requested(formats: [], uiStreamHeader: ["v1"]), .uiMessageStream)
+        for (f, h) in [(["ai"], [String]()), (["ai-sdk", "ai-sdk"], []), ([], ["v2"]), (["AI-SDK"], [])] {
+            XCTAssertThrowsError(try StreamDialect.requested(formats: f, uiStreamHeader: h)) {
+                XCTAssertEqual(($0 as? APIError)?.code, .invalidRequest)
+            }
+        }
+    }
+}
