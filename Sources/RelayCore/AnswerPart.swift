@@ -9,6 +9,7 @@
 /// * `{"type":"tool_call_start","id":"call_1","name":"get_weather"}`
 /// * `{"type":"tool_call_delta","id":"call_1","arguments":"{\"ci"}`
 /// * `{"type":"tool_call_end","id":"call_1","name":"get_weather","input":{"city":"Riyadh"}}`
+/// * `{"type":"tool_result","id":"call_1","output":<any JSON>}`
 /// * `{"type":"source","id":"src_1","url":"https://…","title":"…"}` (`title` omitted when unknown)
 /// * `{"type":"data","name":"weather","id":"w1","data":<any JSON>}` (`id` omitted when unknown)
 public enum AnswerPart: Sendable, Equatable {
@@ -26,6 +27,9 @@ public enum AnswerPart: Sendable, Equatable {
     /// The call's arguments are complete: `input` is their parsed JSON value (the
     /// concatenated `arguments` parsed; `{}` for none).
     case toolCallEnd(id: String, name: String, input: JSONValue)
+    /// The output of a call that the upstream ran itself (an agent backend's tool):
+    /// `output` is any JSON value, as the backend sent it.
+    case toolResult(id: String, output: JSONValue)
     /// A source the answer cites.
     case source(id: String, url: String, title: String?)
     /// An app-defined part: `name` (`[A-Za-z0-9_-]`, 1–64), an optional `id`, any JSON value.
@@ -39,6 +43,7 @@ public enum AnswerPart: Sendable, Equatable {
         case .toolCallStart: return "tool_call_start"
         case .toolCallDelta: return "tool_call_delta"
         case .toolCallEnd: return "tool_call_end"
+        case .toolResult: return "tool_result"
         case .source: return "source"
         case .data: return "data"
         }
@@ -46,7 +51,7 @@ public enum AnswerPart: Sendable, Equatable {
 
     /// Every part type, as its JSON `type`.
     public static let types: Set<String> = ["reasoning", "reasoning_redacted", "tool_call_start", "tool_call_delta",
-                                            "tool_call_end", "source", "data"]
+                                            "tool_call_end", "tool_result", "source", "data"]
 
     /// Whether the part is generated text the upstream bills as completion tokens
     /// (reasoning and argument pieces): counted one token each, like a `delta`, when the
@@ -72,6 +77,8 @@ public enum AnswerPart: Sendable, Equatable {
             return "{\"type\":\"tool_call_delta\",\"id\":\(q(id)),\"arguments\":\(q(a))}"
         case .toolCallEnd(let id, let name, let input):
             return "{\"type\":\"tool_call_end\",\"id\":\(q(id)),\"name\":\(q(name)),\"input\":\(input.compactJSON)}"
+        case .toolResult(let id, let output):
+            return "{\"type\":\"tool_result\",\"id\":\(q(id)),\"output\":\(output.compactJSON)}"
         case .source(let id, let url, let title):
             return "{\"type\":\"source\",\"id\":\(q(id)),\"url\":\(q(url))" + (title.map { ",\"title\":\(q($0))" } ?? "") + "}"
         case .data(let name, let id, let value):
@@ -106,6 +113,9 @@ public enum AnswerPart: Sendable, Equatable {
         case "tool_call_end":
             guard let input = o["input"] else { throw .malformed }
             self = .toolCallEnd(id: try name("id"), name: try name("name"), input: input)
+        case "tool_result":
+            guard let output = o["output"] else { throw .malformed }
+            self = .toolResult(id: try name("id"), output: output)
         case "source": self = .source(id: try name("id"), url: try name("url"), title: try optional("title"))
         case "data":
             let n = try name("name")

@@ -11,6 +11,7 @@ import RelayCore
 /// | `reasoning` | `reasoning-start` (when none is open), `reasoning-delta` |
 /// | `reasoning_redacted` | `reasoning-start` with `providerMetadata.anthropic.redactedData`, `reasoning-end` |
 /// | `tool_call_start` / `_delta` / `_end` | `tool-input-start` / `tool-input-delta` / `tool-input-available` |
+/// | `tool_result` | `tool-output-available` |
 /// | `source` | `source-url` |
 /// | `data` | `data-<name>` |
 /// | `done` | `finish` (with `finishReason` and the usage as `messageMetadata`), then `[DONE]` |
@@ -102,6 +103,8 @@ public struct UIMessageStream: Sendable {
             case .toolCallEnd(let id, let name, let input):
                 chunk("{\"type\":\"tool-input-available\",\"toolCallId\":\(q(id)),\"toolName\":\(q(name)),\"input\":\(input.compactJSON)}",
                       seq: e.seq, to: &text)
+            case .toolResult(let id, let output):
+                chunk("{\"type\":\"tool-output-available\",\"toolCallId\":\(q(id)),\"output\":\(output.compactJSON)}", seq: e.seq, to: &text)
             case .source(let id, let url, let title):
                 chunk("{\"type\":\"source-url\",\"sourceId\":\(q(id)),\"url\":\(q(url))" + (title.map { ",\"title\":\(q($0))" } ?? "") + "}",
                       seq: e.seq, to: &text)

@@ -59,6 +59,8 @@ final class AnswerPartEventTests: XCTestCase {
             (.toolCallDelta(id: "call_1", arguments: "{\"ci"), #"{"type":"tool_call_delta","id":"call_1","arguments":"{\"ci"}"#),
             (.toolCallEnd(id: "call_1", name: "get_weather", input: input),
              #"{"type":"tool_call_end","id":"call_1","name":"get_weather","input":{"city":"Riyadh","days":[1,2.5e0],"x":null,"ok":true}}"#),
+            (.toolResult(id: "call_1", output: .array([.string(JSONString("sunny")), .number("31")])),
+             #"{"type":"tool_result","id":"call_1","output":["sunny",31]}"#),
             (.source(id: "s1", url: "https://example.com/a", title: "A"), #"{"type":"source","id":"s1","url":"https://example.com/a","title":"A"}"#),
             (.source(id: "s1", url: "https://example.com/a", title: nil), #"{"type":"source","id":"s1","url":"https://example.com/a"}"#),
             (.data(name: "weather", id: "w1", value: .array([.number("1")])), #"{"type":"data","name":"weather","id":"w1","data":[1]}"#),

@@ -11,6 +11,7 @@ final class UIMessageStreamTests: XCTestCase {
         .part(.toolCallStart(id: "call_1", name: "lookup")),
         .part(.toolCallDelta(id: "call_1", arguments: "{\"q\":")), .part(.toolCallDelta(id: "call_1", arguments: "1}")),
         .part(.toolCallEnd(id: "call_1", name: "lookup", input: try! LenientJSON.parse(#"{"q":1}"#))),
+        .part(.toolResult(id: "call_1", output: .number("2"))),
         .part(.source(id: "s1", url: "https://example.com", title: "Ex")),
         .delta("Hello"), .delta(" \"world\""),
         .part(.data(name: "card", id: "c1", value: .bool(true))),
@@ -49,22 +50,23 @@ final class UIMessageStreamTests: XCTestCase {
             #"{"type":"tool-input-delta","toolCallId":"call_1","inputTextDelta":"{\"q\":"}"#,
             #"{"type":"tool-input-delta","toolCallId":"call_1","inputTextDelta":"1}"}"#,
             #"{"type":"tool-input-available","toolCallId":"call_1","toolName":"lookup","input":{"q":1}}"#,
+            #"{"type":"tool-output-available","toolCallId":"call_1","output":2}"#,
             #"{"type":"source-url","sourceId":"s1","url":"https://example.com","title":"Ex"}"#,
-            #"{"type":"text-start","id":"text-8"}"#,
-            #"{"type":"text-delta","id":"text-8","delta":"Hello"}"#,
-            #"{"type":"text-delta","id":"text-8","delta":" \"world\""}"#,
-            #"{"type":"text-end","id":"text-8"}"#,
+            #"{"type":"text-start","id":"text-9"}"#,
+            #"{"type":"text-delta","id":"text-9","delta":"Hello"}"#,
+            #"{"type":"text-delta","id":"text-9","delta":" \"world\""}"#,
+            #"{"type":"text-end","id":"text-9"}"#,
             #"{"type":"data-card","id":"c1","data":true}"#,
-            #"{"type":"reasoning-start","id":"reasoning-11","providerMetadata":{"anthropic":{"redactedData":"opaque"}}}"#,
-            #"{"type":"reasoning-end","id":"reasoning-11"}"#,
-            #"{"type":"text-start","id":"text-12"}"#,
-            #"{"type":"text-delta","id":"text-12","delta":"!"}"#,
-            #"{"type":"text-end","id":"text-12"}"#,
+            #"{"type":"reasoning-start","id":"reasoning-12","providerMetadata":{"anthropic":{"redactedData":"opaque"}}}"#,
+            #"{"type":"reasoning-end","id":"reasoning-12"}"#,
+            #"{"type":"text-start","id":"text-13"}"#,
+            #"{"type":"text-delta","id":"text-13","delta":"!"}"#,
+            #"{"type":"text-end","id":"text-13"}"#,
             #"{"type":"finish","finishReason":"tool-calls","messageMetadata":{"usage":{"promptTokens":3,"completionTokens":7,"totalTokens":10,"budgetLimited":true}}}"#,
             "[DONE]",
         ])
         // Ids: an event's chunk has its seq; an added chunk repeats the seq before it.
-        XCTAssertEqual(got.map(\.id), [0, 0, 1, 2, 2, 3, 4, 5, 6, 7, 7, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13])
+        XCTAssertEqual(got.map(\.id), [0, 0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 8, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14])
         XCTAssertTrue(ui.isFinished)
         XCTAssertNil(ui.frame(sequenced()), "nothing after [DONE]")
     }

@@ -27,6 +27,8 @@ final class SimulatedAgentAnswerTests: XCTestCase {
                 XCTAssertEqual(try LenientJSON.parse(try XCTUnwrap(open[id])), input, "input is the arguments parsed")
                 open[id] = nil
                 ended[id] = input
+            case .part(.toolResult(let id, _)):
+                XCTAssertNotNil(ended[id], "a result follows its call's end")
             case .delta: sawText = true
             default: XCTAssertFalse(sawText, "parts before the text")
             }

@@ -6,6 +6,9 @@ import RelayCore
 /// text. Deterministic: the same events every time, so a resumed or continued answer can
 /// be compared event for event with an uninterrupted one. Original text written for this
 /// project (a fixture, not legal advice).
+///
+/// Like a backend that runs its tools itself, each call's `tool_result` follows its
+/// `tool_call_end`.
 public enum SimulatedAgentAnswer {
     /// The model name that selects it.
     public static let model = "simulated-tools"
@@ -15,10 +18,12 @@ public enum SimulatedAgentAnswer {
         + "confirm which law governs a contract between the two companies and take today's date for the "
         + "effective date, then keep the draft brief."
 
-    /// The two tool calls: id, name, arguments' JSON (streamed a few characters at a time).
-    static let calls: [(id: String, name: String, arguments: String)] = [
-        ("call_1", "lookup_governing_law", #"{"country":"SA","contract_type":"mutual_nda","parties":["Acme Trading","Najd Supplies"]}"#),
-        ("call_2", "current_date", #"{"timezone":"Asia/Riyadh"}"#),
+    /// The two tool calls: id, name, arguments' JSON (streamed a few characters at a time),
+    /// and the output the backend's tool returned.
+    static let calls: [(id: String, name: String, arguments: String, output: String)] = [
+        ("call_1", "lookup_governing_law", #"{"country":"SA","contract_type":"mutual_nda","parties":["Acme Trading","Najd Supplies"]}"#,
+         #"{"law":"Civil Transactions Law (Royal Decree M/191)","courts":"Riyadh","notes":["Arabic text prevails"]}"#),
+        ("call_2", "current_date", #"{"timezone":"Asia/Riyadh"}"#, #"{"date":"2026-12-07","timezone":"Asia/Riyadh"}"#),
     ]
 
     /// The source the answer cites.
@@ -48,6 +53,7 @@ public enum SimulatedAgentAnswer {
             }
             // The arguments are this file's own constants: valid JSON.
             out.append(.part(.toolCallEnd(id: call.id, name: call.name, input: try! LenientJSON.parse(call.arguments))))
+            out.append(.part(.toolResult(id: call.id, output: try! LenientJSON.parse(call.output))))
         }
         out.append(.part(source))
         out += SimulatedTokenizer.tokens(text).map { .delta($0) }
