@@ -9,7 +9,8 @@
 # (the browser end-to-end test), libjs-markdown-it (the web chat demo's Markdown renderer, served
 # by its nginx from /usr/share/javascript), pngquant (the test's UPDATE_SCREENSHOTS=1 run shrinks
 # the committed screenshots with it), and that test's pinned pip packages; node-eventsource and the
-# pinned pip packages of the interoperability suite (tests/interop, docs/INTEROP.md).
+# pinned pip packages of the interoperability suite (tests/interop, docs/INTEROP.md); python3-venv
+# and the agent-answers suite's pinned packages in .venv/agents (tests/agents, docs/AGENTS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # prometheus: only for promtool (the tests check /metrics and deploy/prometheus with it).
@@ -23,6 +24,7 @@ pkgs=("${build_pkgs[@]}" redis-server redis-tools nginx openssl
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || pkgs+=(python3-pip)
+pkgs+=(python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -84,5 +86,25 @@ PY
 then
   python3 -m pip install --quiet --disable-pip-version-check -r "$req" 2>/dev/null \
     || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages -r "$req"
+fi
+# The agent-answers suite's pinned packages (tests/agents/requirements.txt: pydantic-ai and
+# what it needs) in their own virtual environment, .venv/agents: their pins (pydantic 2,
+# typing_extensions) differ from the system packages the other suites pin. Made again when a
+# pin is not what the environment holds.
+req=tests/agents/requirements.txt
+venv=.venv/agents
+if ! "$venv/bin/python3" - "$req" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+for line in open(sys.argv[1]):
+    line = line.split("#")[0].strip()
+    if line:
+        name, pin = line.split("==")
+        assert version(name) == pin, name
+PY
+then
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check -r "$req"
 fi
 exit 0

@@ -1,0 +1,219 @@
+"""Agent answers suite: the relay's AI SDK UI Message Stream dialect (docs/PROTOCOL.md §4.6),
+checked with a third-party implementation of the protocol's schema (docs/AGENTS.md).
+
+Starts, all on 127.0.0.1 and all stopped at the end: a redis-server (Unix socket in a temp
+dir) and relays A and B sharing it (`stream-relay serve`, simulated upstream, a retained window
+of 40 events so that most resumes are lossless catch-ups, and a 4 s buffer TTL so that the
+last round reads retained answers).
+
+* Every chunk the relay writes validates against pydantic-ai's chunk models (extra fields
+  forbidden), and the response has `x-vercel-ai-ui-message-stream: v1`.
+* The built-in agent answer (`simulated-tools`: reasoning, two tool calls with streamed
+  arguments and their results, a source, text) is read whole from A with `format=ai-sdk`.
+* Then, for every event id k, a client that got the answer's chunks through the first and
+  through the last chunk with id k resumes on B with `Last-Event-ID: k` and `format=ai-sdk`:
+  the message it then holds has exactly the parts of the uninterrupted run, in order, none
+  twice (a resume inside a text or reasoning part continues it in a part of the same kind).
+* A resume `GET` with `format=ai-sdk` and no `Last-Event-ID` (the AI SDK's own reconnect
+  request) gets the whole answer; after the stream's keys expired, the retained answer is
+  read the same way.
+
+Run:  python3 tests/agents/run.py   (after `swift build`; uses .venv/agents, made by
+      scripts/install-deps.sh)
+Prints one line per check and ends with "agents: N passed, N failed"; exit 1 on a failure.
+"""
+import http.client
+import json
+import os
+import pathlib
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+VENV_PY = ROOT / ".venv/agents/bin/python3"
+if pathlib.Path(sys.prefix).resolve() != VENV_PY.parents[1].resolve() and VENV_PY.exists() and not os.environ.get("AGENTS_NO_VENV"):
+    os.execv(str(VENV_PY), [str(VENV_PY), __file__] + sys.argv[1:])
+sys.path.insert(0, str(ROOT / "tests/interop"))
+from processes import die_with_parent, free_port, http_status, minimal_env, wait_until  # noqa: E402
+from ui_chunks import Message, sse_blocks, validate  # noqa: E402
+
+BIN = pathlib.Path(os.environ.get("RELAY_BIN") or ROOT / ".build/debug/stream-relay")
+RESULTS = []
+
+
+def check(name, fn):
+    try:
+        fn()
+        RESULTS.append((name, True))
+        print(f"ok    {name}", flush=True)
+    except Exception as e:  # noqa: BLE001 - every failure is reported, then the next check runs
+        RESULTS.append((name, False))
+        print(f"FAIL  {name}: {e}", flush=True)
+
+
+class Stack:
+    """redis-server and relays A, B; all children of this process, stopped by close()."""
+
+    def __init__(self, tmp, env):
+        self.tmp, self.procs = tmp, []
+        sock = tmp / "redis.sock"
+        self.start(["redis-server", "--port", "0", "--unixsocket", str(sock), "--save", "", "--appendonly", "no",
+                    "--dir", str(tmp)], "redis.log")
+        wait_until("redis-server", lambda: subprocess.run(["redis-cli", "-s", str(sock), "ping"],
+                                                          capture_output=True).stdout.strip() == b"PONG", 10)
+        self.redis = ["redis-cli", "-s", str(sock)]
+        self.env = minimal_env(REDIS_URL=f"unix://{sock}", RELAY_JWT_SECRET=secrets.token_hex(24), RELAY_WORKERS="1", **env)
+        self.ports = {}
+        for name in ("A", "B"):
+            self.ports[name] = free_port()
+            self.start([str(BIN), "serve"], f"relay-{name}.log",
+                       dict(self.env, RELAY_LISTEN=f"127.0.0.1:{self.ports[name]}", RELAY_INSTANCE=f"relay-{name}"))
+        for name in ("A", "B"):
+            wait_until(f"relay {name} ready", lambda: http_status(self.ports[name], "/readyz") == 200, 30)
+
+    def start(self, args, log, env=None):
+        with open(self.tmp / log, "ab") as f:
+            p = subprocess.Popen(args, env=env or minimal_env(), stdout=f, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+        self.procs.append(p)
+        return p
+
+    def mint(self, sub):
+        return subprocess.run([str(BIN), "mint-token", "--sub", sub, "--sid", "s-" + sub, "--ttl", "3600"],
+                              env=self.env, capture_output=True, check=True, text=True).stdout.strip()
+
+    def close(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def request(port, method, path, token, body=None, headers=()):
+    """(status, headers, body text) of one request; the body read to its end."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    h = {"Authorization": f"Bearer {token}"}
+    h.update(headers)
+    if body is not None:
+        h["Content-Type"] = "application/json"
+    c.request(method, path, body=json.dumps(body) if body is not None else None, headers=h)
+    r = c.getresponse()
+    text = r.read().decode()
+    c.close()
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, text
+
+
+def chunks_of(status, headers, text):
+    """The validated chunks of a UI Message Stream response, as (id, chunk)."""
+    if status != 200:
+        raise AssertionError(f"status {status}: {text[:200]}")
+    if headers.get("x-vercel-ai-ui-message-stream") != "v1":
+        raise AssertionError(f"no x-vercel-ai-ui-message-stream: v1 header: {headers}")
+    out = [(int(i) if i is not None else None, validate(d)) for i, d in sse_blocks(text)]
+    if not out or out[-1][1].type != "done":
+        raise AssertionError("the response does not end with [DONE]")
+    if any(i is None for i, _ in out):
+        raise AssertionError("a chunk without an id")
+    return out
+
+
+def fold(*responses):
+    m = Message()
+    for chunks in responses:
+        m.new_response()
+        for _, c in chunks:
+            m.apply(c)
+    return m.summary()
+
+
+def main():
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="agents-"))
+    stack = Stack(tmp, {"RELAY_SIMULATED_TOKENS_PER_SECOND": "400", "RELAY_BUFFER_EVENTS": "40", "RELAY_BUFFER_TTL": "4s"})
+    try:
+        token = stack.mint("agents-" + uuid.uuid4().hex[:8])
+        rid = "chat-" + uuid.uuid4().hex
+        body = {"messages": [{"role": "user", "content": "Draft a mutual NDA"}], "model": "simulated-tools"}
+        whole = {}
+
+        def live():
+            whole["chunks"] = chunks_of(*request(stack.ports["A"], "POST", "/api/chat/stream?format=ai-sdk", token, body,
+                                                 {"X-Request-Id": rid}))
+            summary, finished = fold(whole["chunks"])
+            kinds = [p["type"] for p in summary]
+            if finished != "stop" or kinds[:1] != ["reasoning"] or kinds.count("tool") != 2 or "source" not in kinds:
+                raise AssertionError(f"unexpected message: {kinds}, finish {finished}")
+            tools = [p for p in summary if p["type"] == "tool"]
+            for t in tools:
+                if json.loads(t["input_text"]) != t["input"] or t["output"] is None:
+                    raise AssertionError(f"tool call {t['id']}: streamed input, input and output disagree")
+            whole["summary"] = (summary, finished)
+            whole["ids"] = sorted({i for i, _ in whole["chunks"] if i})
+
+        check("every chunk of the agent answer validates against pydantic-ai's models", live)
+        if "summary" not in whole:
+            return
+
+        def every_cut():
+            chunks = whole["chunks"]
+            for k in [0] + whole["ids"][:-1]:
+                status, headers, text = request(stack.ports["B"], "GET", f"/api/chat/stream/{rid}?format=ai-sdk",
+                                                token, headers={"Last-Event-ID": str(k)})
+                rest = chunks_of(status, headers, text)
+                if rest[0][1].type != "start" or rest[0][0] != k:
+                    raise AssertionError(f"from {k}: does not begin with start, id {k}")
+                positions = [n for n, (i, _) in enumerate(chunks) if i == k] or [-1]
+                for upto in sorted({positions[0], positions[-1]}):
+                    got = fold(chunks[:upto + 1], rest)
+                    if got != whole["summary"]:
+                        raise AssertionError(f"cut after chunk {upto} (id {k}), resumed on B: {got} != {whole['summary']}")
+
+        check("a cut at every event id, resumed on the other relay, holds exactly the uninterrupted parts", every_cut)
+
+        def reconnect_without_id():
+            got = fold(chunks_of(*request(stack.ports["B"], "GET", f"/api/chat/stream/{rid}?format=ai-sdk", token)))
+            if got != whole["summary"]:
+                raise AssertionError(f"{got} != {whole['summary']}")
+
+        check("the AI SDK's reconnect GET (format=ai-sdk, no Last-Event-ID) gets the whole answer", reconnect_without_id)
+
+        def retained():
+            wait_until("the stream's keys expire", lambda: subprocess.run(
+                stack.redis + ["--scan", "--pattern", f"relay:{{*:{rid}}}:meta"], capture_output=True, text=True).stdout.strip() == "",
+                30, 0.2)
+            chunks = whole["chunks"]
+            for k in [0] + whole["ids"][:-1:7]:
+                rest = chunks_of(*request(stack.ports["A"], "GET", f"/api/chat/stream/{rid}?format=ai-sdk", token,
+                                          headers={"Last-Event-ID": str(k)}))
+                upto = max(n for n, (i, _) in enumerate(chunks) if i == k) if k else 0
+                got = fold(chunks[:upto + 1], rest)
+                if got != whole["summary"]:
+                    raise AssertionError(f"retained, from {k}: {got} != {whole['summary']}")
+
+        check("after the stream's keys expired, the retained answer resumes the same way", retained)
+
+        def refused():
+            status, _, text = request(stack.ports["A"], "POST", "/api/chat/stream?format=vercel", token, body)
+            if status != 400 or json.loads(text)["error"]["code"] != "invalid_request":
+                raise AssertionError(f"format=vercel: {status} {text[:200]}")
+
+        check("an unknown format is a 400 in the relay's JSON shape", refused)
+    finally:
+        stack.close()
+    passed = sum(1 for _, ok in RESULTS if ok)
+    failed = len(RESULTS) - passed
+    print(f"agents: {passed} passed, {failed} failed", flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
