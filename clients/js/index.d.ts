@@ -365,3 +365,33 @@ export class RelayStream implements AsyncIterable<ChatUpdate> {
   enterForeground(): void;
   resume(): RelayStream;
 }
+
+// The AI SDK's useChat against the relay (docs/AGENTS.md, docs/PROTOCOL.md §4.6).
+export interface RelayChatTransportOptions {
+  /** The relay's origin, e.g. https://relay.example.com */
+  baseURL: string;
+  /** The bearer token (docs/PROTOCOL.md §2). */
+  token: () => string | Promise<string>;
+  /** The request's `model`. */
+  model?: string;
+  /** More request fields (`max_tokens`, `mode`, …). */
+  body?: Record<string, unknown>;
+  /** The fetch to wrap (default: globalThis.fetch). */
+  fetch?: typeof fetch;
+  /** The X-Request-Id of each new answer (default: 32 random hex digits). */
+  newRequestId?: () => string;
+}
+/** Options of the AI SDK's `DefaultChatTransport`: sends in the `format=ai-sdk` dialect and
+ *  resumes from the last event id seen. */
+export function relayChatTransportOptions(options: RelayChatTransportOptions): {
+  api: string;
+  prepareSendMessagesRequest(r: { id: string; messages: Array<{ role: string; parts?: Array<{ type: string; text?: string }> }> }):
+    Promise<{ api: string; headers: Record<string, string>; body: Record<string, unknown> }>;
+  prepareReconnectToStreamRequest(r: { id: string }): Promise<{ api: string; headers: Record<string, string> }>;
+  fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response>;
+  answerOf(chatId: string): { requestId: string; lastEventId: string } | undefined;
+};
+/** A UI message's text parts joined, as the relay's `{role, content}`. */
+export function relayMessageOf(m: { role: string; parts?: Array<{ type: string; text?: string }>; content?: string }): { role: string; content: string };
+/** Every `id:` value in SSE text (WHATWG HTML §9.2.6); `state.carry` holds an unfinished line. */
+export function sseIdsIn(text: string, state: { carry: string }): string[];

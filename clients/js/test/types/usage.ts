@@ -41,3 +41,9 @@ const v = det.read(20, 13, 0);
 if (v.decision === 'longPoll') { const r: 'silentAfterHeaders' | 'wholeBodyAtEnd' = v.reason; void r; }
 const xf = xhrFetch();
 void xf;
+
+// useChat's transport options (docs/AGENTS.md).
+import { relayChatTransportOptions } from '../../index';
+const transportOptions = relayChatTransportOptions({ baseURL: 'https://relay.example.com', token: () => 'token', model: 'simulated-tools' });
+const reconnect: Promise<{ api: string; headers: Record<string, string> }> = transportOptions.prepareReconnectToStreamRequest({ id: 'chat-1' });
+void reconnect;

@@ -1,0 +1,114 @@
+// The AI SDK's `useChat` against StreamRelay (docs/AGENTS.md, docs/PROTOCOL.md §4.6): the
+// options of its `DefaultChatTransport` that send through the relay in the UI Message Stream
+// dialect (`format=ai-sdk`) and resume from the last event id the transport saw, so a
+// reconnect continues inside the message instead of replaying it.
+//
+//   import { DefaultChatTransport } from 'ai';
+//   const transport = new DefaultChatTransport(relayChatTransportOptions({
+//     baseURL: 'https://relay.example.com', token: () => session.accessToken, model: 'simulated-tools' }));
+//   const { messages, sendMessage, resumeStream } = useChat({ transport, resume: true });
+//
+// No dependency on the AI SDK: these are plain objects and functions of the shapes its
+// transport takes (`api`, `headers`, `prepareSendMessagesRequest`,
+// `prepareReconnectToStreamRequest`, `fetch`).
+
+import { randomRequestId } from './requestId.js';
+
+/** Every `id:` field value in SSE text, in order (WHATWG HTML §9.2.6: `id` lines; a value with
+ * U+0000 is ignored). `carry` is the unfinished last line of the previous chunk.
+ * @param {string} text @param {{ carry: string }} state @returns {string[]} */
+export function sseIdsIn(text, state) {
+  const lines = (state.carry + text).split(/\r\n|\r|\n/);
+  state.carry = lines.pop() ?? '';
+  const ids = [];
+  for (const line of lines) {
+    if (!line.startsWith('id')) continue;
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    if (field !== 'id') continue;
+    let value = colon < 0 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (!value.includes('\u0000')) ids.push(value);
+  }
+  return ids;
+}
+
+/** The AI SDK's message parts as the relay's message content: the text parts joined.
+ * @param {{ role: string, parts?: Array<{ type: string, text?: string }>, content?: string }} m */
+export function relayMessageOf(m) {
+  const text = typeof m.content === 'string' ? m.content
+    : (m.parts ?? []).filter((p) => p.type === 'text').map((p) => p.text ?? '').join('');
+  return { role: m.role, content: text };
+}
+
+/**
+ * Options for the AI SDK's `DefaultChatTransport` that point `useChat` at the relay.
+ * @param {{
+ *   baseURL: string,                       // the relay's origin, e.g. https://relay.example.com
+ *   token: () => string | Promise<string>, // the bearer token (docs/PROTOCOL.md §2)
+ *   model?: string,                        // the request's `model`
+ *   body?: Record<string, unknown>,        // more request fields (`max_tokens`, `mode`, …)
+ *   fetch?: typeof fetch,                  // the fetch to wrap (default: globalThis.fetch)
+ *   newRequestId?: () => string,           // the X-Request-Id of each new answer
+ * }} options
+ */
+export function relayChatTransportOptions(options) {
+  const base = options.baseURL.replace(/\/+$/, '');
+  const innerFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+  const newRequestId = options.newRequestId ?? (() => randomRequestId());
+  /** chat id → { requestId, lastEventId } of its answer in progress */
+  const answers = new Map();
+  const auth = async () => ({ Authorization: `Bearer ${await options.token()}` });
+
+  /** Records the last SSE id of a response body for `chatId`, passing the body through. */
+  function tracked(chatId, response) {
+    if (!response.body) return response;
+    const [mine, theirs] = response.body.tee();
+    (async () => {
+      const reader = mine.getReader();
+      const decoder = new TextDecoder();
+      const state = { carry: '' };
+      for (;;) {
+        const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+        if (done) break;
+        const ids = sseIdsIn(decoder.decode(value, { stream: true }), state);
+        const a = answers.get(chatId);
+        if (a && ids.length) a.lastEventId = ids[ids.length - 1];
+      }
+    })();
+    return new Response(theirs, { status: response.status, statusText: response.statusText, headers: response.headers });
+  }
+
+  return {
+    api: `${base}/api/chat/stream?format=ai-sdk`,
+    /** @param {{ id: string, messages: any[], body?: Record<string, unknown> }} r */
+    async prepareSendMessagesRequest(r) {
+      const requestId = newRequestId();
+      answers.set(r.id, { requestId, lastEventId: '0' });
+      return {
+        api: `${base}/api/chat/stream?format=ai-sdk`,
+        headers: { ...(await auth()), 'X-Request-Id': requestId, 'X-Chat-Id': r.id },
+        body: { ...(options.body ?? {}), ...(options.model ? { model: options.model } : {}), messages: r.messages.map(relayMessageOf) },
+      };
+    },
+    /** @param {{ id: string }} r */
+    async prepareReconnectToStreamRequest(r) {
+      const a = answers.get(r.id);
+      if (!a) return { api: `${base}/api/chat/stream/none?format=ai-sdk`, headers: await auth() };
+      return {
+        api: `${base}/api/chat/stream/${encodeURIComponent(a.requestId)}?format=ai-sdk`,
+        headers: { ...(await auth()), 'X-Chat-Id': r.id, 'Last-Event-ID': a.lastEventId },
+      };
+    },
+    /** @param {RequestInfo | URL} input @param {RequestInit} [init] */
+    async fetch(input, init) {
+      const headers = new Headers(init?.headers);
+      const chatId = headers.get('X-Chat-Id');
+      headers.delete('X-Chat-Id');
+      const response = await innerFetch(input, { ...init, headers });
+      return chatId && answers.has(chatId) ? tracked(chatId, response) : response;
+    },
+    /** The answer in progress of `chatId`: its X-Request-Id and the last event id seen. */
+    answerOf(chatId) { return answers.get(chatId); },
+  };
+}

@@ -1,0 +1,47 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { relayChatTransportOptions, sseIdsIn, relayMessageOf } from '../src/aiSdkTransport.js';
+
+test('SSE ids are read across chunk boundaries, as the WHATWG parser reads them', () => {
+  const state = { carry: '' };
+  assert.deepEqual(sseIdsIn('data: {"type":"start"}\nid: 0\n\ndata: x\ni', state), ['0']);
+  assert.deepEqual(sseIdsIn('d: 7\n\nid:8\r\nid\n\nidx: 9\n', state), ['7', '8', ''], 'the line cut after "i" is "id: 7"');
+  assert.deepEqual(sseIdsIn('id: 1\u00002\n', state), [], 'an id with NUL is ignored');
+});
+
+test('message parts become the relay message content', () => {
+  assert.deepEqual(relayMessageOf({ role: 'user', parts: [{ type: 'text', text: 'Draft ' }, { type: 'file' }, { type: 'text', text: 'an NDA' }] }),
+    { role: 'user', content: 'Draft an NDA' });
+});
+
+/** A fetch that answers every call with `body` (SSE text in chunks) and records the requests. */
+function fakeFetch(chunks) {
+  const calls = [];
+  const f = async (url, init) => {
+    calls.push({ url: String(url), headers: new Headers(init?.headers), body: init?.body });
+    const stream = new ReadableStream({ start(c) { for (const s of chunks) c.enqueue(new TextEncoder().encode(s)); c.close(); } });
+    return new Response(stream, { status: 200, headers: { 'content-type': 'text/event-stream', 'x-vercel-ai-ui-message-stream': 'v1' } });
+  };
+  return { f, calls };
+}
+
+test('the send goes to the relay in the AI SDK dialect and the reconnect resumes from the last id seen', async () => {
+  const { f, calls } = fakeFetch(['data: {"type":"start","messageId":"r1"}\nid: 0\n\n', 'data: {"type":"text-start","id":"text-1"}\nid: 0\n\ndata: {"type":"text-delta","id":"text-1","delta":"Hi"}\nid: 1\n\n',
+    'data: {"type":"text-delta","id":"text-1","delta":" there"}\nid: 2\n\n']);
+  const t = relayChatTransportOptions({ baseURL: 'https://relay.example/', token: () => 'tok', model: 'simulated-tools', fetch: f,
+    newRequestId: () => 'req-0123456789abcdef' });
+  const send = await t.prepareSendMessagesRequest({ id: 'chat-1', messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hello' }] }] });
+  assert.equal(send.api, 'https://relay.example/api/chat/stream?format=ai-sdk');
+  assert.equal(send.headers.Authorization, 'Bearer tok');
+  assert.equal(send.headers['X-Request-Id'], 'req-0123456789abcdef');
+  assert.deepEqual(send.body, { model: 'simulated-tools', messages: [{ role: 'user', content: 'Hello' }] });
+  const res = await t.fetch(send.api, { method: 'POST', headers: send.headers, body: JSON.stringify(send.body) });
+  assert.equal(calls[0].headers.get('X-Chat-Id'), null, 'the transport header stays on this side');
+  const text = await res.text();
+  assert.match(text, /" there"/, 'the body passes through whole');
+  for (let i = 0; i < 50 && t.answerOf('chat-1').lastEventId !== '2'; i++) await new Promise((r) => setTimeout(r, 1));
+  assert.equal(t.answerOf('chat-1').lastEventId, '2');
+  const again = await t.prepareReconnectToStreamRequest({ id: 'chat-1' });
+  assert.equal(again.api, 'https://relay.example/api/chat/stream/req-0123456789abcdef?format=ai-sdk');
+  assert.equal(again.headers['Last-Event-ID'], '2');
+});
