@@ -50,6 +50,9 @@ public struct ChatRequest: Sendable, Equatable {
     public var mode: Mode
     /// Sampling settings, forwarded to the upstream (none set by default).
     public var sampling: SamplingParameters
+    /// Who asked, set by the relay after admission for upstreams that are told
+    /// (`CallerIdentity`); never parsed from a body, never stored with the request.
+    public var caller: CallerIdentity?
 
     public init(messages: [ChatMessage], model: String? = nil, maxTokens: Int? = nil, mode: Mode = .full,
                 sampling: SamplingParameters = SamplingParameters()) {

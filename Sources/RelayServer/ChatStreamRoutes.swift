@@ -118,6 +118,9 @@ final class ChatStreamRoutes {
                           budget: GenerationBudget, dialect: StreamDialect) {
         var clamped = request
         clamped.maxTokens = budget.grant.maxTokens
+        // An agent backend upstream is told who asked (docs/AGENTS.md, "Your own backend").
+        clamped.caller = CallerIdentity(sub: who.user, sid: who.sid, tier: gate.context.budgets.effectiveTier(who.tier),
+                                        requestID: id.clientValue)
         let upstream: Upstream
         do {
             upstream = try upstreams.prepare(clamped).make(loop: hub.loop)
