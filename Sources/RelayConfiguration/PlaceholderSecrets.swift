@@ -13,7 +13,7 @@ public enum PlaceholderSecrets {
         let secrets: [(String, String?)] = [
             ("RELAY_JWT_SECRET", config.jwtSecret), ("RELAY_ADMIN_KEY", config.adminKey),
             ("RELAY_COMPLETION_WEBHOOK_SECRET", config.completionWebhookSecret),
-            ("UPSTREAM_API_KEY", config.upstreamAPIKey), ("RELAY_ENCRYPTION_KEYS", config.encryptionKeys),
+            ("UPSTREAM_API_KEY", config.upstreamAPIKey), ("RELAY_UPSTREAM_IDENTITY_SECRET", config.upstreamIdentitySecret), ("RELAY_ENCRYPTION_KEYS", config.encryptionKeys),
             ("REDIS_URL", config.redis.map { String(describing: $0) }),
         ]
         return secrets.compactMap { name, value in

@@ -117,6 +117,9 @@ public struct RelayConfig: Sendable, Equatable {
     public var upstreamURL: String?
     /// Upstream API key.
     public var upstreamAPIKey: String?
+    /// The HS256 secret that signs the caller's identity for an `ai-sdk` upstream
+    /// (`X-Relay-Identity`, docs/AGENTS.md); required with it.
+    public var upstreamIdentitySecret: String?
     /// Upstream model when the request names none.
     public var upstreamModel: String?
     /// No upstream bytes for this long → `504 upstream_timeout`, ms; default 60,000.

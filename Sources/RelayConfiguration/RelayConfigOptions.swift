@@ -36,11 +36,18 @@ extension RelayConfig {
             c.heartbeatMs = try duration(v, "RELAY_HEARTBEAT", 10...3_600_000)
         },
         Option(env: "RELAY_UPSTREAM", flag: "--upstream", default: "simulated", unit: "name",
-               doc: "upstream adapter: simulated, openai, anthropic") { c, v in
-            guard ["simulated", "openai", "anthropic"].contains(v) else {
-                throw ConfigError("RELAY_UPSTREAM must be simulated, openai or anthropic, got \"\(v)\"")
+               doc: "upstream adapter: simulated, openai, anthropic, ai-sdk (your own agent backend)") { c, v in
+            guard ["simulated", "openai", "anthropic", "ai-sdk"].contains(v) else {
+                throw ConfigError("RELAY_UPSTREAM must be simulated, openai, anthropic or ai-sdk, got \"\(v)\"")
             }
             c.upstream = v
+        },
+        Option(env: "RELAY_UPSTREAM_IDENTITY_SECRET", flag: "--upstream-identity-secret", default: "—", unit: "secret",
+               doc: "HS256 secret (32+ bytes) of the X-Relay-Identity token sent to an ai-sdk upstream (docs/AGENTS.md)") { c, v in
+            guard v.utf8.count >= 32 else {
+                throw ConfigError("RELAY_UPSTREAM_IDENTITY_SECRET must be at least 32 bytes (make one with `openssl rand -base64 48`)")
+            }
+            c.upstreamIdentitySecret = v
         },
         Option(env: "RELAY_SIMULATED_TOKENS_PER_SECOND", flag: "--simulated-tokens-per-second", default: "50", unit: "tokens/s",
                doc: "simulated upstream rate in tokens/s") { c, v in
