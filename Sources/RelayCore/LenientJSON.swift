@@ -56,6 +56,11 @@ public struct JSONMember: Sendable, Equatable {
     public var name: JSONString
     /// The member value.
     public var value: JSONValue
+
+    public init(name: JSONString, value: JSONValue) {
+        self.name = name
+        self.value = value
+    }
 }
 
 /// An unescaped JSON string as UTF-16 code units, possibly with unpaired surrogates.
