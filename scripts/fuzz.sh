@@ -45,7 +45,7 @@ declare -A SOURCES=(
     [read_ticket]="fuzz/targets/openssl_standin.swift Sources/RelayAuth/ReadTicket.swift Sources/RelayAuth/Base64URL.swift $CORE_ERR"
     [sealed_format]="Sources/RelayEventStore/Decisions/SealedFormat.swift"
 )
-DIALECT="Sources/RelayUpstream/HTTP/OpenAIDialect.swift Sources/RelayUpstream/HTTP/HTTPContinuation.swift Sources/RelayUpstream/HTTP/AnthropicDialect.swift Sources/RelayUpstream/HTTP/UpstreamDialect.swift Sources/RelayUpstream/HTTP/UpstreamErrorBody.swift $C/LenientJSON.swift $C/SurrogateJoiner.swift $C/SSEParser.swift $C/SSEMessage.swift $C/ChatRequest.swift $CORE_ERR"
+DIALECT="Sources/RelayUpstream/HTTP/OpenAIDialect.swift Sources/RelayUpstream/Decisions/ToolCallAssembler.swift Sources/RelayUpstream/HTTP/HTTPContinuation.swift Sources/RelayUpstream/HTTP/AnthropicDialect.swift Sources/RelayUpstream/HTTP/UpstreamDialect.swift Sources/RelayUpstream/HTTP/UpstreamErrorBody.swift $C/LenientJSON.swift $C/SurrogateJoiner.swift $C/SSEParser.swift $C/SSEMessage.swift $C/ChatRequest.swift $CORE_ERR"
 SOURCES[openai_chunk]+=" $DIALECT"
 SOURCES[anthropic_chunk]+=" $DIALECT"
 ALL=(sse_parser stream_identifiers chat_request jwt_compact openai_chunk anthropic_chunk request_head request_framer offset_read read_ticket sealed_format)

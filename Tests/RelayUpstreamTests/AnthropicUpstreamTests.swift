@@ -106,10 +106,12 @@ final class AnthropicUpstreamTests: UpstreamTestCase {
         }
     }
 
+    /// Unknown event, block and delta types are ignored, as the Messages API asks.
     func testUnknownEventTypesAreIgnored() throws {
         let body = AnthropicFixtures.messageStart(input: 3)
-            + AnthropicFixtures.event("content_block_start", "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}")
-            + AnthropicFixtures.event("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hmm\"}}")
+            + AnthropicFixtures.event("content_block_start", "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"future_block\",\"stuff\":\"\"}}")
+            + AnthropicFixtures.event("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"future_delta\",\"stuff\":\"hmm\"}}")
+            + AnthropicFixtures.event("content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}")
             + AnthropicFixtures.event("some_future_event", "{\"type\":\"some_future_event\"}")
             + AnthropicFixtures.text("Yes") + AnthropicFixtures.messageDelta(stop: "end_turn", output: 2) + AnthropicFixtures.messageStop
         let (events, _) = try runAnthropic(Self.sse(body))

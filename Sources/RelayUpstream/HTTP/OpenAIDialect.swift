@@ -6,53 +6,146 @@ import RelayCore
 /// also spoken by vLLM, llama.cpp server, Ollama and LiteLLM.
 ///
 /// Each SSE `data:` is a JSON chunk
-/// `{"id","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role"?,"content"?},"finish_reason":null|"stop"|"length"|…}],"usage":null|{…}}`;
+/// `{"id","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role"?,"content"?,"tool_calls"?,"reasoning_content"?},"finish_reason":null|"stop"|"length"|"tool_calls"|…}],"usage":null|{…}}`;
 /// with `stream_options.include_usage` a last chunk has `"choices":[]` and
 /// `"usage":{"prompt_tokens","completion_tokens","total_tokens"}`; the stream ends with
 /// `data: [DONE]`. A mid-stream failure arrives as `data: {"error":{"message","type","code"}}`.
+///
+/// Parts (docs/PROTOCOL.md §5.5, docs/UPSTREAMS.md "Parts"), from choice 0's `delta`, in this
+/// order within a chunk:
+/// * `reasoning_content` (DeepSeek, vLLM, llama.cpp server), else `reasoning` (OpenRouter,
+///   newer vLLM): a `reasoning` piece; a server that sends both sends the same text, taken once.
+/// * `content`: a text delta.
+/// * `tool_calls[]` (guide "Function calling", streaming): keyed by `index` (its position in
+///   the array when a server omits it); the first piece of an index carries `id` and
+///   `function.name` (→ `tool_call_start`), every piece may carry `function.arguments` text
+///   (→ `tool_call_delta`); an `id` or `name` a later piece repeats is ignored. Calls may
+///   interleave by index.
+/// * `finish_reason` (any): every open call ends (`tool_call_end`, arguments parsed), in the
+///   order they started; so does the end of the stream. `"tool_calls"` passes through.
+/// Broken call rules (`ToolCallAssembler`) end the answer with `.fail`.
 struct OpenAIDialect: UpstreamDialect {
     static let name = "OpenAI-compatible"
 
     private(set) var finishReason: String?
     private(set) var promptTokens: Int?
     private(set) var completionTokens: Int?
+    private var toolCalls = ToolCallAssembler(upstream: OpenAIDialect.name)
+    var replacedArgumentHalves: Int { toolCalls.replacedSurrogateHalves }
 
-    mutating func step(_ message: SSEMessage) throws(MalformedChunk) -> DialectStep {
-        if message.data == "[DONE]" { return .end }
+    mutating func step(_ message: SSEMessage) throws(MalformedChunk) -> [DialectStep] {
+        if message.data == "[DONE]" { return [.end] }
         let chunk = try Self.json(message, what: "data")
-        guard chunk.isObject else { return .skip("chunk is not a JSON object") }
+        guard chunk.isObject else { return [.skip("chunk is not a JSON object")] }
         if let e = chunk["error"], !e.isNull {  // the error shape, whatever its inner types
             let code = e.looseText("code") ?? e.looseText("type") ?? "error"
             let text = e.stringValue ?? e["message"]?.stringValue ?? "error in stream"
-            return .fail("upstream \(code): \(UpstreamErrorBody.oneLine(text))")
+            return [.fail("upstream \(code): \(UpstreamErrorBody.oneLine(text))")]
         }
+        let read: Chunk
         do throws(ShapeMismatch) {
-            return try interpret(chunk)
+            read = try Chunk(chunk)
         } catch {
-            return .skip(error.reason)
+            return [.skip(error.reason)]
+        }
+        return apply(read)
+    }
+
+    mutating func streamEnded() -> [DialectStep] {
+        do throws(ToolCallViolation) {
+            return try toolCalls.endAll().map(DialectStep.part)
+        } catch {
+            return [.fail(error.message)]
         }
     }
 
-    /// Reads the documented fields, checking all types before recording anything.
-    private mutating func interpret(_ chunk: JSONValue) throws(ShapeMismatch) -> DialectStep {
-        let usage = try chunk.object("usage")
-        let prompt = try usage?.int("prompt_tokens")
-        let completion = try usage?.int("completion_tokens")
-        var choice: JSONValue?
-        for c in try chunk.array("choices") ?? [] {
-            guard c.isObject else { throw ShapeMismatch(reason: "a choice is not an object") }
-            if (try c.int("index") ?? 0) == 0 {
-                choice = c
-                break
+    /// Records what `chunk` reports and maps its pieces, in order: reasoning, text, tool-call
+    /// pieces, then (on a finish reason) the ends of the open calls.
+    private mutating func apply(_ chunk: Chunk) -> [DialectStep] {
+        if let p = chunk.promptTokens { promptTokens = p }
+        if let c = chunk.completionTokens { completionTokens = c }
+        if let r = chunk.finishReason { finishReason = r }
+        var steps: [DialectStep] = []
+        if let r = chunk.reasoning { steps.append(.reasoning(r)) }
+        if let t = chunk.text, !t.units.isEmpty { steps.append(.delta(t)) }
+        do throws(ToolCallViolation) {
+            for piece in chunk.toolCalls {
+                if toolCalls.openID(atSlot: piece.index) == nil {
+                    steps.append(.part(try toolCalls.start(slot: piece.index, id: piece.id, name: piece.name)))
+                }
+                if let a = piece.arguments, let d = try toolCalls.append(slot: piece.index, arguments: a) {
+                    steps.append(.part(d))
+                }
+            }
+            if chunk.finishReason != nil { steps += try toolCalls.endAll().map(DialectStep.part) }
+        } catch {
+            steps.append(.fail(error.message))
+        }
+        return steps
+    }
+
+    /// The documented fields of one chunk (choice 0 and usage), every type checked before
+    /// anything is recorded.
+    private struct Chunk {
+        var promptTokens: Int?
+        var completionTokens: Int?
+        var finishReason: String?
+        var reasoning: JSONString?
+        var text: JSONString?
+        var toolCalls: [ToolCallPiece] = []
+
+        /// - Throws: `ShapeMismatch` when a documented field has another JSON type (the
+        ///   reasoning fields, not in OpenAI's own reference, are read when they are
+        ///   non-empty strings and ignored otherwise).
+        init(_ chunk: JSONValue) throws(ShapeMismatch) {
+            let usage = try chunk.object("usage")
+            promptTokens = try usage?.int("prompt_tokens")
+            completionTokens = try usage?.int("completion_tokens")
+            var choice: JSONValue?
+            for c in try chunk.array("choices") ?? [] {
+                guard c.isObject else { throw ShapeMismatch(reason: "a choice is not an object") }
+                if (try c.int("index") ?? 0) == 0 {
+                    choice = c
+                    break
+                }
+            }
+            finishReason = try choice?.string("finish_reason")?.text
+            let delta = try choice?.object("delta")
+            text = try delta?.string("content")
+            reasoning = ["reasoning_content", "reasoning"].lazy
+                .compactMap { delta?[$0]?.stringUnits }.first { !$0.units.isEmpty }
+            for (position, call) in (try delta?.array("tool_calls") ?? []).enumerated() {
+                guard call.isObject else { throw ShapeMismatch(reason: "a tool call is not an object") }
+                toolCalls.append(try ToolCallPiece(call, position: position))
             }
         }
-        let reason = try choice?.string("finish_reason")
-        let text = try choice?.object("delta")?.string("content")
-        if let p = prompt { promptTokens = p }
-        if let c = completion { completionTokens = c }
-        if let r = reason { finishReason = r.text }
-        if let text, !text.units.isEmpty { return .delta(text) }
-        return .ignore
+    }
+
+    /// One `delta.tool_calls[]` item.
+    private struct ToolCallPiece {
+        /// `index`, else the item's position in the array.
+        let index: Int
+        let id: String?
+        let name: String?
+        /// `function.arguments`: a string as documented; an object or array (sent by some
+        /// servers) is taken as its compact JSON text.
+        let arguments: JSONString?
+
+        init(_ call: JSONValue, position: Int) throws(ShapeMismatch) {
+            index = try call.int("index") ?? position
+            id = try call.string("id")?.text
+            let function = try call.object("function")
+            name = try function?.string("name")?.text
+            guard let a = function?["arguments"], !a.isNull else {
+                arguments = nil
+                return
+            }
+            switch a {
+            case .string(let s): arguments = s
+            case .object, .array: arguments = JSONString(a.compactJSON)
+            default: throw ShapeMismatch(reason: "\"arguments\" is not a string")
+            }
+        }
     }
 
     /// The request body: `{"model","messages","stream":true,"stream_options":{"include_usage":true},"max_tokens"?}`

@@ -5,15 +5,17 @@ import RelayLoop
 /// parsed incrementally by `RelayCore.SSEParser` and mapped by a `Dialect` (OpenAI, Anthropic).
 ///
 /// Guarantees (an upstream failure never leaves a client hanging: docs/UPSTREAMS.md): after
-/// `start`, the
-/// adapter emits deltas, then exactly one terminal event, unless `cancel()` comes first:
+/// `start`, the adapter emits deltas and parts (reasoning, tool calls, sources: docs/PROTOCOL.md
+/// §5.5, mapped by the dialect), then exactly one terminal event, unless `cancel()` comes first:
 /// * `done` on the format's end marker (the rest of the response is drained so the
 ///   connection can be reused); also when the stream closes after a finish reason was seen
 ///   but without the end marker (lenient with servers that omit `[DONE]`);
 /// * `error(502, "upstream_error", …)` on: connect failure, a non-2xx answer (`upstream 429
 ///   rate_limit_error: …`), a 2xx answer that is not `text/event-stream` (HTML, JSON),
-///   a chunk that is not JSON, the dialect's error shape, a line longer than `maxLineBytes`, more than
-///   `maxEventBytes` without a complete event, or a close before the end;
+///   a chunk that is not JSON, the dialect's error shape, a tool call against the rules of
+///   §5.5 (`ToolCallAssembler`: arguments that are not JSON, over 1 MiB, a call never started
+///   or never ended), a line longer than `maxLineBytes`, more than `maxEventBytes` without a
+///   complete event, or a close before the end;
 /// * `error(504, "upstream_timeout", …)` when no byte arrives for `idleTimeoutMs`, or the
 ///   connect times out.
 /// Each failure aborts the transfer (its connection is closed).
@@ -22,9 +24,10 @@ import RelayLoop
 /// `SSEParser` and `LenientJSON`); an escaped surrogate half at the end of one delta is paired
 /// with a half at the start of the next (`SurrogateJoiner`), and a half that stays unpaired
 /// becomes U+FFFD (a high half still held at the end is emitted as a U+FFFD delta before the
-/// terminal event); a chunk that is valid JSON of an undocumented shape is skipped. Both are
-/// counted in `skippedChunks` / `replacedSurrogateHalves` and in the factory's shared
-/// `UpstreamTextCounters`.
+/// terminal event); reasoning pieces are joined the same way, apart from the text, and so are
+/// each tool call's argument pieces; a chunk that is valid JSON of an undocumented shape is
+/// skipped. Both are counted in `skippedChunks` / `replacedSurrogateHalves` and in the
+/// factory's shared `UpstreamTextCounters`.
 ///
 /// A continuation (made with a `ContinuationSeam`) emits only what follows the answer so
 /// far: leading text that repeats the whitespace held back from the prefill is dropped, and
@@ -40,6 +43,8 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
     private let estimatedPromptTokens: Int
     private let counters: UpstreamTextCounters
     private var joiner = SurrogateJoiner()
+    /// Joins the reasoning pieces' surrogate halves, apart from the text's.
+    private var reasoningJoiner = SurrogateJoiner()
     /// For a continuation: drops the whitespace the text so far already ends with
     /// (`ContinuationSeam`); `nil` for a first call.
     private var seam: ContinuationSeam?
@@ -53,12 +58,17 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
     private var errorBody: [UInt8] = []
     private var bytesSinceEvent = 0
     private var countedCompletionTokens = 0
+    /// The dialect's replaced argument halves already added to `counters`.
+    private var countedArgumentHalves = 0
     /// Body pieces delivered by libcurl so far (how split the stream arrived).
     private(set) var bodyPieces = 0
     /// Chunks of this stream skipped as valid JSON of an undocumented shape.
     private(set) var skippedChunks = 0
-    /// Unpaired surrogate halves of this stream replaced by U+FFFD.
-    var replacedSurrogateHalves: Int { joiner.replacedHalves }
+    /// Unpaired surrogate halves of this stream replaced by U+FFFD (text, reasoning and
+    /// tool-call arguments).
+    var replacedSurrogateHalves: Int {
+        joiner.replacedHalves + reasoningJoiner.replacedHalves + dialect.replacedArgumentHalves
+    }
 
     init(request: UpstreamTransfer.Request, multi: CurlMulti, config: HTTPUpstreamConfig,
          dialect: Dialect, estimatedPromptTokens: Int, counters: UpstreamTextCounters,
@@ -111,14 +121,14 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
 
     /// Usage reported by the upstream, completed with estimates where it reported nothing:
     /// prompt tokens estimated from the request's text, completion tokens counted from the
-    /// emitted deltas.
+    /// emitted deltas, reasoning and argument pieces.
     var usage: Usage {
         Usage(promptTokens: dialect.promptTokens ?? estimatedPromptTokens,
               completionTokens: dialect.completionTokens ?? countedCompletionTokens)
     }
 
     /// Usage of a stream stopped midway: as `usage`, but completion tokens are at least the
-    /// count of the deltas emitted (a count reported at the start, such as Anthropic's
+    /// count of the deltas and pieces emitted (a count reported at the start, such as Anthropic's
     /// `message_start` `output_tokens: 1`, is not the final one).
     var partialUsage: Usage {
         Usage(promptTokens: dialect.promptTokens ?? estimatedPromptTokens,
@@ -180,6 +190,7 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
         case (.finished, .streaming), (.failed, .streaming):
             parser.finish()
             if let reason = dialect.finishReason {
+                guard apply(dialect.streamEnded()), emit != nil else { return }
                 finish(.done(finishReason: FinishReason(rawValue: reason), usage: usage), drain: false)
             } else {
                 var why = "upstream closed the stream before its end"
@@ -211,22 +222,36 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
         for item in items {
             guard emit != nil else { break }  // a terminal event was emitted, or cancel() was called
             guard case .event(let message) = item else { continue }  // comments: keep-alives
-            let step: DialectStep
+            let steps: [DialectStep]
             do {
-                step = try dialect.step(message)
+                steps = try dialect.step(message)
             } catch {
                 fail(.upstreamError, "malformed \(Dialect.name) stream chunk: \(error.reason)")
                 return false
             }
+            guard apply(steps) else { return false }
+        }
+        return true
+    }
+
+    /// Emits what `steps` mean, in order, until a terminal event. At `.end` the dialect's
+    /// `streamEnded()` steps come first, then `done`.
+    /// - Returns: `false` when the stream failed (the transfer is to be aborted).
+    private func apply(_ steps: [DialectStep]) -> Bool {
+        for step in steps {
+            guard emit != nil else { return true }  // ended, or cancel() was called by a consumer
             switch step {
-            case .ignore:
-                break
             case .delta(let units):
                 emitText(joined(units.units))
+            case .reasoning(let units):
+                emitReasoning(joinedReasoning(units.units))
+            case .part(let part):
+                emitPart(part)
             case .skip:
                 skippedChunks += 1
                 counters.addSkippedChunk()
             case .end:
+                guard apply(dialect.streamEnded()) else { return false }
                 finish(.done(finishReason: dialect.finishReason.map(FinishReason.init(rawValue:)) ?? .stop, usage: usage), drain: true)
             case .fail(let why):
                 fail(.upstreamError, why)
@@ -264,6 +289,15 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
         return text
     }
 
+    /// The reasoning completed by the next piece's units (`nil`: the end of the stream),
+    /// joined apart from the text (docs/UPSTREAMS.md), counting replaced halves.
+    private func joinedReasoning(_ units: [UInt16]?) -> String {
+        let before = reasoningJoiner.replacedHalves
+        let text = units.map { reasoningJoiner.append($0) } ?? reasoningJoiner.finish()
+        counters.addReplacedHalves(reasoningJoiner.replacedHalves - before)
+        return text
+    }
+
     private func emitText(_ joinedText: String) {
         var text = joinedText
         if !text.isEmpty, seam != nil { text = seam!.pass(text) }
@@ -272,10 +306,34 @@ final class SSEStreamUpstream<Dialect: UpstreamDialect>: Upstream, UpstreamTrans
         emit(.delta(text))
     }
 
+    private func emitReasoning(_ text: String) {
+        guard !text.isEmpty else { return }
+        emitPart(.reasoning(text))
+    }
+
+    /// Emits a part; reasoning and argument pieces count as completion tokens like a delta's
+    /// text (docs/PROTOCOL.md §5.5: at least one each), for the usage estimated when the
+    /// upstream reports none.
+    private func emitPart(_ part: AnswerPart) {
+        guard let emit else { return }
+        switch part {
+        case .reasoning(let text), .toolCallDelta(_, let text):
+            countedCompletionTokens += max(1, SimulatedTokenizer.estimateTokens(text))
+        default:
+            break
+        }
+        let halves = dialect.replacedArgumentHalves
+        counters.addReplacedHalves(halves - countedArgumentHalves)
+        countedArgumentHalves = halves
+        emit(.part(part))
+    }
+
     /// Emits the terminal event once, after stopping the transfer (so nothing re-enters).
     /// A surrogate half still held by the joiner goes out first as a U+FFFD delta (unless the
     /// consumer cancels on it).
     private func finish(_ event: StreamEvent, drain: Bool) {
+        guard emit != nil else { return }
+        emitReasoning(joinedReasoning(nil))
         guard emit != nil else { return }
         emitText(joined(nil))
         guard let e = emit else { return }

@@ -1,16 +1,21 @@
 import RelayCore
 
-/// What one upstream SSE message means for the relay's stream.
+/// One thing an upstream SSE message means for the relay's stream (a message may mean
+/// several, in order; a role chunk, a ping or an unknown event type means none).
 enum DialectStep: Equatable {
-    /// Nothing to emit (role chunk, ping, block start/stop, usage-only chunk, unknown type).
-    case ignore
     /// Generated text, as UTF-16 code units: it may begin or end with half of a surrogate pair
     /// that the upstream split across chunks (`SurrogateJoiner` pairs them).
     case delta(JSONString)
+    /// A piece of the model's reasoning, as UTF-16 code units (joined like `delta`): a
+    /// `reasoning` part (docs/PROTOCOL.md §5.5).
+    case reasoning(JSONString)
+    /// A complete typed part other than reasoning text: a tool call's start, argument piece
+    /// or end (`ToolCallAssembler`), redacted reasoning, a source.
+    case part(AnswerPart)
     /// The upstream's explicit end of stream (`data: [DONE]`, `message_stop`).
     case end
-    /// The upstream reported an error inside the stream (the dialect's error shape); the
-    /// text explains it.
+    /// The upstream reported an error inside the stream (the dialect's error shape), or
+    /// broke the rules of parts (`ToolCallViolation`); the text explains it.
     case fail(String)
     /// Valid JSON of a shape the format does not document (docs/UPSTREAMS.md): skipped and
     /// counted, the stream goes on. The text says what was unexpected.
@@ -28,18 +33,24 @@ struct ShapeMismatch: Error {
 }
 
 /// One upstream streaming format: maps its SSE messages to `DialectStep`s and remembers what
-/// the stream reported along the way (finish reason, token counts).
+/// the stream reported along the way (finish reason, token counts, open tool calls).
 protocol UpstreamDialect {
     /// Maps one dispatched SSE message.
     /// - Throws: `MalformedChunk` when the data is not JSON (`LenientJSON`); valid JSON of an
     ///   unexpected shape is `.skip`, not an error.
-    mutating func step(_ message: SSEMessage) throws(MalformedChunk) -> DialectStep
+    mutating func step(_ message: SSEMessage) throws(MalformedChunk) -> [DialectStep]
+    /// The stream reached its end (its end marker, or a close after a finish reason): what
+    /// is still open ends now (OpenAI ends its open tool calls), or is refused (`.fail`:
+    /// a call the format ends explicitly that never ended). Never `.end`.
+    mutating func streamEnded() -> [DialectStep]
     /// The relay's `finish_reason` reported so far (`stop`, `length`, …), if any.
     var finishReason: String? { get }
     /// Prompt tokens reported by the upstream, if any.
     var promptTokens: Int? { get }
     /// Completion tokens reported by the upstream, if any.
     var completionTokens: Int? { get }
+    /// Unpaired surrogate halves in tool-call arguments replaced by U+FFFD so far.
+    var replacedArgumentHalves: Int { get }
     /// Name used in error messages (`"OpenAI-compatible"`, `"Anthropic"`).
     static var name: String { get }
 }
