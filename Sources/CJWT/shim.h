@@ -61,6 +61,14 @@ static inline int cjwt_hmac_sha256(const unsigned char *key, int key_len,
     return HMAC(EVP_sha256(), key, key_len, data, data_len, out, &out_len) != NULL && out_len == 32;
 }
 
+/* SHA-256 (FIPS 180-4) of data into out (32 bytes): 1 on success. */
+static inline int cjwt_sha256(const unsigned char *data, size_t data_len, unsigned char *out) {
+    unsigned int out_len = 0;
+    static const unsigned char empty = 0;
+    if (data == NULL) { data = &empty; data_len = 0; }
+    return EVP_Digest(data, data_len, out, &out_len, EVP_sha256(), NULL) == 1 && out_len == 32;
+}
+
 /* Constant-time equality of two n-byte buffers (OpenSSL CRYPTO_memcmp): 0 when equal. */
 static inline int cjwt_memcmp_const(const void *a, const void *b, size_t n) {
     return CRYPTO_memcmp(a, b, n);

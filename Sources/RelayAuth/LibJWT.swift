@@ -79,6 +79,14 @@ enum OpenSSLShim {
         return out
     }
 
+    /// SHA-256 (FIPS 180-4) of `data`: 32 bytes.
+    static func sha256(_ data: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        let ok = data.withUnsafeBufferPointer { d in out.withUnsafeMutableBufferPointer { o in cjwt_sha256(d.baseAddress, d.count, o.baseAddress) } }
+        precondition(ok == 1, "OpenSSL SHA-256 failed")
+        return out
+    }
+
     /// Constant-time equality of two equal-length byte arrays (CRYPTO_memcmp).
     static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }

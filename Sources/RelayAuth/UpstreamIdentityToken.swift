@@ -15,6 +15,14 @@ public enum UpstreamIdentityToken {
     /// Lifetime, seconds.
     public static let ttlSeconds: Int64 = 300
 
+    /// Signs the identity of `caller` for the request body `body`.
+    /// - Parameters: `secret` at least 32 bytes; `now` unix seconds.
+    /// - Throws: ``AuthConfigurationError`` for a short secret or a libjwt failure.
+    public static func sign(_ caller: CallerIdentity, body: [UInt8], secret: [UInt8], now: Int64) throws -> String {
+        let hex = OpenSSLShim.sha256(body).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        return try sign(caller, bodySHA256: hex, secret: secret, now: now)
+    }
+
     /// Signs the identity of `caller` for a request body whose SHA-256 is `bodySHA256` (64 hex
     /// digits).
     /// - Parameters: `secret` at least 32 bytes; `now` unix seconds.

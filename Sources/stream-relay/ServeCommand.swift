@@ -176,6 +176,24 @@ enum ServeCommand {
                 return { HTTPUpstreamFactory(.openAI, config: h, counters: counters) }
             }
             return { HTTPUpstreamFactory(.anthropic, config: h, counters: counters) }
+        case "ai-sdk":
+            guard let url = config.upstreamURL else {
+                throw ConfigError("RELAY_UPSTREAM=ai-sdk needs UPSTREAM_URL: your backend's chat endpoint (docs/AGENTS.md)")
+            }
+            guard let secret = config.upstreamIdentitySecret else {
+                throw ConfigError("RELAY_UPSTREAM=ai-sdk needs RELAY_UPSTREAM_IDENTITY_SECRET: the backend verifies who asked with it "
+                                  + "(docs/AGENTS.md; make one with `openssl rand -base64 48`)")
+            }
+            var http = HTTPUpstreamConfig(baseURL: url, apiKey: config.upstreamAPIKey ?? "", defaultModel: config.upstreamModel)
+            http.idleTimeoutMs = config.upstreamIdleTimeoutMs
+            http.summaryMaxTokens = config.summaryMaxTokens
+            try http.validate()
+            let h = http
+            let key = Array(secret.utf8)
+            let sign: HTTPUpstreamFactory.IdentitySigner = { caller, body in
+                try? UpstreamIdentityToken.sign(caller, body: body, secret: key, now: Int64(Date().timeIntervalSince1970))
+            }
+            return { HTTPUpstreamFactory(.uiMessageStream, config: h, counters: counters, identity: sign) }
         default:
             let rate = config.simulatedTokensPerSecond
             let summary = config.summaryMaxTokens

@@ -17,6 +17,12 @@ last round reads retained answers).
 * A resume `GET` with `format=ai-sdk` and no `Last-Event-ID` (the AI SDK's own reconnect
   request) gets the whole answer; after the stream's keys expired, the retained answer is
   read the same way.
+* Your own backend: pydantic-ai behind its Vercel AI adapter (tests/agents/backend.py,
+  FunctionModel: thinking, two tool calls it runs, text naming the caller) is the upstream of
+  relays C and D (`RELAY_UPSTREAM=ai-sdk`). The backend trusts only the identity the relay
+  signs; the answer reaches the client as the relay's parts with the verified caller in its
+  text, validates in the AI SDK dialect and resumes from every cut on the other relay; a
+  relay with another identity secret gets the backend's 401 as `upstream_error`.
 
 Run:  python3 tests/agents/run.py   (after `swift build`; uses .venv/agents, made by
       scripts/install-deps.sh)
@@ -59,7 +65,7 @@ def check(name, fn):
 class Stack:
     """redis-server and relays A, B; all children of this process, stopped by close()."""
 
-    def __init__(self, tmp, env):
+    def __init__(self, tmp, env, names=("A", "B")):
         self.tmp, self.procs = tmp, []
         sock = tmp / "redis.sock"
         self.start(["redis-server", "--port", "0", "--unixsocket", str(sock), "--save", "", "--appendonly", "no",
@@ -69,12 +75,18 @@ class Stack:
         self.redis = ["redis-cli", "-s", str(sock)]
         self.env = minimal_env(REDIS_URL=f"unix://{sock}", RELAY_JWT_SECRET=secrets.token_hex(24), RELAY_WORKERS="1", **env)
         self.ports = {}
-        for name in ("A", "B"):
-            self.ports[name] = free_port()
-            self.start([str(BIN), "serve"], f"relay-{name}.log",
-                       dict(self.env, RELAY_LISTEN=f"127.0.0.1:{self.ports[name]}", RELAY_INSTANCE=f"relay-{name}"))
-        for name in ("A", "B"):
-            wait_until(f"relay {name} ready", lambda: http_status(self.ports[name], "/readyz") == 200, 30)
+        for name in names:
+            self.add_relay(name)
+        for name in names:
+            self.wait_ready(name)
+
+    def add_relay(self, name, **env):
+        self.ports[name] = free_port()
+        self.start([str(BIN), "serve"], f"relay-{name}.log",
+                   dict(self.env, RELAY_LISTEN=f"127.0.0.1:{self.ports[name]}", RELAY_INSTANCE=f"relay-{name}", **env))
+
+    def wait_ready(self, name):
+        wait_until(f"relay {name} ready", lambda: http_status(self.ports[name], "/readyz") == 200, 30)
 
     def start(self, args, log, env=None):
         with open(self.tmp / log, "ab") as f:
@@ -84,7 +96,7 @@ class Stack:
         return p
 
     def mint(self, sub):
-        return subprocess.run([str(BIN), "mint-token", "--sub", sub, "--sid", "s-" + sub, "--ttl", "3600"],
+        return subprocess.run([str(BIN), "mint-token", "--sub", sub, "--sid", "s-" + sub, "--tier", "pro", "--ttl", "3600"],
                               env=self.env, capture_output=True, check=True, text=True).stdout.strip()
 
     def close(self):
@@ -134,6 +146,77 @@ def fold(*responses):
         for _, c in chunks:
             m.apply(c)
     return m.summary()
+
+
+def relay_events(status, headers, text):
+    """(id, event object) of each event of a relay-format response."""
+    if status != 200:
+        raise AssertionError(f"status {status}: {text[:300]}")
+    return [(int(i), json.loads(d)) for i, d in sse_blocks(text) if i is not None]
+
+
+def backend_rounds(stack, body):
+    """Your own backend (pydantic-ai + Vercel AI adapter) as the upstream of relays C and D."""
+    secret = secrets.token_hex(32)
+    port = free_port()
+    stack.start([str(VENV_PY if VENV_PY.exists() else sys.executable), str(HERE / "backend.py"), str(port)], "backend.log",
+                minimal_env(BACKEND_IDENTITY_SECRET=secret))
+    wait_until("the backend", lambda: http_status(port, "/") is not None, 60, 0.2)
+    upstream = {"RELAY_UPSTREAM": "ai-sdk", "UPSTREAM_URL": f"http://127.0.0.1:{port}/api/chat"}
+    for name in ("C", "D"):
+        stack.add_relay(name, RELAY_UPSTREAM_IDENTITY_SECRET=secret, **upstream)
+    stack.add_relay("E", RELAY_UPSTREAM_IDENTITY_SECRET=secrets.token_hex(32), **upstream)
+    for name in ("C", "D", "E"):
+        stack.wait_ready(name)
+    sub = "backend-" + uuid.uuid4().hex[:8]
+    token = stack.mint(sub)
+    ask = {"messages": body["messages"]}
+    whole = {}
+
+    def relay_format():
+        events = relay_events(*request(stack.ports["C"], "POST", "/api/chat/stream", token, ask,
+                                       {"X-Request-Id": "be-" + uuid.uuid4().hex}))
+        types = [e["type"] for _, e in events]
+        if [i for i, _ in events] != list(range(1, len(events) + 1)):
+            raise AssertionError("seqs are not 1, 2, 3, …")
+        text = "".join(e["content"] for _, e in events if e["type"] == "delta")
+        if f"for {sub} on the " not in text:
+            raise AssertionError(f"the answer does not name the verified caller: {text!r}")
+        ends = [e for _, e in events if e["type"] == "tool_call_end"]
+        results = [e for _, e in events if e["type"] == "tool_result"]
+        if types[0] != "reasoning" or len(ends) != 2 or len(results) != 2 or types[-1] != "done":
+            raise AssertionError(f"unexpected events: {types}")
+        if {e["name"] for e in ends} != {"lookup_governing_law", "current_date"} or results[1]["output"].get("date") != "2026-12-07":
+            raise AssertionError(f"tool calls: {ends} {results}")
+
+    check("your own backend: pydantic-ai's stream reaches the client as the relay's parts, naming the verified caller",
+          relay_format)
+
+    def dialect_and_cuts():
+        rid = "be-" + uuid.uuid4().hex
+        chunks = chunks_of(*request(stack.ports["C"], "POST", "/api/chat/stream?format=ai-sdk", token, ask, {"X-Request-Id": rid}))
+        want = fold(chunks)
+        if want[1] != "stop" or sum(1 for p in want[0] if p["type"] == "tool") != 2:
+            raise AssertionError(f"unexpected message: {want}")
+        for k in [0] + sorted({i for i, _ in chunks if i})[:-1]:
+            rest = chunks_of(*request(stack.ports["D"], "GET", f"/api/chat/stream/{rid}?format=ai-sdk", token,
+                                      headers={"Last-Event-ID": str(k)}))
+            upto = max(n for n, (i, _) in enumerate(chunks) if i == k)
+            got = fold(chunks[:upto + 1], rest)
+            if got != want:
+                raise AssertionError(f"cut at {k}, resumed on D: {got} != {want}")
+
+    check("your own backend in the AI SDK dialect: every chunk validates and every cut resumes whole on the other relay",
+          dialect_and_cuts)
+
+    def wrong_secret():
+        events = relay_events(*request(stack.ports["E"], "POST", "/api/chat/stream", token, ask,
+                                       {"X-Request-Id": "be-" + uuid.uuid4().hex}))
+        last = events[-1][1] if events else {}
+        if last.get("type") != "error" or last.get("code") != "upstream_error" or "401" not in last.get("message", ""):
+            raise AssertionError(f"expected upstream_error naming the 401: {last}")
+
+    check("a relay whose identity the backend cannot verify gets its 401 as upstream_error", wrong_secret)
 
 
 def main():
@@ -207,6 +290,7 @@ def main():
                 raise AssertionError(f"format=vercel: {status} {text[:200]}")
 
         check("an unknown format is a 400 in the relay's JSON shape", refused)
+        backend_rounds(stack, body)
     finally:
         stack.close()
     passed = sum(1 for _, ok in RESULTS if ok)

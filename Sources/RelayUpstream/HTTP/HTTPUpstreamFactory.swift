@@ -34,7 +34,16 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
         case openAI = "openai"
         /// Anthropic Messages.
         case anthropic
+        /// The app's own agent backend, streaming the AI SDK UI Message Stream
+        /// (`UIMessageStreamDialect`): `POST {UPSTREAM_URL}` as given, with the caller's signed
+        /// identity (`X-Relay-Identity`).
+        case uiMessageStream = "ai-sdk"
     }
+
+    /// Signs the caller's identity for an `ai-sdk` backend: the `X-Relay-Identity` value for
+    /// a caller and the request body it goes with; `nil` sends none.
+    public typealias IdentitySigner = @Sendable (CallerIdentity, [UInt8]) -> String?
+    private let identity: IdentitySigner?
 
     /// The API spoken.
     public let api: API
@@ -48,8 +57,10 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
     ///   - config: `UPSTREAM_URL`, `UPSTREAM_API_KEY`, `UPSTREAM_MODEL`, timeouts, limits.
     ///   - multi: the worker's `CurlMulti`; `nil`: the factory makes one per loop on first use.
     ///   - counters: shared by all workers' factories so `/metrics` reads one total.
+    ///   - identity: signs `X-Relay-Identity` for `.uiMessageStream` (docs/AGENTS.md).
     public init(_ api: API, config: HTTPUpstreamConfig, multi: CurlMulti? = nil,
-                counters: UpstreamTextCounters = UpstreamTextCounters()) {
+                counters: UpstreamTextCounters = UpstreamTextCounters(), identity: IdentitySigner? = nil) {
+        self.identity = identity
         self.api = api
         self.config = config
         self.counters = counters
@@ -114,11 +125,24 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
             return request.mode == .summary
                 ? request.effectiveMaxTokens(summaryCap: config.summaryMaxTokens) ?? config.summaryMaxTokens
                 : request.maxTokens ?? config.defaultMaxTokens
+        case .uiMessageStream:
+            return request.effectiveMaxTokens(summaryCap: config.summaryMaxTokens)
         }
     }
 
     /// The plan of one call: a first one (`continuing` nil) or a continuation of an answer.
     private func call(_ request: ChatRequest, maxTokens: Int?, continuing: (soFar: AnswerSoFar, mode: HTTPContinuation)?) throws -> UpstreamPlan {
+        if api == .uiMessageStream {
+            // The backend owns the model and the prompts: it gets the messages, who asked, and
+            // the model the request named (or UPSTREAM_MODEL), if any.
+            let body = UIMessageStreamDialect.body(requestID: request.caller?.requestID ?? "", messages: request.messages,
+                                                   model: request.model ?? config.defaultModel, maxTokens: maxTokens,
+                                                   summary: request.mode == .summary)
+            var headers: [String] = []
+            if !config.apiKey.isEmpty { headers.append("Authorization: Bearer \(config.apiKey)") }
+            if let caller = request.caller, let token = identity?(caller, body) { headers.append("X-Relay-Identity: \(token)") }
+            return plan(path: "", headers: headers, body: body, prompt: request.estimatedPromptTokens, seam: nil) { UIMessageStreamDialect() }
+        }
         let model = try request.resolvedModel(config.defaultModel)
         if api == .anthropic, let why = AnthropicDialect.refusal(of: request.sampling) { throw APIError.invalidRequest(why) }
         let summary = request.mode == .summary ? config.summaryInstruction : nil
@@ -134,6 +158,8 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
             var headers: [String] = []
             if !config.apiKey.isEmpty { headers.append("Authorization: Bearer \(config.apiKey)") }
             return plan(path: "/v1/chat/completions", headers: headers, body: body, prompt: prompt, seam: seam) { OpenAIDialect() }
+        case .uiMessageStream:
+            preconditionFailure("handled above")
         case .anthropic:
             let body = AnthropicDialect.body(model: model, messages: request.messages, maxTokens: maxTokens ?? config.defaultMaxTokens,
                                              summaryInstruction: summary, prefill: split?.prefill,
