@@ -31,6 +31,9 @@ final class StreamDriver: @unchecked Sendable {
 
     private var policy: ReconnectPolicy
     private var renderer: ResponseRenderer
+    /// The answer's typed parts so far (each part event once: seqs already had are skipped),
+    /// shared with `RelayStream.parts`.
+    private let parts: LockedBox<AnswerParts>
     private var parser = SSEParser()
     private let startedAt: Int64
     private var connection: (any TransportConnection)?
@@ -63,7 +66,7 @@ final class StreamDriver: @unchecked Sendable {
 
     init(client: RelayChatClient, request: ChatRequest, options: RelayChatClient.ChatOptions, priorReconnections: Int,
          output: AsyncStream<ChatUpdate>.Continuation, inputs: AsyncStream<StreamInput>.Continuation,
-         state: LockedBox<(completion: Completion?, reconnections: Int)>) {
+         state: LockedBox<(completion: Completion?, reconnections: Int)>, parts: LockedBox<AnswerParts>) {
         self.client = client
         self.request = request
         self.options = options
@@ -71,6 +74,7 @@ final class StreamDriver: @unchecked Sendable {
         self.output = output
         self.inputs = inputs
         self.shared = state
+        self.parts = parts
         let now = client.clock.nowMs()
         startedAt = now
         reportedBackoff = options.network.map { NetworkAdvice($0).reconnectBackoffMs } ?? NetworkAdvice.normalBackoffMs
@@ -252,6 +256,7 @@ final class StreamDriver: @unchecked Sendable {
         if let event, !Self.isTokenExpiry(event) {
             let limited = BudgetLimitedFlag.isSet(inEventJSON: msg.data)
             if let u = renderer.receive(event, budgetLimited: limited, now: now) { output.yield(.render(u)) }
+            if case .part(let p) = event, renderer.completion == nil { output.yield(.parts(parts.mutate { $0.receive(p) })) }
             if case .done(_, let usage, _) = event {
                 let b = client.budgetBox.mutate { (b: inout BudgetState?) -> BudgetState? in
                     b?.apply(usage, budgetLimited: limited)
