@@ -6,8 +6,9 @@ import RelayHTTP
 @testable import RelayClient
 
 /// Typed answer parts (docs/PROTOCOL.md §5.5) through `RelayStream` on a scripted relay and a
-/// virtual clock: `ChatUpdate.parts` beside the text and in the background. Resumes inside a
-/// part are the vectors of `conformance/parts.json` (`PartsConformanceTests`).
+/// virtual clock: `ChatUpdate.parts` beside the text, in the background, and over long-poll
+/// reads. Resumes inside a part are the vectors of `conformance/parts.json`
+/// (`PartsConformanceTests`).
 final class RelayStreamPartsTests: XCTestCase {
     let urls = [URL(string: "http://relay-a.test")!, URL(string: "http://relay-b.test")!]
     let request = ChatRequest(messages: [ChatMessage(role: "user", content: "Weather in Riyadh?")])
@@ -70,4 +71,31 @@ final class RelayStreamPartsTests: XCTestCase {
         XCTAssertEqual(partUpdates(u).map(\.part), [source])
         XCTAssertEqual(u.finalText, paragraph)
     }
+
+    /// A long-poll read's events are the events an SSE response carries: an `input` keeps
+    /// its members' order, its number literals and a U+FEFF in a string.
+    func testPartsOverLongPollAreTheEventsAnSSEResponseCarries() async throws {
+        let t = ScriptedTransport()
+        let c = client(t, VirtualClock())
+        c.readMode = .longPoll
+        let log = UpdateLog(c.startChat(request))
+        try await t.waitForRequests(1)
+        t.send([.response(status: 200, contentType: "text/event-stream", retryAfter: nil)], to: 0)
+        try await t.waitForRequests(2)
+        let end = #"{"type":"tool_call_end","id":"call_1","name":"plot","input":{"z":1.50,"a":["\#u{FEFF}x",1e3]}}"#
+        let body = #"[{"type":"tool_call_start","id":"call_1","name":"plot"},"# + end + ","
+            + #"{"type":"done","finish_reason":"tool_calls","usage":{"prompt_tokens":1,"completion_tokens":0,"total_tokens":1}}]"#
+        t.send([.response(status: 200, contentType: "application/json", retryAfter: nil,
+                          stream: StreamReadHeaders(nextOffset: "00000000000000000003", closed: true)),
+                .data(Data(body.utf8)), .end(error: nil)], to: 1)
+        let u = try await log.finished()
+        XCTAssertEqual(partUpdates(u).last?.part, try StreamEvent(json: end).part)
+        XCTAssertEqual(partUpdates(u).last?.toolCall?.input?.compactJSON, #"{"z":1.50,"a":["\#u{FEFF}x",1e3]}"#)
+        XCTAssertEqual(u.completion, .finished(finishReason: "tool_calls"))
+    }
+}
+
+extension StreamEvent {
+    /// The part, when this is a part event.
+    var part: AnswerPart? { if case .part(let p) = self { return p } else { return nil } }
 }
