@@ -39,9 +39,11 @@ def d(content): return {"type": "delta", "content": content}
 def start(i, name): return {"type": "tool_call_start", "id": i, "name": name}
 def args(i, a): return {"type": "tool_call_delta", "id": i, "arguments": a}
 def end(i, name, value): return {"type": "tool_call_end", "id": i, "name": name, "input": value}
-def call(i, name, arguments, value=None, ended=False):
+def result(i, output): return {"type": "tool_result", "id": i, "output": output}
+def call(i, name, arguments, value=None, ended=False, **output):
     c = {"id": i, "name": name, "arguments": arguments, "ended": ended}
     if ended: c["input"] = value
+    c.update(output)   # output=…: an agent backend's tool_result arrived
     return c
 
 LTR, RTL = "ltr", "rtl"
@@ -84,6 +86,19 @@ C_EXPECT = {"text": "", "parts": C[:9], "toolCallUpdates": [
                 C_CALLS[1], C_CALLS[0], call("call_c", "list_tools", ""), C_CALLS[2]],
             "toolCalls": C_CALLS, "reasoning": "", "tokens": 3, "tokensReceived": 0, "direction": LTR,
             "completion": {"kind": "finished", "finishReason": "tool_calls"}}
+
+# G: an agent backend ran the tool itself: its tool_result gives the ended call an output. A result
+# before the end, a second one, one for a call never started, and one without output change no call.
+WEATHER = {"temp_c": 41, "sky": "clear"}
+G = [r("Checking the weather."), start("call_1", "get_weather"), args("call_1", '{"city":"Riyadh"}'), result("call_1", "too early"),
+     end("call_1", "get_weather", {"city": "Riyadh"}), {"type": "tool_result", "id": "call_1"}, result("call_1", WEATHER),
+     result("call_9", None), result("call_1", "again"), d("It is 41 °C and clear in Riyadh."), done("stop", 3)]
+G_CALL = call("call_1", "get_weather", '{"city":"Riyadh"}', {"city": "Riyadh"}, ended=True)
+G_EXPECT = {"text": "It is 41 °C and clear in Riyadh.", "parts": [G[0], G[1], G[2], G[3], G[4], G[6], G[7], G[8]],
+            "toolCallUpdates": [call("call_1", "get_weather", ""), call("call_1", "get_weather", '{"city":"Riyadh"}'), G_CALL,
+                                {**G_CALL, "output": WEATHER}],
+            "toolCalls": [{**G_CALL, "output": WEATHER}], "reasoning": "Checking the weather.", "tokens": 2, "tokensReceived": 1,
+            "direction": LTR, "completion": {"kind": "finished", "finishReason": "stop"}}
 
 # D, E: the direction is decided from the text alone, whatever language the reasoning is in.
 AR_REASONING = "يسأل المستخدم عن حالة الطقس في مدينة الرياض اليوم بالتفصيل"
@@ -140,6 +155,9 @@ cases = [
     {"name": "interleaved tool calls, one without arguments, dropped inside both",
      "rule": "calls may interleave; each is assembled by its id, listed in the order they started; input {} when no arguments came",
      "connections": connections(C, [(3, ""), (5, body(C, 6, 6)[:25])]), "expect": C_EXPECT},
+    {"name": "an agent's tool_result, dropped between the call's end and its result: the output joins the ended call once",
+     "rule": "tool_result (PROTOCOL.md §5.5) gives its ended call an output; too early, twice, for no call or without output it changes none",
+     "connections": connections(G, [(5, ""), (7, body(G, 8, 8)[:15])]), "expect": G_EXPECT},
     {"name": "Arabic reasoning before English text: left-to-right",
      "rule": "the direction sample is the answer text only (CLIENT_RULES.md); reasoning is not sampled",
      "connections": connections(D, [(1, "")]),
@@ -162,8 +180,9 @@ doc = {
                    "the done). `lastEventId` is the Last-Event-ID the kit must send on that connection (0: the POST, sent again "
                    "before any event). The random source returns 0. `expect`: the answer's final `text`; `parts`, every part "
                    "update's part in order (exactly these fields); `toolCallUpdates`, the non-null `toolCall` of those updates in "
-                   "order; `toolCalls`, `reasoning` and `tokens` of the last part update (none: [], '', 0); `tokensReceived` of the "
-                   "telemetry record (delta events); `direction` of the first render update with a layout; the `completion`.",
+                   "order ({id, name, arguments, ended, input once ended, output once a tool_result gave one}); `toolCalls`, "
+                   "`reasoning` and `tokens` of the last part update (none: [], '', 0); `tokensReceived` of the telemetry record "
+                   "(delta events); `direction` of the first render update with a layout; the `completion`.",
     "cases": cases,
 }
 out = pathlib.Path(__file__).with_name("parts.json")

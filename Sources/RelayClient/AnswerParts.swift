@@ -8,9 +8,11 @@ import RelayCore
 ///
 /// Tool calls: a `tool_call_start` opens a call (a second start for an id already seen
 /// changes nothing); a `tool_call_delta` appends to the `arguments` of its open call; a
-/// `tool_call_end` sets its `name` and `input` and closes it. A piece or end for a call that
-/// never started or already ended is listed in `parts` but changes no call (the relay sends
-/// neither). The same rules hold in the JavaScript kit (`clients/js/src/answerParts.js`).
+/// `tool_call_end` sets its `name` and `input` and closes it; a `tool_result` (an agent
+/// backend ran the tool) sets the `output` of its ended call. A piece or end for a call that
+/// never started or already ended, and a result for a call not ended or already given one, is
+/// listed in `parts` but changes no call (the relay sends none of these). The same rules hold
+/// in the JavaScript kit (`clients/js/src/answerParts.js`).
 public struct AnswerParts: Sendable, Equatable {
     /// Every part so far, in the order received.
     public private(set) var parts: [AnswerPart] = []
@@ -51,7 +53,12 @@ public struct AnswerParts: Sendable, Equatable {
                 toolCalls[i].input = input
                 changed = toolCalls[i]
             }
-        case .reasoningRedacted, .toolResult, .source, .data:
+        case .toolResult(let id, let output):
+            if let i = callIndex[id], toolCalls[i].isEnded, toolCalls[i].output == nil {
+                toolCalls[i].output = output
+                changed = toolCalls[i]
+            }
+        case .reasoningRedacted, .source, .data:
             break
         }
         return PartsUpdate(part: part, parts: parts, toolCalls: toolCalls, toolCall: changed, reasoning: reasoning, tokens: tokens)

@@ -11,6 +11,8 @@ import RelayCore
 /// * `{"type":"tool_call_start","id":"call_1","name":"get_weather"}`
 /// * `{"type":"tool_call_delta","id":"call_1","arguments":"{\"ci"}` (any number)
 /// * `{"type":"tool_call_end","id":"call_1","name":"get_weather","input":{"city":"Riyadh"}}`
+/// * `{"type":"tool_result","id":"call_1","output":{"temp_c":41}}` (only when an agent backend
+///   ran the tool itself)
 public struct ToolCall: Sendable, Equatable {
     /// The call's id (`call_1`), unique within the answer.
     public var id: String
@@ -23,13 +25,18 @@ public struct ToolCall: Sendable, Equatable {
     /// the upstream sent none); `nil` while the call is still running. JSON `null` is
     /// `.null`, not `nil`.
     public var input: JSONValue?
+    /// The tool's output when the upstream ran the tool itself (an agent backend's
+    /// `tool_result`, after the call ended), any JSON value as sent; `nil` until then, and for
+    /// the calls the app runs. JSON `null` is `.null`.
+    public var output: JSONValue?
 
-    /// A call just started: no arguments yet, not ended.
-    public init(id: String, name: String, arguments: String = "", input: JSONValue? = nil) {
+    /// A call with the given state; by default just started: no arguments yet, not ended.
+    public init(id: String, name: String, arguments: String = "", input: JSONValue? = nil, output: JSONValue? = nil) {
         self.id = id
         self.name = name
         self.arguments = arguments
         self.input = input
+        self.output = output
     }
 
     /// `true` once the call's `tool_call_end` arrived (`input` is set).

@@ -51,6 +51,21 @@ final class AnswerPartsTests: XCTestCase {
         XCTAssertEqual(again.tokens, 2, "argument pieces count as tokens whatever their call")
     }
 
+    func testAnAgentsToolResultGivesItsEndedCallAnOutputAndOtherwiseChangesNothing() {
+        var a = AnswerParts()
+        _ = a.receive(.toolCallStart(id: "call_1", name: "get_weather"))
+        XCTAssertNil(a.receive(.toolResult(id: "call_1", output: .string(JSONString("too early")))).toolCall)
+        _ = a.receive(.toolCallEnd(id: "call_1", name: "get_weather", input: .object([])))
+        let result = a.receive(.toolResult(id: "call_1", output: .null))
+        XCTAssertEqual(result.toolCall, ToolCall(id: "call_1", name: "get_weather", input: .object([]), output: .null))
+        XCTAssertNil(a.receive(.toolResult(id: "call_1", output: .string(JSONString("again")))).toolCall)
+        let ghost = a.receive(.toolResult(id: "call_9", output: .number("1")))
+        XCTAssertNil(ghost.toolCall)
+        XCTAssertEqual(ghost.toolCalls, [result.toolCall!])
+        XCTAssertEqual(ghost.parts.count, 6)
+        XCTAssertEqual(ghost.tokens, 0, "a result is not a generated token")
+    }
+
     func testReasoningIsJoinedAndRedactedReasoningIsNeitherShownNorCounted() {
         var a = AnswerParts()
         _ = a.receive(.reasoning("The user wants "))

@@ -74,10 +74,11 @@ final class PartsConformanceTests: XCTestCase {
         try JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed])
     }
 
-    /// A tool call in the vectors' shape: `{id, name, arguments, ended, input?}`.
+    /// A tool call in the vectors' shape: `{id, name, arguments, ended, input?, output?}`.
     private func callObject(_ c: ToolCall) throws -> Any {
         var o: [String: Any] = ["id": c.id, "name": c.name, "arguments": c.arguments, "ended": c.isEnded]
         if let input = c.input { o["input"] = try object(input.compactJSON) }
+        if let output = c.output { o["output"] = try object(output.compactJSON) }
         return o
     }
 

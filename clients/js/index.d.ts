@@ -199,17 +199,20 @@ export interface ToolCallStartPart { type: 'tool_call_start'; id: string; name: 
 export interface ToolCallDeltaPart { type: 'tool_call_delta'; id: string; arguments: string; }
 /** The arguments are complete: `input` is their parsed JSON value (`{}` when the upstream sent none). */
 export interface ToolCallEndPart { type: 'tool_call_end'; id: string; name: string; input: JSONValue; }
+/** The output of a call the upstream ran itself (an agent backend's tool), after its `tool_call_end`. */
+export interface ToolResultPart { type: 'tool_result'; id: string; output: JSONValue; }
 /** A source the answer cites; `title` is absent when unknown. */
 export interface SourcePart { type: 'source'; id: string; url: string; title?: string; }
 /** An app-defined part: `name` is 1–64 of `A–Z a–z 0–9 _ -`; `id` is absent when none. */
 export interface DataPart { type: 'data'; name: string; id?: string; data: JSONValue; }
 /** A typed part of an answer other than its text: one numbered event, with exactly these fields. */
-export type AnswerPart = ReasoningPart | ReasoningRedactedPart | ToolCallStartPart | ToolCallDeltaPart | ToolCallEndPart | SourcePart | DataPart;
+export type AnswerPart = ReasoningPart | ReasoningRedactedPart | ToolCallStartPart | ToolCallDeltaPart | ToolCallEndPart | ToolResultPart | SourcePart | DataPart;
 /** One tool call assembled from its parts: `arguments` is the pieces so far (JSON text, for display); `input`, once
- *  `ended`, is the whole arguments to run the tool with. */
+ *  `ended`, is the whole arguments to run the tool with; `output` is present once an agent backend that ran the tool
+ *  itself sent its `tool_result` (`'output' in call`; it may be JSON null). */
 export type ToolCall =
   | { id: string; name: string; arguments: string; ended: false }
-  | { id: string; name: string; arguments: string; ended: true; input: JSONValue };
+  | { id: string; name: string; arguments: string; ended: true; input: JSONValue; output?: JSONValue };
 /** What one part event changed (`{kind: 'parts', update}`): the part, and the answer's parts as they stand with it. */
 export interface PartsUpdate {
   /** The part that arrived. */
@@ -218,15 +221,15 @@ export interface PartsUpdate {
   parts: readonly AnswerPart[];
   /** The tool calls so far, in the order they started. */
   toolCalls: readonly ToolCall[];
-  /** The call `part` changed (started, extended or ended), or null (another type; a piece or end of a call never
-   *  started or already ended). */
+  /** The call `part` changed (started, extended, ended or given its result), or null (another type; a piece or end
+   *  of a call never started or already ended; a result of a call not ended or already given one). */
   toolCall: ToolCall | null;
   /** The reasoning so far (the `reasoning` pieces concatenated; redacted reasoning is never part of it). */
   reasoning: string;
   /** Reasoning and argument pieces so far, one token each (docs/PROTOCOL.md §5.5, §9.2). */
   tokens: number;
 }
-export const PART_TYPES: readonly ['reasoning', 'reasoning_redacted', 'tool_call_start', 'tool_call_delta', 'tool_call_end', 'source', 'data'];
+export const PART_TYPES: readonly ['reasoning', 'reasoning_redacted', 'tool_call_start', 'tool_call_delta', 'tool_call_end', 'tool_result', 'source', 'data'];
 /** The part with exactly its fields, or null when `event` is not a well-formed part (ignored like any unreadable event). */
 export function parsePart(event: unknown): AnswerPart | null;
 /** `true` for reasoning and argument pieces: one completion token each when the upstream reports no usage. */

@@ -3,7 +3,7 @@
 // to the app in the order received, with each tool call assembled. Never part of the text.
 
 /** The `type`s of part events. */
-export const PART_TYPES = Object.freeze(['reasoning', 'reasoning_redacted', 'tool_call_start', 'tool_call_delta', 'tool_call_end', 'source', 'data']);
+export const PART_TYPES = Object.freeze(['reasoning', 'reasoning_redacted', 'tool_call_start', 'tool_call_delta', 'tool_call_end', 'tool_result', 'source', 'data']);
 
 const DATA_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const has = (/** @type {object} */ o, /** @type {string} */ k) => Object.prototype.hasOwnProperty.call(o, k);
@@ -18,8 +18,8 @@ const optional = (/** @type {any} */ o, /** @type {string} */ k) => (o[k] === un
  * a data part's name not `[A-Za-z0-9_-]{1,64}`): such an event is ignored, like any event the
  * kit cannot read. The shapes, as the relay writes them:
  * `{type:'reasoning', content}`, `{type:'reasoning_redacted', data}`, `{type:'tool_call_start', id, name}`,
- * `{type:'tool_call_delta', id, arguments}`, `{type:'tool_call_end', id, name, input}`,
- * `{type:'source', id, url, title?}`, `{type:'data', name, id?, data}` (`input`, `data`: any JSON value).
+ * `{type:'tool_call_delta', id, arguments}`, `{type:'tool_call_end', id, name, input}`, `{type:'tool_result', id, output}`,
+ * `{type:'source', id, url, title?}`, `{type:'data', name, id?, data}` (`input`, `output`, `data`: any JSON value).
  * @param {any} event a decoded stream event
  * @returns {import('../index').AnswerPart | null}
  */
@@ -32,6 +32,7 @@ export function parsePart(event) {
     case 'tool_call_start': return isName(o.id) && isName(o.name) ? { type: 'tool_call_start', id: o.id, name: o.name } : null;
     case 'tool_call_delta': return isName(o.id) && isString(o.arguments) ? { type: 'tool_call_delta', id: o.id, arguments: o.arguments } : null;
     case 'tool_call_end': return isName(o.id) && isName(o.name) && has(o, 'input') ? { type: 'tool_call_end', id: o.id, name: o.name, input: o.input } : null;
+    case 'tool_result': return isName(o.id) && has(o, 'output') ? { type: 'tool_result', id: o.id, output: o.output } : null;
     case 'source': {
       const title = optional(o, 'title');
       if (!isName(o.id) || !isName(o.url) || title === false) return null;
@@ -62,9 +63,10 @@ export function countsAsToken(part) {
  *
  * Tool calls: `tool_call_start` opens a call (a second start for an id already seen changes
  * nothing); `tool_call_delta` appends to its open call's `arguments`; `tool_call_end` sets its
- * `name` and `input` and closes it (`ended: true`). A piece or end for a call that never started or
- * already ended is listed in `parts` but changes no call. The Swift kit's `AnswerParts` keeps the
- * same rules. Every update's arrays and call objects are fresh: an update an app keeps never changes.
+ * `name` and `input` and closes it (`ended: true`); `tool_result` (an agent backend ran the tool) sets
+ * the `output` of its ended call. A piece or end for a call that never started or already ended, and a
+ * result for a call not ended or already given one, is listed in `parts` but changes no call. The
+ * Swift kit's `AnswerParts` keeps the same rules. Every update's arrays and call objects are fresh: an update an app keeps never changes.
  */
 export class AnswerParts {
   constructor() {
@@ -113,6 +115,12 @@ export class AnswerParts {
         const i = this._index.get(part.id);
         const c = i === undefined ? null : this.toolCalls[i];
         if (i !== undefined && c && !c.ended) replace(i, { id: c.id, name: part.name, arguments: c.arguments, ended: true, input: part.input });
+        break;
+      }
+      case 'tool_result': {
+        const i = this._index.get(part.id);
+        const c = i === undefined ? null : this.toolCalls[i];
+        if (i !== undefined && c && c.ended && !('output' in c)) replace(i, { ...c, output: part.output });
         break;
       }
       default: break;

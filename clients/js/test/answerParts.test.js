@@ -19,6 +19,7 @@ test('parsePart keeps exactly the fields of each part type; null title and data 
     [{ type: 'tool_call_delta', id: 'call_1', arguments: '' }, { type: 'tool_call_delta', id: 'call_1', arguments: '' }],
     [{ type: 'tool_call_end', id: 'call_1', name: 'get_weather', input: riyadh }, { type: 'tool_call_end', id: 'call_1', name: 'get_weather', input: riyadh }],
     [{ type: 'tool_call_end', id: 'c', name: 'f', input: null }, { type: 'tool_call_end', id: 'c', name: 'f', input: null }],
+    [{ type: 'tool_result', id: 'call_1', output: { temp_c: 41 }, ms: 3 }, { type: 'tool_result', id: 'call_1', output: { temp_c: 41 } }],
     [{ type: 'source', id: 's1', url: 'https://e.com', title: 'T', favicon: 'x' }, { type: 'source', id: 's1', url: 'https://e.com', title: 'T' }],
     [{ type: 'source', id: 's1', url: 'https://e.com', title: null }, { type: 'source', id: 's1', url: 'https://e.com' }],
     [{ type: 'data', name: 'weather_v-2', id: 'w1', data: [1, null] }, { type: 'data', name: 'weather_v-2', id: 'w1', data: [1, null] }],
@@ -36,6 +37,7 @@ test('parsePart refuses a malformed part: missing or mistyped fields, empty ids,
     { type: 'tool_call_start', id: '', name: 'f' }, { type: 'tool_call_start', id: 'c' },
     { type: 'tool_call_delta', id: 'c', arguments: 1 }, { type: 'tool_call_delta', arguments: '{}' },
     { type: 'tool_call_end', id: 'c', name: 'f' }, { type: 'tool_call_end', id: 'c', name: '', input: {} },
+    { type: 'tool_result', id: 'c' }, { type: 'tool_result', id: '', output: 1 },
     { type: 'source', id: 's1', url: '' }, { type: 'source', id: 's1', url: 'https://e.com', title: 5 },
     { type: 'data', name: 'bad name', data: 1 }, { type: 'data', name: '', data: 1 }, { type: 'data', name: 'x'.repeat(65), data: 1 },
     { type: 'data', name: 'ä', data: 1 }, { type: 'data', name: 'x' }, { type: 'data', name: 'x', id: 3, data: 1 },
@@ -70,6 +72,21 @@ test('parts of a call never started or already ended are listed but change no ca
   assert.equal(again.tokens, 2);
 });
 
+test("an agent backend's tool_result gives its ended call an output; too early, twice or for no call it changes nothing", () => {
+  const a = new AnswerParts();
+  a.receive({ type: 'tool_call_start', id: 'call_1', name: 'get_weather' });
+  assert.equal(a.receive({ type: 'tool_result', id: 'call_1', output: 'too early' }).toolCall, null);
+  a.receive({ type: 'tool_call_end', id: 'call_1', name: 'get_weather', input: {} });
+  const result = a.receive({ type: 'tool_result', id: 'call_1', output: null });
+  assert.deepEqual(result.toolCall, { id: 'call_1', name: 'get_weather', arguments: '', ended: true, input: {}, output: null });
+  assert.equal(a.receive({ type: 'tool_result', id: 'call_1', output: 'again' }).toolCall, null);
+  const ghost = a.receive({ type: 'tool_result', id: 'call_9', output: 1 });
+  assert.equal(ghost.toolCall, null);
+  assert.deepEqual(ghost.toolCalls, [result.toolCall]);
+  assert.equal(ghost.parts.length, 6);
+  assert.equal(ghost.tokens, 0, 'a result is not a generated token');
+});
+
 test('reasoning is joined; redacted reasoning, sources and data are listed but are neither reasoning nor tokens', () => {
   const a = new AnswerParts();
   a.receive({ type: 'reasoning', content: 'The user wants ' });
@@ -79,8 +96,8 @@ test('reasoning is joined; redacted reasoning, sources and data are listed but a
   assert.equal(u.reasoning, 'The user wants the weather.');
   assert.equal(u.tokens, 2);
   assert.deepEqual(u.parts.map((p) => p.type), ['reasoning', 'reasoning_redacted', 'source', 'reasoning']);
-  assert.deepEqual(['reasoning', 'tool_call_delta', 'reasoning_redacted', 'tool_call_start', 'tool_call_end', 'source', 'data']
-    .map((type) => countsAsToken({ type })), [true, true, false, false, false, false, false]);
+  assert.deepEqual(['reasoning', 'tool_call_delta', 'reasoning_redacted', 'tool_call_start', 'tool_call_end', 'tool_result', 'source', 'data']
+    .map((type) => countsAsToken({ type })), [true, true, false, false, false, false, false, false]);
 });
 
 test('an update an app keeps never changes afterwards', () => {

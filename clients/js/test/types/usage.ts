@@ -59,11 +59,12 @@ client.startChat({ messages: [{ role: 'user', content: 'Weather in Riyadh?' }] }
     case 'tool_call_start': { const n: string = part.name; void n; break; }
     case 'tool_call_delta': { const a: string = part.arguments; void a; break; }
     case 'tool_call_end': { const i: JSONValue = part.input; void i; break; }
+    case 'tool_result': { const o: JSONValue = part.output; void o; break; }
     case 'source': { const t: string | undefined = part.title; const url: string = part.url; void t; void url; break; }
     case 'data': { const id: string | undefined = part.id; const v: JSONValue = part.data; void id; void v; break; }
   }
   const call: ToolCall | null = u.update.toolCall;
-  if (call && call.ended) { const input: JSONValue = call.input; void input; }
+  if (call && call.ended) { const input: JSONValue = call.input; const output: JSONValue | undefined = call.output; void input; void output; }
   if (call && !call.ended) { const shown: string = `calling ${call.name}… ${call.arguments}`; void shown; }
   const all: readonly AnswerPart[] = u.update.parts;
   const thinking: string = u.update.reasoning + u.update.tokens;
