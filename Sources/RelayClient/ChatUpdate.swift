@@ -22,6 +22,11 @@ public enum ChatUpdate: Sendable, Equatable {
     /// New text and everything the UI needs to draw it; the last one carries the
     /// `completion`.
     case render(RenderUpdate)
+    /// A typed part arrived (reasoning, a tool call's start, argument piece or end, a
+    /// source, app data; docs/PROTOCOL.md §5.5), with the answer's parts so far. Sent as
+    /// each part event arrives, in seq order, once per part across resumes; never part of
+    /// the text, so never buffered or paused like `render`.
+    case parts(PartsUpdate)
     /// The connection changed state.
     case connection(ConnectionStatus)
     /// Advice from the network conditions the app reported (first, when it says anything).

@@ -47,6 +47,7 @@ public final class RelayStream: AsyncSequence, Sendable {
     private let output: AsyncStream<ChatUpdate>
     private let inputs: AsyncStream<StreamInput>.Continuation
     private let state: LockedBox<(completion: Completion?, reconnections: Int)>
+    private let partsBox = LockedBox(AnswerParts())
 
     init(client: RelayChatClient, request: ChatRequest, options: RelayChatClient.ChatOptions, priorReconnections: Int) {
         self.client = client
@@ -60,7 +61,7 @@ public final class RelayStream: AsyncSequence, Sendable {
         let st = LockedBox<(completion: Completion?, reconnections: Int)>((nil, priorReconnections))
         state = st
         let driver = StreamDriver(client: client, request: request, options: options, priorReconnections: priorReconnections,
-                                  output: outC, inputs: inC, state: st)
+                                  output: outC, inputs: inC, state: st, parts: partsBox)
         Task { await driver.run(inp) }
     }
 
@@ -68,6 +69,10 @@ public final class RelayStream: AsyncSequence, Sendable {
 
     /// How the answer ended, once it has.
     public var completion: Completion? { state.value.completion }
+
+    /// The answer's typed parts received so far (docs/PROTOCOL.md §5.5): the state the last
+    /// `ChatUpdate.parts` update carried.
+    public var parts: AnswerParts { partsBox.value }
 
     /// Stops generating: cancels the connection and sends `DELETE
     /// /api/chat/stream/{requestId}`; the answer completes as `stopped`.

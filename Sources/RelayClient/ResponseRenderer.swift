@@ -42,11 +42,21 @@ public struct RenderUpdate: Sendable, Equatable {
 /// Turns the events of one answer into `RenderUpdate`s: the render buffer, direction
 /// detection, draft progress, typing indicator and completion together. Pure: times are
 /// ms arguments; the stream calls `tick(now:)` every ≤ 50 ms.
+///
+/// Text only: a typed part (`StreamEvent.part`, docs/PROTOCOL.md §5.5) releases nothing,
+/// flushes nothing, is not sampled for the direction and does not count toward the draft
+/// progress or the first token; the stream hands parts to the app through `AnswerParts`.
 public struct ResponseRenderer: Sendable {
     /// All text released so far.
     public private(set) var text = ""
-    /// Delta events received (one per token on the relay's wire).
+    /// Delta events received (one per token on the relay's wire). Text only: parts are
+    /// not counted here (see `partTokensReceived`).
     public private(set) var tokensReceived = 0
+    /// Reasoning and tool-call argument pieces received (`AnswerPart.countsAsToken`, one
+    /// token each): generated tokens that are not text (docs/PROTOCOL.md §5.5). They are in
+    /// a `done`'s `completion_tokens` but not in the text, so the draft progress leaves them
+    /// out of the usage it reads. Units: tokens.
+    public private(set) var partTokensReceived = 0
     /// When the first delta arrived, ms.
     public private(set) var firstTokenAt: Int64?
     /// How the answer ended, once it has.
@@ -105,7 +115,8 @@ public struct ResponseRenderer: Sendable {
             return finish(reason == .cancelled ? .stopped : .finished(finishReason: reason.rawValue), now: now)
         case .error(let status, let code, let message):
             return finish(.failed(status: status, code: code, message: message), now: now)
-        case .part:
+        case .part(let p):
+            if p.countsAsToken { partTokensReceived += 1 }
             return nil
         }
     }
@@ -145,8 +156,11 @@ public struct ResponseRenderer: Sendable {
         return nil
     }
 
+    /// The progress for the text's tokens: the deltas received, or the `done`'s completion
+    /// tokens less the part pieces when that is more (a coalesced delta stands for several
+    /// tokens, docs/PROTOCOL.md §4.3).
     private func currentProgress() -> DraftProgress.Snapshot? {
-        progress.snapshot(tokensReceived: max(tokensReceived, usage?.completionTokens ?? 0))
+        progress.snapshot(tokensReceived: max(tokensReceived, (usage?.completionTokens ?? 0) - partTokensReceived))
     }
 
     /// Shows `f` (and text held before the decision) once the direction is decided and

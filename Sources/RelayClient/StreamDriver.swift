@@ -31,6 +31,9 @@ final class StreamDriver: @unchecked Sendable {
 
     private var policy: ReconnectPolicy
     private var renderer: ResponseRenderer
+    /// The answer's typed parts so far (each part event once: seqs already had are skipped),
+    /// shared with `RelayStream.parts`.
+    private let parts: LockedBox<AnswerParts>
     private var parser = SSEParser()
     private let startedAt: Int64
     private var connection: (any TransportConnection)?
@@ -63,7 +66,7 @@ final class StreamDriver: @unchecked Sendable {
 
     init(client: RelayChatClient, request: ChatRequest, options: RelayChatClient.ChatOptions, priorReconnections: Int,
          output: AsyncStream<ChatUpdate>.Continuation, inputs: AsyncStream<StreamInput>.Continuation,
-         state: LockedBox<(completion: Completion?, reconnections: Int)>) {
+         state: LockedBox<(completion: Completion?, reconnections: Int)>, parts: LockedBox<AnswerParts>) {
         self.client = client
         self.request = request
         self.options = options
@@ -71,6 +74,7 @@ final class StreamDriver: @unchecked Sendable {
         self.output = output
         self.inputs = inputs
         self.shared = state
+        self.parts = parts
         let now = client.clock.nowMs()
         startedAt = now
         reportedBackoff = options.network.map { NetworkAdvice($0).reconnectBackoffMs } ?? NetworkAdvice.normalBackoffMs
@@ -252,6 +256,7 @@ final class StreamDriver: @unchecked Sendable {
         if let event, !Self.isTokenExpiry(event) {
             let limited = BudgetLimitedFlag.isSet(inEventJSON: msg.data)
             if let u = renderer.receive(event, budgetLimited: limited, now: now) { output.yield(.render(u)) }
+            if case .part(let p) = event, renderer.completion == nil { output.yield(.parts(parts.mutate { $0.receive(p) })) }
             if case .done(_, let usage, _) = event {
                 let b = client.budgetBox.mutate { (b: inout BudgetState?) -> BudgetState? in
                     b?.apply(usage, budgetLimited: limited)
@@ -388,22 +393,26 @@ final class StreamDriver: @unchecked Sendable {
     /// path as SSE events (its last element's seq is `Stream-Next-Offset`; the others are
     /// strictly between the offsets, PROTOCOL.md §5.1); then the next read, at once after
     /// events, else no sooner than `minPollIntervalMs` after the last send.
+    ///
+    /// The array is read with `LenientJSON` and each element handed on as its compact JSON,
+    /// so an event read here is the event an SSE response carries: a part's `input` or
+    /// `data` keeps its members' order and its number literals, and a string every U+FEFF
+    /// (swift-corelibs-foundation's `JSONSerialization` drops one at the start of a string,
+    /// see `StreamEvent(jsonData:)`).
     private func pollEnded(now: Int64) async {
         guard case .streaming = policy.state else { return }
         var got = 0
         if pollStatus == 200 {
-            let array = (try? JSONSerialization.jsonObject(with: pollBody, options: [.fragmentsAllowed])) as? [Any]
             let next = pollFields.nextOffset.flatMap { $0.count <= 20 && $0.allSatisfy(\.isASCII) ? UInt64($0) : nil }
-            guard let array, let next else {
+            guard case .array(let array)? = try? LenientJSON.parse(pollBody), let next else {
                 return await perform(policy.connectionLost(random: client.random(), now: now))
             }
             got = array.count
             let id = connectionID
             for (i, element) in array.enumerated() {
                 guard !ended, id == connectionID else { return }
-                guard let data = try? JSONSerialization.data(withJSONObject: element, options: [.fragmentsAllowed]) else { continue }
                 let seq = i == array.count - 1 ? String(next) : ""
-                await received(SSEMessage(type: "message", data: String(decoding: data, as: UTF8.self), lastEventId: seq), now: now)
+                await received(SSEMessage(type: "message", data: element.compactJSON, lastEventId: seq), now: now)
             }
             guard !ended, id == connectionID else { return }
             if pollFields.closed { return await perform(policy.streamClosed(now: now)) }

@@ -226,6 +226,8 @@ enum ChatCommand {
                     if case .needsResume = c { unreached = transport.takeUnreached() } else { unreached = nil }
                 }
                 if r.budgetLimited { out.status("✂ " + BudgetState.budgetLimitedNote(period: client.budget?.period ?? "month")) }
+            case .parts:
+                break   // the terminal shows the answer's text; typed parts (PROTOCOL.md §5.5) are for apps
             case .budget(let b):
                 out.status(b.pillText)
             case .telemetry(let t):

@@ -20,8 +20,11 @@ final class ConformanceTests: XCTestCase {
     }()
 
     /// The `cases` array of a vector file.
-    private func cases(_ file: String) throws -> [[String: Any]] {
-        let data = try Data(contentsOf: Self.conformanceDirectory.appendingPathComponent(file))
+    private func cases(_ file: String) throws -> [[String: Any]] { try Self.cases(file) }
+
+    /// The `cases` array of a vector file (also read by `PartsConformanceTests`).
+    static func cases(_ file: String) throws -> [[String: Any]] {
+        let data = try Data(contentsOf: conformanceDirectory.appendingPathComponent(file))
         let obj = try XCTUnwrap(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(file): not a JSON object")
         let list = try XCTUnwrap(obj["cases"] as? [[String: Any]], "\(file): no cases")
         XCTAssertFalse(list.isEmpty, "\(file): empty")

@@ -105,4 +105,45 @@ final class ResponseRendererTests: XCTestCase {
             XCTAssertEqual(r.layout?.direction, .rightToLeft)
         }
     }
+
+    // MARK: - Typed parts (docs/PROTOCOL.md §5.5): the render rules are for the text only
+
+    func testPartsReleaseNothingAndAreNotSampledForTheDirection() {
+        var r = ResponseRenderer(now: 0)
+        XCTAssertNil(r.receive(.part(.reasoning("يسأل المستخدم عن الطقس في الرياض اليوم بالتفصيل.\n\n")), now: 10),
+                     "a paragraph break in reasoning flushes nothing")
+        XCTAssertNil(r.receive(.part(.toolCallStart(id: "call_1", name: "get_weather")), now: 20))
+        XCTAssertNil(r.receive(.part(.toolCallDelta(id: "call_1", arguments: "{\n\n\"city\": \"Riyadh\"}")), now: 30))
+        XCTAssertNil(r.tick(now: 100))
+        XCTAssertTrue(r.typing.isVisible, "parts do not hide the typing indicator")
+        XCTAssertNil(r.firstTokenAt, "the first token is the first delta")
+        XCTAssertNil(r.receive(.delta("The weather "), now: 110))
+        XCTAssertNil(r.receive(.part(.source(id: "s1", url: "https://example.com", title: "Weather")), now: 120))
+        let u = r.receive(.done(finishReason: "stop", usage: usage), now: 130)
+        XCTAssertEqual(u?.text, "The weather ")
+        XCTAssertEqual(u?.layout?.direction, .leftToRight, "the Arabic reasoning is not in the sample")
+        XCTAssertEqual(r.firstTokenAt, 110)
+        XCTAssertEqual(r.tokensReceived, 1, "deltas only")
+        XCTAssertEqual(r.partTokensReceived, 2, "the reasoning piece and the argument piece")
+    }
+
+    /// A short text after long reasoning: the `done`'s completion tokens count the reasoning,
+    /// the draft progress (shown over 1,000 text tokens) must not.
+    func testPartTokensAreLeftOutOfTheDraftProgress() {
+        let doc = "# NDA\n\nThis draft has 7 clauses.\n\n## Clause 1 — Definitions\n" + String(repeating: "word ", count: 300)
+        func render(reasoningPieces: Int) -> RenderUpdate? {
+            var r = ResponseRenderer(now: 0)
+            for _ in 0..<reasoningPieces { _ = r.receive(.part(.reasoning("thinking ")), now: 1) }
+            let deltas = doc.split(separator: " ", omittingEmptySubsequences: false).map { String($0) + " " }
+            for d in deltas { _ = r.receive(.delta(d), now: 2) }
+            let completion = deltas.count + reasoningPieces
+            return r.receive(.done(finishReason: "stop", usage: Usage(promptTokens: 1, completionTokens: completion)), now: 3)
+        }
+        XCTAssertNil(render(reasoningPieces: 1_500)?.progress, "about 320 text tokens: no progress")
+        XCTAssertNil(render(reasoningPieces: 0)?.progress)
+        var coalesced = ResponseRenderer(now: 0)
+        _ = coalesced.receive(.delta(doc), now: 1)
+        let u = coalesced.receive(.done(finishReason: "stop", usage: Usage(promptTokens: 1, completionTokens: 1_200)), now: 2)
+        XCTAssertEqual(u?.progress?.text, "Drafting clause 1 of 7…", "a coalesced delta's tokens are read from the usage")
+    }
 }

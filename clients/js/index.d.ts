@@ -167,7 +167,10 @@ export function isBudgetLimited(event: StreamEventJSON | null | undefined): bool
 export class ResponseRenderer {
   constructor(now: number, options?: { expectedSections?: number | null });
   readonly text: string;
+  /** Delta events received: text only. */
   readonly tokensReceived: number;
+  /** Reasoning and argument pieces received (tokens that are not text; left out of the progress). */
+  readonly partTokensReceived: number;
   readonly firstTokenAt: number | null;
   readonly completion: Completion | null;
   /** `true` once a `done` said the answer was cut by the token budget. */
@@ -181,6 +184,63 @@ export class ResponseRenderer {
   enterBackground(): void;
   enterForeground(now: number): RenderUpdate | null;
   progress(): ProgressSnapshot | null;
+}
+
+// ---- Answer parts (docs/PROTOCOL.md §5.5) ----
+/** Any JSON value. */
+export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
+/** A piece of the model's reasoning; the pieces in order are the reasoning. One generated token. */
+export interface ReasoningPart { type: 'reasoning'; content: string; }
+/** Reasoning the upstream sent only encrypted (Anthropic `redacted_thinking`): opaque, passed through, never shown. */
+export interface ReasoningRedactedPart { type: 'reasoning_redacted'; data: string; }
+/** A tool call begins; `id` is unique within the answer. */
+export interface ToolCallStartPart { type: 'tool_call_start'; id: string; name: string; }
+/** A piece of the call's arguments as JSON text (not valid JSON until the call ends). One generated token. */
+export interface ToolCallDeltaPart { type: 'tool_call_delta'; id: string; arguments: string; }
+/** The arguments are complete: `input` is their parsed JSON value (`{}` when the upstream sent none). */
+export interface ToolCallEndPart { type: 'tool_call_end'; id: string; name: string; input: JSONValue; }
+/** The output of a call the upstream ran itself (an agent backend's tool), after its `tool_call_end`. */
+export interface ToolResultPart { type: 'tool_result'; id: string; output: JSONValue; }
+/** A source the answer cites; `title` is absent when unknown. */
+export interface SourcePart { type: 'source'; id: string; url: string; title?: string; }
+/** An app-defined part: `name` is 1–64 of `A–Z a–z 0–9 _ -`; `id` is absent when none. */
+export interface DataPart { type: 'data'; name: string; id?: string; data: JSONValue; }
+/** A typed part of an answer other than its text: one numbered event, with exactly these fields. */
+export type AnswerPart = ReasoningPart | ReasoningRedactedPart | ToolCallStartPart | ToolCallDeltaPart | ToolCallEndPart | ToolResultPart | SourcePart | DataPart;
+/** One tool call assembled from its parts: `arguments` is the pieces so far (JSON text, for display); `input`, once
+ *  `ended`, is the whole arguments to run the tool with; `output` is present once an agent backend that ran the tool
+ *  itself sent its `tool_result` (`'output' in call`; it may be JSON null). */
+export type ToolCall =
+  | { id: string; name: string; arguments: string; ended: false }
+  | { id: string; name: string; arguments: string; ended: true; input: JSONValue; output?: JSONValue };
+/** What one part event changed (`{kind: 'parts', update}`): the part, and the answer's parts as they stand with it. */
+export interface PartsUpdate {
+  /** The part that arrived. */
+  part: AnswerPart;
+  /** Every part so far, in the order received (`part` last). */
+  parts: readonly AnswerPart[];
+  /** The tool calls so far, in the order they started. */
+  toolCalls: readonly ToolCall[];
+  /** The call `part` changed (started, extended, ended or given its result), or null (another type; a piece or end
+   *  of a call never started or already ended; a result of a call not ended or already given one). */
+  toolCall: ToolCall | null;
+  /** The reasoning so far (the `reasoning` pieces concatenated; redacted reasoning is never part of it). */
+  reasoning: string;
+  /** Reasoning and argument pieces so far, one token each (docs/PROTOCOL.md §5.5, §9.2). */
+  tokens: number;
+}
+export const PART_TYPES: readonly ['reasoning', 'reasoning_redacted', 'tool_call_start', 'tool_call_delta', 'tool_call_end', 'tool_result', 'source', 'data'];
+/** The part with exactly its fields, or null when `event` is not a well-formed part (ignored like any unreadable event). */
+export function parsePart(event: unknown): AnswerPart | null;
+/** `true` for reasoning and argument pieces: one completion token each when the upstream reports no usage. */
+export function countsAsToken(part: { type: string }): boolean;
+/** The typed parts of one answer so far, with each tool call assembled (the stream keeps one per answer). */
+export class AnswerParts {
+  readonly parts: readonly AnswerPart[];
+  readonly toolCalls: readonly ToolCall[];
+  readonly reasoning: string;
+  readonly tokens: number;
+  receive(part: AnswerPart): PartsUpdate;
 }
 
 // ---- UI state ----
@@ -320,6 +380,8 @@ export interface ClientOptions {
 export type ChatUpdate =
   | { kind: 'layout'; layout: TextLayout }
   | { kind: 'render'; update: RenderUpdate }
+  /** A typed part arrived (reasoning, a tool call's start, piece or end, a source, app data), in seq order, once each. */
+  | { kind: 'parts'; update: PartsUpdate }
   | { kind: 'connection'; status: 'connecting'; url: string }
   | { kind: 'connection'; status: 'streaming' }
   | { kind: 'connection'; status: 'waitingToReconnect'; attempt: number; delayMs: number }
@@ -356,6 +418,8 @@ export class RelayChatClient {
 export class RelayStream implements AsyncIterable<ChatUpdate> {
   readonly requestId: string;
   readonly request: ChatRequest;
+  /** The answer's typed parts so far (also carried by every `parts` update). */
+  readonly parts: AnswerParts;
   readonly completion: Completion | null;
   readonly finished: Promise<Completion>;
   subscribe(fn: (update: ChatUpdate) => void): () => void;

@@ -6,6 +6,7 @@ export { DraftProgress, LONG_ANSWER_TOKENS, headingNumber, statedCount } from '.
 export { ReconnectPolicy, lateResumeDecision, lateResumeExpired, offersRetry, isEventStream, isJSON, isGatewayRetryable, MAX_ATTEMPTS, IDLE_LIMIT_MS,
   HARD_TIMEOUT_MS, MAX_JITTER_MS, jitterMs, dropWaitMs } from './reconnectPolicy.js';
 export { ResponseRenderer, isBudgetLimited } from './responseRenderer.js';
+export { AnswerParts, parsePart, countsAsToken, PART_TYPES } from './answerParts.js';
 export { TypingIndicator, AutoScroll, BudgetState, budgetLimitedNote, networkAdvice, browserNetworkConditions, telemetryRecord,
   EXPECTED_FIRST_TOKEN_MS, SLOW_CONNECTION_WARNING, NORMAL_BACKOFF_MS, SLOW_BACKOFF_MS } from './uiState.js';
 export { RelayChatClient, STOP_ATTEMPTS, STOP_RETRY_MS, STOP_TIMEOUT_MS } from './relayClient.js';

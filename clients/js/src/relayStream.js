@@ -3,6 +3,7 @@
 import { SSEParser } from './sseParser.js';
 import { ReconnectPolicy, isEventStream } from './reconnectPolicy.js';
 import { ResponseRenderer, isBudgetLimited } from './responseRenderer.js';
+import { AnswerParts, parsePart } from './answerParts.js';
 import { RENDER_INTERVAL_MS } from './renderBuffer.js';
 import { networkAdvice, telemetryRecord, SLOW_RTT_MS, SLOW_BACKOFF_MS } from './uiState.js';
 import { ProxyBufferingDetector } from './proxyBuffering.js';
@@ -24,6 +25,7 @@ export const LONG_POLL_MIN_INTERVAL_MS = 1000;
 /**
  * One element of a stream's updates, in order:
  * `{kind:'layout', layout}` (direction decided, before any text), `{kind:'render', update}`,
+ * `{kind:'parts', update}` (a typed part arrived: reasoning, tool call, source, data; docs/PROTOCOL.md §5.5),
  * `{kind:'connection', status, attempt?, url?, lastEventId?, delayMs?}`,
  * `{kind:'advice', advice}`, `{kind:'budget', budget}`, and last `{kind:'telemetry', record}`.
  * @typedef {{kind: string, [k: string]: any}} ChatUpdate
@@ -50,6 +52,8 @@ export class RelayStream {
     this.advice = networkAdvice(options.network ?? null);
     this.policy = new ReconnectPolicy({ backoffMs: this.advice.reconnectBackoffMs, random: client.random });
     this.renderer = new ResponseRenderer(now, { expectedSections: options.expectedSections ?? null });
+    /** The answer's typed parts so far (each part event once: seqs already had are skipped). */
+    this.parts = new AnswerParts();
     this._parser = new SSEParser();
     this._urlIndex = options.firstURLIndex ?? 0;
     this._connId = 0;
@@ -463,6 +467,8 @@ export class RelayStream {
     if (event && !refreshing) {
       const u = this.renderer.receive(event, now);
       if (u) this._render(u);
+      const part = this.renderer.completion === null ? parsePart(event) : null;
+      if (part) this._emit({ kind: 'parts', update: this.parts.receive(part) });
       if (event.type === 'done' && this.client.budget && event.usage) {
         this.client.budget.apply(event.usage, isBudgetLimited(event));
         this._emit({ kind: 'budget', budget: this.client.budget });

@@ -4,6 +4,7 @@ import { RenderBuffer } from './renderBuffer.js';
 import { DirectionDecider } from './textDirection.js';
 import { DraftProgress } from './draftProgress.js';
 import { TypingIndicator } from './uiState.js';
+import { parsePart, countsAsToken } from './answerParts.js';
 
 /**
  * @typedef {object} RenderUpdate
@@ -32,8 +33,14 @@ export class ResponseRenderer {
   /** @param {number} now request start, ms @param {{expectedSections?: number | null}} [options] */
   constructor(now, options = {}) {
     this.text = '';
-    /** Delta events received (one per token on the relay's wire). */
+    /** Delta events received (one per token on the relay's wire). Text only: parts are not counted here. */
     this.tokensReceived = 0;
+    /**
+     * Reasoning and tool-call argument pieces received (one token each): generated tokens that are not text
+     * (docs/PROTOCOL.md §5.5). They are in a `done`'s `completion_tokens` but not in the text, so the draft
+     * progress leaves them out of the usage it reads.
+     */
+    this.partTokensReceived = 0;
     /** @type {number | null} when the first delta arrived, ms */
     this.firstTokenAt = null;
     /** @type {import('./reconnectPolicy.js').Completion | null} */
@@ -54,7 +61,12 @@ export class ResponseRenderer {
   get layout() { return this._direction.layout; }
   get isBackground() { return this._buffer.isBackground; }
 
-  /** An event (`{type:'delta',content}` / `done` / `error`). @param {any} event @param {number} now @returns {RenderUpdate | null} */
+  /**
+   * An event (`{type:'delta',content}` / `done` / `error`). Text only: a typed part (docs/PROTOCOL.md §5.5)
+   * releases nothing and is not sampled for the direction or counted for the progress or the first token;
+   * a well-formed reasoning or argument piece counts in `partTokensReceived`. Other types are ignored.
+   * @param {any} event @param {number} now @returns {RenderUpdate | null}
+   */
   receive(event, now) {
     if (this.completion) return null;
     switch (event.type) {
@@ -72,7 +84,11 @@ export class ResponseRenderer {
         return this.finish(event.finish_reason === 'cancelled' ? { kind: 'stopped' } : { kind: 'finished', finishReason: event.finish_reason ?? 'stop' }, now);
       case 'error':
         return this.finish({ kind: 'failed', status: event.status ?? 500, code: event.code ?? 'error', message: event.message ?? '' }, now);
-      default: return null;
+      default: {
+        const part = parsePart(event);
+        if (part && countsAsToken(part)) this.partTokensReceived += 1;
+        return null;
+      }
     }
   }
 
@@ -104,9 +120,12 @@ export class ResponseRenderer {
     return this.completion ? this._snapshot('', this.completion, null) : null;
   }
 
-  /** The current progress. */
+  /**
+   * The current progress, for the text's tokens: the deltas received, or the `done`'s completion tokens less
+   * the part pieces when that is more (a coalesced delta stands for several tokens, docs/PROTOCOL.md §4.3).
+   */
   progress() {
-    return this._progress.snapshot(Math.max(this.tokensReceived, this.usage?.completion_tokens ?? 0));
+    return this._progress.snapshot(Math.max(this.tokensReceived, (this.usage?.completion_tokens ?? 0) - this.partTokensReceived));
   }
 
   /**

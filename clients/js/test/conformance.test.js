@@ -9,6 +9,8 @@ import { ResponseRenderer } from '../src/responseRenderer.js';
 import { ReconnectPolicy } from '../src/reconnectPolicy.js';
 import { networkAdvice, BudgetState } from '../src/uiState.js';
 import { ProxyBufferingDetector } from '../src/proxyBuffering.js';
+import { RelayChatClient } from '../src/relayClient.js';
+import { VirtualClock, Body, scriptedFetch } from './support.js';
 
 const dir = fileURLToPath(new URL('../../../conformance/', import.meta.url));
 const load = (name) => JSON.parse(readFileSync(dir + name, 'utf8'));
@@ -141,4 +143,56 @@ for (const c of load('buffering.json').cases) {
     due(null);
     assert.deepEqual(got, c.expect);
   });
+}
+
+/**
+ * One parts.json case through a whole stream: each connection's body is written `whole` or one byte per read,
+ * then ended; the virtual clock runs in 50 ms steps until the kit makes the next request.
+ */
+async function runParts(c, plan) {
+  const clock = new VirtualClock();
+  const bodies = c.connections.map(() => new Body());
+  const { fetch, calls } = scriptedFetch((call, i) => ({ body: bodies[i] ?? new Body() }));
+  const client = new RelayChatClient({ baseURLs: ['http://a', 'http://b'], fetch, clock, random: () => 0, token: () => 't' });
+  const s = client.startChat({ messages: [{ role: 'user', content: 'Weather in Riyadh?' }] });
+  const updates = [];
+  s.subscribe((u) => updates.push(u));
+  for (const [i, conn] of c.connections.entries()) {
+    for (let k = 0; calls.length <= i && k < 200; k++) await clock.advance(50);
+    assert.equal(calls.length, i + 1, `connection ${i} was not requested`);
+    if (conn.lastEventId === 0) assert.equal(calls[i].method, 'POST', `connection ${i}`);
+    else assert.deepEqual([calls[i].method, calls[i].headers['Last-Event-ID']], ['GET', String(conn.lastEventId)], `connection ${i}`);
+    const bytes = new TextEncoder().encode(conn.body);
+    if (plan === 'whole') bodies[i].write(bytes);
+    else for (let k = 0; k < bytes.length; k++) bodies[i].write(bytes.subarray(k, k + 1));
+    bodies[i].end();
+    await clock.advance(0);
+  }
+  await clock.advance(100);
+  assert.equal(calls.length, c.connections.length, 'no request after the last connection');
+  const renders = updates.filter((u) => u.kind === 'render').map((u) => u.update);
+  const partUpdates = updates.filter((u) => u.kind === 'parts').map((u) => u.update);
+  const last = partUpdates.at(-1);
+  const telemetry = updates.at(-1);
+  assert.equal(telemetry?.kind, 'telemetry', 'the stream ended');
+  for (const [k, u] of partUpdates.entries()) assert.deepEqual(u.parts, partUpdates.slice(0, k + 1).map((x) => x.part), 'each update lists the parts so far');
+  return {
+    text: renders.at(-1)?.text ?? '',
+    parts: partUpdates.map((u) => u.part),
+    toolCallUpdates: partUpdates.filter((u) => u.toolCall !== null).map((u) => u.toolCall),
+    toolCalls: last?.toolCalls ?? [],
+    reasoning: last?.reasoning ?? '',
+    tokens: last?.tokens ?? 0,
+    tokensReceived: telemetry.record.tokensReceived,
+    direction: renders.find((u) => u.layout)?.layout.direction ?? null,
+    completion: completionShape(s.completion),
+  };
+}
+
+for (const c of load('parts.json').cases) {
+  for (const plan of ['whole', 'byte by byte']) {
+    test(`parts: ${c.name} (${plan})`, async () => {
+      assert.deepEqual(await runParts(c, plan), c.expect);
+    });
+  }
 }

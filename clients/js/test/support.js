@@ -36,7 +36,8 @@ export class Body {
   constructor() {
     this.stream = new ReadableStream({ start: (c) => { this.c = c; } });
   }
-  write(s) { this.c.enqueue(new TextEncoder().encode(s)); }
+  /** @param {string | Uint8Array} s text (sent as UTF-8) or bytes */
+  write(s) { this.c.enqueue(typeof s === 'string' ? new TextEncoder().encode(s) : s); }
   end() { this.c.close(); }
   fail() { this.c.error(new TypeError('network error')); }
 }

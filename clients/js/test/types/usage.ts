@@ -1,5 +1,6 @@
 // Compile-only check of index.d.ts (tsc --noEmit -p test/types): how an app uses the kit.
-import { RelayChatClient, ProxyBufferingDetector, xhrFetch, ChatUpdate, ReconnectPolicy, DirectionDecider, BudgetState, networkAdvice, budgetLimitedNote, isBudgetLimited, dropWaitMs, jitterMs } from '../../index';
+import { RelayChatClient, ProxyBufferingDetector, xhrFetch, ChatUpdate, ReconnectPolicy, DirectionDecider, BudgetState, networkAdvice, budgetLimitedNote, isBudgetLimited, dropWaitMs, jitterMs,
+  AnswerPart, AnswerParts, JSONValue, PartsUpdate, ToolCall, parsePart, countsAsToken, PART_TYPES } from '../../index';
 
 const client = new RelayChatClient({ baseURLs: ['https://relay.example'], token: async ({ refresh }) => (refresh ? 'new' : 'old') });
 const stream = client.startChat({ messages: [{ role: 'user', content: 'Draft an NDA' }], model: 'simulated' }, { network: { effectiveType: '4g', rtt: 80, downlink: 10 } });
@@ -47,3 +48,29 @@ import { relayChatTransportOptions } from '../../index';
 const transportOptions = relayChatTransportOptions({ baseURL: 'https://relay.example.com', token: () => 'token', model: 'simulated-tools' });
 const reconnect: Promise<{ api: string; headers: Record<string, string> }> = transportOptions.prepareReconnectToStreamRequest({ id: 'chat-1' });
 void reconnect;
+
+// Typed answer parts (docs/PROTOCOL.md §5.5): a discriminated union on `type`; a tool call's `input` once it ended.
+client.startChat({ messages: [{ role: 'user', content: 'Weather in Riyadh?' }] }).subscribe((u) => {
+  if (u.kind !== 'parts') return;
+  const part = u.update.part;
+  switch (part.type) {
+    case 'reasoning': { const c: string = part.content; void c; break; }
+    case 'reasoning_redacted': { const d: string = part.data; void d; break; }
+    case 'tool_call_start': { const n: string = part.name; void n; break; }
+    case 'tool_call_delta': { const a: string = part.arguments; void a; break; }
+    case 'tool_call_end': { const i: JSONValue = part.input; void i; break; }
+    case 'tool_result': { const o: JSONValue = part.output; void o; break; }
+    case 'source': { const t: string | undefined = part.title; const url: string = part.url; void t; void url; break; }
+    case 'data': { const id: string | undefined = part.id; const v: JSONValue = part.data; void id; void v; break; }
+  }
+  const call: ToolCall | null = u.update.toolCall;
+  if (call && call.ended) { const input: JSONValue = call.input; const output: JSONValue | undefined = call.output; void input; void output; }
+  if (call && !call.ended) { const shown: string = `calling ${call.name}… ${call.arguments}`; void shown; }
+  const all: readonly AnswerPart[] = u.update.parts;
+  const thinking: string = u.update.reasoning + u.update.tokens;
+  void all; void thinking;
+});
+const parsed: AnswerPart | null = parsePart({ type: 'source', id: 's1', url: 'https://example.com' });
+const assembled: PartsUpdate | null = parsed ? new AnswerParts().receive(parsed) : null;
+const kinds: readonly string[] = PART_TYPES;
+void assembled; void kinds; void countsAsToken;
