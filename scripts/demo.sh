@@ -78,3 +78,27 @@ if ! echo "$telemetry" | grep -q '"reconnections":[1-9]'; then
   echo "expected at least one reconnection in the telemetry line" >&2
   exit 1
 fi
+
+# An agent answer: typed parts (docs/PROTOCOL.md §5.5, docs/AGENTS.md) resumed from inside a tool
+# call's arguments, compared part for part with an uninterrupted run.
+AGENT_DROP_AFTER=${DEMO_AGENT_DROP_AFTER:-50}
+echo
+echo "== an agent answer (model simulated-tools: reasoning, two tool calls and their results, a source, text)"
+echo "   from A, dropping the connection after $AGENT_DROP_AFTER events (inside the first call's arguments), resuming on B"
+echo
+timeout "$CHAT_LIMIT_S" "$BIN" chat --url "http://127.0.0.1:$PORT_B" --token "$TOKEN" --model simulated-tools \
+  --prompt "$PROMPT" --output "$work/agent-reference.txt" --parts-output "$work/agent-reference.parts" \
+  >"$work/agent-reference.out" 2>&1 || { echo "✗ the agent reference run failed" >&2; tail -n 5 "$work/agent-reference.out" >&2; exit 1; }
+timeout --foreground "$CHAT_LIMIT_S" "$BIN" chat --url "http://127.0.0.1:$PORT_A" --url "http://127.0.0.1:$PORT_B" \
+  --token "$TOKEN" --model simulated-tools --prompt "$PROMPT" --drop-after "$AGENT_DROP_AFTER" \
+  --output "$work/agent.txt" --parts-output "$work/agent.parts" 2>&1 | tee "$work/agent.out" \
+  || { echo "✗ the agent chat failed" >&2; exit 1; }
+echo
+parts=$(wc -l <"$work/agent.parts")
+if cmp -s "$work/agent.parts" "$work/agent-reference.parts" && cmp -s "$work/agent.txt" "$work/agent-reference.txt" && [ "$parts" -gt 0 ]; then
+  echo "the resumed agent answer has exactly the parts and text of an uninterrupted run: yes ($parts parts)"
+else
+  echo "the resumed agent answer has exactly the parts and text of an uninterrupted run: NO"
+  diff "$work/agent.parts" "$work/agent-reference.parts" | head -10 || true
+  exit 1
+fi

@@ -26,6 +26,8 @@ enum ChatCommand {
       --summary        ask for a summary-mode answer ("mode":"summary")
       --drop-after N   cut the connection once after N events, to show a resume
       --output FILE    also write the answer text, exactly as received, to FILE
+      --parts-output FILE  write each typed part (reasoning, tool calls, sources, data:
+                       docs/PROTOCOL.md §5.5) as its JSON, one line each, to FILE
       --transport T    curl (default: libcurl, cheap on CPU) or urlsession (Foundation's
                        URLSession, the kit's default on Apple platforms)
     Standard output holds exactly the answer's text. Status lines (connection, progress,
@@ -48,6 +50,7 @@ enum ChatCommand {
         var summary = false
         var dropAfter: Int?
         var output: String?
+        var partsOutput: String?
         var transport = "curl"
     }
 
@@ -79,6 +82,7 @@ enum ChatCommand {
                     o.prompt = try value(a)
                 case "--summary": o.summary = true
                 case "--output": o.output = try value(a)
+                case "--parts-output": o.partsOutput = try value(a)
                 case "--transport":
                     let v = try value(a)
                     guard v == "curl" || v == "urlsession" else { throw UsageError(message: "--transport must be curl or urlsession") }
@@ -170,6 +174,13 @@ enum ChatCommand {
         defer { sigint.cancel(); signal(SIGINT, SIG_DFL) }
 
         var answer = Data()
+        var parts = Data()
+        /// Characters of the reasoning already shown (one status line when it ends).
+        var reasoningShown = 0
+        func showReasoning(_ r: String) {
+            reasoningShown = r.count
+            out.status(PartLine.reasoning(r))
+        }
         var lastProgress: String?
         var layoutShown = false
         var completion: Completion?
@@ -206,6 +217,7 @@ enum ChatCommand {
                     out.status("⇄ reading over long-poll after event \(last)\(reason.map { " (\($0.rawValue): a proxy buffers the stream)" } ?? "")")
                 }
             case .render(let r):
+                if !r.appended.isEmpty, reasoningShown < stream.parts.reasoning.count { showReasoning(stream.parts.reasoning) }
                 if !layoutShown, let l = r.layout, !r.text.isEmpty {
                     layoutShown = true
                     if l.direction == .rightToLeft {
@@ -226,8 +238,12 @@ enum ChatCommand {
                     if case .needsResume = c { unreached = transport.takeUnreached() } else { unreached = nil }
                 }
                 if r.budgetLimited { out.status("✂ " + BudgetState.budgetLimitedNote(period: client.budget?.period ?? "month")) }
-            case .parts:
-                break   // the terminal shows the answer's text; typed parts (PROTOCOL.md §5.5) are for apps
+            case .parts(let u):
+                eventsSeen = true
+                parts.append(contentsOf: (u.part.json + "\n").utf8)
+                if case .reasoning = u.part { break }
+                if reasoningShown < u.reasoning.count { showReasoning(u.reasoning) }
+                if let line = PartLine.of(u.part) { out.status(line) }
             case .budget(let b):
                 out.status(b.pillText)
             case .telemetry(let t):
@@ -251,6 +267,14 @@ enum ChatCommand {
                                     tokenWords: tokenWords))
         }
         if let t = telemetry { out.status(t.json) }
+        if let path = o.partsOutput {
+            do {
+                try parts.write(to: URL(fileURLWithPath: path))
+            } catch {
+                printError("chat: cannot write \(path): \(error)\n")
+                return 1
+            }
+        }
         if let path = o.output {
             do {
                 try answer.write(to: URL(fileURLWithPath: path))
