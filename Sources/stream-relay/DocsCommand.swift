@@ -17,7 +17,7 @@ enum DocsCommand {
     docs/CONFIGURATION.md (config) or README.md's table of the settings that keep
     answers (features), generated from the code, to paste between that file's
     markers; or the simulated upstream's whole
-    answer for MODEL (simulated, simulated-ar; default simulated), byte for byte.
+    answer for MODEL (simulated, simulated-ar, simulated-tools: its text; default simulated), byte for byte.
     """
 
     static func run(arguments: [String]) -> Int32 {
@@ -36,8 +36,13 @@ enum DocsCommand {
             return 0
         case "simulated":
             let model = arguments.dropFirst().first ?? "simulated"
+            if arguments.count <= 2, model == SimulatedAgentAnswer.model {
+                // The agent answer's text: its deltas joined (its parts are not text).
+                print(SimulatedAgentAnswer.events.reduce(into: "") { s, e in if case .delta(let t) = e { s += t } }, terminator: "")
+                return 0
+            }
             guard arguments.count <= 2, let doc = SimulatedDocuments.document(forModel: model) else {
-                printError("docs simulated: unknown model \(model) (simulated, simulated-ar)\n")
+                printError("docs simulated: unknown model \(model) (simulated, simulated-ar, simulated-tools)\n")
                 return 2
             }
             print(SimulatedTokenizer.tokens(doc).joined(), terminator: "")

@@ -143,6 +143,42 @@ function showStatus(view, status, onAction) {
   }
 }
 
+/** Short JSON for a step's line (an argument object, a tool's output). */
+function brief(value) {
+  const s = JSON.stringify(value) ?? '';
+  return s.length > 120 ? `${s.slice(0, 119)}…` : s;
+}
+
+/**
+ * The answer's typed parts as steps above its text, rebuilt from the kit's assembled state on
+ * each part: the reasoning (collapsed), each tool call (arguments as they stream, the input when
+ * it ends, the output when the backend ran it), each source. The text itself stays the text.
+ */
+function showSteps(box, update) {
+  box.hidden = false;
+  box.replaceChildren();
+  if (update.reasoning) {
+    const d = el('details', 'step reasoning');
+    d.append(el('summary', '', 'Thinking'), el('p', '', update.reasoning));
+    box.append(d);
+  }
+  for (const call of update.toolCalls) {
+    const d = el('details', 'step tool');
+    d.dataset.callId = call.id;
+    d.dataset.state = call.output !== undefined && call.output !== null ? 'result' : call.input !== undefined && call.input !== null ? 'called' : 'streaming';
+    d.append(el('summary', '', `${d.dataset.state === 'streaming' ? '⚙ calling' : '⚙'} ${call.name}`));
+    d.append(el('code', 'step-input', call.input !== undefined && call.input !== null ? brief(call.input) : call.arguments));
+    if (d.dataset.state === 'result') d.append(el('code', 'step-output', `→ ${brief(call.output)}`));
+    box.append(d);
+  }
+  for (const p of update.parts) {
+    if (p.type !== 'source') continue;
+    const a = el('a', 'step source', p.title ?? p.url);
+    a.href = p.url; a.target = '_blank'; a.rel = 'noopener noreferrer';
+    box.append(a);
+  }
+}
+
 /** Runs one answer in `view` (a fresh view for a Resume or a re-send). */
 function run(stream, view) {
   const index = demo.answers.length;
@@ -204,6 +240,11 @@ function run(stream, view) {
         follow();   // the line may wrap to a second line: keep it above the composer
         break;
       }
+      case 'parts':
+        record.parts = u.update.parts.length;
+        showSteps(view.steps, u.update);
+        follow();
+        break;
       case 'budget': showBudget(u.budget); break;
       case 'cancelled': record.cancelStatus = u.status; break;
       case 'telemetry': {
@@ -249,11 +290,12 @@ function newView(turn) {
   const typing = el('div', 'typing'); typing.append(el('span'), el('span'), el('span'));
   typing.setAttribute('aria-label', 'Writing…');
   const text = el('div', 'answer-text');
+  const steps = el('div', 'steps'); steps.hidden = true;   // typed parts (docs/PROTOCOL.md §5.5): reasoning, tool calls, sources
   const note = el('div', 'budget-note'); note.hidden = true; note.setAttribute('role', 'status');
   const status = el('div', 'status'); status.setAttribute('role', 'status');
-  answer.append(meta, progress, typing, text, note, status);
+  answer.append(meta, progress, typing, steps, text, note, status);
   turn.append(answer);
-  return { turn, answer, progress, progressText, progressBar, typing, text, note, status, index: -1 };
+  return { turn, answer, progress, progressText, progressBar, typing, steps, text, note, status, index: -1 };
 }
 
 function send(text, model) {
