@@ -39,16 +39,18 @@ declare -A SOURCES=(
     [jwt_compact]="Sources/RelayAuth/CompactJWS.swift Sources/RelayAuth/Base64URL.swift Sources/RelayAuth/AuthError.swift $CORE_ERR"
     [openai_chunk]="fuzz/targets/dialect_support.swift"
     [anthropic_chunk]="fuzz/targets/dialect_support.swift"
+    [openai_responses_chunk]="fuzz/targets/dialect_support.swift"
     [request_head]="fuzz/targets/fuzz_input.swift $H/RequestHead.swift $H/RequestHeadValidator.swift $CORE_ERR"
     [offset_read]="Sources/RelayServer/Streams/Decisions/OffsetReadDecision.swift Sources/RelayServer/Streams/Decisions/ResumeDecision.swift $CORE_ERR"
     [request_framer]="fuzz/targets/fuzz_input.swift $H/RequestFramer.swift $H/RequestHead.swift $H/RequestHeadValidator.swift $CORE_ERR"
     [read_ticket]="fuzz/targets/openssl_standin.swift Sources/RelayAuth/ReadTicket.swift Sources/RelayAuth/Base64URL.swift $CORE_ERR"
     [sealed_format]="Sources/RelayEventStore/Decisions/SealedFormat.swift"
 )
-DIALECT="Sources/RelayUpstream/HTTP/OpenAIDialect.swift Sources/RelayUpstream/Decisions/ToolCallAssembler.swift Sources/RelayUpstream/HTTP/HTTPContinuation.swift Sources/RelayUpstream/HTTP/AnthropicDialect.swift Sources/RelayUpstream/HTTP/UpstreamDialect.swift Sources/RelayUpstream/HTTP/UpstreamErrorBody.swift $C/LenientJSON.swift $C/SurrogateJoiner.swift $C/SSEParser.swift $C/SSEMessage.swift $C/ChatRequest.swift $CORE_ERR"
+DIALECT="Sources/RelayUpstream/HTTP/OpenAIDialect.swift Sources/RelayUpstream/Decisions/ToolCallAssembler.swift Sources/RelayUpstream/HTTP/HTTPContinuation.swift Sources/RelayUpstream/HTTP/AnthropicDialect.swift Sources/RelayUpstream/HTTP/OpenAIResponsesDialect.swift Sources/RelayUpstream/HTTP/UpstreamDialect.swift Sources/RelayUpstream/HTTP/UpstreamErrorBody.swift $C/LenientJSON.swift $C/SurrogateJoiner.swift $C/SSEParser.swift $C/SSEMessage.swift $C/ChatRequest.swift $CORE_ERR"
 SOURCES[openai_chunk]+=" $DIALECT"
 SOURCES[anthropic_chunk]+=" $DIALECT"
-ALL=(sse_parser stream_identifiers chat_request jwt_compact openai_chunk anthropic_chunk request_head request_framer offset_read read_ticket sealed_format)
+SOURCES[openai_responses_chunk]+=" $DIALECT"
+ALL=(sse_parser stream_identifiers chat_request jwt_compact openai_chunk openai_responses_chunk anthropic_chunk request_head request_framer offset_read read_ticket sealed_format)
 [[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=("${ALL[@]}")
 
 build() {

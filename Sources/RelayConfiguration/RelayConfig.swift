@@ -19,7 +19,7 @@ public struct RelayConfig: Sendable, Equatable {
     public var bufferTTLms = 300_000
     /// Heartbeat comment interval, ms; default 15,000.
     public var heartbeatMs = 15_000
-    /// Upstream adapter: `simulated` (default), `openai`, `anthropic`.
+    /// Upstream adapter: `simulated` (default), `openai`, `openai-responses`, `anthropic`.
     public var upstream = "simulated"
     /// Simulated upstream rate, tokens per second; default 50.
     public var simulatedTokensPerSecond = 50.0
@@ -113,7 +113,7 @@ public struct RelayConfig: Sendable, Equatable {
     public var redisOutageGraceMs = 5_000
     /// Open client connections per instance before 503; default 10,000.
     public var maxConnections = 10_000
-    /// Upstream base URL (`openai`/`anthropic`).
+    /// Upstream base URL (`openai`/`openai-responses`/`anthropic`).
     public var upstreamURL: String?
     /// Upstream API key.
     public var upstreamAPIKey: String?
@@ -124,9 +124,9 @@ public struct RelayConfig: Sendable, Equatable {
     public var upstreamModel: String?
     /// No upstream bytes for this long → `504 upstream_timeout`, ms; default 60,000.
     public var upstreamIdleTimeoutMs = 60_000
-    /// How an `openai`/`anthropic` upstream continues a lost answer (one of
+    /// How an HTTP upstream continues a lost answer (one of
     /// `upstreamContinuationValues`); default `auto`: `anthropic-prefill` for `anthropic`,
-    /// `off` for `openai` (docs/UPSTREAMS.md, "Continuing an answer").
+    /// `off` for `openai` and `openai-responses` (docs/UPSTREAMS.md, "Continuing an answer").
     public var upstreamContinuation = "auto"
     /// The accepted values of `RELAY_UPSTREAM_CONTINUATION` (`RelayUpstream.HTTPContinuation`).
     public static let upstreamContinuationValues = ["auto", "off", "anthropic-prefill", "vllm", "llama-cpp"]

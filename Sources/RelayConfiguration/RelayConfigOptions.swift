@@ -36,9 +36,9 @@ extension RelayConfig {
             c.heartbeatMs = try duration(v, "RELAY_HEARTBEAT", 10...3_600_000)
         },
         Option(env: "RELAY_UPSTREAM", flag: "--upstream", default: "simulated", unit: "name",
-               doc: "upstream adapter: simulated, openai, anthropic, ai-sdk (your own agent backend)") { c, v in
-            guard ["simulated", "openai", "anthropic", "ai-sdk"].contains(v) else {
-                throw ConfigError("RELAY_UPSTREAM must be simulated, openai, anthropic or ai-sdk, got \"\(v)\"")
+               doc: "upstream adapter: simulated, openai, openai-responses, anthropic, ai-sdk (your own agent backend)") { c, v in
+            guard ["simulated", "openai", "openai-responses", "anthropic", "ai-sdk"].contains(v) else {
+                throw ConfigError("RELAY_UPSTREAM must be simulated, openai, openai-responses, anthropic or ai-sdk, got \"\(v)\"")
             }
             c.upstream = v
         },
@@ -190,7 +190,7 @@ extension RelayConfig {
             c.maxConnections = try int(v, "RELAY_MAX_CONNECTIONS", 1...10_000_000)
         },
         Option(env: "UPSTREAM_URL", flag: "--upstream-url", default: "—", unit: "URL",
-               doc: "upstream base URL for openai/anthropic") { c, v in
+               doc: "upstream base URL (openai, openai-responses, anthropic), or an ai-sdk backend's chat endpoint") { c, v in
             guard v.hasPrefix("http://") || v.hasPrefix("https://") else { throw ConfigError("UPSTREAM_URL must be an http(s) URL, got \"\(v)\"") }
             c.upstreamURL = v
         },
@@ -203,7 +203,7 @@ extension RelayConfig {
             c.upstreamIdleTimeoutMs = try duration(v, "RELAY_UPSTREAM_IDLE_TIMEOUT", 100...3_600_000)
         },
         Option(env: "RELAY_UPSTREAM_CONTINUATION", flag: "--upstream-continuation", default: "auto", unit: "name",
-               doc: "how an openai/anthropic upstream continues a lost answer: auto (anthropic: anthropic-prefill; openai: off), off, anthropic-prefill, vllm, llama-cpp") { c, v in
+               doc: "how an HTTP upstream continues a lost answer: auto (anthropic: anthropic-prefill; openai, openai-responses: off), off, anthropic-prefill, vllm, llama-cpp") { c, v in
             guard RelayConfig.upstreamContinuationValues.contains(v) else {
                 throw ConfigError("RELAY_UPSTREAM_CONTINUATION must be one of \(RelayConfig.upstreamContinuationValues.joined(separator: ", ")), got \"\(v)\"")
             }

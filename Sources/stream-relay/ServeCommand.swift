@@ -156,26 +156,23 @@ enum ServeCommand {
 
     /// How each worker makes its upstream factory (`RELAY_UPSTREAM`). The HTTP
     /// adapters create their libcurl multi handle on the worker's own loop thread.
-    /// - Throws: `ConfigError` when `openai`/`anthropic` lack `UPSTREAM_URL` or it is invalid,
+    /// - Throws: `ConfigError` when `openai`/`openai-responses`/`anthropic` lack `UPSTREAM_URL` or it is invalid,
     ///   or `RELAY_UPSTREAM_CONTINUATION` names a mode of the other API.
     static func upstreamFactoryMaker(_ config: RelayConfig,
                                      counters: UpstreamTextCounters = UpstreamTextCounters()) throws -> @Sendable () -> UpstreamFactory {
         switch config.upstream {
-        case "openai", "anthropic":
+        case "openai", "openai-responses", "anthropic":
             guard let url = config.upstreamURL else {
                 throw ConfigError("RELAY_UPSTREAM=\(config.upstream) needs UPSTREAM_URL")
             }
             var http = HTTPUpstreamConfig(baseURL: url, apiKey: config.upstreamAPIKey ?? "", defaultModel: config.upstreamModel)
             http.idleTimeoutMs = config.upstreamIdleTimeoutMs
             http.summaryMaxTokens = config.summaryMaxTokens
-            http.continuation = try HTTPContinuation.resolve(config.upstreamContinuation,
-                                                             api: config.upstream == "openai" ? .openAI : .anthropic)
+            let api = HTTPUpstreamFactory.API(rawValue: config.upstream)!  // the option accepts these names only
+            http.continuation = try HTTPContinuation.resolve(config.upstreamContinuation, api: api)
             try http.validate()
             let h = http
-            if config.upstream == "openai" {
-                return { HTTPUpstreamFactory(.openAI, config: h, counters: counters) }
-            }
-            return { HTTPUpstreamFactory(.anthropic, config: h, counters: counters) }
+            return { HTTPUpstreamFactory(api, config: h, counters: counters) }
         case "ai-sdk":
             guard let url = config.upstreamURL else {
                 throw ConfigError("RELAY_UPSTREAM=ai-sdk needs UPSTREAM_URL: your backend's chat endpoint (docs/AGENTS.md)")

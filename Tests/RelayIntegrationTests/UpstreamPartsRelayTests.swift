@@ -4,7 +4,8 @@ import RelayTestSupport
 import XCTest
 
 /// Parts from a real HTTP upstream through a relay process (docs/PROTOCOL.md §5.5,
-/// docs/UPSTREAMS.md "Parts"): a fake upstream of each dialect streams reasoning, two tool
+/// docs/UPSTREAMS.md "Parts"): a fake upstream of each API (OpenAI chat completions, OpenAI
+/// Responses, Anthropic Messages) streams reasoning, two tool
 /// calls whose arguments arrive over many chunks, and text; the client reads the part events
 /// in order, numbered 1… without gaps, then `done` with `finish_reason` `tool_calls`, and a
 /// resume from inside a call's arguments gets the rest once.
@@ -53,6 +54,18 @@ final class UpstreamPartsRelayTests: RelayTestCase {
         let r = try relay("anthropic", upstream, model: "claude-test")
         try assertParts(r, model: "claude-test", expected: AnthropicPartStreams.thinkingTwoToolUsesAndTextEvents,
                         usage: Usage(promptTokens: 40, completionTokens: 61))
+    }
+
+    func testOpenAIResponsesReasoningTwoFunctionCallsAndTextReachTheClientAsPartEvents() throws {
+        let upstream = try fake("/v1/responses", OpenAIResponsesStreams.reasoningTwoCallsAndText)
+        defer { upstream.stop() }
+        let r = try relay("openai-responses", upstream, model: "gpt-test")
+        try assertParts(r, model: "gpt-test", expected: OpenAIResponsesStreams.reasoningTwoCallsAndTextEvents,
+                        usage: Usage(promptTokens: 40, completionTokens: 61))
+        let body = try XCTUnwrap(upstream.requests.first).json
+        XCTAssertEqual(body["stream"] as? Bool, true)
+        XCTAssertEqual(body["store"] as? Bool, false)
+        XCTAssertNotNil(body["input"] as? [[String: Any]])
     }
 
     /// A call whose arguments do not parse ends the stored answer with one `error` event

@@ -19,10 +19,12 @@ final class UpstreamContinuationSettingTests: XCTestCase {
         let cases: [(String, String, HTTPContinuation)] = [
             ("anthropic", "auto", .anthropicPrefill), ("anthropic", "off", .off),
             ("openai", "auto", .off), ("openai", "vllm", .vllm), ("openai", "llama-cpp", .llamaCpp),
+            ("openai-responses", "auto", .off), ("openai-responses", "off", .off),
         ]
         for (upstream, setting, mode) in cases {
             let factory = try ServeCommand.upstreamFactoryMaker(config(upstream, setting))()
             XCTAssertEqual((factory as? HTTPUpstreamFactory)?.continuation, mode, "\(upstream) \(setting)")
+            XCTAssertEqual((factory as? HTTPUpstreamFactory)?.api.rawValue, upstream)
         }
     }
 
@@ -31,5 +33,8 @@ final class UpstreamContinuationSettingTests: XCTestCase {
             XCTAssertTrue("\($0)".contains("RELAY_UPSTREAM_CONTINUATION=vllm"), "\($0)")
         }
         XCTAssertThrowsError(try ServeCommand.upstreamFactoryMaker(config("openai", "anthropic-prefill")))
+        for mode in ["anthropic-prefill", "vllm", "llama-cpp"] {
+            XCTAssertThrowsError(try ServeCommand.upstreamFactoryMaker(config("openai-responses", mode)), "the Responses API continues nothing")
+        }
     }
 }

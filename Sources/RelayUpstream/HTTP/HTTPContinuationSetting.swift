@@ -9,10 +9,11 @@ extension HTTPContinuation {
     /// The mode of `setting` for an upstream speaking `api`.
     /// - Parameters:
     ///   - setting: `RELAY_UPSTREAM_CONTINUATION`: `auto` (→ `anthropic-prefill` for
-    ///     `anthropic`, `off` for `openai`), or a mode's raw value.
+    ///     `anthropic`, `off` for `openai` and `openai-responses`), or a mode's raw value.
     ///   - api: the upstream's API.
     /// - Throws: `ConfigError` for an unknown value, or a mode the API does not speak
-    ///   (`anthropic-prefill` with `openai`; `vllm`/`llama-cpp` with `anthropic`).
+    ///   (`anthropic-prefill` with `openai`; `vllm`/`llama-cpp` with `anthropic`; any but
+    ///   `off` with `openai-responses`).
     public static func resolve(_ setting: String, api: HTTPUpstreamFactory.API) throws(ConfigError) -> HTTPContinuation {
         if setting == "auto" { return api == .anthropic ? .anthropicPrefill : .off }
         guard let mode = HTTPContinuation(rawValue: setting) else {

@@ -1,8 +1,8 @@
 import RelayConfiguration
 import RelayCore
 
-/// Settings of the HTTP upstream adapters (`HTTPUpstreamFactory`, `.openAI` and
-/// `.anthropic`). Units are in each name; defaults as in
+/// Settings of the HTTP upstream adapters (`HTTPUpstreamFactory`, `.openAI`,
+/// `.openAIResponses` and `.anthropic`). Units are in each name; defaults as in
 /// docs/CONFIGURATION.md and docs/UPSTREAMS.md.
 public struct HTTPUpstreamConfig: Sendable, Equatable {
     /// `UPSTREAM_URL`: scheme, host, optional port and path prefix, e.g.

@@ -1,10 +1,10 @@
 import RelayCore
 import RelayLoop
 
-/// `RELAY_UPSTREAM=openai|anthropic`: makes upstreams that stream over HTTPS from an
-/// LLM API through the worker's libcurl multi handle. The two APIs differ only in
+/// `RELAY_UPSTREAM=openai|openai-responses|anthropic`: makes upstreams that stream over HTTPS
+/// from an LLM API through the worker's libcurl multi handle. The APIs differ only in
 /// their dialect: the request (path, headers, body) built here, and the stream
-/// mapping in `OpenAIDialect` / `AnthropicDialect`. Failures: see `SSEStreamUpstream`
+/// mapping in `OpenAIDialect` / `OpenAIResponsesDialect` / `AnthropicDialect`. Failures: see `SSEStreamUpstream`
 /// (502 `upstream_error`, 504 `upstream_timeout`). One factory per worker, used on its
 /// loop thread.
 ///
@@ -15,6 +15,13 @@ import RelayLoop
 ///   `{"model","messages","stream":true,"stream_options":{"include_usage":true},"max_tokens"?}`.
 ///   Summary mode caps `max_tokens` at `config.summaryMaxTokens` and puts
 ///   `config.summaryInstruction` first as a system message.
+/// * `.openAIResponses` — OpenAI's Responses API, `POST {UPSTREAM_URL}/v1/responses`. Headers
+///   as `.openAI`; body `{"model","input","stream":true,"store":false,"instructions"?,
+///   "max_output_tokens"?,"temperature"?,"top_p"?}` (`OpenAIResponsesDialect.body`): the
+///   messages as `input`, `max_output_tokens` the request's (at least 16, the API's minimum);
+///   summary mode caps it at `config.summaryMaxTokens` and sends `config.summaryInstruction` as
+///   `instructions`. `stop`, `seed` and the penalties are refused (the API has none). No
+///   continuation.
 /// * `.anthropic` — the Messages API, `POST {UPSTREAM_URL}/v1/messages`. Headers
 ///   `Content-Type`, `Accept`, `x-api-key` (omitted when empty), `anthropic-version:
 ///   {config.anthropicVersion}`; body `{"model","max_tokens","stream":true,"system"?,"messages"}`
@@ -32,6 +39,8 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
     public enum API: String, Sendable {
         /// OpenAI-compatible chat completions.
         case openAI = "openai"
+        /// OpenAI Responses (`/v1/responses`).
+        case openAIResponses = "openai-responses"
         /// Anthropic Messages.
         case anthropic
         /// The app's own agent backend, streaming the AI SDK UI Message Stream
@@ -76,7 +85,7 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
     }
 
     /// The continuation mode in use: `config.continuation`, else the API's default
-    /// (`anthropic-prefill` for `.anthropic`, `off` for `.openAI`).
+    /// (`anthropic-prefill` for `.anthropic`, `off` for `.openAI` and `.openAIResponses`).
     public var continuation: HTTPContinuation {
         config.continuation ?? (api == .anthropic ? .anthropicPrefill : .off)
     }
@@ -115,11 +124,11 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
         return try call(request, maxTokens: maxTokens, continuing: (soFar, mode))
     }
 
-    /// `max_tokens` of a first call: OpenAI sends the request's (`nil`: none), Anthropic the
+    /// `max_tokens` of a first call: OpenAI (both APIs) sends the request's (`nil`: none), Anthropic the
     /// request's or `config.defaultMaxTokens`; summary mode caps both at `config.summaryMaxTokens`.
     private func grantedMaxTokens(_ request: ChatRequest) -> Int? {
         switch api {
-        case .openAI:
+        case .openAI, .openAIResponses:
             return request.effectiveMaxTokens(summaryCap: config.summaryMaxTokens)
         case .anthropic:
             return request.mode == .summary
@@ -145,6 +154,7 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
         }
         let model = try request.resolvedModel(config.defaultModel)
         if api == .anthropic, let why = AnthropicDialect.refusal(of: request.sampling) { throw APIError.invalidRequest(why) }
+        if api == .openAIResponses, let why = OpenAIResponsesDialect.refusal(of: request.sampling) { throw APIError.invalidRequest(why) }
         let summary = request.mode == .summary ? config.summaryInstruction : nil
         let split = continuing.map { ContinuationSeam.split($0.soFar.text) }
         let seam = split.map { ContinuationSeam(whitespace: $0.whitespace) }
@@ -158,6 +168,12 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
             var headers: [String] = []
             if !config.apiKey.isEmpty { headers.append("Authorization: Bearer \(config.apiKey)") }
             return plan(path: "/v1/chat/completions", headers: headers, body: body, prompt: prompt, seam: seam) { OpenAIDialect() }
+        case .openAIResponses:
+            let body = OpenAIResponsesDialect.body(model: model, messages: request.messages, maxTokens: maxTokens,
+                                                   summaryInstruction: summary, sampling: request.sampling)
+            var headers: [String] = []
+            if !config.apiKey.isEmpty { headers.append("Authorization: Bearer \(config.apiKey)") }
+            return plan(path: "/v1/responses", headers: headers, body: body, prompt: prompt, seam: seam) { OpenAIResponsesDialect() }
         case .uiMessageStream:
             preconditionFailure("handled above")
         case .anthropic:

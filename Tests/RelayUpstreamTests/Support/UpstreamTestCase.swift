@@ -37,6 +37,7 @@ class UpstreamTestCase: XCTestCase {
 
     static let openAIPath = "/t/v1/chat/completions"
     static let anthropicPath = "/t/v1/messages"
+    static let responsesPath = "/t/v1/responses"
 
     static let question = ChatRequest(messages: [ChatMessage(role: "user", content: "Summarise clause 3, please.")])
 
@@ -59,6 +60,17 @@ class UpstreamTestCase: XCTestCase {
         var c = config(s)
         tweak(&c)
         let up = try HTTPUpstreamFactory(.anthropic, config: c, multi: harness.multi).makeUpstream(for: request, loop: harness.loop)
+        return (harness.collect(up, file: file, line: line), s)
+    }
+
+    /// Runs one OpenAI Responses request against `script` and returns its events.
+    func runOpenAIResponses(_ script: FakeUpstreamServer.Script, request: ChatRequest = question,
+                            tweak: (inout HTTPUpstreamConfig) -> Void = { _ in },
+                            file: StaticString = #filePath, line: UInt = #line) throws -> (events: [StreamEvent], server: FakeUpstreamServer) {
+        let s = try server([Self.responsesPath: script])
+        var c = config(s)
+        tweak(&c)
+        let up = try HTTPUpstreamFactory(.openAIResponses, config: c, multi: harness.multi).makeUpstream(for: request, loop: harness.loop)
         return (harness.collect(up, file: file, line: line), s)
     }
 
