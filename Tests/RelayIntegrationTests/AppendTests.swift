@@ -137,8 +137,8 @@ final class AppendTests: RelayTestCase {
         let k = StreamKeys(newID())
         let values: [UInt64: Int] = [2: 0x8000_0000, 3: 7, 4: 0xFFFF_FFFF, 5: 0xFFFF_FFFE, 6: 1, 7: 0x7FFF_FFFF,
                                      8: 0x0102_0304, 11: 0x8765_4321, 12: 0x0D0A_0D0A, 13: 0xC3_28_A0_A1, 14: 0]
-        let first = [2, 3, 4, 5, 6, 7, 8].map { TextCheckpoint.Offset(seq: UInt64($0), end: values[UInt64($0)]!) }
-        let second = [11, 12, 13, 14].map { TextCheckpoint.Offset(seq: UInt64($0), end: values[UInt64($0)]!) }
+        let first = [2, 3, 4, 5, 6, 7, 8].map { TextCheckpoint.Offset(seq: UInt64($0), word: UInt32(values[UInt64($0)]!)) }
+        let second = [11, 12, 13, 14].map { TextCheckpoint.Offset(seq: UInt64($0), word: UInt32(values[UInt64($0)]!)) }
         XCTAssertEqual(OffsetRuns.runs(first).count, 1, "one SETRANGE per write of consecutive seqs")
         h.run {
             log.writeText(k, TextCheckpoint.Write(start: 0, text: "", offsets: first)) { _ in done.mutate { $0 += 1 } }

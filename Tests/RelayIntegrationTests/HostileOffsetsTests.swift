@@ -58,7 +58,7 @@ final class HostileOffsetsTests: RelayTestCase {
     private func referenceWrite(_ key: String, _ writes: [TextCheckpoint.Write]) throws {
         for w in writes where !w.offsets.isEmpty {
             var args = ["BITFIELD", key]
-            for o in w.offsets { args += ["SET", "u32", "#\(o.seq)", String(o.end)] }
+            for o in w.offsets { args += ["SET", "u32", "#\(o.seq)", String(o.word)] }
             _ = try redis.cli(args)
         }
     }
@@ -68,7 +68,7 @@ final class HostileOffsetsTests: RelayTestCase {
     /// values past 32 bits (wrapped), and a long run of 3,000 seqs.
     static func hostileWrites() -> [TextCheckpoint.Write] {
         func w(_ pairs: [(UInt64, Int)]) -> TextCheckpoint.Write {
-            TextCheckpoint.Write(start: 0, text: "", offsets: pairs.map { .init(seq: $0.0, end: $0.1) })
+            TextCheckpoint.Write(start: 0, text: "", offsets: pairs.map { .init(seq: $0.0, word: UInt32(truncatingIfNeeded: $0.1)) })
         }
         var out: [TextCheckpoint.Write] = []
         out.append(w((1...UInt64(hostile.count)).map { ($0, Int(hostile[Int($0) - 1])) }))
@@ -280,7 +280,7 @@ final class HostileOffsetsTests: RelayTestCase {
                 let seq = UInt64(1 + w * 20 + j)
                 textModel += odd[(w + j) % odd.count]
                 let v = Self.hostile[(w * 20 + j) % Self.hostile.count] ^ UInt32(truncatingIfNeeded: seq << 8)
-                offs.append(.init(seq: seq, end: Int(v)))
+                offs.append(.init(seq: seq, word: UInt32(truncatingIfNeeded: v)))
                 let at = 4 * Int(seq)
                 model[at] = UInt8(truncatingIfNeeded: v >> 24)
                 model[at + 1] = UInt8(truncatingIfNeeded: v >> 16)

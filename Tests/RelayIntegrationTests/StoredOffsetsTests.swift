@@ -66,7 +66,7 @@ final class StoredOffsetsTests: RelayTestCase {
     private func referenceWrite(_ key: String, _ offsets: [TextCheckpoint.Offset]) throws {
         guard !offsets.isEmpty else { return }
         var args = ["BITFIELD", key]
-        for o in offsets { args += ["SET", "u32", "#\(o.seq)", String(o.end)] }
+        for o in offsets { args += ["SET", "u32", "#\(o.seq)", String(o.word)] }
         _ = try redis.cli(args)
     }
 
@@ -111,7 +111,7 @@ final class StoredOffsetsTests: RelayTestCase {
                 var offs: [TextCheckpoint.Offset] = []
                 while seq <= n && offs.count < 30 {
                     let end = Self.randomEnd(&rng)
-                    offs.append(.init(seq: seq, end: end))
+                    offs.append(.init(seq: seq, word: UInt32(truncatingIfNeeded: end)))
                     model[Int(seq)] = UInt32(truncatingIfNeeded: end)
                     seq += rng.next() % 4 == 0 ? 2 + rng.next() % 3 : 1
                 }
@@ -144,7 +144,7 @@ final class StoredOffsetsTests: RelayTestCase {
         let pairs: [(UInt32, UInt32)] = [(0xFFFF_FFFF, 0xFFFF_FFFF), (0x8000_0000, 0), (0x7FFF_FFFF, 0xFFFF_FFFF),
                                          (0, 0x8000_0000), (0, 0), (0xDEAD_BEEF, 0x0BAD_F00D)]
         for (hi, lo) in pairs {
-            try write(h, k, [TextCheckpoint.Write(start: 0, text: "", offsets: [.init(seq: 4, end: Int(hi)), .init(seq: 5, end: Int(lo))])])
+            try write(h, k, [TextCheckpoint.Write(start: 0, text: "", offsets: [.init(seq: 4, word: hi), .init(seq: 5, word: lo)])])
             XCTAssertEqual(Array(try readU32(k, through: 6)[4...6]), [hi, lo, 0], "\(hi) \(lo)")
         }
     }
@@ -174,7 +174,7 @@ final class StoredOffsetsTests: RelayTestCase {
                 let e = min(n, s + Int(rng.next() % 7))
                 let text = pieces[s...e].joined()
                 groups.append(TextCheckpoint.Write(start: ends[s - 1], text: text,
-                                                   offsets: (s...e).map { .init(seq: UInt64($0), end: ends[$0]) }))
+                                                   offsets: (s...e).map { .init(seq: UInt64($0), word: UInt32(truncatingIfNeeded: ends[$0])) }))
                 s = e + 1
             }
             var order = groups

@@ -432,6 +432,39 @@ class ChatDemoEndToEnd(unittest.TestCase):
         self.assertEqual(self.answer(i + 1)["completion"], {"kind": "finished", "finishReason": "stop"})
         self.assert_no_markers(i + 1, "re-sent answer")
 
+    def test_5_agent_answer_shows_its_steps_and_resumes_inside_a_tool_call(self):
+        """The built-in agent answer (docs/AGENTS.md) at phone width: its reasoning, two tool
+        calls with their input and output, and a source appear as steps above the text; the
+        stream is cut once inside the first call's arguments and resumed on relay B; the text is
+        the answer's own, and no step shows twice."""
+        self.open_page()
+        ref_proc, ref_path = self.reference("simulated-tools")
+        self.proxy.arm(after_bytes=3_600)   # past the reasoning (45 events), inside call_1's arguments
+        self.driver.find_element(By.CSS_SELECTOR, ".suggestion[data-model='simulated-tools']").click()
+        i = self.started()
+        a = self.wait_finished(i)
+        self.assertEqual(ref_proc.wait(timeout=60), 0, "reference run failed")
+        self.assertEqual(self.proxy.cuts, 1, "the proxy cut the stream once")
+        self.assertEqual(a["completion"], {"kind": "finished", "finishReason": "stop"})
+        self.assertEqual(a["urls"], ["/a", "/b"], "sent to relay A (through the cutting proxy), resumed on relay B")
+        self.assertEqual(a["text"].encode("utf-8"), ref_path.read_bytes(), "the text is the deltas alone, whole")
+        steps = self.driver.execute_script("""
+            const box = document.querySelector(`.answer-text[data-index='${arguments[0]}']`).closest('.answer').querySelector('.steps');
+            return {hidden: box.hidden,
+                    reasoning: box.querySelectorAll('.step.reasoning').length,
+                    calls: Array.from(box.querySelectorAll('.step.tool'), (d) => [d.dataset.callId, d.dataset.state,
+                                                                                 d.querySelector('.step-input').textContent]),
+                    sources: Array.from(box.querySelectorAll('a.step.source'), (x) => x.href),
+                    parts: window.relayDemo.answers[arguments[0]].parts};""", i)
+        self.assertFalse(steps["hidden"])
+        self.assertEqual(steps["reasoning"], 1)
+        self.assertEqual([c[:2] for c in steps["calls"]], [["call_1", "result"], ["call_2", "result"]], steps)
+        self.assertIn('"country":"SA"', steps["calls"][0][2], "the first call's whole input, after the cut inside its arguments")
+        self.assertEqual(steps["sources"], ["https://example.com/guides/saudi-contract-law"])
+        self.assertGreater(steps["parts"], 60, "every part once (reasoning pieces, argument pieces, ends, results, the source)")
+        self.assert_layout("agent answer finished", busy=False)
+        self.screenshot("phone-agent-finished.png")
+
     def test_4_stop_sends_delete_and_the_relay_stops_generating(self):
         self.open_page(size=DESKTOP)
         i = self.send("simulated")
