@@ -87,9 +87,9 @@ public struct RelayConfig: Sendable, Equatable {
     /// The operator's system prompts by model, tier or default (`RELAY_SYSTEM_PROMPTS`: JSON, or
     /// `file:///path` to it; `SystemPromptPolicy`); `nil`: none.
     public var systemPrompts: String?
-    /// The sampling fields a client may send, and `images` (image parts by URL)
-    /// (`RELAY_CLIENT_PARAMETERS`, docs/PROTOCOL.md §3.1; `SamplingParameters.names`); default
-    /// all of them; another one sent: 400.
+    /// The sampling fields a client may send, `images` (image parts by URL) and `tools` (`tools`
+    /// and `tool_choice`) (`RELAY_CLIENT_PARAMETERS`, docs/PROTOCOL.md §3.1;
+    /// `ChatRequest.clientParameterNames`); default all of them; another one sent: 400.
     public var clientParameters = ChatRequest.clientParameterNames
     /// Completion tokens a request gets without `max_tokens`, and the most it may ask
     /// for (larger values are clamped); default 4096.

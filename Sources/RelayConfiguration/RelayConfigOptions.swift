@@ -148,7 +148,7 @@ extension RelayConfig {
         },
         Option(env: "RELAY_CLIENT_PARAMETERS", flag: "--client-parameters",
                default: ChatRequest.clientParameterNames.joined(separator: ","), unit: "names or none",
-               doc: "the sampling fields a client may send, and images (image parts by URL), comma-separated (none: nothing); another one sent: 400 invalid_request") { c, v in
+               doc: "the sampling fields a client may send, images (image parts by URL) and tools (tools and tool_choice), comma-separated (none: nothing); another one sent: 400 invalid_request") { c, v in
             let known = ChatRequest.clientParameterNames
             let names = v.trimmingCharacters(in: .whitespaces) == "none" ? []
                 : v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }

@@ -35,21 +35,27 @@ public struct StoredRequest: Sendable, Equatable {
 
     /// The stored form: one JSON object
     /// `{"v":1,"request":{…ChatRequest body…},"budget":str,"prompt":int,"reserved":int,"limited":bool,"limit":int}`.
+    /// The request is `ChatRequest.jsonBody` as it is, so the tools' schemas keep their member
+    /// order and number literals.
     public func encoded() -> String {
-        let body = (try? JSONSerialization.jsonObject(with: request.jsonBody)) ?? [:]
-        let obj: [String: Any] = ["v": 1, "request": body, "budget": budgetKey, "prompt": promptEstimate,
+        let obj: [String: Any] = ["v": 1, "budget": budgetKey, "prompt": promptEstimate,
                                   "reserved": reservedTokens, "limited": limitedByBudget, "limit": budgetLimit]
-        let data = (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys])) ?? Data()
+        var data = (try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys])) ?? Data("{}".utf8)
+        data.removeLast()  // the closing brace of a non-empty object
+        data.append(contentsOf: Array(",\"request\":".utf8))
+        data.append(request.jsonBody)
+        data.append(UInt8(ascii: "}"))
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// Reads `encoded()`'s form.
+    /// Reads `encoded()`'s form (also as written before the request was kept as text).
     /// - Throws: `StoredRequestUnreadable` for anything else (a newer version's form, damage).
     public static func decode(_ s: String) throws -> StoredRequest {
         guard let obj = try? JSONSerialization.jsonObject(with: Data(s.utf8)) as? [String: Any],
-              (obj["v"] as? NSNumber)?.intValue == 1, let body = obj["request"] as? [String: Any],
-              let bodyData = try? JSONSerialization.data(withJSONObject: body),
-              let request = try? ChatRequest.parse(bodyData),
+              (obj["v"] as? NSNumber)?.intValue == 1, obj["request"] is [String: Any],
+              // The request's own text (`JSONValue` keeps member order), not a re-serialization.
+              let value = try? LenientJSON.parse(s), let body = value["request"],
+              let request = try? ChatRequest.parse(Data(body.compactJSON.utf8)),
               let budget = obj["budget"] as? String, let prompt = (obj["prompt"] as? NSNumber)?.intValue,
               let reserved = (obj["reserved"] as? NSNumber)?.intValue, let limited = obj["limited"] as? Bool,
               let limit = (obj["limit"] as? NSNumber)?.intValue

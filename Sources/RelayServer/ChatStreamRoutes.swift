@@ -79,10 +79,11 @@ final class ChatStreamRoutes {
         }
     }
 
-    /// The tier's model policy, the system-message setting and the sampling fields clients may
+    /// The tier's model policy, the system-message setting and the optional fields clients may
     /// send (docs/PROTOCOL.md §3.1, §9): a model the tier may not use is `400 model_not_allowed`;
     /// client `system` messages are `400 invalid_request` unless `RELAY_ALLOW_SYSTEM_MESSAGES`
-    /// (the operator's prompt rules), and so is a sampling field not in `RELAY_CLIENT_PARAMETERS`.
+    /// (the operator's prompt rules), and so is a sampling field, an image part or `tools` /
+    /// `tool_choice` that `RELAY_CLIENT_PARAMETERS` leaves out (`ChatRequest.clientParametersSent`).
     private func applyPolicy(_ request: inout ChatRequest, who: Identity) throws {
         let allowed = gate.config.clientParameters
         if let field = request.clientParametersSent.first(where: { !allowed.contains($0) }) {

@@ -209,7 +209,7 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
                   SimulatedAgentAnswer.tokens(inFirst: k) == soFar.completionTokens else {
                 throw ContinuationUnsupported(reason: "the events so far are not the first \(k) of \(model)")
             }
-            let prompt = ChatRequest(messages: request.messages + [ChatMessage(role: "assistant", content: soFar.text)]).estimatedPromptTokens
+            let prompt = request.estimatedPromptTokens(continuing: soFar.text)
             return agentAnswer(request, after: k, promptTokens: prompt)
         }
         let (tokens, maxTokens) = try document(for: request, model: model)
@@ -220,7 +220,7 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
         }
         let rest = Array(tokens[k..<cap])
         let finish = cap < tokens.count ? "length" : "stop"
-        let prompt = ChatRequest(messages: request.messages + [ChatMessage(role: "assistant", content: soFar.text)]).estimatedPromptTokens
+        let prompt = request.estimatedPromptTokens(continuing: soFar.text)
         let rate = tokensPerSecond
         return UpstreamPlan { loop in
             SimulatedUpstream(count: rest.count, finishReason: finish, promptTokens: prompt, tokensPerSecond: rate, loop: loop) { rest[$0] }

@@ -55,7 +55,7 @@ final class SamplingParametersTests: XCTestCase {
         func load(_ v: String?) throws -> [String] {
             try RelayConfig.load(environment: v.map { ["RELAY_CLIENT_PARAMETERS": $0] } ?? [:], arguments: [], defaultWorkers: 1).clientParameters
         }
-        XCTAssertEqual(try load(nil), SamplingParameters.names + ["images"], "every field, and images, by default")
+        XCTAssertEqual(try load(nil), SamplingParameters.names + ["images", "tools"], "every field, images and tools, by default")
         XCTAssertEqual(try load("temperature, top_p"), ["temperature", "top_p"])
         XCTAssertEqual(try load("none"), [])
         XCTAssertEqual(try load(""), [], "empty allows nothing (it is not the default)")

@@ -44,4 +44,29 @@ final class TakeoverStartTests: XCTestCase {
         XCTAssertThrowsError(try StoredRequest.decode("{\"v\":2}"))
         XCTAssertThrowsError(try StoredRequest.decode(r.encoded().replacingOccurrences(of: "\"v\":1", with: "\"v\":2")))
     }
+
+    /// A request with tools, a tool choice, an assistant's calls and a tool's result comes back
+    /// whole, each schema with its members in the client's order and its number literals (a
+    /// continuation sends the upstream the same tools as the first call); the form written
+    /// before the request was kept as text still reads.
+    func testTheStoredRequestKeepsToolsCallsAndResultsAsSent() throws {
+        let schema = try LenientJSON.parse(#"{"type":"object","properties":{"zeta":{"type":"number","minimum":0.10},"alpha":{"type":"string"}}}"#)
+        let request = ChatRequest(
+            messages: [ChatMessage(role: "user", content: "Weather?"),
+                       ChatMessage(assistant: "", toolCalls: [ChatToolCall(id: "call_1", name: "get_weather", arguments: #"{"city":"Riyadh"}"#)]),
+                       ChatMessage(toolCallID: "call_1", content: "31 °C"),
+                       ChatMessage(assistant: "Checking again.", toolCalls: [ChatToolCall(id: "call_2", name: "now", arguments: "")])],
+            model: "gpt-test", maxTokens: 50,
+            tools: [ChatTool(name: "get_weather", description: "Weather", parameters: schema, strict: true), ChatTool(name: "now")],
+            toolChoice: .function("now"))
+        let r = StoredRequest(request: request, budgetKey: "k", promptEstimate: 90, reservedTokens: 140, limitedByBudget: false,
+                              budgetLimit: 20_000)
+        let decoded = try StoredRequest.decode(r.encoded())
+        XCTAssertEqual(decoded, r)
+        XCTAssertEqual(decoded.request.tools.first?.parameters?.compactJSON,
+                       #"{"type":"object","properties":{"zeta":{"type":"number","minimum":0.10},"alpha":{"type":"string"}}}"#)
+
+        let older = #"{"budget":"k","limit":9,"limited":false,"prompt":1,"request":{"messages":[{"content":"hi","role":"user"}]},"reserved":2,"v":1}"#
+        XCTAssertEqual(try StoredRequest.decode(older).request, ChatRequest(messages: [ChatMessage(role: "user", content: "hi")]))
+    }
 }
