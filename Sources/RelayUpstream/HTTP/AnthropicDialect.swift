@@ -210,8 +210,17 @@ struct AnthropicDialect: UpstreamDialect {
     ///
     /// Sampling: `temperature`, `top_p` and `stop` (as `stop_sequences`) are sent; the Messages
     /// API has no `seed` or penalties (`refusal(of:)` refuses them before the call).
+    ///
+    /// Tools, as the Messages API takes them (docs "Tool use"): each tool as
+    /// `{"description"?,"input_schema","name"}` (`input_schema` the tool's `parameters`, members
+    /// in the client's order, or `{"type":"object"}`; OpenAI's `strict` is not sent), last in
+    /// the body; `tool_choice` `auto` → `{"type":"auto"}`, `none` → `{"type":"none"}`,
+    /// `required` → `{"type":"any"}`, a function → `{"type":"tool","name"}`; an assistant
+    /// message's calls as `tool_use` blocks after its text, and each run of consecutive `tool`
+    /// messages as one `user` message of `tool_result` blocks (`AnthropicMessage`).
     static func body(model: String, messages: [ChatMessage], maxTokens: Int, summaryInstruction: String?,
-                     prefill: String? = nil, sampling: SamplingParameters = SamplingParameters()) -> [UInt8] {
+                     prefill: String? = nil, sampling: SamplingParameters = SamplingParameters(),
+                     tools: [ChatTool] = [], toolChoice: ToolChoice? = nil) -> [UInt8] {
         struct Body: Encodable {
             let model: String
             let max_tokens: Int
@@ -221,15 +230,47 @@ struct AnthropicDialect: UpstreamDialect {
             let temperature: Double?
             let top_p: Double?
             let stop_sequences: [String]?
+            let tool_choice: AnthropicToolChoice?
         }
         var system = messages.filter { $0.role == "system" }.map(\.content)
         if let s = summaryInstruction { system.insert(s, at: 0) }
-        var rest = messages.filter { $0.role != "system" }.map { AnthropicMessage($0) }
+        var rest = AnthropicMessage.list(messages.filter { $0.role != "system" })
         if let p = prefill, !p.isEmpty { rest.append(AnthropicMessage(ChatMessage(role: "assistant", content: p))) }
         let b = Body(model: model, max_tokens: maxTokens, stream: true,
                      system: system.isEmpty ? nil : system.joined(separator: "\n\n"), messages: rest,
-                     temperature: sampling.temperature, top_p: sampling.topP, stop_sequences: sampling.stop)
-        return JSONBody.encode(b)
+                     temperature: sampling.temperature, top_p: sampling.topP, stop_sequences: sampling.stop,
+                     tool_choice: toolChoice.map(AnthropicToolChoice.init))
+        return JSONBody.appending(tools.isEmpty ? [] : [("tools", toolsJSON(tools))], to: JSONBody.encode(b))
+    }
+
+    /// The Messages API's `tools`: `[{"description"?,"input_schema","name"}]` as JSON text.
+    static func toolsJSON(_ tools: [ChatTool]) -> String {
+        "[" + tools.map { t in
+            var out = "{"
+            if let d = t.description { out += "\"description\":" + JSONText.quoted(d) + "," }
+            out += "\"input_schema\":" + (t.parameters?.compactJSON ?? #"{"type":"object"}"#)
+            return out + ",\"name\":" + JSONText.quoted(t.name) + "}"
+        }.joined(separator: ",") + "]"
+    }
+
+    /// A call's arguments as the `input` of a `tool_use` block: the JSON object they hold
+    /// (empty or blank arguments: `{}`); `nil` when they are not a JSON object.
+    static func input(of call: ChatToolCall) -> JSONValue? {
+        if call.arguments.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }) { return .object([]) }
+        guard let v = try? LenientJSON.parse(call.arguments), case .object = v else { return nil }
+        return v
+    }
+
+    /// Why the Messages API cannot take the tool calls of `messages`, as a client error: a
+    /// `tool_use` block's `input` is a JSON object, so arguments that are not one cannot be
+    /// sent (`input(of:)`). `nil`: it can.
+    static func refusal(ofToolCallsIn messages: [ChatMessage]) -> String? {
+        for m in messages {
+            for call in m.toolCalls where input(of: call) == nil {
+                return "tool call \"\(call.id)\" (\(call.name)): its arguments are not a JSON object, which the anthropic upstream needs as the call's input"
+            }
+        }
+        return nil
     }
 
     /// Why the Messages API cannot take `sampling`, as a client error: `seed` and the
@@ -244,26 +285,131 @@ struct AnthropicDialect: UpstreamDialect {
     }
 }
 
+/// `tool_choice` as the Messages API takes it: `{"type":"auto"|"none"|"any"}` or
+/// `{"type":"tool","name"}`.
+struct AnthropicToolChoice: Encodable {
+    let type: String
+    let name: String?
+
+    init(_ c: ToolChoice) {
+        switch c {
+        case .auto: (type, name) = ("auto", nil)
+        case .none: (type, name) = ("none", nil)
+        case .required: (type, name) = ("any", nil)
+        case .function(let n): (type, name) = ("tool", n)
+        }
+    }
+}
+
 /// A message as the Messages API takes it: `content` a string, or content blocks for a message
 /// sent with parts — `{"type":"text","text"}` and, for an image by URL,
 /// `{"type":"image","source":{"type":"url","url"}}` (OpenAI's `detail` has no equivalent).
+/// An assistant message with tool calls is blocks: its text (when not empty), then one
+/// `{"type":"tool_use","id","name","input"}` per call (`AnthropicDialect.input(of:)`; member
+/// order of `input` as the encoder sorts it). A run of `tool` messages is one `user` message of
+/// `{"type":"tool_result","tool_use_id","content"?}` blocks (`content` left out when empty).
 struct AnthropicMessage: Encodable {
-    let message: ChatMessage
-    init(_ m: ChatMessage) { message = m }
+    private let message: ChatMessage?
+    private let results: [ChatMessage]
+    init(_ m: ChatMessage) { message = m; results = [] }
+    private init(results: [ChatMessage]) { message = nil; self.results = results }
+
+    /// `messages` (no `system` among them) as the API's list: each run of `tool` messages
+    /// becomes one message of results.
+    static func list(_ messages: [ChatMessage]) -> [AnthropicMessage] {
+        var out: [AnthropicMessage] = []
+        var run: [ChatMessage] = []
+        for m in messages {
+            if m.role == "tool" {
+                run.append(m)
+                continue
+            }
+            if !run.isEmpty { out.append(AnthropicMessage(results: run)); run = [] }
+            out.append(AnthropicMessage(m))
+        }
+        if !run.isEmpty { out.append(AnthropicMessage(results: run)) }
+        return out
+    }
 
     private struct Source: Encodable { let type: String; let url: String }
-    private struct Block: Encodable { let type: String; let text: String?; let source: Source? }
+    private struct Block: Encodable {
+        var type: String
+        var text: String?
+        var source: Source?
+        var id: String?
+        var name: String?
+        var input: EncodableJSON?
+        var tool_use_id: String?
+        var content: String?
+    }
     private enum Keys: String, CodingKey { case role, content }
 
     func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: Keys.self)
+        guard let message else {
+            try c.encode("user", forKey: .role)
+            return try c.encode(results.map {
+                Block(type: "tool_result", tool_use_id: $0.toolCallID ?? "", content: $0.content.isEmpty ? nil : $0.content)
+            }, forKey: .content)
+        }
         try c.encode(message.role, forKey: .role)
-        guard let parts = message.parts else { return try c.encode(message.content, forKey: .content) }
-        try c.encode(parts.map { p -> Block in
-            switch p {
-            case .text(let t): return Block(type: "text", text: t, source: nil)
-            case .imageURL(let url, _): return Block(type: "image", text: nil, source: Source(type: "url", url: url))
+        if message.parts == nil, message.toolCalls.isEmpty { return try c.encode(message.content, forKey: .content) }
+        var blocks = message.parts.map {
+            $0.map { p -> Block in
+                switch p {
+                case .text(let t): return Block(type: "text", text: t)
+                case .imageURL(let url, _): return Block(type: "image", source: Source(type: "url", url: url))
+                }
             }
-        }, forKey: .content)
+        } ?? (message.content.isEmpty ? [] : [Block(type: "text", text: message.content)])
+        for call in message.toolCalls {
+            blocks.append(Block(type: "tool_use", id: call.id, name: call.name,
+                                input: EncodableJSON(AnthropicDialect.input(of: call) ?? .object([]))))
+        }
+        try c.encode(blocks, forKey: .content)
+    }
+}
+
+/// A `JSONValue` for `JSONEncoder`: numbers as `Int` when integral and in range, else as
+/// `Double` (a literal beyond a finite `Double` as its text); object members in the encoder's
+/// order.
+struct EncodableJSON: Encodable {
+    let value: JSONValue
+    init(_ v: JSONValue) { value = v }
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    func encode(to encoder: Encoder) throws {
+        switch value {
+        case .object(let members):
+            var c = encoder.container(keyedBy: Key.self)
+            for m in members { try c.encode(EncodableJSON(m.value), forKey: Key(stringValue: m.name.text)) }
+        case .array(let items):
+            var c = encoder.unkeyedContainer()
+            for v in items { try c.encode(EncodableJSON(v)) }
+        case .null:
+            var c = encoder.singleValueContainer()
+            try c.encodeNil()
+        case .bool(let b):
+            var c = encoder.singleValueContainer()
+            try c.encode(b)
+        case .string(let s):
+            var c = encoder.singleValueContainer()
+            try c.encode(s.text)
+        case .number(let literal):
+            var c = encoder.singleValueContainer()
+            if let i = Int(literal) {
+                try c.encode(i)
+            } else if let d = Double(literal), d.isFinite {
+                try c.encode(d)
+            } else {
+                try c.encode(literal)  // beyond a Double (1e400): its text
+            }
+        }
     }
 }

@@ -77,8 +77,9 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
     }
 
     /// - Throws: `APIError` 400 `invalid_request` when the request names no model and no
-    ///   default is configured, or sets a sampling field the API does not take
-    ///   (`AnthropicDialect.refusal(of:)`). The plan's `make` throws 500 `internal_error` when
+    ///   default is configured, sets a sampling field the API does not take
+    ///   (`AnthropicDialect.refusal(of:)`), or has a tool call whose arguments the Messages API
+    ///   cannot take (`AnthropicDialect.refusal(ofToolCallsIn:)`). The plan's `make` throws 500 `internal_error` when
     ///   libcurl cannot be set up.
     public func prepare(_ request: ChatRequest) throws -> UpstreamPlan {
         try call(request, maxTokens: grantedMaxTokens(request), continuing: nil)
@@ -153,7 +154,9 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
             return plan(path: "", headers: headers, body: body, prompt: request.estimatedPromptTokens, seam: nil) { UIMessageStreamDialect() }
         }
         let model = try request.resolvedModel(config.defaultModel)
-        if api == .anthropic, let why = AnthropicDialect.refusal(of: request.sampling) { throw APIError.invalidRequest(why) }
+        if api == .anthropic, let why = AnthropicDialect.refusal(of: request.sampling) ?? AnthropicDialect.refusal(ofToolCallsIn: request.messages) {
+            throw APIError.invalidRequest(why)
+        }
         if api == .openAIResponses, let why = OpenAIResponsesDialect.refusal(of: request.sampling) { throw APIError.invalidRequest(why) }
         let summary = request.mode == .summary ? config.summaryInstruction : nil
         let split = continuing.map { ContinuationSeam.split($0.soFar.text) }
@@ -164,7 +167,8 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
         case .openAI:
             let body = OpenAIDialect.body(model: model, messages: request.messages, maxTokens: maxTokens,
                                           summaryInstruction: summary, prefill: split?.prefill,
-                                          continuing: continuing?.mode ?? .off, sampling: request.sampling)
+                                          continuing: continuing?.mode ?? .off, sampling: request.sampling,
+                                          tools: request.tools, toolChoice: request.toolChoice)
             var headers: [String] = []
             if !config.apiKey.isEmpty { headers.append("Authorization: Bearer \(config.apiKey)") }
             return plan(path: "/v1/chat/completions", headers: headers, body: body, prompt: prompt, seam: seam) { OpenAIDialect() }
@@ -179,7 +183,7 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
         case .anthropic:
             let body = AnthropicDialect.body(model: model, messages: request.messages, maxTokens: maxTokens ?? config.defaultMaxTokens,
                                              summaryInstruction: summary, prefill: split?.prefill,
-                                             sampling: request.sampling)
+                                             sampling: request.sampling, tools: request.tools, toolChoice: request.toolChoice)
             var headers = ["anthropic-version: \(config.anthropicVersion)"]
             if !config.apiKey.isEmpty { headers.append("x-api-key: \(config.apiKey)") }
             return plan(path: "/v1/messages", headers: headers, body: body, prompt: prompt, seam: seam) { AnthropicDialect() }

@@ -152,6 +152,10 @@ struct OpenAIDialect: UpstreamDialect {
     /// and the request's sampling fields (`SamplingParameters`) under their own names.
     /// Summary mode puts `instruction` first as a `system` message.
     ///
+    /// Tools go as the API reference names them, as the client sent them: `tools` (each
+    /// `ChatTool.jsonText`, the schema's members in the client's order, last in the body),
+    /// `tool_choice`, assistant messages' `tool_calls` and `tool` messages (`OpenAIMessage`).
+    ///
     /// `max_completion_tokens` is deliberately not sent next to `max_tokens`: OpenAI answers
     /// `400 invalid_parameter_combination` ("Setting 'max_tokens' and 'max_completion_tokens'
     /// at the same time is not supported"), and other compatible servers refuse the pair too.
@@ -167,7 +171,8 @@ struct OpenAIDialect: UpstreamDialect {
     /// far) the body is a plain request.
     static func body(model: String, messages: [ChatMessage], maxTokens: Int?, summaryInstruction: String?,
                      prefill: String? = nil, continuing: HTTPContinuation = .off,
-                     sampling: SamplingParameters = SamplingParameters()) -> [UInt8] {
+                     sampling: SamplingParameters = SamplingParameters(), tools: [ChatTool] = [],
+                     toolChoice: ToolChoice? = nil) -> [UInt8] {
         struct StreamOptions: Encodable { let include_usage: Bool }
         struct Body: Encodable {
             let model: String
@@ -183,6 +188,7 @@ struct OpenAIDialect: UpstreamDialect {
             let seed: Int?
             let presence_penalty: Double?
             let frequency_penalty: Double?
+            let tool_choice: OpenAIToolChoice?
         }
         var list = messages.map { OpenAIMessage($0) }
         if let s = summaryInstruction { list.insert(OpenAIMessage(ChatMessage(role: "system", content: s)), at: 0) }
@@ -193,24 +199,55 @@ struct OpenAIDialect: UpstreamDialect {
                      stream_options: StreamOptions(include_usage: true), max_tokens: maxTokens,
                      continue_final_message: vllm ? true : nil, add_generation_prompt: vllm ? false : nil,
                      temperature: sampling.temperature, top_p: sampling.topP, stop: sampling.stop, seed: sampling.seed,
-                     presence_penalty: sampling.presencePenalty, frequency_penalty: sampling.frequencyPenalty)
-        return JSONBody.encode(b)
+                     presence_penalty: sampling.presencePenalty, frequency_penalty: sampling.frequencyPenalty,
+                     tool_choice: toolChoice.map(OpenAIToolChoice.init))
+        return JSONBody.appending(tools.isEmpty ? [] : [("tools", ChatTool.jsonText(tools))], to: JSONBody.encode(b))
+    }
+}
+
+/// `tool_choice` as the Chat Completions API takes it: `"auto"`, `"none"`, `"required"`, or
+/// `{"type":"function","function":{"name"}}`.
+struct OpenAIToolChoice: Encodable {
+    let choice: ToolChoice
+    init(_ c: ToolChoice) { choice = c }
+
+    private struct Function: Encodable { let name: String }
+    private struct Named: Encodable { let type: String; let function: Function }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch choice {
+        case .auto: try c.encode("auto")
+        case .none: try c.encode("none")
+        case .required: try c.encode("required")
+        case .function(let name): try c.encode(Named(type: "function", function: Function(name: name)))
+        }
     }
 }
 
 /// A message as OpenAI's Chat Completions API takes it: `content` a string, or the array of
-/// parts as sent (`{"type":"text","text"}`, `{"type":"image_url","image_url":{"url","detail"?}}`).
+/// parts as sent (`{"type":"text","text"}`, `{"type":"image_url","image_url":{"url","detail"?}}`);
+/// an assistant message's `tool_calls` (`{"id","type":"function","function":{"name","arguments"}}`,
+/// its `content` `null` when it has no text) and a `tool` message's `tool_call_id`.
 struct OpenAIMessage: Encodable {
     let message: ChatMessage
     init(_ m: ChatMessage) { message = m }
 
     private struct Image: Encodable { let url: String; let detail: String? }
     private struct Part: Encodable { let type: String; let text: String?; let image_url: Image? }
-    private enum Keys: String, CodingKey { case role, content }
+    private struct Function: Encodable { let name: String; let arguments: String }
+    private struct Call: Encodable { let id: String; let type: String; let function: Function }
+    private enum Keys: String, CodingKey { case role, content, tool_calls, tool_call_id }
 
     func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: Keys.self)
         try c.encode(message.role, forKey: .role)
+        if let id = message.toolCallID { try c.encode(id, forKey: .tool_call_id) }
+        if !message.toolCalls.isEmpty {
+            try c.encode(message.toolCalls.map { Call(id: $0.id, type: "function", function: Function(name: $0.name, arguments: $0.arguments)) },
+                         forKey: .tool_calls)
+            if message.parts == nil, message.content.isEmpty { return try c.encodeNil(forKey: .content) }
+        }
         guard let parts = message.parts else { return try c.encode(message.content, forKey: .content) }
         try c.encode(parts.map { p -> Part in
             switch p {
@@ -228,5 +265,19 @@ enum JSONBody {
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Encoding plain strings, ints and bools cannot fail.
         return Array((try? e.encode(value)) ?? Data("{}".utf8))
+    }
+
+    /// `object` (an encoded JSON object) with `members` — names and their values as JSON
+    /// text, written as they are — added at its end: values whose member order and number
+    /// literals must reach the upstream unchanged (a tool's JSON Schema).
+    static func appending(_ members: [(name: String, json: String)], to object: [UInt8]) -> [UInt8] {
+        guard !members.isEmpty, object.last == UInt8(ascii: "}") else { return object }
+        var out = Array(object.dropLast())
+        var empty = out.allSatisfy { $0 != UInt8(ascii: "\"") }  // `{` alone: no member yet
+        for m in members {
+            out += Array("\(empty ? "" : ",")\(JSONText.quoted(m.name)):\(m.json)".utf8)
+            empty = false
+        }
+        return out + [UInt8(ascii: "}")]
     }
 }

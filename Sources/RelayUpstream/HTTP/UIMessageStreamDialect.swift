@@ -47,10 +47,19 @@ struct UIMessageStreamDialect: UpstreamDialect {
 
     mutating func streamEnded() -> [DialectStep] { [] }
 
-    /// The request body (see the type's documentation).
+    /// The request body (see the type's documentation). Tool calls of the conversation go as
+    /// the AI SDK's tool parts of the assistant message that made them,
+    /// `{"type":"tool-<name>","toolCallId","state":"output-available","input","output"}`, with
+    /// `output` the answering `tool` message's content (a string) and `input` the arguments
+    /// parsed as JSON (their text when they are not JSON; `{}` when blank); a call no tool
+    /// message answers is `"state":"input-available"` without `output`. The `tool` messages are
+    /// not sent on their own (a UI message has no such role), nor are the request's `tools` and
+    /// `tool_choice`: the backend declares its own tools.
     static func body(requestID: String, messages: [ChatMessage], model: String?, maxTokens: Int?, summary: Bool) -> [UInt8] {
+        var outputs: [String: String] = [:]
+        for m in messages where m.role == "tool" { if let id = m.toolCallID { outputs[id] = m.content } }
         var ui: [[String: Any]] = []
-        for (i, m) in messages.enumerated() {
+        for m in messages where m.role != "tool" {
             var parts: [[String: Any]] = []
             if let ps = m.parts {
                 for p in ps {
@@ -59,15 +68,32 @@ struct UIMessageStreamDialect: UpstreamDialect {
                     case .imageURL(let url, _): parts.append(["type": "file", "mediaType": "image/*", "url": url])
                     }
                 }
-            } else {
+            } else if !(m.content.isEmpty && !m.toolCalls.isEmpty) {
                 parts.append(["type": "text", "text": m.content])
             }
-            ui.append(["id": "m\(i + 1)", "role": m.role, "parts": parts])
+            for call in m.toolCalls {
+                var part: [String: Any] = ["type": "tool-\(call.name)", "toolCallId": call.id, "input": input(of: call)]
+                if let output = outputs[call.id] {
+                    part["state"] = "output-available"
+                    part["output"] = output
+                } else {
+                    part["state"] = "input-available"
+                }
+                parts.append(part)
+            }
+            ui.append(["id": "m\(ui.count + 1)", "role": m.role, "parts": parts])
         }
         var obj: [String: Any] = ["trigger": "submit-message", "id": requestID, "messages": ui]
         if let model { obj["model"] = model }
         if let maxTokens { obj["max_tokens"] = maxTokens }
         if summary { obj["mode"] = "summary" }
         return Array((try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
+    }
+
+    /// A tool part's `input`: the call's arguments parsed as JSON, `{}` when blank, their text
+    /// when they are not JSON.
+    private static func input(of call: ChatToolCall) -> Any {
+        if call.arguments.allSatisfy(\.isWhitespace) { return [String: Any]() }
+        return (try? JSONSerialization.jsonObject(with: Data(call.arguments.utf8), options: [.fragmentsAllowed])) ?? call.arguments
     }
 }
