@@ -351,11 +351,22 @@ export function decodeAPIError(status: number, body: string): RelayAPIError;
 export function parseRetryAfter(value: string | null): number | null;
 /** One part of a message sent as an array (docs/PROTOCOL.md §3.1): text, or in a user message an image the upstream fetches by `https://` URL. */
 export type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: 'auto' | 'low' | 'high' } };
-/** The body of `POST /api/chat/stream` (docs/PROTOCOL.md §3.1); the sampling fields are sent only when set, and only those the relay's `RELAY_CLIENT_PARAMETERS` lists are accepted. */
+/** A function the model may call (docs/PROTOCOL.md §3.1): `name` is 1–64 of `A–Z a–z 0–9 _ -`, unique; `parameters` a JSON Schema object. */
+export type ChatTool = { type: 'function'; function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean } };
+/** A call an assistant message made; `arguments` is the arguments' JSON text. */
+export type ChatToolCall = { id: string; type: 'function'; function: { name: string; arguments: string } };
+/** One message (`system`, `user`, `assistant`); an assistant message may carry its tool calls, and a `tool` message answers one by its id. */
+export type ChatMessage =
+  | { role: string; content: string | ContentPart[] }
+  | { role: 'assistant'; content?: string | ContentPart[] | null; tool_calls: ChatToolCall[] }
+  | { role: 'tool'; tool_call_id: string; content: string };
+/** The body of `POST /api/chat/stream` (docs/PROTOCOL.md §3.1); the sampling fields and `tools` are sent only when set, and only those the relay's `RELAY_CLIENT_PARAMETERS` lists are accepted. */
 export interface ChatRequest {
-  messages: { role: string; content: string | ContentPart[] }[]; model?: string; max_tokens?: number; mode?: 'full' | 'summary';
+  messages: ChatMessage[]; model?: string; max_tokens?: number; mode?: 'full' | 'summary';
   /** 0–2. */ temperature?: number; /** 0–1. */ top_p?: number; /** 1–4 sequences of 1–200 bytes. */ stop?: string | string[];
   /** Integer, magnitude ≤ 2^53. */ seed?: number; /** −2–2. */ presence_penalty?: number; /** −2–2. */ frequency_penalty?: number;
+  /** At most 128 tools, 256 KiB of JSON. */ tools?: ChatTool[];
+  tool_choice?: 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
 }
 export interface ClientOptions {
   /** Relay base URLs; reconnections rotate through them. */

@@ -56,9 +56,11 @@ export class RelayChatClient {
 
   /**
    * Starts an answer: `POST /api/chat/stream` at once.
-   * @param {{messages: {role: string, content: string|Object[]}[], model?: string, max_tokens?: number, mode?: string,
+   * @param {{messages: {role: string, content?: string|Object[]|null, tool_calls?: Object[], tool_call_id?: string}[],
+   *   model?: string, max_tokens?: number, mode?: string,
    *   temperature?: number, top_p?: number, stop?: string|string[], seed?: number, presence_penalty?: number,
-   *   frequency_penalty?: number}} request  the body (docs/PROTOCOL.md §3.1), sent as given
+   *   frequency_penalty?: number, tools?: Object[], tool_choice?: string|Object}} request  the body
+   *   (docs/PROTOCOL.md §3.1), sent as given
    * @param {import('./relayStream.js').StreamOptions} [options]
    */
   startChat(request, options = {}) {

@@ -14,6 +14,15 @@ off();
 // Sampling fields (docs/PROTOCOL.md §3.1): `stop` as one string or a list.
 client.startChat({ messages: [{ role: 'user', content: 'Hi' }], temperature: 0.2, top_p: 0.9, stop: ['END'], seed: 7 }).subscribe(() => {});
 client.startChat({ messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: 'https://example.com/a.png', detail: 'low' } }] }] }).subscribe(() => {});
+client.startChat({
+  messages: [
+    { role: 'user', content: 'Weather in Riyadh?' },
+    { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Riyadh"}' } }] },
+    { role: 'tool', tool_call_id: 'call_1', content: '31 °C' },
+  ],
+  tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+  tool_choice: 'auto',
+}).subscribe(() => {});
 const p = new ReconnectPolicy({ backoffMs: 1000, random: () => 0 });
 const firstWait: number = dropWaitMs(1000, 0, Math.random()) + jitterMs(0.5);
 void firstWait;
