@@ -95,6 +95,21 @@ final class ToolForwardingTests: XCTestCase {
                                                         model: "m")), "OpenAI takes the arguments as a string")
     }
 
+    /// The Responses upstream's body carries no tools: a request with any is refused before the
+    /// call rather than sent without them.
+    func testTheOpenAIResponsesUpstreamRefusesToolsAndToolMessagesBeforeAnyCall() {
+        let factory = HTTPUpstreamFactory(.openAIResponses, config: HTTPUpstreamConfig(baseURL: "http://127.0.0.1:9", apiKey: ""))
+        func refusal(_ req: ChatRequest) -> String? {
+            do { _ = try factory.prepare(req); return nil } catch let e as APIError { return e.message } catch { return "\(error)" }
+        }
+        let hi = ChatMessage(role: "user", content: "hi")
+        XCTAssertEqual(refusal(ChatRequest(messages: [hi], model: "m", tools: [ChatTool(name: "now")])),
+                       #""tools" is not supported by the openai-responses upstream"#)
+        XCTAssertEqual(refusal(ChatRequest(messages: Array(Self.conversation.prefix(4)), model: "m")),
+                       "tool calls and tool messages are not supported by the openai-responses upstream")
+        XCTAssertNil(refusal(ChatRequest(messages: [hi], model: "m")))
+    }
+
     /// An ai-sdk backend gets each call as a `tool-<name>` part of the assistant message, with
     /// its result when a tool message answered it; the tool messages themselves are folded in.
     func testAnAISDKBackendGetsToolPartsWithTheirOutputs() throws {

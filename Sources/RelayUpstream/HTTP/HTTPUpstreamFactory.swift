@@ -78,8 +78,10 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
 
     /// - Throws: `APIError` 400 `invalid_request` when the request names no model and no
     ///   default is configured, sets a sampling field the API does not take
-    ///   (`AnthropicDialect.refusal(of:)`), or has a tool call whose arguments the Messages API
-    ///   cannot take (`AnthropicDialect.refusal(ofToolCallsIn:)`). The plan's `make` throws 500 `internal_error` when
+    ///   (`AnthropicDialect.refusal(of:)`, `OpenAIResponsesDialect.refusal(of:)`), has a tool
+    ///   call whose arguments the Messages API cannot take
+    ///   (`AnthropicDialect.refusal(ofToolCallsIn:)`), or has tools the Responses API is not
+    ///   sent (`toolRefusal(_:upstream:)`). The plan's `make` throws 500 `internal_error` when
     ///   libcurl cannot be set up.
     public func prepare(_ request: ChatRequest) throws -> UpstreamPlan {
         try call(request, maxTokens: grantedMaxTokens(request), continuing: nil)
@@ -157,7 +159,9 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
         if api == .anthropic, let why = AnthropicDialect.refusal(of: request.sampling) ?? AnthropicDialect.refusal(ofToolCallsIn: request.messages) {
             throw APIError.invalidRequest(why)
         }
-        if api == .openAIResponses, let why = OpenAIResponsesDialect.refusal(of: request.sampling) { throw APIError.invalidRequest(why) }
+        if api == .openAIResponses, let why = OpenAIResponsesDialect.refusal(of: request.sampling) ?? Self.toolRefusal(request, upstream: api.rawValue) {
+            throw APIError.invalidRequest(why)
+        }
         let summary = request.mode == .summary ? config.summaryInstruction : nil
         let split = continuing.map { ContinuationSeam.split($0.soFar.text) }
         let seam = split.map { ContinuationSeam(whitespace: $0.whitespace) }
@@ -188,6 +192,18 @@ public final class HTTPUpstreamFactory: UpstreamFactory {
             if !config.apiKey.isEmpty { headers.append("x-api-key: \(config.apiKey)") }
             return plan(path: "/v1/messages", headers: headers, body: body, prompt: prompt, seam: seam) { AnthropicDialect() }
         }
+    }
+
+    /// Why an upstream whose request body does not carry tools cannot take `request`, as a
+    /// client error: its `tools` (and `tool_choice`), or tool calls and tool messages in its
+    /// conversation, would otherwise be dropped or sent in a shape its API refuses. `nil`: the
+    /// request has none.
+    static func toolRefusal(_ request: ChatRequest, upstream: String) -> String? {
+        if !request.tools.isEmpty || request.toolChoice != nil { return "\"tools\" is not supported by the \(upstream) upstream" }
+        if request.messages.contains(where: { !$0.toolCalls.isEmpty || $0.role == "tool" }) {
+            return "tool calls and tool messages are not supported by the \(upstream) upstream"
+        }
+        return nil
     }
 
     /// The transfer request (JSON in, SSE out) and, on `make`, the streaming upstream.
