@@ -118,7 +118,7 @@ enum StreamTakeover {
     /// The relay's estimate of the prompt a continuation re-sends (docs/PROTOCOL.md §9):
     /// the request's messages plus the answer so far as a final assistant message, tokens.
     static func continuationPrompt(_ request: ChatRequest, soFar: String) -> Int {
-        ChatRequest(messages: request.messages + [ChatMessage(role: "assistant", content: soFar)]).estimatedPromptTokens
+        request.estimatedPromptTokens(continuing: soFar)   // the tools and images count too
     }
 }
 
