@@ -319,7 +319,7 @@ public final class StreamAppender: AnswerWriter {
         for (seq, p) in items {
             if let state = p.finalState {
                 log.appendFinal(keys, seq: seq, json: p.json, finalState: state,
-                                text: log.lossless ? checkpoint.pending(through: seq) : nil,
+                                text: log.lossless ? checkpoint.takeFinal(through: seq) : nil,
                                 record: record(seq: seq, json: p.json, state: state), stored: p.stored,
                                 epoch: ownershipEpoch, mode: mode) { r in
                     self.replied(seq: seq, p, r)

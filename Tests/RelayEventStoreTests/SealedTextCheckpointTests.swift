@@ -32,6 +32,29 @@ final class SealedTextCheckpointTests: XCTestCase {
         XCTAssertEqual(c.pending(through: 6)?.storedStart, c.confirmedStoredEnd)
     }
 
+    /// The final event is sent while a write is in flight, and that write's success comes
+    /// back after: the final's script wrote one longer record over it, from the same place.
+    /// Nothing may then be written inside that record (a checkpoint, or a resent final
+    /// placed after the in-flight write's record), or neither record opens.
+    func testAWritesLateSuccessAfterTheFinalWasSentMovesNothingIntoTheFinalsRecord() {
+        var c = TextCheckpoint(trim: StreamTrim(maxLen: 20), sealedKidBytes: 2)
+        for seq in UInt64(1)...2 { c.add(seq: seq, text: "ab") }
+        let inFlight = c.take()!
+        for seq in UInt64(3)...6 { c.add(seq: seq, text: "cd") }
+        c.add(seq: 7, text: "")   // the final event
+        let final = c.takeFinal(through: 7)!
+        XCTAssertEqual(final.storedStart, inFlight.storedStart, "the final's record goes where the write in flight went")
+        XCTAssertEqual(final.start, 0)
+        c.written(through: inFlight.throughSeq, ok: true)   // its reply comes after the final was sent
+        XCTAssertFalse(c.isDue)
+        XCTAssertNil(c.take(), "no write after the final's: it would start inside the final's record")
+        XCTAssertEqual(c.takeFinal(through: 7), final, "a resent final goes to the same place with the same text")
+        c.written(through: 7, ok: true)
+        XCTAssertEqual(c.confirmedSeq, 7)
+        XCTAssertEqual(c.confirmedStoredEnd, SealedFormat.sealedLength(plaintextBytes: 12, kidBytes: 2))
+        XCTAssertNil(c.take())
+    }
+
     func testPlainTextStoresAtThePlaintextOffsets() {
         var c = TextCheckpoint(trim: StreamTrim(maxLen: 200))
         c.add(seq: 1, text: "hello")

@@ -153,6 +153,25 @@ final class AtRestEncryptionTests: RelayTestCase {
         XCTAssertEqual(try metric(relay, "relay_at_rest_open_failures_total"), 0)
     }
 
+    /// A small window writes the text every two events, so the final event is often sent
+    /// while a text write is still in flight; that write's reply then comes after the final
+    /// event's script wrote its own record over it. Every answer's text must still open: a
+    /// catch-up from the start returns the answer as streamed, never `stored_data_unreadable`.
+    func testTheTextStaysReadableWhenTheFinalEventOvertakesATextWrite() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "2000", "RELAY_BUFFER_EVENTS": "20",
+                                    "RELAY_ENCRYPTION_KEYS": "k1:\(keyA)"])
+        let token = RelayProcess.token()
+        for maxTokens in [60, 61, 62, 63, 64, 65] {
+            let id = Chat.newID()
+            let all = try Chat.start(port: relay.port, token: token, requestID: id, maxTokens: maxTokens).readAll()
+            XCTAssertEqual(all.count, maxTokens + 1)
+            let rest = try Chat.resume(port: relay.port, token: token, requestID: id, lastEventID: "0").readAll()
+            XCTAssertEqual(rest.count, all.count, "max_tokens \(maxTokens): \(rest.first?.data.prefix(160) ?? "nothing")")
+            XCTAssertTrue(rest.map(\.data) == all.map(\.data), "max_tokens \(maxTokens): a catch-up from the start gets the answer as streamed")
+        }
+        XCTAssertEqual(try metric(relay, "relay_at_rest_open_failures_total"), 0)
+    }
+
     /// A live answer read through another relay: its live messages (sealed too) and a
     /// catch-up while the text is still being written.
     func testLiveStreamAcrossTwoRelaysAfterTheWindowMoved() throws {

@@ -93,6 +93,9 @@ public struct TextCheckpoint: Sendable, Equatable {
     public private(set) var inFlightThrough: UInt64?
     /// The last write failed and nothing has been written since.
     public private(set) var lastWriteFailed = false
+    /// The final event's script was given the text through this seq (`takeFinal`): no
+    /// other write goes out, and the outcome of one sent before it is not applied.
+    public private(set) var finalThrough: UInt64?
 
     /// - Parameters:
     ///   - trim: the stream's trim rule; `every` is an eighth of the cap (at most
@@ -136,16 +139,16 @@ public struct TextCheckpoint: Sendable, Equatable {
     /// A write should go out now: `every` events are buffered (or the last write failed
     /// and events are buffered) and none is in flight.
     public var isDue: Bool {
-        inFlightThrough == nil && !offsets.isEmpty && (offsets.count >= every || lastWriteFailed)
+        finalThrough == nil && inFlightThrough == nil && !offsets.isEmpty && (offsets.count >= every || lastWriteFailed)
     }
 
     /// The highest seq that may be sent now (`confirmedSeq + holdAfter`).
     public var sendableThrough: UInt64 { confirmedSeq + UInt64(holdAfter) }
 
     /// Everything buffered as one write, marked in flight; `nil` when nothing is
-    /// buffered or a write is in flight.
+    /// buffered, a write is in flight, or the final event's script carries the text.
     public mutating func take() -> Write? {
-        guard inFlightThrough == nil, let w = pending(through: .max) else { return nil }
+        guard finalThrough == nil, inFlightThrough == nil, let w = pending(through: .max) else { return nil }
         inFlightThrough = w.throughSeq
         return w
     }
@@ -161,11 +164,25 @@ public struct TextCheckpoint: Sendable, Equatable {
                      offsets: Array(offsets[..<n]), storedStart: confirmedStoredEnd)
     }
 
+    /// The text the final event's script writes (everything buffered through `seq`, the
+    /// final event included), from the last confirmed write: `pending(through:)`, and no
+    /// other write goes out after it. A write still in flight covers a prefix of the same
+    /// bytes from the same place, and the script writes over it; sealed at rest, as one
+    /// longer record over that write's record. Its late reply is therefore ignored: were
+    /// it confirmed, the next write (or a resent final) would start inside the final's
+    /// record and leave neither readable. Called again when the final event is resent.
+    public mutating func takeFinal(through seq: UInt64) -> Write? {
+        finalThrough = seq
+        return pending(through: seq)
+    }
+
     /// Reports a write's outcome (`through`: its last seq). A success confirms every
     /// event up to it (even one buffered before a write that failed); a failure keeps
-    /// them buffered for the next write.
+    /// them buffered for the next write. After `takeFinal`, only the final event's own
+    /// outcome is applied.
     public mutating func written(through seq: UInt64, ok: Bool) {
         if inFlightThrough == seq { inFlightThrough = nil }
+        if let f = finalThrough, seq != f { return }
         guard ok else {
             lastWriteFailed = true
             return
