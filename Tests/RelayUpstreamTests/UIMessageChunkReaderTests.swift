@@ -68,6 +68,29 @@ final class UIMessageChunkReaderTests: XCTestCase {
         XCTAssertEqual(try r.read(#"{"type":"finish","finishReason":"tool-calls"}"#), .end(finishReason: "tool_calls"))
     }
 
+    /// The end of a backend's stream keeps the rule of §5.5: a call still open is refused before
+    /// a `stop` or `tool_calls` end, however the end comes (`[DONE]` without a `finish` is a
+    /// `stop`), and allowed in an answer that was cut (`length`), as the relay's own cut at
+    /// the granted tokens leaves it.
+    func testAnOpenCallAtTheEndIsRefusedUnlessTheAnswerWasCut() throws {
+        let open = [#"{"type":"tool-input-start","toolCallId":"c1","toolName":"f"}"#,
+                    #"{"type":"tool-input-delta","toolCallId":"c1","inputTextDelta":"{\"a\":"}"#]
+        func end(_ last: String) throws -> UIMessageChunkReader.Step {
+            var r = UIMessageChunkReader()
+            for c in open { _ = try r.read(c) }
+            return try r.read(last)
+        }
+        for refused in ["[DONE]", #"{"type":"finish"}"#, #"{"type":"finish","finishReason":"stop"}"#,
+                        #"{"type":"finish","finishReason":"tool-calls"}"#] {
+            XCTAssertThrowsError(try end(refused), "\(refused) with c1 open")
+        }
+        XCTAssertEqual(try end(#"{"type":"finish","finishReason":"length"}"#), .end(finishReason: "length"))
+        var r = UIMessageChunkReader()
+        for c in open { _ = try r.read(c) }
+        _ = try r.read(#"{"type":"finish","finishReason":"length"}"#)
+        XCTAssertEqual(try r.read("[DONE]"), .end(finishReason: nil), "the [DONE] after a finish ends nothing more")
+    }
+
     /// What breaks §5.5 is refused with a reason, never passed on.
     func testChunksAgainstThePartRulesAreRefused() {
         let bad: [[String]] = [

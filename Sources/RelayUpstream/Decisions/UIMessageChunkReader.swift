@@ -13,12 +13,14 @@ import RelayCore
 /// | `tool-output-available` | `tool_result`; `tool-output-error` → `tool_result` with `{"error": errorText}` |
 /// | `source-url` | `source` |
 /// | `data-<name>` | `data` (a name that is not `[A-Za-z0-9_-]{1,64}` fails the answer) |
-/// | `finish` | the end, its `finishReason` mapped back (`tool-calls` → `tool_calls`, …) |
+/// | `finish` | the end, its `finishReason` mapped back (`tool-calls` → `tool_calls`, …); `[DONE]` without one: `stop` |
 /// | `error`, `abort` | the answer fails with the backend's text |
 /// | `start`, `start-step`, `finish-step`, `text-start/-end`, `reasoning-start/-end`, `message-metadata`, `file`, `source-document`, `tool-input-error`, `tool-approval-request` | nothing |
 ///
 /// The rules of docs/PROTOCOL.md §5.5 hold: a call's deltas and end come after its start, a
-/// call id starts once, a call's arguments are at most `maxArgumentBytes`; anything else is a
+/// call id starts once, a call's arguments are at most `maxArgumentBytes`, every started call
+/// ends before a `stop` or `tool_calls` end (a cut answer, `length`, may leave one open, as
+/// the relay's own cut does); anything else is a
 /// `ChunkViolation` and the answer ends with `502 upstream_error`. Pure value, no I/O.
 struct UIMessageChunkReader {
     /// Most UTF-8 bytes of one call's streamed arguments (1 MiB).
@@ -45,6 +47,8 @@ struct UIMessageChunkReader {
     private var started: Set<String> = []
     /// Calls that ended (a result may follow).
     private var ended: Set<String> = []
+    /// A `finish` came (a `[DONE]` after it ends nothing more).
+    private var finished = false
     /// Completion tokens counted: one per text, reasoning and argument delta.
     private(set) var tokens = 0
 
@@ -52,7 +56,11 @@ struct UIMessageChunkReader {
     /// - Throws: `ChunkViolation` for JSON that is not a chunk object, or a chunk against the
     ///   rules above.
     mutating func read(_ data: String) throws(ChunkViolation) -> Step {
-        if data == "[DONE]" { return .end(finishReason: nil) }
+        if data == "[DONE]" {
+            // The end without a `finish` is a `stop`: every call must have ended (§5.5).
+            if !finished, let open = openCalls { throw ChunkViolation(reason: "[DONE] with tool call \(open) still open") }
+            return .end(finishReason: nil)
+        }
         guard let c = try? LenientJSON.parse(data), case .object = c, let type = c["type"]?.stringValue else {
             throw ChunkViolation(reason: "a chunk that is not a JSON object with a type")
         }
@@ -121,10 +129,14 @@ struct UIMessageChunkReader {
             let title = c["title"]?.stringValue
             return .events([.part(.source(id: try id("sourceId"), url: try id("url"), title: title))])
         case "finish":
-            guard open.isEmpty else {
-                throw ChunkViolation(reason: "finish with tool call \(open.keys.sorted().joined(separator: ", ")) still open")
+            let reason = c["finishReason"]?.stringValue.map(Self.relayFinishReason)
+            // A call may stay open only in an answer that was cut (`length`, a filter, …):
+            // never before a `stop` or `tool_calls` (docs/PROTOCOL.md §5.5).
+            if let open = openCalls, Self.requiresEndedCalls(reason ?? "stop") {
+                throw ChunkViolation(reason: "finish (\(reason ?? "stop")) with tool call \(open) still open")
             }
-            return .end(finishReason: c["finishReason"]?.stringValue.map(Self.relayFinishReason))
+            finished = true
+            return .end(finishReason: reason)
         case "error":
             return .fail(c["errorText"]?.stringValue ?? "error")
         case "abort":
@@ -139,6 +151,15 @@ struct UIMessageChunkReader {
             }
             return .events([])
         }
+    }
+
+    /// The calls still open, sorted and joined; `nil` when none is.
+    private var openCalls: String? { open.isEmpty ? nil : open.keys.sorted().joined(separator: ", ") }
+
+    /// Whether a `done` with this (relay) finish reason needs every started call ended:
+    /// `stop` and `tool_calls` (docs/PROTOCOL.md §5.5); a cut answer may leave one open.
+    static func requiresEndedCalls(_ relayReason: String) -> Bool {
+        relayReason == "stop" || relayReason == "tool_calls"
     }
 
     /// The relay's `finish_reason` for an AI SDK finish reason.
