@@ -468,5 +468,7 @@ export function relayChatTransportOptions(options: RelayChatTransportOptions): {
 };
 /** A UI message's text parts joined, as the relay's `{role, content}`. */
 export function relayMessageOf(m: { role: string; parts?: Array<{ type: string; text?: string }>; content?: string }): { role: string; content: string };
-/** Every `id:` value in SSE text (WHATWG HTML §9.2.6); `state.carry` holds an unfinished line. */
-export function sseIdsIn(text: string, state: { carry: string }): string[];
+/** The last event id after each event dispatched in SSE text (WHATWG HTML §9.2.6: an `id:` counts
+ *  once its block's blank line arrived); `state.carry` holds an unfinished line, `state.pending` an
+ *  id whose block has not ended. */
+export function sseIdsIn(text: string, state: { carry: string; pending?: string }): string[];

@@ -14,21 +14,30 @@
 
 import { randomRequestId } from './requestId.js';
 
-/** Every `id:` field value in SSE text, in order (WHATWG HTML §9.2.6: `id` lines; a value with
- * U+0000 is ignored). `carry` is the unfinished last line of the previous chunk.
- * @param {string} text @param {{ carry: string }} state @returns {string[]} */
+/** The last event id after each event dispatched in SSE text, in order (WHATWG HTML §9.2.6: an
+ * `id` line sets the id buffer, a value with U+0000 is ignored, and the last event ID takes the
+ * buffer's value only when the blank line that ends the block dispatches it). An event cut before
+ * its blank line has not arrived, so its id is not counted: a resume from it would skip it.
+ * `state.carry` is the unfinished last line of the previous chunk, `state.pending` an id read in
+ * a block not yet ended. @param {string} text @param {{ carry: string, pending?: string }} state
+ * @returns {string[]} */
 export function sseIdsIn(text, state) {
   const lines = (state.carry + text).split(/\r\n|\r|\n/);
   state.carry = lines.pop() ?? '';
   const ids = [];
   for (const line of lines) {
+    if (line === '') {
+      if (state.pending !== undefined) ids.push(state.pending);
+      state.pending = undefined;
+      continue;
+    }
     if (!line.startsWith('id')) continue;
     const colon = line.indexOf(':');
     const field = colon < 0 ? line : line.slice(0, colon);
     if (field !== 'id') continue;
     let value = colon < 0 ? '' : line.slice(colon + 1);
     if (value.startsWith(' ')) value = value.slice(1);
-    if (!value.includes('\u0000')) ids.push(value);
+    if (!value.includes('\u0000')) state.pending = value;
   }
   return ids;
 }

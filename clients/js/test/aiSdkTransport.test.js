@@ -5,8 +5,16 @@ import { relayChatTransportOptions, sseIdsIn, relayMessageOf } from '../src/aiSd
 test('SSE ids are read across chunk boundaries, as the WHATWG parser reads them', () => {
   const state = { carry: '' };
   assert.deepEqual(sseIdsIn('data: {"type":"start"}\nid: 0\n\ndata: x\ni', state), ['0']);
-  assert.deepEqual(sseIdsIn('d: 7\n\nid:8\r\nid\n\nidx: 9\n', state), ['7', '8', ''], 'the line cut after "i" is "id: 7"');
-  assert.deepEqual(sseIdsIn('id: 1\u00002\n', state), [], 'an id with NUL is ignored');
+  assert.deepEqual(sseIdsIn('d: 7\n\nid:8\r\nid\n\nidx: 9\n\n', state), ['7', ''],
+    'the line cut after "i" is "id: 7"; in one block the last id line wins; "idx" is another field');
+  assert.deepEqual(sseIdsIn('id: 1\u00002\n\n', state), [], 'an id with NUL is ignored');
+});
+
+test('an id counts only once its event has arrived whole (its blank line)', () => {
+  const state = { carry: '' };
+  assert.deepEqual(sseIdsIn('data: {"type":"text-delta","id":"text-1","delta":"a"}\nid: 1\n\ndata: {"type":"text-delta","id":"text-1","delta":"b"}\nid: 2\n', state),
+    ['1'], 'event 2 is cut before its blank line: a resume from it would skip it');
+  assert.deepEqual(sseIdsIn('\n', state), ['2'], 'its blank line arrives');
 });
 
 test('message parts become the relay message content', () => {
