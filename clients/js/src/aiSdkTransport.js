@@ -14,6 +14,9 @@
 
 import { randomRequestId } from './requestId.js';
 
+/** The reconnect URL of a chat with no answer to resume, answered 204 by the transport's fetch. */
+const NOTHING_TO_RESUME = 'streamrelay:nothing-to-resume';
+
 /** The last event id after each event dispatched in SSE text, in order (WHATWG HTML §9.2.6: an
  * `id` line sets the id buffer, a value with U+0000 is ignored, and the last event ID takes the
  * buffer's value only when the blank line that ends the block dispatches it). An event cut before
@@ -103,7 +106,10 @@ export function relayChatTransportOptions(options) {
     /** @param {{ id: string }} r */
     async prepareReconnectToStreamRequest(r) {
       const a = answers.get(r.id);
-      if (!a) return { api: `${base}/api/chat/stream/none?format=ai-sdk`, headers: await auth() };
+      // No answer of this chat was sent through this transport (a page loaded anew): nothing to
+      // resume. The AI SDK takes a 204 for that, and any other status as an error; `fetch`
+      // answers it without asking the relay.
+      if (!a) return { api: NOTHING_TO_RESUME, headers: {} };
       return {
         api: `${base}/api/chat/stream/${encodeURIComponent(a.requestId)}?format=ai-sdk`,
         headers: { ...(await auth()), 'X-Chat-Id': r.id, 'Last-Event-ID': a.lastEventId },
@@ -111,6 +117,7 @@ export function relayChatTransportOptions(options) {
     },
     /** @param {RequestInfo | URL} input @param {RequestInit} [init] */
     async fetch(input, init) {
+      if (String(input) === NOTHING_TO_RESUME) return new Response(null, { status: 204 });
       const headers = new Headers(init?.headers);
       const chatId = headers.get('X-Chat-Id');
       headers.delete('X-Chat-Id');

@@ -17,6 +17,15 @@ test('an id counts only once its event has arrived whole (its blank line)', () =
   assert.deepEqual(sseIdsIn('\n', state), ['2'], 'its blank line arrives');
 });
 
+test('a reconnect with no answer sent through the transport is a 204, without a request', async () => {
+  const { f, calls } = fakeFetch([]);
+  const t = relayChatTransportOptions({ baseURL: 'https://relay.example', token: () => 'tok', fetch: f });
+  const r = await t.prepareReconnectToStreamRequest({ id: 'chat-after-a-reload' });
+  const res = await t.fetch(r.api, { method: 'GET', headers: r.headers });
+  assert.equal(res.status, 204, 'the AI SDK takes a 204 as "nothing to resume" and any other failure as an error');
+  assert.equal(calls.length, 0);
+});
+
 test('message parts become the relay message content', () => {
   assert.deepEqual(relayMessageOf({ role: 'user', parts: [{ type: 'text', text: 'Draft ' }, { type: 'file' }, { type: 'text', text: 'an NDA' }] }),
     { role: 'user', content: 'Draft an NDA' });
