@@ -72,8 +72,9 @@ export function relayChatTransportOptions(options) {
   const answers = new Map();
   const auth = async () => ({ Authorization: `Bearer ${await options.token()}` });
 
-  /** Records the last SSE id of a response body for `chatId`, passing the body through. */
-  function tracked(chatId, response) {
+  /** Records the last SSE id of a response body in `answer` (the answer the request was made
+   * for, not whichever answer its chat has by the time a chunk arrives), passing the body through. */
+  function tracked(answer, response) {
     if (!response.body) return response;
     const [mine, theirs] = response.body.tee();
     (async () => {
@@ -84,8 +85,7 @@ export function relayChatTransportOptions(options) {
         const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
         if (done) break;
         const ids = sseIdsIn(decoder.decode(value, { stream: true }), state);
-        const a = answers.get(chatId);
-        if (a && ids.length) a.lastEventId = ids[ids.length - 1];
+        if (ids.length) answer.lastEventId = ids[ids.length - 1];
       }
     })();
     return new Response(theirs, { status: response.status, statusText: response.statusText, headers: response.headers });
@@ -121,8 +121,9 @@ export function relayChatTransportOptions(options) {
       const headers = new Headers(init?.headers);
       const chatId = headers.get('X-Chat-Id');
       headers.delete('X-Chat-Id');
+      const answer = chatId ? answers.get(chatId) : undefined;
       const response = await innerFetch(input, { ...init, headers });
-      return chatId && answers.has(chatId) ? tracked(chatId, response) : response;
+      return answer ? tracked(answer, response) : response;
     },
     /** The answer in progress of `chatId`: its X-Request-Id and the last event id seen. */
     answerOf(chatId) { return answers.get(chatId); },

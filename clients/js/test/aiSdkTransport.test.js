@@ -26,6 +26,36 @@ test('a reconnect with no answer sent through the transport is a 204, without a 
   assert.equal(calls.length, 0);
 });
 
+test('a response still arriving for an earlier answer does not move the next answer\'s last id', async () => {
+  let release;
+  const gate = new Promise((r) => { release = r; });
+  const calls = [];
+  const f = async (url, init) => {
+    calls.push(String(url));
+    const first = calls.length === 1;
+    const stream = new ReadableStream({ async start(c) {
+      const e = new TextEncoder();
+      if (first) { c.enqueue(e.encode('data: {"type":"start"}\nid: 0\n\n')); await gate; c.enqueue(e.encode('data: {"type":"text-delta","id":"t","delta":"x"}\nid: 90\n\n')); }
+      else c.enqueue(e.encode('data: {"type":"start"}\nid: 0\n\ndata: {"type":"text-delta","id":"t","delta":"y"}\nid: 3\n\n'));
+      c.close();
+    } });
+    return new Response(stream, { status: 200 });
+  };
+  let n = 0;
+  const t = relayChatTransportOptions({ baseURL: 'https://relay.example', token: () => 'tok', fetch: f, newRequestId: () => `req-000000000000000${n++}` });
+  const one = await t.prepareSendMessagesRequest({ id: 'chat-1', messages: [] });
+  const r1 = await t.fetch(one.api, { method: 'POST', headers: one.headers, body: '{}' });
+  const two = await t.prepareSendMessagesRequest({ id: 'chat-1', messages: [] });
+  const r2 = await t.fetch(two.api, { method: 'POST', headers: two.headers, body: '{}' });
+  await r2.text();
+  for (let i = 0; i < 50 && t.answerOf('chat-1').lastEventId !== '3'; i++) await new Promise((r) => setTimeout(r, 1));
+  release();
+  await r1.text();
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(t.answerOf('chat-1').requestId, 'req-0000000000000001');
+  assert.equal(t.answerOf('chat-1').lastEventId, '3', 'the first answer\'s id 90 is not the second answer\'s');
+});
+
 test('message parts become the relay message content', () => {
   assert.deepEqual(relayMessageOf({ role: 'user', parts: [{ type: 'text', text: 'Draft ' }, { type: 'file' }, { type: 'text', text: 'an NDA' }] }),
     { role: 'user', content: 'Draft an NDA' });
