@@ -9,6 +9,18 @@ final class StreamReadRouteTests: XCTestCase {
                        .offsetRead(rawOffset: "now"))
     }
 
+    func testTheAISDKDialectWithAnOffsetOrLiveIsRefusedNotAnsweredInJSON() {
+        for (offset, live) in [("3", nil), ("-1", "long-poll"), (nil, "sse")] as [(String?, String?)] {
+            guard case .refuse(let e) = StreamReadRoute.choose(offset: offset, live: live, hasLastEventID: false, accept: [],
+                                                               dialect: .uiMessageStream) else {
+                return XCTFail("format=ai-sdk with offset \(offset ?? "-") live \(live ?? "-") is refused")
+            }
+            XCTAssertEqual(e.code, .invalidRequest)
+        }
+        XCTAssertEqual(StreamReadRoute.choose(offset: nil, live: nil, hasLastEventID: false, accept: [], dialect: .uiMessageStream),
+                       .sseResume)
+    }
+
     func testLiveWithoutAnOffsetIsRefused() {
         guard case .refuse(let e) = StreamReadRoute.choose(offset: nil, live: "long-poll", hasLastEventID: false, accept: []) else {
             return XCTFail("refused")

@@ -6,6 +6,8 @@ import RelayHTTP
 /// §12.1). One URL serves two protocols: the SSE resume (`EventSource`, the kits, every SSE
 /// client) and the Durable Streams read (`offset`, `live`). The rule, in order:
 ///
+/// 0. The UI Message Stream dialect asked for (`format=ai-sdk`) with `offset` or `live`:
+///    refused, `400 invalid_request` (the dialect is an SSE resume, not an offset read).
 /// 1. `offset` present: an offset read from it.
 /// 2. `live` without `offset`: refused, `400 invalid_offset` (a live read needs a position;
 ///    Durable Streams PROTOCOL.md §5.7, §5.8).
@@ -33,6 +35,11 @@ enum StreamReadRoute: Equatable {
     ///   - dialect: the stream format the request asks for (`StreamDialect`).
     static func choose(offset: String?, live: String?, hasLastEventID: Bool, accept: [String],
                        dialect: StreamDialect = .relay) -> StreamReadRoute {
+        // The UI Message Stream is a stream from `Last-Event-ID`: an offset read has no such
+        // dialect, and answering one in JSON would ignore what the client asked for.
+        if dialect == .uiMessageStream, offset != nil || live != nil {
+            return .refuse(.invalidRequest("format=\(StreamDialect.aiSDKFormat) resumes from Last-Event-ID; offset and live are offset reads (no format)"))
+        }
         if let offset { return .offsetRead(rawOffset: offset) }
         if live != nil {
             return .refuse(APIError(.invalidOffset, "live needs an offset: add offset=-1 (from the start) or offset=now (from the tail)"))
