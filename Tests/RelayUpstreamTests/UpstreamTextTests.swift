@@ -48,6 +48,26 @@ final class UpstreamTextTests: UpstreamTestCase {
         XCTAssertEqual(events.last, .done(finishReason: "stop", usage: Usage(promptTokens: 5, completionTokens: 3)))
     }
 
+    /// An agent backend (`RELAY_UPSTREAM=ai-sdk`) that splits an emoji's surrogate pair across two
+    /// `text-delta` chunks (or two `reasoning-delta` chunks) gets it joined, as the model APIs do.
+    func testAISDKBackendEmojiSplitIntoTwoEscapedHalvesIsJoined() throws {
+        func chunk(_ json: String) -> String { "data: \(json)\n\n" }
+        let body = chunk(#"{"type":"reasoning-delta","id":"r","delta":"Think \ud83e"}"#) + chunk(#"{"type":"reasoning-delta","id":"r","delta":"\udd14"}"#)
+            + chunk(#"{"type":"text-delta","id":"t","delta":"Smile \ud83d"}"#) + chunk(#"{"type":"text-delta","id":"t","delta":"\ude00 done"}"#)
+            + chunk(#"{"type":"finish","finishReason":"stop"}"#) + "data: [DONE]\n\n"
+        let s = try server(["/agent": .init([.head(status: 200, contentType: "text/event-stream"), .send(body.bytes)])])
+        var c = config(s)
+        c.baseURL = "\(s.baseURL)/agent"
+        let up = try HTTPUpstreamFactory(.uiMessageStream, config: c, multi: harness.multi, counters: counters)
+            .makeUpstream(for: Self.question, loop: harness.loop)
+        let events = harness.collect(up)
+        XCTAssertEqual(events.text, "Smile 😀 done")
+        let reasoning = events.compactMap { e -> String? in if case .part(.reasoning(let t)) = e { return t }; return nil }.joined()
+        XCTAssertEqual(reasoning, "Think 🤔")
+        XCTAssertEqual(counters.replacedSurrogateHalves, 0)
+        XCTAssertEqual(events.last.map { if case .done = $0 { return true } else { return false } }, true)
+    }
+
     func testUnpairedHalvesBecomeReplacementCharacters() throws {
         // A high half followed by plain text, a lone low half, and a high half at the very end.
         let body = OpenAIFixtures.content("a\\ud83d") + OpenAIFixtures.content("b") + OpenAIFixtures.content("\\ude00c")

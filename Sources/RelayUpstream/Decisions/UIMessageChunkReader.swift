@@ -47,6 +47,10 @@ struct UIMessageChunkReader {
     private var started: Set<String> = []
     /// Calls that ended (a result may follow).
     private var ended: Set<String> = []
+    /// The UTF-16 code units of the last `text-delta` or `reasoning-delta` read, as the chunk
+    /// escaped them: half of a surrogate pair split across two chunks is kept, for the
+    /// upstream's joiner to pair (docs/PROTOCOL.md §5.2); the events carry the text repaired.
+    private(set) var lastDeltaUnits: JSONString?
     /// A `finish` came (a `[DONE]` after it ends nothing more).
     private var finished = false
     /// Completion tokens counted: one per text, reasoning and argument delta.
@@ -68,6 +72,10 @@ struct UIMessageChunkReader {
             guard let s = c[k]?.stringValue else { throw ChunkViolation(reason: "\(type) without a string \(k)") }
             return s
         }
+        func codeUnits(_ k: String) throws(ChunkViolation) -> JSONString {
+            guard case .string(let units)? = c[k] else { throw ChunkViolation(reason: "\(type) without a string \(k)") }
+            return units
+        }
         func id(_ k: String) throws(ChunkViolation) -> String {
             let s = try string(k)
             guard !s.isEmpty else { throw ChunkViolation(reason: "\(type) with an empty \(k)") }
@@ -76,10 +84,14 @@ struct UIMessageChunkReader {
         switch type {
         case "text-delta":
             tokens += 1
-            return .events([.delta(try string("delta"))])
+            let units = try codeUnits("delta")
+            lastDeltaUnits = units
+            return .events([.delta(units.text)])
         case "reasoning-delta":
             tokens += 1
-            return .events([.part(.reasoning(try string("delta")))])
+            let units = try codeUnits("delta")
+            lastDeltaUnits = units
+            return .events([.part(.reasoning(units.text))])
         case "reasoning-start":
             if let redacted = c["providerMetadata"]?["anthropic"]?["redactedData"]?.stringValue {
                 return .events([.part(.reasoningRedacted(data: redacted))])

@@ -31,8 +31,9 @@ struct UIMessageStreamDialect: UpstreamDialect {
         case .events(let events):
             return events.compactMap { e -> DialectStep? in
                 switch e {
-                case .delta(let t): return .delta(JSONString(t))
-                case .part(.reasoning(let t)): return .reasoning(JSONString(t))
+                // The chunk's own code units: a surrogate pair split across two deltas is joined.
+                case .delta(let t): return .delta(reader.lastDeltaUnits ?? JSONString(t))
+                case .part(.reasoning(let t)): return .reasoning(reader.lastDeltaUnits ?? JSONString(t))
                 case .part(let p): return .part(p)
                 case .done, .error: return nil
                 }
