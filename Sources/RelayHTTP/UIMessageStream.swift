@@ -26,13 +26,22 @@ import RelayCore
 /// written before it (`start`: the resume's `Last-Event-ID`, 0 for a new answer). So a
 /// client that resumes from the last id it holds gets every event after it once, and a
 /// resume that lands inside a text or reasoning part opens a new part (the chunks of the
-/// AI SDK need a `*-start` before a `*-delta` on every response). Pure: it only builds bytes.
+/// AI SDK need a `*-start` before a `*-delta` on every response). A resume that lands inside
+/// a tool call's arguments writes none of that call's remaining `tool-input-delta`s (the AI
+/// SDK refuses them without a `tool-input-start` on the same response, and an argument piece
+/// does not name the tool): the call's `tool-input-available` carries the whole input. Pure:
+/// it only builds bytes.
 public struct UIMessageStream: Sendable {
     /// The response header that marks the protocol (`x-vercel-ai-ui-message-stream: v1`).
     public static let header = (name: "x-vercel-ai-ui-message-stream", value: "v1")
 
     private var openText: String?
     private var openReasoning: String?
+    /// Tool calls whose `tool-input-start` this response wrote. The AI SDK keeps a call's
+    /// streamed input per response and refuses a `tool-input-delta` for a call it did not see
+    /// start on the same response (`useChat` ends in its error state); the chunk of a
+    /// `tool_call_start` names the tool, which a later argument piece does not.
+    private var startedCalls: Set<String> = []
     /// The last seq written (chunks the dialect adds repeat it).
     private var lastSeq: UInt64
     /// `[DONE]` was written: nothing more is.
@@ -89,6 +98,10 @@ public struct UIMessageStream: Sendable {
             }
             chunk("{\"type\":\"reasoning-delta\",\"id\":\(q(openReasoning!)),\"delta\":\(q(t))}", seq: e.seq, to: &text)
         case .part(let p):
+            // A resume that lands inside a call's arguments: its remaining pieces are not
+            // written (the client's tool part keeps the input it had), and
+            // `tool-input-available` gives the whole input.
+            if case .toolCallDelta(let id, _) = p, !startedCalls.contains(id) { return }
             closeOpen(to: &text)
             switch p {
             case .reasoningRedacted(let data):
@@ -97,6 +110,7 @@ public struct UIMessageStream: Sendable {
                       seq: lastSeq, to: &text)
                 chunk("{\"type\":\"reasoning-end\",\"id\":\(id)}", seq: e.seq, to: &text)
             case .toolCallStart(let id, let name):
+                startedCalls.insert(id)
                 chunk("{\"type\":\"tool-input-start\",\"toolCallId\":\(q(id)),\"toolName\":\(q(name))}", seq: e.seq, to: &text)
             case .toolCallDelta(let id, let a):
                 chunk("{\"type\":\"tool-input-delta\",\"toolCallId\":\(q(id)),\"inputTextDelta\":\(q(a))}", seq: e.seq, to: &text)

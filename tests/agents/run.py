@@ -237,8 +237,9 @@ def main():
                 raise AssertionError(f"unexpected message: {kinds}, finish {finished}")
             tools = [p for p in summary if p["type"] == "tool"]
             for t in tools:
-                if json.loads(t["input_text"]) != t["input"] or t["output"] is None:
-                    raise AssertionError(f"tool call {t['id']}: streamed input, input and output disagree")
+                # (the streamed input of each whole call parses to its input: Message.summary)
+                if t["input"] is None or t["output"] is None:
+                    raise AssertionError(f"tool call {t['id']}: no input or no output")
             whole["summary"] = (summary, finished)
             whole["ids"] = sorted({i for i, _ in whole["chunks"] if i})
 

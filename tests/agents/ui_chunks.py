@@ -59,11 +59,13 @@ class Message:
     def __init__(self):
         self.parts = []
         self.open = {}  # text/reasoning part id -> part, for this response
+        self.started = set()
         self.tools = {}
         self.finished = None
 
     def new_response(self):
         self.open = {}
+        self.started = set()  # tool calls whose tool-input-start came on this response
 
     def apply(self, chunk):
         t = chunk.type
@@ -88,7 +90,12 @@ class Message:
                     "output": None}
             self.tools[chunk.tool_call_id] = part
             self.parts.append(part)
+            self.started.add(chunk.tool_call_id)
         elif t == "tool-input-delta":
+            # As the AI SDK's useChat: a call's streamed input is kept per response, and a delta
+            # for a call that did not start on this response fails the chat.
+            if chunk.tool_call_id not in self.started:
+                raise AssertionError(f"tool-input-delta for {chunk.tool_call_id} without its start on this response")
             self.tools[chunk.tool_call_id]["input_text"] += chunk.input_text_delta
         elif t == "tool-input-available":
             self.tools[chunk.tool_call_id]["input"] = chunk.input
@@ -107,11 +114,23 @@ class Message:
 
     def summary(self):
         """The parts with adjacent text (or reasoning) parts joined: a resume inside a part
-        continues it in a new part of the same kind, which a user reads as one."""
+        continues it in a new part of the same kind, which a user reads as one. A tool part is
+        its input and output (what useChat keeps); the streamed input text of a whole call must
+        parse to its input, and one cut by a resume inside the arguments stops where the cut was."""
         out = []
         for p in self.parts:
             if out and p["type"] in ("text", "reasoning") and out[-1]["type"] == p["type"]:
                 out[-1] = dict(out[-1], text=out[-1]["text"] + p["text"])
+            elif p["type"] == "tool":
+                whole = p["input"] is not None and json.dumps(p["input"], sort_keys=True)
+                streamed = p["input_text"]
+                try:
+                    parsed = json.dumps(json.loads(streamed), sort_keys=True) if streamed else None
+                except ValueError:
+                    parsed = None
+                if parsed is not None and whole and parsed != whole:
+                    raise AssertionError(f"tool call {p['id']}: streamed input {streamed!r} is not its input {p['input']!r}")
+                out.append({k: v for k, v in p.items() if k != "input_text"})
             else:
                 out.append(dict(p))
         return out, self.finished
