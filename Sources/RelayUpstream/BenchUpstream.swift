@@ -113,8 +113,12 @@ public struct BenchPartsAnswer {
         return n / cycle.count * stampedBefore[cycle.count] + stampedBefore[n % cycle.count]
     }
 
-    /// The stamps of the call open so far, concatenated (its `input`'s `query`).
-    private var query = ""
+    /// The stamps of the call open so far, concatenated (its `input`'s `query`), as the
+    /// UTF-16 units `JSONString` holds (the stamps are ASCII: one unit per byte), so that
+    /// the bench answer's own cost stays small beside the relay's (no transcoding per call).
+    private var query: [UInt16] = []
+    /// The name of the input's one member.
+    private static let queryName = JSONString("query")
     /// The current cycle's call number and id (`call_<c>`), made once per cycle.
     private var callNumber = 0
     private var callID = ""
@@ -138,17 +142,17 @@ public struct BenchPartsAnswer {
         case .reasoning:
             return .part(.reasoning(stamp))
         case .toolCallStart:
-            query = ""
+            query.removeAll(keepingCapacity: true)
             return .part(.toolCallStart(id: id, name: Self.toolName))
         case .toolCallDelta:
-            query += stamp
+            for b in stamp.utf8 { query.append(UInt16(b)) }
             var piece = stamp
             if at == 0 || Self.cycle[at - 1] != .toolCallDelta { piece = Self.argumentsHead + piece }
             if at + 1 == Self.cycle.count || Self.cycle[at + 1] != .toolCallDelta { piece += Self.argumentsTail }
             return .part(.toolCallDelta(id: id, arguments: piece))
         case .toolCallEnd:
-            let input = JSONValue.object([JSONMember(name: JSONString("query"), value: .string(JSONString(query)))])
-            query = ""
+            let input = JSONValue.object([JSONMember(name: Self.queryName, value: .string(JSONString(units: query)))])
+            query.removeAll(keepingCapacity: true)
             return .part(.toolCallEnd(id: id, name: Self.toolName, input: input))
         case .delta:
             return .delta(stamp)
