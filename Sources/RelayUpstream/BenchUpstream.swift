@@ -113,10 +113,11 @@ public struct BenchPartsAnswer {
         return n / cycle.count * stampedBefore[cycle.count] + stampedBefore[n % cycle.count]
     }
 
-    /// The stamps of the call open so far, concatenated (its `input`'s `query`), as the
-    /// UTF-16 units `JSONString` holds (the stamps are ASCII: one unit per byte), so that
-    /// the bench answer's own cost stays small beside the relay's (no transcoding per call).
-    private var query: [UInt16] = []
+    /// The stamps of the call open so far, concatenated (its `input`'s `query`), as UTF-8
+    /// bytes: appended with one copy per piece and widened to the UTF-16 units `JSONString`
+    /// holds once per call (the stamps are ASCII), so that the bench answer's own cost stays
+    /// small beside the relay's.
+    private var query: [UInt8] = []
     /// The name of the input's one member.
     private static let queryName = JSONString("query")
     /// The current cycle's call number and id (`call_<c>`), made once per cycle.
@@ -145,13 +146,13 @@ public struct BenchPartsAnswer {
             query.removeAll(keepingCapacity: true)
             return .part(.toolCallStart(id: id, name: Self.toolName))
         case .toolCallDelta:
-            for b in stamp.utf8 { query.append(UInt16(b)) }
+            query.append(contentsOf: stamp.utf8)
             var piece = stamp
             if at == 0 || Self.cycle[at - 1] != .toolCallDelta { piece = Self.argumentsHead + piece }
             if at + 1 == Self.cycle.count || Self.cycle[at + 1] != .toolCallDelta { piece += Self.argumentsTail }
             return .part(.toolCallDelta(id: id, arguments: piece))
         case .toolCallEnd:
-            let input = JSONValue.object([JSONMember(name: Self.queryName, value: .string(JSONString(units: query)))])
+            let input = JSONValue.object([JSONMember(name: Self.queryName, value: .string(JSONString(units: query.map { UInt16($0) })))])
             query.removeAll(keepingCapacity: true)
             return .part(.toolCallEnd(id: id, name: Self.toolName, input: input))
         case .delta:
