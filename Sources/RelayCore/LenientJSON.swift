@@ -57,6 +57,7 @@ public struct JSONMember: Sendable, Equatable {
     /// The member value.
     public var value: JSONValue
 
+    /// A member named `name` holding `value`.
     public init(name: JSONString, value: JSONValue) {
         self.name = name
         self.value = value

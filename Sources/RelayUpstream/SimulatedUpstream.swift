@@ -135,12 +135,16 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
         self.summaryMaxTokens = summaryMaxTokens
     }
 
-    /// - Throws: `APIError` 400 `invalid_request` for a model other than `simulated`, `simulated-ar`, `simulated-tools`, `simulated-bench`.
+    /// - Throws: `APIError` 400 `invalid_request` for a model other than `simulated`, `simulated-ar`, `simulated-tools`,
+    ///   `simulated-bench`, `simulated-bench-parts`.
     public func prepare(_ request: ChatRequest) throws -> UpstreamPlan {
         let model = request.model ?? SimulatedDocuments.englishModel
         let rate = tokensPerSecond
         if model == SimulatedDocuments.benchModel {
             return UpstreamPlan { loop in BenchUpstream.make(maxTokens: request.maxTokens, tokensPerSecond: rate, loop: loop) }
+        }
+        if model == SimulatedDocuments.benchPartsModel {
+            return UpstreamPlan { loop in BenchPartsAnswer.make(maxTokens: request.maxTokens, tokensPerSecond: rate, loop: loop) }
         }
         if model == SimulatedAgentAnswer.model {
             return agentAnswer(request, after: 0, promptTokens: request.estimatedPromptTokens)
@@ -195,10 +199,10 @@ public final class SimulatedUpstreamFactory: UpstreamFactory {
     /// one. `usage.prompt_tokens` is the relay's estimate of the re-sent prompt (the
     /// messages plus the text so far as an assistant message, docs/PROTOCOL.md §9).
     /// - Throws: `ContinuationUnsupported` when `soFar.text` is not the document's first
-    ///   `soFar.completionTokens` tokens, or for `simulated-bench`; `APIError` as `prepare`.
+    ///   `soFar.completionTokens` tokens, or for `simulated-bench` and `simulated-bench-parts`; `APIError` as `prepare`.
     public func prepareContinuation(_ request: ChatRequest, soFar: AnswerSoFar) throws -> UpstreamPlan {
         let model = request.model ?? SimulatedDocuments.englishModel
-        if model == SimulatedDocuments.benchModel {
+        if model == SimulatedDocuments.benchModel || model == SimulatedDocuments.benchPartsModel {
             throw ContinuationUnsupported(reason: "the bench upstream does not continue answers")
         }
         if model == SimulatedAgentAnswer.model {

@@ -22,6 +22,7 @@ enum Bench {
 
         let nofile = raiseOpenFileLimit()
         var target = Target(kind: opts.target, host: opts.host, port: opts.port)
+        target.answer = opts.answer
         // Scenarios that drive a server (the others need no target, token or server pids).
         let usesServer = opts.scenario != "append-ceiling" && opts.scenario != "send-floor"
         if target.kind == .relay && usesServer {

@@ -2,6 +2,7 @@ import CLibevent
 import Foundation
 import RelayCore
 import RelayLoop
+import RelayUpstream
 
 /// The system under test: StreamRelay (POST/GET /api/chat/stream) or nginx + nchan
 /// (EventSource GET /sub/<channel>, HTTP publisher POST /pub/<channel>).
@@ -13,6 +14,8 @@ struct Target {
     var port = 8080
     /// StreamRelay bearer token (one user for every stream, so fan-out resumes are allowed).
     var token = ""
+    /// The answer every stream carries (`--model`): text deltas only, or the part-heavy mix.
+    var answer = BenchAnswer.text
     var dst: sockaddr_in {
         var a = sockaddr_in()
         a.sin_family = sa_family_t(AF_INET)
@@ -27,7 +30,7 @@ struct Target {
         var r: String
         switch kind {
         case .relay where create:
-            let body = "{\"messages\":[{\"role\":\"user\",\"content\":\"bench\"}],\"model\":\"simulated-bench\",\"max_tokens\":\(maxTokens)}"
+            let body = "{\"messages\":[{\"role\":\"user\",\"content\":\"bench\"}],\"model\":\"\(answer.rawValue)\",\"max_tokens\":\(maxTokens)}"
             r = "POST /api/chat/stream HTTP/1.1\r\nHost: \(host):\(port)\r\nAuthorization: Bearer \(token)\r\n"
                 + "Content-Type: application/json\r\nAccept: text/event-stream\r\nX-Request-Id: \(id)\r\n"
                 + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
@@ -42,7 +45,27 @@ struct Target {
     }
 }
 
-/// The `delta` JSON every producer sends: `{"type":"delta","content":"t=<µs>;n=<k>;xxx…"}`.
+/// The bench answer a stream carries: the relay's bench model of that name
+/// (`SimulatedDocuments`), and for nchan the same events published by the load generator.
+enum BenchAnswer: String {
+    /// `simulated-bench`: one stamped `delta` per event.
+    case text = "simulated-bench"
+    /// `simulated-bench-parts`: `BenchPartsAnswer`, mostly stamped `reasoning` and
+    /// `tool_call_delta` parts with a tool call's framing and some deltas.
+    case parts = "simulated-bench-parts"
+
+    /// The stamps (`n`) of an answer of `events` events: the last `n` a reader gets.
+    func stamps(events: Int) -> Int {
+        switch self {
+        case .text: return events
+        case .parts: return BenchPartsAnswer.stamps(inFirst: events)
+        }
+    }
+}
+
+/// The `delta` JSON every producer sends: `{"type":"delta","content":"t=<µs>;n=<k>;xxx…"}`;
+/// the part-heavy answer carries the same stamp in its `reasoning` and `tool_call_delta`
+/// parts (`BenchPartsAnswer`).
 enum BenchEvent {
     static let tokenBytes = 32
     static func delta(micros: UInt64, k: Int) -> String {
@@ -54,7 +77,10 @@ enum BenchEvent {
         "{\"type\":\"done\",\"finish_reason\":\"length\",\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":\(tokens),\"total_tokens\":\(tokens + 4)}}"
     }
 
-    enum Kind { case delta(t: UInt64, n: Int), done, error, other }
+    /// What an event is: a `delta`; a part, with the stamp of a `reasoning` or
+    /// `tool_call_delta` part (`nil` for the framing of a tool call, or any other part);
+    /// `done`; `error`; anything else.
+    enum Kind { case delta(t: UInt64, n: Int), part(stamp: (t: UInt64, n: Int)?), done, error, other }
 
     /// Every token `(t, n)` in a delta's data, in order: one for a plain delta, several
     /// for a delta the relay merged for a backed-up client (the contents of consecutive
@@ -79,31 +105,42 @@ enum BenchEvent {
         }
     }
 
-    /// Classifies an event's data without a JSON parser (the producers' fixed shapes).
+    /// Classifies an event's data without a JSON parser (the producers' fixed shapes: the
+    /// `type` first, and no `t=` before the stamp).
     static func parse(_ data: String) -> Kind {
         var data = data
         return data.withUTF8 { p -> Kind in
-            // {"type":"d  → index 9 is the first letter of the type
-            guard p.count > 10 else { return .other }
-            switch p[9] {
-            case UInt8(ascii: "d") where p[10] == UInt8(ascii: "e"):
+            func starts(with prefix: StaticString) -> Bool {
+                prefix.utf8CodeUnitCount <= p.count && memcmp(p.baseAddress!, prefix.utf8Start, prefix.utf8CodeUnitCount) == 0
+            }
+            // The first `t=<digits>` and the `n=<digits>` after it.
+            func stamp() -> (t: UInt64, n: Int) {
                 var i = 0
                 var t: UInt64 = 0
                 var n = 0
-                // find "t="
                 while i + 1 < p.count, !(p[i] == UInt8(ascii: "t") && p[i + 1] == UInt8(ascii: "=")) { i += 1 }
                 i += 2
                 while i < p.count, p[i] >= 48, p[i] <= 57 { t = t &* 10 &+ UInt64(p[i] &- 48); i += 1 }
                 while i + 1 < p.count, !(p[i] == UInt8(ascii: "n") && p[i + 1] == UInt8(ascii: "=")) { i += 1 }
                 i += 2
                 while i < p.count, p[i] >= 48, p[i] <= 57 { n = n &* 10 &+ Int(p[i] &- 48); i += 1 }
-                return .delta(t: t, n: n)
+                return (t, n)
+            }
+            // {"type":"d  → index 9 is the first letter of the type
+            guard p.count > 10 else { return .other }
+            switch p[9] {
+            case UInt8(ascii: "d") where p[10] == UInt8(ascii: "e"):
+                let s = stamp()
+                return .delta(t: s.t, n: s.n)
             case UInt8(ascii: "d") where p[10] == UInt8(ascii: "o"):
                 return .done
             case UInt8(ascii: "e"):
                 return .error
             default:
-                return .other
+                if starts(with: "{\"type\":\"reasoning\"") || starts(with: "{\"type\":\"tool_call_delta\"") { return .part(stamp: stamp()) }
+                guard starts(with: "{\"type\":\""), let end = p[9...].firstIndex(of: UInt8(ascii: "\"")),
+                      AnswerPart.types.contains(String(decoding: UnsafeBufferPointer(rebasing: p[9..<end]), as: UTF8.self)) else { return .other }
+                return .part(stamp: nil)
             }
         }
     }
@@ -216,6 +253,14 @@ final class Subscriber {
                     }
                     stats.deltaEvents += 1
                     if k > 1 { stats.mergedDeltas += k }
+                case .part(let stamp):
+                    // Parts are never merged (docs/PROTOCOL.md §5.5): one stamp at most.
+                    stats.partEvents += 1
+                    if let s = stamp {
+                        delta(t: s.t, n: s.n, now: now)
+                    } else if now >= stats.windowStart && now < stats.windowEnd {
+                        stats.receivedInWindow += 1
+                    }
                 case .done:
                     if let t0 = stormT0, caughtUpMicros == nil { caughtUpMicros = (lastReplayArrival ?? now) - t0 }
                     finished = true
@@ -232,6 +277,7 @@ final class Subscriber {
         }
     }
 
+    /// A stamped event (a delta, or a reasoning or argument piece): sent at `t`, index `n`.
     @inline(__always)
     private func delta(t: UInt64, n: Int, now: UInt64) {
         stats.received += 1
@@ -252,8 +298,9 @@ final class Subscriber {
         }
     }
 
-    /// At the end of a run: events of a `tokens`-delta stream not received by then count
-    /// as late (the run's deadline), apart from the gaps counted as lost on arrival.
+    /// At the end of a run: stamped events of a stream whose last stamp is `tokens` not
+    /// received by then count as late (the run's deadline), apart from the gaps counted as
+    /// lost on arrival.
     func settle(tokens: Int) {
         if lastN < tokens { stats.late += tokens - lastN }
         if !finished { stats.unfinished += 1 }
@@ -293,16 +340,20 @@ final class Publisher {
     func close() { conn.close() }
 }
 
-/// Paces nchan publishing: channel i publishes at `rate` tokens/s, phases spread over
-/// one period (like the relay's generations, which start staggered), `tokens` deltas
-/// then `done`. Delta k of a channel is due at its start + k / `rate` and carries that
+/// Paces nchan publishing: channel i publishes at `rate` events/s, phases spread over
+/// one period (like the relay's generations, which start staggered), `tokens` events
+/// then `done`. Event k of a channel is due at its start + k / `rate` and carries that
 /// due time as its stamp (as the relay's `BenchUpstream` does), so this 1 ms tick's own
 /// lateness counts in nchan's latency as the relay's upstream timer counts in the relay's.
 /// Due times are read off CLOCK_REALTIME µs (`nowMicros`), not the loop's coarse clock.
+/// The events are `answer`'s: stamped deltas, or the relay's part-heavy bench answer
+/// (`BenchPartsAnswer`, one per channel).
 final class PublishSchedule {
     private let publishers: [Publisher]
     private let rate: Double
     private let tokens: Int
+    private let answer: BenchAnswer
+    private var partsAnswers: [BenchPartsAnswer]
     private var sent: [Int]
     /// Each channel's start, CLOCK_REALTIME µs.
     private var startMicros: [UInt64]
@@ -311,11 +362,13 @@ final class PublishSchedule {
     private(set) var finished = 0
     var onAllDone: (() -> Void)?
 
-    init(loop: EventLoop, publishers: [Publisher], rate: Double, tokens: Int) {
+    init(loop: EventLoop, publishers: [Publisher], rate: Double, tokens: Int, answer: BenchAnswer = .text) {
         self.loop = loop
         self.publishers = publishers
         self.rate = rate
         self.tokens = tokens
+        self.answer = answer
+        partsAnswers = answer == .parts ? Array(repeating: BenchPartsAnswer(), count: publishers.count) : []
         sent = [Int](repeating: 0, count: publishers.count)
         startMicros = [UInt64](repeating: 0, count: publishers.count)
     }
@@ -340,10 +393,13 @@ final class PublishSchedule {
             while sent[i] < due {
                 sent[i] += 1
                 let dueAt = startMicros[i] + UInt64(Double(sent[i]) * 1_000_000 / rate)
-                publishers[i].publish(BenchEvent.delta(micros: min(now, dueAt), k: sent[i]))
+                switch answer {
+                case .text: publishers[i].publish(BenchEvent.delta(micros: min(now, dueAt), k: sent[i]))
+                case .parts: publishers[i].publish(partsAnswers[i].event(sent[i] - 1, micros: min(now, dueAt)).json)
+                }
             }
             if sent[i] == tokens {
-                publishers[i].publish(BenchEvent.done(tokens: tokens))
+                publishers[i].publish(BenchEvent.done(tokens: answer.stamps(events: tokens)))
                 sent[i] += 1
                 finished += 1
             }

@@ -6,6 +6,8 @@ import RelayEventStore
 struct Options {
     var scenario = ""
     var target = TargetKind.relay
+    /// The bench answer of `stream`, `fanout`, `resume-storm` and `storm` (`--model`).
+    var answer = BenchAnswer.text
     var host = "127.0.0.1"
     var port = 8080
     var jwtSecret: String?
@@ -84,6 +86,10 @@ struct Options {
       --server-pids a,b,…     processes whose CPU/RSS are reported (relay, or nginx workers)
       --redis-pid P           redis-server, for its CPU
       --redis-url URL         append-ceiling: redis://host:port, unix:///path or redis+cluster://host:port,…
+      --model M               the answer of stream, fanout, resume-storm and storm: simulated-bench
+                              (stamped deltas, default) or simulated-bench-parts (as many events,
+                              mostly stamped reasoning and tool-call argument parts; nchan gets
+                              the same events from the load generator)
 
     Load:
       --quick                 seconds-long smoke run with small N (CI)
@@ -130,6 +136,9 @@ struct Options {
             case "--target":
                 guard let t = TargetKind(rawValue: try value()) else { throw UsageError("--target relay|nchan") }
                 o.target = t
+            case "--model":
+                guard let m = BenchAnswer(rawValue: try value()) else { throw UsageError("--model simulated-bench|simulated-bench-parts") }
+                o.answer = m
             case "--host": o.host = try value()
             case "--port": o.port = Int(try value()) ?? 0
             case "--jwt-secret": o.jwtSecret = try value()

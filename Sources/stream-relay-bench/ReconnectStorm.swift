@@ -174,7 +174,7 @@ extension Runner {
         let finishBy = UInt64((Double(tokens) / rate + 20) * 1000)
         spin(timeoutMs: finishBy) { readers.allSatisfy { $0.finished || $0.failed != nil } }
         let finished = readers.filter { $0.finished }.count
-        let incomplete = readers.filter { $0.lastN != tokens }.count
+        let incomplete = readers.filter { $0.lastN != target.answer.stamps(events: tokens) }.count
         log("  \(finished)/\(readersN) readers got done after \(fmt(Double(monoMs() - started) / 1000)) s")
         for r in readers { r.close() }
 

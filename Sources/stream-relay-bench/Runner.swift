@@ -96,6 +96,8 @@ final class Runner {
         /// SSE `delta` events received, and the deltas among them that arrived merged
         /// (several in one event: the relay's coalescing for a backed-up client).
         var deltaEvents: Int, mergedDeltas: Int
+        /// SSE part events received (the part-heavy answer's).
+        var partEvents: Int
         /// Tail deltas not received when the run stopped waiting (not loss: see `RunStats.late`).
         var late: Int
         var serverCPU: Double?, redisCPU: Double?, serverRSS: Int?
@@ -176,7 +178,7 @@ final class Runner {
             for s in 0..<streams {
                 if let p = Publisher(loop: loop, src: sources.take(), target: target, channel: ids[s]) { publishers.append(p) }
             }
-            schedule = PublishSchedule(loop: loop, publishers: publishers, rate: rate, tokens: tokens)
+            schedule = PublishSchedule(loop: loop, publishers: publishers, rate: rate, tokens: tokens, answer: target.answer)
             schedule?.start()
         }
         var serverCPU = CPUWindow(opts.serverPids)
@@ -202,7 +204,7 @@ final class Runner {
         let finished = subs.filter { $0.finished }.count
         log("  \(finished)/\(total) finished (done received) after \(fmt(Double(monoMs() - started) / 1000)) s")
         spin(timeoutMs: 200)
-        for s in subs { s.settle(tokens: tokens); s.drop() }
+        for s in subs { s.settle(tokens: target.answer.stamps(events: tokens)); s.drop() }
         schedule?.stop()
         let pubErrors = schedule?.totalErrors ?? 0
         for p in publishers { p.close() }
@@ -215,7 +217,7 @@ final class Runner {
                           p50: stats.latency.quantileMs(0.5), p99: stats.latency.quantileMs(0.99),
                           p999: stats.latency.quantileMs(0.999), maxMs: stats.latency.quantileMs(1.0),
                           lost: stats.lost, duplicates: stats.duplicates,
-                          deltaEvents: stats.deltaEvents, mergedDeltas: stats.mergedDeltas, late: stats.late,
+                          deltaEvents: stats.deltaEvents, mergedDeltas: stats.mergedDeltas, partEvents: stats.partEvents, late: stats.late,
                           serverCPU: sSplit?.total, redisCPU: rCPU, serverRSS: rss, serverKernelCPU: sSplit?.kernel,
                           errors: httpErrors + stats.connectFailures + stats.errorEvents + pubErrors + stats.closedEarly,
                           benchCPU: benchCPU, stealPercent: stolen)
@@ -227,12 +229,13 @@ final class Runner {
         let serverPerDelivery = cpuMicrosPerUnit(cpuPercent: r.serverCPU, perSecond: r.deliveriesPerSec)
         let serverKernelPerDelivery = cpuMicrosPerUnit(cpuPercent: r.serverKernelCPU, perSecond: r.deliveriesPerSec)
         let redisPerEvent = cpuMicrosPerUnit(cpuPercent: r.redisCPU, perSecond: eventsPerSec)
-        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), late \(r.late), dup \(r.duplicates), errors \(r.errors), merged \(r.mergedDeltas) deltas (\(r.deltaEvents) delta events), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%, load generator CPU \(fmt(r.benchCPU))%, stolen \(fmt(r.stealPercent))% of the machine; per event: server \(fmt(serverPerDelivery, 2)) µs/delivery (kernel \(fmt(serverKernelPerDelivery, 2))), redis \(fmt(redisPerEvent, 2)) µs/event")
+        log("  → \(Int(r.deliveriesPerSec)) deliveries/s (ideal \(Int(r.expectedPerSec))), latency p50 \(fmt(r.p50, 2)) ms p99 \(fmt(r.p99, 2)) ms p99.9 \(fmt(r.p999, 2)) ms max \(fmt(r.maxMs, 1)) ms, lost \(r.lost), late \(r.late), dup \(r.duplicates), errors \(r.errors), merged \(r.mergedDeltas) deltas (\(r.deltaEvents) delta events, \(r.partEvents) part events), server CPU \(fmt(r.serverCPU))%, RSS \(r.serverRSS.map { "\($0 / 1_048_576) MiB" } ?? "n/a"), redis CPU \(fmt(r.redisCPU))%, load generator CPU \(fmt(r.benchCPU))%, stolen \(fmt(r.stealPercent))% of the machine; per event: server \(fmt(serverPerDelivery, 2)) µs/delivery (kernel \(fmt(serverKernelPerDelivery, 2))), redis \(fmt(redisPerEvent, 2)) µs/event")
         var d: [String: Any] = [
             "scenario": scenario, "streams": r.streams, "subscribers": r.subscribers,
             "deliveries_per_s": r.deliveriesPerSec, "ideal_per_s": r.expectedPerSec,
             "lost": r.lost, "late": r.late, "duplicates": r.duplicates, "errors": r.errors, "ok": r.ok,
-            "delta_events": r.deltaEvents, "merged_deltas": r.mergedDeltas,
+            "delta_events": r.deltaEvents, "merged_deltas": r.mergedDeltas, "part_events": r.partEvents,
+            "model": target.answer.rawValue,
         ]
         if let v = r.p50 { d["p50_ms"] = v }
         if let v = r.p99 { d["p99_ms"] = v }
@@ -255,7 +258,7 @@ final class Runner {
     /// that misses p99 < 50 ms with nothing lost.
     func streamScenario() -> Bool {
         let steps = opts.steps
-        log("scenario stream target \(target.kind.rawValue): N steps \(steps), \(opts.rate) tokens/s, \(opts.duration) s measured per step, connect \(opts.connectRate)/s, heartbeat as configured on the server")
+        log("scenario stream target \(target.kind.rawValue): model \(target.answer.rawValue), N steps \(steps), \(opts.rate) tokens/s, \(opts.duration) s measured per step, connect \(opts.connectRate)/s, heartbeat as configured on the server")
         var best = 0
         var allOK = true
         for n in steps {
@@ -371,7 +374,7 @@ final class Runner {
             for s in 0..<streams {
                 if let p = Publisher(loop: loop, src: sources.take(), target: target, channel: ids[s]) { publishers.append(p) }
             }
-            schedule = PublishSchedule(loop: loop, publishers: publishers, rate: rate, tokens: tokens)
+            schedule = PublishSchedule(loop: loop, publishers: publishers, rate: rate, tokens: tokens, answer: target.answer)
             schedule?.start()
         }
         stats.measureFromMicros = nowMicros()

@@ -177,15 +177,19 @@ func cpuMicrosPerUnit(cpuPercent: Double?, perSecond: Double) -> Double? {
 /// Counters shared by all subscribers of a run.
 final class RunStats {
     var latency = LatencyHistogram()
-    /// Deltas received (all, including replays).
+    /// Stamped events received (deltas, and the stamped parts of the part-heavy answer;
+    /// all, including replays).
     var received = 0
-    /// Deltas received whose arrival fell in the measurement window.
+    /// Events received whose arrival fell in the measurement window: stamped ones (a
+    /// merged delta counts each delta it carries) and unstamped parts (a tool call's framing).
     var receivedInWindow = 0
     /// SSE `delta` events received (all): fewer than `received` when the relay merged
     /// deltas for a backed-up client (adaptive coalescing); nchan sends one per publish.
     var deltaEvents = 0
     /// Deltas that arrived inside an SSE event carrying more than one (merged deltas).
     var mergedDeltas = 0
+    /// SSE part events received (all): stamped pieces and a tool call's framing.
+    var partEvents = 0
     var duplicates = 0
     /// Real loss: deltas skipped in what a subscriber received (a jump in `n`).
     var lost = 0

@@ -213,6 +213,8 @@ final class StormReader {
             switch BenchEvent.parse(m.data) {
             case .delta:
                 BenchEvent.forEachToken(m.data) { t, n in delta(t: t, n: n, now: now) }
+            case .part(let stamp):
+                if let s = stamp { delta(t: s.t, n: s.n, now: now) }
             case .done, .error, .other:
                 decoded = try? StreamEvent(json: m.data)
                 if case .done? = decoded {

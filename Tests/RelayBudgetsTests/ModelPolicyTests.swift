@@ -37,6 +37,18 @@ final class ModelPolicyTests: XCTestCase {
         XCTAssertEqual(try fallback.resolve(requested: "simulated-tools", tier: "free", defaultTier: "free"), "simulated-tools")
     }
 
+    /// The bench answers (`simulated-bench`, `simulated-bench-parts`) are reserved for
+    /// `stream-relay-bench`: a list that holds `simulated` does not bring them along.
+    func testBenchModelsAreNotAllowedWhereSimulatedIs() throws {
+        let p = try ModelPolicy(specification: "free=simulated,pro=simulated|simulated-ar", fallbackModel: nil)
+        let fallback = try ModelPolicy(specification: "", fallbackModel: "simulated")
+        for model in ["simulated-bench", "simulated-bench-parts"] {
+            XCTAssertThrowsError(try p.resolve(requested: model, tier: "free", defaultTier: "free"), model)
+            XCTAssertThrowsError(try p.resolve(requested: model, tier: "pro", defaultTier: "free"), model)
+            XCTAssertThrowsError(try fallback.resolve(requested: model, tier: "free", defaultTier: "free"), model)
+        }
+    }
+
     func testBadSpecificationsNameTheVariable() {
         for bad in ["free", "=a", "free=a||b", "free=a,free=b", "free="] {
             XCTAssertThrowsError(try ModelPolicy(specification: bad, fallbackModel: nil), bad) { e in

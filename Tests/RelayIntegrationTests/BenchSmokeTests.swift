@@ -48,6 +48,26 @@ final class BenchSmokeTests: RelayTestCase {
         XCTAssertTrue(err.contains("µs/delivery"), "per-event CPU printed: \(err)")
     }
 
+    /// `--model simulated-bench-parts`: the load generator reads the stamps from reasoning and
+    /// argument parts as from deltas, so the same accounting holds for the part-heavy answer.
+    func testStreamQuickWithThePartHeavyAnswerDeliversEverything() throws {
+        let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "50", "RELAY_HEARTBEAT": "1s"].merging(Self.loadTestLimits) { $1 })
+        let (status, results, err) = try runBench(["stream", "--quick", "--model", "simulated-bench-parts", "--port", String(relay.port)])
+        XCTAssertEqual(status, 0, err)
+        let steps = results.filter { $0["scenario"] as? String == "stream" }
+        XCTAssertFalse(steps.isEmpty, err)
+        for s in steps {
+            XCTAssertEqual(s["model"] as? String, "simulated-bench-parts", "\(s)")
+            XCTAssertEqual(s["lost"] as? Int, 0, "lost events: \(s)")
+            XCTAssertEqual(s["duplicates"] as? Int, 0, "duplicates: \(s)")
+            XCTAssertEqual(s["errors"] as? Int, 0, "errors: \(s)")
+            XCTAssertEqual(s["late"] as? Int, 0, "tails not received by the deadline: \(s)")
+            let parts = try XCTUnwrap(s["part_events"] as? Int, "\(s)")
+            let deltas = try XCTUnwrap(s["delta_events"] as? Int, "\(s)")
+            XCTAssertGreaterThan(parts, 5 * deltas, "mostly parts (36 of every 40 events): \(s)")
+        }
+    }
+
     func testResumeStormQuickHasNoGapsOrDuplicates() throws {
         let relay = try startRelay(["RELAY_SIMULATED_TOKENS_PER_SECOND": "20", "RELAY_HEARTBEAT": "1s"].merging(Self.loadTestLimits) { $1 })
         let (status, results, err) = try runBench(["resume-storm", "--quick", "--port", String(relay.port)])

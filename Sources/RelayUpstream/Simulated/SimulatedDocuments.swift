@@ -13,13 +13,17 @@ public enum SimulatedDocuments {
     public static let arabicModel = "simulated-ar"
     /// A model name reserved for benchmarks; it maps to no document here.
     public static let benchModel = "simulated-bench"
+    /// A model name reserved for benchmarks: the part-heavy bench answer
+    /// (`BenchPartsAnswer`); it maps to no document here either.
+    public static let benchPartsModel = "simulated-bench-parts"
 
     /// The document the simulated upstream streams for a request's `model`.
     ///
     /// - Parameter model: the request's `model` field; `nil` when absent.
     /// - Returns: `englishNDA` for `nil` or `"simulated"`, `arabicLegal` for
     ///   `"simulated-ar"`, and `nil` for anything else, including the reserved
-    ///   `"simulated-bench"` (whose text a benchmark generator supplies).
+    ///   `"simulated-bench"` and `"simulated-bench-parts"` (whose events a benchmark
+    ///   generator supplies).
     ///   Matching is exact (case-sensitive).
     public static func document(forModel model: String?) -> String? {
         switch model {
