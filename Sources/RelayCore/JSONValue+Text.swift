@@ -39,35 +39,45 @@ extension JSONValue {
         }
     }
 
-    /// A JSON string literal of `s`'s units: well-formed runs escaped by `JSONText`, each
+    /// A JSON string literal of `s`'s units, written straight from UTF-16 to UTF-8 (one pass, no
+    /// intermediate `String`: the standard library's UTF-16 decoding takes a generic path of
+    /// about 500 instructions per byte, docs/BENCHMARKS.md "Parts: cost per event"). Escaped
+    /// as `JSONText.appendEscaped` escapes (`"`, `\`, U+0000–U+001F, U+2028, U+2029); each
     /// unpaired surrogate as `\uXXXX`.
     private static func appendQuoted(_ s: JSONString, to out: inout String) {
-        out += "\""
-        var run: [UInt16] = []
-        func flush() {
-            guard !run.isEmpty else { return }
-            JSONText.appendEscaped(String(decoding: run, as: UTF16.self), to: &out)
-            run.removeAll(keepingCapacity: true)
+        let u = s.units
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(u.count + 2)
+        bytes.append(0x22)
+        func hex4(_ v: UInt16) {
+            let digits: [UInt8] = Array("0123456789abcdef".utf8)
+            bytes += [0x5C, 0x75, digits[Int(v >> 12) & 15], digits[Int(v >> 8) & 15], digits[Int(v >> 4) & 15], digits[Int(v) & 15]]
         }
         var i = 0
-        let u = s.units
         while i < u.count {
             let c = u[i]
-            if UTF16.isLeadSurrogate(c), i + 1 < u.count, UTF16.isTrailSurrogate(u[i + 1]) {
-                run.append(c)
-                run.append(u[i + 1])
-                i += 2
-            } else if UTF16.isLeadSurrogate(c) || UTF16.isTrailSurrogate(c) {
-                flush()
-                let hex = String(c, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            i += 1
+            switch c {
+            case 0x22: bytes += [0x5C, 0x22]
+            case 0x5C: bytes += [0x5C, 0x5C]
+            case 0x0A: bytes += [0x5C, 0x6E]
+            case 0x0D: bytes += [0x5C, 0x72]
+            case 0x09: bytes += [0x5C, 0x74]
+            case 0..<0x20, 0x2028, 0x2029: hex4(c)
+            case 0x20..<0x80: bytes.append(UInt8(c))
+            case 0x80..<0x800:
+                bytes += [UInt8(0xC0 | (c >> 6)), UInt8(0x80 | (c & 0x3F))]
+            case 0xD800...0xDBFF where i < u.count && (0xDC00...0xDFFF).contains(u[i]):
+                let scalar = 0x10000 + (UInt32(c - 0xD800) << 10) + UInt32(u[i] - 0xDC00)
                 i += 1
-            } else {
-                run.append(c)
-                i += 1
+                bytes += [UInt8(0xF0 | (scalar >> 18)), UInt8(0x80 | ((scalar >> 12) & 0x3F)),
+                          UInt8(0x80 | ((scalar >> 6) & 0x3F)), UInt8(0x80 | (scalar & 0x3F))]
+            case 0xD800...0xDFFF: hex4(c)   // unpaired
+            default:
+                bytes += [UInt8(0xE0 | (c >> 12)), UInt8(0x80 | ((c >> 6) & 0x3F)), UInt8(0x80 | (c & 0x3F))]
             }
         }
-        flush()
-        out += "\""
+        bytes.append(0x22)
+        out += String(decoding: bytes, as: UTF8.self)
     }
 }

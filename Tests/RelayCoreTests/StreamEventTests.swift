@@ -1,6 +1,7 @@
 import XCTest
 @testable import RelayCore
 import RelayHTTP
+import RelayTestKit
 
 final class StreamEventTests: XCTestCase {
     func testDeltaRoundTripsWithEscapes() throws {
@@ -104,5 +105,35 @@ final class AnswerPartEventTests: XCTestCase {
         XCTAssertFalse(AnswerPart.toolCallStart(id: "c", name: "f").countsAsToken)
         XCTAssertFalse(AnswerPart.toolCallEnd(id: "c", name: "f", input: .object([])).countsAsToken)
         XCTAssertFalse(AnswerPart.source(id: "s", url: "u", title: nil).countsAsToken)
+    }
+}
+
+final class CompactJSONStringTests: XCTestCase {
+    /// The one-pass UTF-16 → UTF-8 writer of string values gives what escaping the decoded
+    /// string gives (`JSONText.quoted`) for every well-formed string, random units included,
+    /// and keeps each unpaired surrogate as its escape.
+    func testStringsAreWrittenAsJSONTextEscapesThem() {
+        var rng = SplitMix64(seed: 42)
+        let samples: [[UInt16]] = [[], Array("plain".utf16), Array("\"q\" \\ \n\r\t\u{01}\u{1F} \u{2028}\u{2029}".utf16),
+                                   Array("é中🙂 عربي".utf16), Array("\u{7F}\u{80}\u{7FF}\u{800}\u{FFFF}\u{10000}\u{10FFFF}".utf16)]
+        var all = samples
+        for _ in 0..<500 {
+            var units: [UInt16] = []
+            for _ in 0..<Int(rng.next() % 20) {
+                switch rng.next() % 5 {
+                case 0: units.append(UInt16(rng.next() % 0x80))
+                case 1: units.append(UInt16(0x80 + rng.next() % 0x780))
+                case 2: units.append(UInt16(0x800 + rng.next() % 0xD000))
+                case 3: units += Array(String(UnicodeScalar(UInt32(0x10000 + rng.next() % 0xFFFFF))!).utf16)
+                default: units.append(UInt16(0xE000 + rng.next() % 0x2000))
+                }
+            }
+            all.append(units)
+        }
+        for units in all {
+            let text = String(decoding: units, as: UTF16.self)
+            XCTAssertEqual(JSONValue.string(JSONString(units: units)).compactJSON, JSONText.quoted(text), "\(units)")
+        }
+        XCTAssertEqual(JSONValue.string(JSONString(units: [0x61, 0xD83D, 0x62, 0xDE00])).compactJSON, #""a\ud83db\ude00""#)
     }
 }
