@@ -121,6 +121,21 @@ final class OpenAIPartsTests: UpstreamTestCase {
         assertMultiIdle()
     }
 
+    /// `finish_reason: "length"` inside a call (the `max_tokens` the relay sent, its grant): the
+    /// call stays open with its incomplete arguments and the answer ends `length` (docs/PROTOCOL.md
+    /// §5.5), as when the relay cuts it itself; never a 502 for arguments that could not be whole.
+    /// With `[DONE]` or with the stream closing after the finish reason.
+    func testALengthCutInsideACallLeavesItOpenAndEndsWithLength() throws {
+        for chunked in [true, false] {
+            let body = S.toolCall(index: 0, id: "call_cut", name: "get_weather", arguments: "{\"city\": ")
+                + S.chunk("{}", finish: "length") + (chunked ? OpenAIFixtures.done : "")
+            let (events, _) = try runOpenAI(Self.sse(body, chunked: chunked))
+            XCTAssertEqual(events.dropLast(), [.part(.toolCallStart(id: "call_cut", name: "get_weather")),
+                                               .part(.toolCallDelta(id: "call_cut", arguments: "{\"city\": "))], "chunked \(chunked)")
+            guard case .done("length", _, _)? = events.last else { return XCTFail("done length: \(String(describing: events.last))") }
+        }
+    }
+
     func testACallWithoutAnIdOrANameEndsTheAnswer() throws {
         let noID = S.chunk("{\"tool_calls\":[{\"index\":0,\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"\"}}]}")
         let (a, _) = try runOpenAI(Self.sse(OpenAIFixtures.content("Hi") + noID + finishToolCalls + OpenAIFixtures.done))

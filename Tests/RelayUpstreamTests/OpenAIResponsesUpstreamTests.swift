@@ -147,6 +147,17 @@ final class OpenAIResponsesUpstreamTests: UpstreamTestCase {
         }
     }
 
+    /// A response cut at `max_output_tokens` (the relay's grant) inside a function call: the call
+    /// stays open with its incomplete arguments and the answer ends `length` (docs/PROTOCOL.md
+    /// §5.5), as when the relay cuts it itself; never a 502 for arguments that could not be whole.
+    func testAResponseCutInsideACallLeavesItOpenAndEndsWithLength() throws {
+        let itemDone = S.event("response.output_item.done", 5, "\"output_index\":0,\"item\":{\"type\":\"function_call\",\"id\":\"fc_0\",\"call_id\":\"call_a\",\"name\":\"f\",\"arguments\":\"{\\\"city\\\":\",\"status\":\"incomplete\"}")
+        let incomplete = S.event("response.incomplete", 9, "\"response\":{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"usage\":{\"input_tokens\":7,\"output_tokens\":16}}")
+        let (events, _) = try runOpenAIResponses(Self.sse(callAdded(0, callID: "call_a", name: "f") + arguments(0, "{\"city\":") + itemDone + incomplete))
+        XCTAssertEqual(events, [.part(.toolCallStart(id: "call_a", name: "f")), .part(.toolCallDelta(id: "call_a", arguments: "{\"city\":")),
+                                .done(finishReason: "length", usage: Usage(promptTokens: 7, completionTokens: 16))])
+    }
+
     func testFailedResponseAndErrorEventEndTheAnswerWithUpstreamError() throws {
         let failed = S.event("response.failed", 9, "\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"The model failed to generate a response.\"}}")
         let (a, _) = try runOpenAIResponses(Self.sse(text("Part") + failed))

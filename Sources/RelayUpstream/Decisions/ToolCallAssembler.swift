@@ -138,6 +138,14 @@ struct ToolCallAssembler {
         return parts
     }
 
+    /// Whether an answer that ends with this (relay) `finish_reason` was cut while generating
+    /// (`length`: the `max_tokens` the relay sent, or a filter): its open calls stay open, their
+    /// arguments incomplete and never parsed, as when the relay cuts an answer at its grant
+    /// (docs/PROTOCOL.md §5.5: only a `stop` or `tool_calls` end needs every call ended).
+    static func isCut(finishReason: String) -> Bool {
+        finishReason == "length" || finishReason == "content_filter"
+    }
+
     /// Checks that no call is open (before `done`).
     /// - Throws: `ToolCallViolation` naming the first call still open.
     func requireAllEnded() throws(ToolCallViolation) {

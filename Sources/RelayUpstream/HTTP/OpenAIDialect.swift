@@ -21,8 +21,10 @@ import RelayCore
 ///   `function.name` (→ `tool_call_start`), every piece may carry `function.arguments` text
 ///   (→ `tool_call_delta`); an `id` or `name` a later piece repeats is ignored. Calls may
 ///   interleave by index.
-/// * `finish_reason` (any): every open call ends (`tool_call_end`, arguments parsed), in the
-///   order they started; so does the end of the stream. `"tool_calls"` passes through.
+/// * `finish_reason`: every open call ends (`tool_call_end`, arguments parsed), in the
+///   order they started; so does the end of the stream. `"tool_calls"` passes through. A cut
+///   (`length`, `content_filter`) leaves the open calls open, their arguments incomplete
+///   (docs/PROTOCOL.md §5.5), as the relay's own cut at the grant does.
 /// Broken call rules (`ToolCallAssembler`) end the answer with `.fail`.
 struct OpenAIDialect: UpstreamDialect {
     static let name = "OpenAI-compatible"
@@ -52,6 +54,8 @@ struct OpenAIDialect: UpstreamDialect {
     }
 
     mutating func streamEnded() -> [DialectStep] {
+        // A cut answer's calls stay open (`ToolCallAssembler.isCut`).
+        if let r = finishReason, ToolCallAssembler.isCut(finishReason: r) { return [] }
         do throws(ToolCallViolation) {
             return try toolCalls.endAll().map(DialectStep.part)
         } catch {
@@ -77,7 +81,9 @@ struct OpenAIDialect: UpstreamDialect {
                     steps.append(.part(d))
                 }
             }
-            if chunk.finishReason != nil { steps += try toolCalls.endAll().map(DialectStep.part) }
+            if let r = chunk.finishReason, !ToolCallAssembler.isCut(finishReason: r) {
+                steps += try toolCalls.endAll().map(DialectStep.part)
+            }
         } catch {
             steps.append(.fail(error.message))
         }

@@ -16,7 +16,8 @@ import RelayCore
 ///   `function_call_output`); `response.function_call_arguments.delta` (`output_index`,
 ///   `delta`): `tool_call_delta`; `response.function_call_arguments.done` (its `arguments` sent
 ///   as the one piece when no delta came), or else the item's `response.output_item.done`:
-///   `tool_call_end` (`ToolCallAssembler`). Items of other types (messages, reasoning, hosted
+///   `tool_call_end` (`ToolCallAssembler`); an item done with `"status":"incomplete"` (the
+///   response was cut) leaves its call open. Items of other types (messages, reasoning, hosted
 ///   tools such as `web_search_call`) start no call.
 /// * `response.output_text.annotation.added` with a `url_citation` (`url`, `title`): a
 ///   `source`, once per URL per answer (ids `src_1`, `src_2`, …).
@@ -66,6 +67,8 @@ struct OpenAIResponsesDialect: UpstreamDialect {
     }
 
     mutating func streamEnded() -> [DialectStep] {
+        // A cut answer's calls stay open (`ToolCallAssembler.isCut`).
+        if let r = finishReason, ToolCallAssembler.isCut(finishReason: r) { return [] }
         do throws(ToolCallViolation) {
             try toolCalls.requireAllEnded()
             return []
@@ -111,7 +114,10 @@ struct OpenAIResponsesDialect: UpstreamDialect {
             }
         case "response.output_item.done":
             let index = try outputIndex(e)
-            guard try e.object("item")?.string("type")?.text == "function_call", toolCalls.openID(atSlot: index) != nil else { return [] }
+            let item = try e.object("item")
+            guard try item?.string("type")?.text == "function_call", toolCalls.openID(atSlot: index) != nil else { return [] }
+            // A call the response cut (`max_output_tokens`) stays open: its arguments are incomplete.
+            if try item?.string("status")?.text == "incomplete" { return [] }
             return parts { (t: inout ToolCallAssembler) throws(ToolCallViolation) in try t.end(slot: index) }
         case "response.output_text.annotation.added":
             guard let a = try e.object("annotation"), try a.string("type")?.text == "url_citation" else { return [] }
