@@ -106,6 +106,18 @@ final class AnthropicPartsTests: UpstreamTestCase {
         XCTAssertEqual(events.count, 3, "start, the piece, the error: \(events)")
     }
 
+    /// `max_tokens` (the relay's grant) reached inside a `tool_use` block: Anthropic stops the
+    /// block with its input cut short, then says `max_tokens`. The call stays open and the answer
+    /// ends `length` (docs/PROTOCOL.md §5.5), as when the relay cuts it itself; never a 502.
+    func testAToolUseCutByMaxTokensStaysOpenAndTheAnswerEndsWithLength() throws {
+        let body = start + S.toolUseStart(0, id: "toolu_cut", name: "get_weather") + S.inputJSON(0, "{\"city\": \"Riy")
+            + S.blockStop(0) + AnthropicFixtures.messageDelta(stop: "max_tokens", output: 16) + AnthropicFixtures.messageStop
+        let (events, _) = try runAnthropic(Self.sse(body))
+        XCTAssertEqual(Array(events.dropLast()), [.part(.toolCallStart(id: "toolu_cut", name: "get_weather")),
+                                                  .part(.toolCallDelta(id: "toolu_cut", arguments: "{\"city\": \"Riy"))])
+        guard case .done("length", _, _)? = events.last else { return XCTFail("done length: \(String(describing: events.last))") }
+    }
+
     func testAToolUseWithoutAnIdEndsTheAnswer() throws {
         let body = start + S.blockStart(0, "{\"type\":\"tool_use\",\"name\":\"f\",\"input\":{}}") + S.blockStop(0) + end
         let (events, _) = try runAnthropic(Self.sse(body))

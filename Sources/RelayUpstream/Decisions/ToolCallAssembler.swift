@@ -129,6 +129,13 @@ struct ToolCallAssembler {
         return parts
     }
 
+    /// Whether the call open at `slot` has arguments that read as one JSON value so far (none:
+    /// `{}`); `false` when no call is open there.
+    func argumentsParse(slot: Int) -> Bool {
+        guard let call = open.first(where: { $0.slot == slot }) else { return false }
+        return (try? input(of: call)) != nil
+    }
+
     /// Every open call ends, in the order they started (OpenAI: the choice's
     /// `finish_reason`, or the end of the stream).
     /// - Throws: `ToolCallViolation` as `end(slot:)`, for the first call that fails.

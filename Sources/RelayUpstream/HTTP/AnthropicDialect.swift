@@ -23,7 +23,9 @@ import RelayCore
 /// * `tool_use`: the start's `id` and `name` are a `tool_call_start`, each
 ///   `input_json_delta`'s `partial_json` a `tool_call_delta`, the block's
 ///   `content_block_stop` the `tool_call_end` (`ToolCallAssembler`; a `message_stop` with a
-///   call still open is refused). An `input_json_delta` for a block that started as no
+///   call still open is refused). A block that stops with input that does not parse is the
+///   cut of a `max_tokens` stop reason (the call stays open, docs/PROTOCOL.md §5.5) or else a
+///   broken rule, refused at the stop reason. An `input_json_delta` for a block that started as no
 ///   `tool_use` is refused; one of a `server_tool_use` block (a tool Anthropic runs itself,
 ///   such as web search) is ignored, as is the block.
 ///
@@ -43,6 +45,11 @@ struct AnthropicDialect: UpstreamDialect {
     private var blocks: [Int: Block] = [:]
     /// Cited URLs → their source ids, in order of first citation.
     private var sources: [String: String] = [:]
+    /// `tool_use` blocks that stopped with input that does not parse, by `index`, kept open
+    /// until the stop reason says why: `max_tokens` (a cut, the relay's grant sent as
+    /// `max_tokens`) leaves them open as docs/PROTOCOL.md §5.5 does; any other end is the
+    /// broken rule it always was.
+    private var unparsedStops: [Int] = []
 
     /// The kinds of content block the dialect tells apart.
     private enum Block {
@@ -81,6 +88,9 @@ struct AnthropicDialect: UpstreamDialect {
     }
 
     mutating func streamEnded() -> [DialectStep] {
+        // A cut answer's calls stay open (`ToolCallAssembler.isCut`).
+        if let r = finishReason, ToolCallAssembler.isCut(finishReason: r) { return [] }
+        if let failed = failUnparsedStop() { return failed }
         do throws(ToolCallViolation) {
             try toolCalls.requireAllEnded()
             return []
@@ -103,17 +113,30 @@ struct AnthropicDialect: UpstreamDialect {
         case "content_block_stop":
             guard let index = try e.int("index") else { throw ShapeMismatch(reason: "no \"index\"") }
             guard blocks.removeValue(forKey: index) == .toolUse else { return [] }
+            if !toolCalls.argumentsParse(slot: index) {
+                unparsedStops.append(index)   // cut by max_tokens, or broken: the stop reason tells
+                return []
+            }
             return parts { (t: inout ToolCallAssembler) throws(ToolCallViolation) in try t.end(slot: index) }
         case "message_delta":
             let reason = try e.object("delta")?.string("stop_reason")
             if let u = try e.object("usage") { try record(u) }
             if let r = reason { finishReason = Self.finishReason(for: r.text) }
+            if let r = finishReason, !ToolCallAssembler.isCut(finishReason: r), let failed = failUnparsedStop() { return failed }
             return []
         case "message_stop":
             return [.end]
         default:  // future types
             return []
         }
+    }
+
+    /// The failure of the first `tool_use` block that stopped with input that does not parse
+    /// (`unparsedStops`), in an answer that was not cut; `nil` when there is none.
+    private mutating func failUnparsedStop() -> [DialectStep]? {
+        guard let index = unparsedStops.first else { return nil }
+        unparsedStops.removeAll()
+        return parts { (t: inout ToolCallAssembler) throws(ToolCallViolation) in try t.end(slot: index) }
     }
 
     /// `content_block_start`: remembers the block's kind; a thinking block's initial text, a
