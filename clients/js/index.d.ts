@@ -468,6 +468,9 @@ export function relayChatTransportOptions(options: RelayChatTransportOptions): {
 };
 /** A UI message's text parts joined, as the relay's `{role, content}`. */
 export function relayMessageOf(m: { role: string; parts?: Array<{ type: string; text?: string }>; content?: string }): { role: string; content: string };
+/** A UI message as the relay's messages: its text, and for an assistant each tool call that has
+ *  its result as `tool_calls` plus a `tool` message with the result, in the order of its steps. */
+export function relayMessagesOf(m: { role: string; parts?: Array<{ type: string; [k: string]: unknown }>; content?: string }): Array<Record<string, unknown>>;
 /** The last event id after each event dispatched in SSE text (WHATWG HTML §9.2.6: an `id:` counts
  *  once its block's blank line arrived); `state.carry` holds an unfinished line, `state.pending` an
  *  id whose block has not ended. */

@@ -53,6 +53,53 @@ export function relayMessageOf(m) {
   return { role: m.role, content: text };
 }
 
+/** The tool name of an AI SDK tool part (`tool-<name>`, or a `dynamic-tool`'s `toolName`);
+ * `undefined` for another part. @param {any} p */
+function toolNameOf(p) {
+  if (p.type === 'dynamic-tool') return typeof p.toolName === 'string' ? p.toolName : undefined;
+  return typeof p.type === 'string' && p.type.startsWith('tool-') ? p.type.slice(5) : undefined;
+}
+
+/** One AI SDK UI message as the relay's messages (docs/PROTOCOL.md §3.1): its text parts
+ * joined; for an assistant, each tool call that has its result (`output-available`, or
+ * `output-error`) as a `tool_calls` entry (the input as the arguments' JSON text) followed by a
+ * `tool` message with the result (a string as is, any other value as JSON, an error as
+ * `{"error": …}`), so the model sees the results of the tools the app ran. Text after a call's
+ * result starts a new assistant message, keeping the order of the steps. A call still waiting
+ * for its result is left out (an upstream refuses a call no tool message answers).
+ * @param {{ role: string, parts?: any[], content?: string }} m
+ * @returns {Array<Record<string, unknown>>} */
+export function relayMessagesOf(m) {
+  if (m.role !== 'assistant' || typeof m.content === 'string') return [relayMessageOf(m)];
+  const out = [];
+  let text = '';
+  let calls = [];
+  let results = [];
+  const flush = () => {
+    if (calls.length) out.push({ role: 'assistant', content: text === '' ? null : text, tool_calls: calls }, ...results);
+    else if (text !== '') out.push({ role: 'assistant', content: text });
+    text = '';
+    calls = [];
+    results = [];
+  };
+  for (const p of m.parts ?? []) {
+    if (p.type === 'text') {
+      if (calls.length) flush();
+      text += p.text ?? '';
+      continue;
+    }
+    const name = toolNameOf(p);
+    if (name === undefined || typeof p.toolCallId !== 'string') continue;
+    if (p.state !== 'output-available' && p.state !== 'output-error') continue;
+    calls.push({ id: p.toolCallId, type: 'function', function: { name, arguments: JSON.stringify(p.input ?? {}) } });
+    const content = p.state === 'output-error' ? JSON.stringify({ error: p.errorText ?? '' })
+      : typeof p.output === 'string' ? p.output : JSON.stringify(p.output ?? null);
+    results.push({ role: 'tool', tool_call_id: p.toolCallId, content });
+  }
+  flush();
+  return out.length ? out : [{ role: 'assistant', content: '' }];
+}
+
 /**
  * Options for the AI SDK's `DefaultChatTransport` that point `useChat` at the relay.
  * @param {{
@@ -100,7 +147,7 @@ export function relayChatTransportOptions(options) {
       return {
         api: `${base}/api/chat/stream?format=ai-sdk`,
         headers: { ...(await auth()), 'X-Request-Id': requestId, 'X-Chat-Id': r.id },
-        body: { ...(options.body ?? {}), ...(options.model ? { model: options.model } : {}), messages: r.messages.map(relayMessageOf) },
+        body: { ...(options.body ?? {}), ...(options.model ? { model: options.model } : {}), messages: r.messages.flatMap(relayMessagesOf) },
       };
     },
     /** @param {{ id: string }} r */

@@ -17,4 +17,4 @@ export { systemClock } from './clock.js';
 export { ProxyBufferingDetector, FIRST_BYTE_BOUND_MS, BURST_MIN_EVENTS, BURST_MIN_WAIT_MS, BURST_END_WINDOW_MS } from './proxyBuffering.js';
 export { xhrFetch, fetchStreamsBodies } from './xhrTransport.js';
 export { MarkdownLineScanner } from './markdownLines.js';
-export { relayChatTransportOptions, relayMessageOf, sseIdsIn } from './aiSdkTransport.js';
+export { relayChatTransportOptions, relayMessageOf, relayMessagesOf, sseIdsIn } from './aiSdkTransport.js';

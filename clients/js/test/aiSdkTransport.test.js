@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { relayChatTransportOptions, sseIdsIn, relayMessageOf } from '../src/aiSdkTransport.js';
+import { relayChatTransportOptions, sseIdsIn, relayMessageOf, relayMessagesOf } from '../src/aiSdkTransport.js';
 
 test('SSE ids are read across chunk boundaries, as the WHATWG parser reads them', () => {
   const state = { carry: '' };
@@ -59,6 +59,34 @@ test('a response still arriving for an earlier answer does not move the next ans
 test('message parts become the relay message content', () => {
   assert.deepEqual(relayMessageOf({ role: 'user', parts: [{ type: 'text', text: 'Draft ' }, { type: 'file' }, { type: 'text', text: 'an NDA' }] }),
     { role: 'user', content: 'Draft an NDA' });
+});
+
+test('tool calls the app answered go to the relay as tool_calls and tool messages, in the order of the steps', async () => {
+  const history = [
+    { role: 'user', parts: [{ type: 'text', text: 'Weather in Riyadh?' }] },
+    { role: 'assistant', parts: [
+      { type: 'step-start' }, { type: 'text', text: 'Checking.' },
+      { type: 'tool-get_weather', toolCallId: 'call_1', state: 'output-available', input: { city: 'Riyadh' }, output: { temp_c: 31 } },
+      { type: 'dynamic-tool', toolName: 'now', toolCallId: 'call_2', state: 'output-error', input: {}, errorText: 'no clock' },
+      { type: 'tool-later', toolCallId: 'call_3', state: 'input-available', input: {} },
+      { type: 'step-start' }, { type: 'text', text: 'It is 31 °C.' }] },
+  ];
+  const want = [
+    { role: 'user', content: 'Weather in Riyadh?' },
+    { role: 'assistant', content: 'Checking.', tool_calls: [
+      { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Riyadh"}' } },
+      { id: 'call_2', type: 'function', function: { name: 'now', arguments: '{}' } }] },
+    { role: 'tool', tool_call_id: 'call_1', content: '{"temp_c":31}' },
+    { role: 'tool', tool_call_id: 'call_2', content: '{"error":"no clock"}' },
+    { role: 'assistant', content: 'It is 31 °C.' },
+  ];
+  assert.deepEqual(history.flatMap(relayMessagesOf), want, 'a call without its result (call_3) is left out');
+  const t = relayChatTransportOptions({ baseURL: 'https://relay.example', token: () => 'tok', newRequestId: () => 'req-0123456789abcdef' });
+  const send = await t.prepareSendMessagesRequest({ id: 'chat-1', messages: history });
+  assert.deepEqual(send.body.messages, want, 'the send carries them: the model sees what the tools returned');
+  assert.deepEqual(relayMessagesOf({ role: 'assistant', parts: [{ type: 'tool-f', toolCallId: 'c', state: 'output-available', input: {}, output: 'plain' }] }),
+    [{ role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'c', content: 'plain' }]);
 });
 
 /** A fetch that answers every call with `body` (SSE text in chunks) and records the requests. */
