@@ -455,6 +455,10 @@ export interface RelayChatTransportOptions {
   fetch?: typeof fetch;
   /** The X-Request-Id of each new answer (default: 32 random hex digits). */
   newRequestId?: () => string;
+  /** Resumes, from the last event id, of one response cut before its `[DONE]` (default 5). */
+  reconnects?: number;
+  /** Wait before resume n: n times this, ms (default 1000). */
+  reconnectDelayMs?: number;
 }
 /** Options of the AI SDK's `DefaultChatTransport`: sends in the `format=ai-sdk` dialect and
  *  resumes from the last event id seen. */

@@ -45,6 +45,15 @@ export function sseIdsIn(text, state) {
   return ids;
 }
 
+/** Notes in `state.seen` whether SSE text has shown the UI Message Stream's last line,
+ * `data: [DONE]` (`state.carry`: the unfinished line of the previous chunk).
+ * @param {string} text @param {{ carry: string, seen: boolean }} state */
+function sawDone(text, state) {
+  const lines = (state.carry + text).split(/\r\n|\r|\n/);
+  state.carry = lines.pop() ?? '';
+  if (lines.some((l) => l === 'data: [DONE]' || l === 'data:[DONE]')) state.seen = true;
+}
+
 /** The AI SDK's message parts as the relay's message content: the text parts joined.
  * @param {{ role: string, parts?: Array<{ type: string, text?: string }>, content?: string }} m */
 export function relayMessageOf(m) {
@@ -109,6 +118,8 @@ export function relayMessagesOf(m) {
  *   body?: Record<string, unknown>,        // more request fields (`max_tokens`, `mode`, …)
  *   fetch?: typeof fetch,                  // the fetch to wrap (default: globalThis.fetch)
  *   newRequestId?: () => string,           // the X-Request-Id of each new answer
+ *   reconnects?: number,                   // resumes of one response cut before its end (5)
+ *   reconnectDelayMs?: number,             // wait before resume n: n × this (1000 ms)
  * }} options
  */
 export function relayChatTransportOptions(options) {
@@ -119,23 +130,64 @@ export function relayChatTransportOptions(options) {
   const answers = new Map();
   const auth = async () => ({ Authorization: `Bearer ${await options.token()}` });
 
-  /** Records the last SSE id of a response body in `answer` (the answer the request was made
-   * for, not whichever answer its chat has by the time a chunk arrives), passing the body through. */
-  function tracked(answer, response) {
-    if (!response.body) return response;
-    const [mine, theirs] = response.body.tee();
-    (async () => {
-      const reader = mine.getReader();
-      const decoder = new TextDecoder();
-      const state = { carry: '' };
-      for (;;) {
-        const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
-        if (done) break;
-        const ids = sseIdsIn(decoder.decode(value, { stream: true }), state);
-        if (ids.length) answer.lastEventId = ids[ids.length - 1];
-      }
-    })();
-    return new Response(theirs, { status: response.status, statusText: response.statusText, headers: response.headers });
+  const reconnects = options.reconnects ?? 5;
+  const reconnectDelayMs = options.reconnectDelayMs ?? 1000;
+
+  /** The body of a response for `answer`, passed through as the AI SDK reads it, noting the last
+   * SSE id of each event it takes. A body that ends (or fails) before the stream's `[DONE]` (a
+   * relay draining for a deploy, a slow link cut, a network drop) is resumed from that id on a
+   * new connection, up to `reconnects` times, and goes on as the same body: `useChat` reconnects
+   * only when a page loads, and takes a body that merely ends as a whole answer. */
+  function tracked(answer, response, signal) {
+    if (!response.body || !response.ok) return response;
+    let reader = response.body.getReader();
+    let decoder = new TextDecoder();
+    let state = { carry: '' };
+    const end = { carry: '', seen: false };
+    let attempts = 0;
+    const body = new ReadableStream({
+      async pull(controller) {
+        for (;;) {
+          let read;
+          try {
+            read = await reader.read();
+          } catch (error) {
+            read = { done: true, error };
+          }
+          if (!read.done) {
+            const text = decoder.decode(read.value, { stream: true });
+            const ids = sseIdsIn(text, state);
+            if (ids.length) answer.lastEventId = ids[ids.length - 1];
+            sawDone(text, end);
+            controller.enqueue(read.value);
+            return;
+          }
+          if (end.seen) return controller.close();
+          if (signal?.aborted || attempts >= reconnects) {
+            return controller.error(read.error ?? new Error('the answer\'s stream ended before its end'));
+          }
+          attempts += 1;
+          await new Promise((r) => setTimeout(r, reconnectDelayMs * attempts));
+          let next;
+          try {
+            next = await innerFetch(`${base}/api/chat/stream/${encodeURIComponent(answer.requestId)}?format=ai-sdk`,
+              { method: 'GET', headers: { ...(await auth()), 'Last-Event-ID': answer.lastEventId }, signal });
+          } catch (error) {
+            if (signal?.aborted) return controller.error(error);
+            continue;   // the next attempt
+          }
+          if (next.status === 204) return controller.close();   // it had ended: nothing after the last id
+          if (next.status === 503) continue;
+          if (!next.ok || !next.body) return controller.error(new Error(`resuming the answer: ${next.status} ${await next.text()}`));
+          reader = next.body.getReader();
+          decoder = new TextDecoder();
+          state = { carry: '' };
+          end.carry = '';
+        }
+      },
+      cancel(reason) { return reader.cancel(reason); },
+    });
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   }
 
   return {
@@ -170,7 +222,7 @@ export function relayChatTransportOptions(options) {
       headers.delete('X-Chat-Id');
       const answer = chatId ? answers.get(chatId) : undefined;
       const response = await innerFetch(input, { ...init, headers });
-      return answer ? tracked(answer, response) : response;
+      return answer ? tracked(answer, response, init?.signal) : response;
     },
     /** The answer in progress of `chatId`: its X-Request-Id and the last event id seen. */
     answerOf(chatId) { return answers.get(chatId); },

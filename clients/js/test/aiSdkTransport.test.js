@@ -35,8 +35,8 @@ test('a response still arriving for an earlier answer does not move the next ans
     const first = calls.length === 1;
     const stream = new ReadableStream({ async start(c) {
       const e = new TextEncoder();
-      if (first) { c.enqueue(e.encode('data: {"type":"start"}\nid: 0\n\n')); await gate; c.enqueue(e.encode('data: {"type":"text-delta","id":"t","delta":"x"}\nid: 90\n\n')); }
-      else c.enqueue(e.encode('data: {"type":"start"}\nid: 0\n\ndata: {"type":"text-delta","id":"t","delta":"y"}\nid: 3\n\n'));
+      if (first) { c.enqueue(e.encode('data: {"type":"start"}\nid: 0\n\n')); await gate; c.enqueue(e.encode('data: {"type":"text-delta","id":"t","delta":"x"}\nid: 90\n\ndata: [DONE]\nid: 90\n\n')); }
+      else c.enqueue(e.encode('data: {"type":"start"}\nid: 0\n\ndata: {"type":"text-delta","id":"t","delta":"y"}\nid: 3\n\ndata: [DONE]\nid: 3\n\n'));
       c.close();
     } });
     return new Response(stream, { status: 200 });
@@ -102,7 +102,7 @@ function fakeFetch(chunks) {
 
 test('the send goes to the relay in the AI SDK dialect and the reconnect resumes from the last id seen', async () => {
   const { f, calls } = fakeFetch(['data: {"type":"start","messageId":"r1"}\nid: 0\n\n', 'data: {"type":"text-start","id":"text-1"}\nid: 0\n\ndata: {"type":"text-delta","id":"text-1","delta":"Hi"}\nid: 1\n\n',
-    'data: {"type":"text-delta","id":"text-1","delta":" there"}\nid: 2\n\n']);
+    'data: {"type":"text-delta","id":"text-1","delta":" there"}\nid: 2\n\n', 'data: [DONE]\nid: 2\n\n']);
   const t = relayChatTransportOptions({ baseURL: 'https://relay.example/', token: () => 'tok', model: 'simulated-tools', fetch: f,
     newRequestId: () => 'req-0123456789abcdef' });
   const send = await t.prepareSendMessagesRequest({ id: 'chat-1', messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hello' }] }] });
@@ -119,4 +119,63 @@ test('the send goes to the relay in the AI SDK dialect and the reconnect resumes
   const again = await t.prepareReconnectToStreamRequest({ id: 'chat-1' });
   assert.equal(again.api, 'https://relay.example/api/chat/stream/req-0123456789abcdef?format=ai-sdk');
   assert.equal(again.headers['Last-Event-ID'], '2');
+});
+
+/** A fetch whose n-th call answers `responses[n]`: a status and SSE chunks (or a thrown error). */
+function scriptedFetch(responses) {
+  const calls = [];
+  const f = async (url, init) => {
+    calls.push({ url: String(url), method: init?.method ?? 'GET', headers: new Headers(init?.headers) });
+    const r = responses[calls.length - 1] ?? { status: 500, chunks: [] };
+    if (r.throws) throw r.throws;
+    if (r.status === 204) return new Response(null, { status: 204 });
+    const stream = new ReadableStream({ start(c) { for (const x of r.chunks) c.enqueue(new TextEncoder().encode(x)); c.close(); } });
+    return new Response(stream, { status: r.status, headers: { 'content-type': 'text/event-stream' } });
+  };
+  return { f, calls };
+}
+
+test('a response that ends before [DONE] (a drained relay) is resumed from the last id and goes on as the same body', async () => {
+  const { f, calls } = scriptedFetch([
+    { status: 200, chunks: ['data: {"type":"start","messageId":"r"}\nid: 0\n\n', 'data: {"type":"text-start","id":"text-1"}\nid: 0\n\ndata: {"type":"text-delta","id":"text-1","delta":"Hel"}\nid: 1\n\n',
+      'data: {"type":"text-delta","id":"text-1","delta":"lo"}\nid: 2\n'] },   // cut before event 2's blank line
+    { status: 503, chunks: ['{"error":{"code":"not_ready"}}'] },
+    { status: 200, chunks: ['data: {"type":"start","messageId":"r"}\nid: 1\n\ndata: {"type":"text-start","id":"text-2"}\nid: 1\n\ndata: {"type":"text-delta","id":"text-2","delta":"lo"}\nid: 2\n\n',
+      'data: {"type":"finish"}\nid: 3\n\ndata: [DONE]\nid: 3\n\n'] },
+  ]);
+  const t = relayChatTransportOptions({ baseURL: 'https://relay.example', token: () => 'tok', fetch: f, reconnectDelayMs: 1,
+    newRequestId: () => 'req-0123456789abcdef' });
+  const send = await t.prepareSendMessagesRequest({ id: 'chat-1', messages: [] });
+  const res = await t.fetch(send.api, { method: 'POST', headers: send.headers, body: '{}' });
+  const text = await res.text();
+  assert.match(text, /"delta":"Hel"/);
+  assert.match(text, /"type":"finish"/, 'the rest of the answer arrives on the same body');
+  assert.equal(calls.length, 3, 'the send, a refused resume (503), the resume');
+  assert.equal(calls[2].url, 'https://relay.example/api/chat/stream/req-0123456789abcdef?format=ai-sdk');
+  assert.equal(calls[2].headers.get('Last-Event-ID'), '1', 'from the last event that arrived whole');
+  assert.equal(calls[2].headers.get('Authorization'), 'Bearer tok');
+  assert.equal(t.answerOf('chat-1').lastEventId, '3');
+});
+
+test('a response with its [DONE], or a resume answered 204, is not resumed again; a stopped request is not resumed', async () => {
+  const whole = scriptedFetch([{ status: 200, chunks: ['data: {"type":"finish"}\nid: 4\n\ndata: [DONE]\nid: 4\n\n'] }]);
+  const t1 = relayChatTransportOptions({ baseURL: 'https://relay.example', token: () => 'tok', fetch: whole.f, reconnectDelayMs: 1 });
+  const s1 = await t1.prepareSendMessagesRequest({ id: 'c', messages: [] });
+  await (await t1.fetch(s1.api, { method: 'POST', headers: s1.headers, body: '{}' })).text();
+  assert.equal(whole.calls.length, 1);
+
+  const ended = scriptedFetch([{ status: 200, chunks: ['data: {"type":"start"}\nid: 0\n\n'] }, { status: 204 }]);
+  const t2 = relayChatTransportOptions({ baseURL: 'https://relay.example', token: () => 'tok', fetch: ended.f, reconnectDelayMs: 1 });
+  const s2 = await t2.prepareSendMessagesRequest({ id: 'c', messages: [] });
+  await (await t2.fetch(s2.api, { method: 'POST', headers: s2.headers, body: '{}' })).text();
+  assert.equal(ended.calls.length, 2);
+
+  const stopped = scriptedFetch([{ status: 200, chunks: ['data: {"type":"start"}\nid: 0\n\n'] }]);
+  const t3 = relayChatTransportOptions({ baseURL: 'https://relay.example', token: () => 'tok', fetch: stopped.f, reconnectDelayMs: 1 });
+  const s3 = await t3.prepareSendMessagesRequest({ id: 'c', messages: [] });
+  const abort = new AbortController();
+  const r3 = await t3.fetch(s3.api, { method: 'POST', headers: s3.headers, body: '{}', signal: abort.signal });
+  abort.abort();
+  await assert.rejects(r3.text());
+  assert.equal(stopped.calls.length, 1, 'useChat\'s Stop is not undone by a resume');
 });
